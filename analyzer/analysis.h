@@ -1,0 +1,60 @@
+/* analysis.h: the analyzer's model of one or more runs, shared by the
+ * report, the gate, the exports and the MCP server. analysis.c loads the
+ * runs (exact statistics over every call, per-process breakdown, GPU feed,
+ * causal chains); the others only read it. Its JSON form is the contract in
+ * docs/json.md. */
+#ifndef CUDASPY_ANALYZER_ANALYSIS_H
+#define CUDASPY_ANALYZER_ANALYSIS_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cudaspy/error.h"
+#include "cudaspy/runfile.h"
+
+struct analysis_opts {
+    uint32_t pid;          /* 0 = every process */
+    uint64_t since_ns;     /* window, relative to run start; 0 */
+    uint64_t until_ns;     /* UINT64_MAX = to the end */
+    int top;               /* findings to keep; 0 = all */
+    double tail_ratio;     /* heavy tail: p99/p50 at least this; default 3 */
+    unsigned tail_min_calls; /* and at least this many calls; default 20 */
+    int by_stream, by_kernel, by_pid; /* extra latency tables */
+};
+
+struct analysis;
+
+/** Defaults for every field. */
+void analysis_opts_init(struct analysis_opts *o);
+
+/** Open and analyse @p n run files (processes of different files kept apart).
+ * @return 0, or the run-file error (CS_E_TRUNCATED, ...) with @p err saying
+ *         which file and what */
+int analysis_load(const char *const *paths, int n, const struct analysis_opts *o,
+                  struct analysis **out, struct cs_err *err);
+
+/** The whole analysis as the docs/json.md object. @return new reference */
+json_t *analysis_json(const struct analysis *a);
+
+/** Human report to @p out; colours only if @p color. */
+void analysis_print(const struct analysis *a, FILE *out, int color);
+
+/** Durations (ns, ascending) of every outermost call of API @p api (display
+ * name, e.g. "cuStreamSynchronize") in process @p pid (0 = all) with kernel
+ * name @p kernel (NULL = any). @return borrowed array valid until
+ * analysis_free(), NULL if none; *n gets the count. */
+const uint64_t *analysis_durations(const struct analysis *a, const char *api, uint32_t pid,
+                                   const char *kernel, size_t *n);
+
+/** Opened runs (for exports and timelines). @return borrowed */
+struct cs_run *analysis_run(const struct analysis *a, int i);
+int analysis_nruns(const struct analysis *a);
+
+/** Run start (CLOCK_MONOTONIC ns) of run @p i: times in JSON are relative to it. */
+uint64_t analysis_t0(const struct analysis *a, int i);
+
+/** Free. Accepts NULL. */
+void analysis_free(struct analysis *a);
+
+#endif

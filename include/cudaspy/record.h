@@ -1,0 +1,257 @@
+/* record.h: every fixed-size record cudaspy writes, declared once.
+ * The shim writes struct cs_rec_cuda into its ring; the collector converts
+ * clocks and string ids and packs records of one kind into blocks; the
+ * analyzer reads them back. Little-endian, naturally aligned, no pointers.
+ * Times are CLOCK_MONOTONIC nanoseconds once in the run file. Changing a
+ * layout means bumping CS_FORMAT_VERSION (version.h). */
+#ifndef CUDASPY_RECORD_H
+#define CUDASPY_RECORD_H
+
+#include <stdint.h>
+
+/* Record kinds; a block holds records of one kind (struct cs_blk_hdr.kind). */
+enum cs_rec_kind {
+    CS_REC_NONE = 0,
+    CS_REC_CUDA = 1,    /* struct cs_rec_cuda, in the cuda_blk database */
+    CS_REC_OFFCPU = 2,  /* struct cs_rec_offcpu, host_blk */
+    CS_REC_RUNQ = 3,    /* struct cs_rec_runq, host_blk */
+    CS_REC_PWIN = 4,    /* struct cs_rec_pwin, host_blk */
+    CS_REC_SYSWIN = 5,  /* struct cs_rec_syswin, host_blk */
+    CS_REC_COUNTER = 6, /* struct cs_rec_counter, host_blk */
+    CS_REC_LOST = 7,    /* struct cs_rec_lost, host_blk */
+    CS_REC_KIND_COUNT
+};
+
+/* ---- CUDA calls (the shim) ---- */
+
+/* Copy directions. */
+enum cs_dir {
+    CS_DIR_NONE = 0,
+    CS_DIR_HTOD = 1,
+    CS_DIR_DTOH = 2,
+    CS_DIR_DTOD = 3,
+    CS_DIR_HTOH = 4,
+    CS_DIR_PEER = 5,
+    CS_DIR_DEFAULT = 6 /* unified addressing: direction decided by the driver */
+};
+
+/* struct cs_rec_cuda.flags */
+#define CS_CF_NESTED    0x0001 /* made inside a recorded runtime call (parent_seq) */
+#define CS_CF_CAPTURING 0x0002 /* stream was capturing: enqueued into a graph, not run */
+#define CS_CF_PINNED    0x0004 /* host side of the copy is pinned (seen allocated/registered) */
+#define CS_CF_PAGEABLE  0x0008 /* host side of the copy is pageable */
+#define CS_CF_PTDS      0x0010 /* stream is the per-thread default stream */
+#define CS_CF_ERROR     0x0020 /* result != 0 */
+#define CS_CF_HAS_NAME  0x0040 /* name_id is a kernel name */
+#define CS_CF_STATIC_RT 0x0080 /* process uses a runtime we could not interpose */
+
+#define CS_STREAM_LEGACY      0x0ull /* stream 0 (legacy default) */
+#define CS_STREAM_PER_THREAD  0x2ull /* CU_STREAM_PER_THREAD, also used after normalising
+                                        stream 0 in a _ptsz/_ptds call */
+#define CS_DEVICE_UNKNOWN 0xffffu
+
+struct cs_rec_cuda {
+    uint64_t t_enter_ns; /* call entry; raw TSC ticks in the ring when clock is TSC */
+    uint64_t t_exit_ns;  /* call return, same clock */
+    uint64_t stream;     /* CUstream handle, normalised (CS_STREAM_*) */
+    uint64_t bytes;      /* bytes copied, set or allocated; 0 when not applicable */
+    uint32_t seq;        /* per-thread call sequence number, from 1 */
+    uint32_t parent_seq; /* seq of the enclosing runtime call (CS_CF_NESTED), else 0 */
+    uint32_t pid;        /* process (tgid) */
+    uint32_t tid;        /* thread */
+    uint32_t name_id;    /* kernel name string id (ring: process-local; file: strings db) */
+    int32_t result;      /* CUresult / cudaError_t returned to the caller */
+    uint16_t api;        /* enum cs_api */
+    uint8_t variant;     /* enum cs_variant */
+    uint8_t dir;         /* enum cs_dir */
+    uint16_t flags;      /* CS_CF_* */
+    uint16_t device;     /* device ordinal, CS_DEVICE_UNKNOWN if not known */
+    uint32_t grid[3];    /* launch grid (blocks) */
+    uint16_t block[3];   /* launch block (threads) */
+    uint16_t pad0;
+    uint32_t stack_id;   /* native stack (stacks db), 0 = none */
+    uint32_t pad1;
+    uint64_t aux;        /* kind-specific: event handle for event syncs, host
+                            pointer for copies, graph exec for graph launches */
+};
+_Static_assert(sizeof(struct cs_rec_cuda) == 96, "cs_rec_cuda is 96 bytes");
+
+/* ---- host records (the sampler) ---- */
+
+/* Off-CPU classes. */
+enum cs_off_class {
+    CS_OFF_SLEEP = 1,     /* blocked, interruptible (S) */
+    CS_OFF_DISK = 2,      /* blocked, uninterruptible (D) */
+    CS_OFF_PREEMPT = 3,   /* runnable but not running (involuntary switch) */
+    CS_OFF_BLOCKED = 4,   /* blocked, S or D unknown (no sched_switch tracepoint) */
+    CS_OFF_OTHER = 5      /* stopped, traced, dead... */
+};
+
+/* struct cs_rec_offcpu.flags / cs_rec_pwin.flags / cs_blk_hdr.flags */
+#define CS_HF_HOLDER_IN_TREE 0x01 /* holder_pid belongs to the traced tree */
+#define CS_HF_DEGRADED       0x02 /* data lost in this interval or window */
+#define CS_HF_DIVERGED       0x04 /* perf totals disagree with /proc schedstat */
+#define CS_HF_POLLED         0x08 /* from /proc polling (tier C): coarse resolution */
+
+/* One interval a thread spent off CPU, above the sampler's threshold. */
+struct cs_rec_offcpu {
+    uint64_t t_start_ns;        /* switch-out */
+    uint64_t t_end_ns;          /* switch-in */
+    uint32_t pid, tid;
+    uint32_t waker_pid;         /* who woke it (sleep classes), 0 = unknown */
+    uint32_t waker_tid;
+    uint32_t holder_pid;        /* preempted: process that ran most on that CPU meanwhile */
+    uint32_t holder_permille;   /* its share of the interval, 0..1000 */
+    uint32_t runq_ns;           /* part of the interval spent runnable (wakeup → switch-in),
+                                   saturates at UINT32_MAX */
+    uint16_t cpu;               /* CPU it left */
+    uint8_t cls;                /* enum cs_off_class */
+    uint8_t flags;              /* CS_HF_* */
+};
+_Static_assert(sizeof(struct cs_rec_offcpu) == 40, "cs_rec_offcpu is 40 bytes");
+
+/* One run-queue wait above the threshold: runnable from t_enqueue to t_run. */
+struct cs_rec_runq {
+    uint64_t t_enqueue_ns;
+    uint64_t t_run_ns;
+    uint32_t pid, tid;
+    uint32_t prev_pid;  /* process that had the CPU before it ran (0 = idle) */
+    uint16_t cpu;
+    uint16_t flags;     /* CS_HF_* */
+};
+_Static_assert(sizeof(struct cs_rec_runq) == 32, "cs_rec_runq is 32 bytes");
+
+/* Per-process counters over one window (default 10 ms), summed over its threads. */
+struct cs_rec_pwin {
+    uint64_t t_start_ns, t_end_ns;
+    uint32_t pid;
+    uint32_t flags;       /* CS_HF_* */
+    uint64_t oncpu_ns;
+    uint64_t sleep_ns;    /* off CPU, S or blocked-unknown */
+    uint64_t disk_ns;     /* off CPU, D */
+    uint64_t preempt_ns;  /* off CPU, runnable after an involuntary switch */
+    uint64_t runq_ns;     /* run-queue delay (wakeup or preemption → switch-in) */
+    uint32_t vcsw;        /* voluntary context switches */
+    uint32_t ivcsw;       /* involuntary context switches */
+    uint32_t migrations;
+    uint32_t page_allocs; /* pages allocated (order-weighted, sample-period weighted) */
+    uint32_t minflt;
+    uint32_t majflt;
+    uint32_t nthreads;    /* threads seen in the window */
+    uint32_t pad;
+};
+_Static_assert(sizeof(struct cs_rec_pwin) == 96, "cs_rec_pwin is 96 bytes");
+
+/* System-wide CPU state over one window. */
+struct cs_rec_syswin {
+    uint64_t t_start_ns, t_end_ns;
+    uint16_t ncpu;
+    uint16_t busy_permille;    /* 1 - (idle+iowait)/total over all CPUs */
+    uint16_t steal_permille;
+    uint16_t iowait_permille;
+    uint32_t procs_running;    /* /proc/stat at window end */
+    uint32_t procs_blocked;
+    uint64_t psi_some_us;      /* /proc/pressure/cpu "some" total, delta in window */
+    uint64_t tree_oncpu_ns;    /* traced tree's CPU time in the window */
+    uint64_t ext_oncpu_ns;     /* CPU time of processes outside the tree */
+    uint32_t top_pid[3];       /* outside the tree, most CPU first (0 = none) */
+    uint32_t pad;
+    uint64_t top_ns[3];
+};
+_Static_assert(sizeof(struct cs_rec_syswin) == 104, "cs_rec_syswin is 104 bytes");
+
+/* A named counter (libpfm4 --events) per process per window. */
+struct cs_rec_counter {
+    uint64_t t_start_ns, t_end_ns;
+    uint32_t pid;
+    uint32_t name_id;  /* event name, strings db */
+    uint64_t value;    /* delta in the window */
+};
+_Static_assert(sizeof(struct cs_rec_counter) == 32, "cs_rec_counter is 32 bytes");
+
+/* Records lost by a source (perf ring on a CPU, or a shim ring) in a span. */
+struct cs_rec_lost {
+    uint64_t t_start_ns, t_end_ns;
+    uint32_t source;   /* CPU number, or pid for shim drops */
+    uint32_t what;     /* 1 = perf ring, 2 = shim ring */
+    uint64_t count;
+};
+_Static_assert(sizeof(struct cs_rec_lost) == 32, "cs_rec_lost is 32 bytes");
+
+/* ---- tables ---- */
+
+/* struct cs_proc.flags */
+#define CS_PF_CUDA      0x01 /* registered a shim ring (made CUDA calls) */
+#define CS_PF_ROOT      0x02 /* root of the traced tree */
+#define CS_PF_PREATTACH 0x04 /* existed before the sampler attached */
+#define CS_PF_EXITED    0x08 /* exit seen (exit_ns valid) */
+#define CS_PF_EXEC      0x10 /* exec seen (exec_ns valid) */
+
+#define CS_RANK_NONE 0xffffffffu
+
+/* processes db: key = pid_be32 | start_ns_be64; pids are reused. */
+struct cs_proc {
+    uint32_t pid, ppid;
+    uint64_t start_ns;     /* fork (or first sight) time */
+    uint64_t exec_ns;      /* last exec, 0 = none seen */
+    uint64_t exit_ns;      /* 0 = still running at end of run */
+    int32_t exit_status;   /* wait status if known, else -1 */
+    uint32_t flags;        /* CS_PF_* */
+    uint32_t cmdline_id;   /* strings db; args joined by spaces */
+    uint32_t rank;         /* RANK from the environment, CS_RANK_NONE if absent */
+    char comm[16];         /* NUL-terminated */
+};
+_Static_assert(sizeof(struct cs_proc) == 64, "cs_proc is 64 bytes");
+
+/* threads db: key = pid_be32 | tid_be32 | start_ns_be64. */
+struct cs_thread {
+    uint32_t pid, tid;
+    uint64_t start_ns;
+    uint64_t exit_ns;      /* 0 = not seen */
+    char name[16];
+};
+_Static_assert(sizeof(struct cs_thread) == 40, "cs_thread is 40 bytes");
+
+/* stacks db value: key = u32 stack id (MDB_INTEGERKEY). Frames are
+ * (module path string id, offset in module) for offline symbolisation. */
+struct cs_frame {
+    uint64_t offset;
+    uint32_t module_id;  /* strings db: path of the object; 0 = unknown (offset is an address) */
+    uint32_t pad;
+};
+_Static_assert(sizeof(struct cs_frame) == 16, "cs_frame is 16 bytes");
+
+/* ---- blocks ---- */
+
+/* Value of a cuda_blk / host_blk entry: this header then n records. Key:
+ * ts_first_be64 | source_be32 | seq_be32 (see runfile.h). */
+struct cs_blk_hdr {
+    uint64_t ts_first_ns;  /* smallest start time of any record in the block */
+    uint64_t ts_last_ns;   /* largest end time */
+    uint32_t n;            /* records */
+    uint16_t kind;         /* enum cs_rec_kind */
+    uint16_t rec_size;     /* bytes per record; readers check it against the kind */
+    uint32_t pid;          /* producing process, 0 = several or system */
+    uint32_t flags;        /* CS_HF_DEGRADED if a loss touched the block */
+};
+_Static_assert(sizeof(struct cs_blk_hdr) == 32, "cs_blk_hdr is 32 bytes");
+
+#define CS_BLK_MAX_BYTES (64 * 1024) /* block value at most this (header included) */
+#define CS_BLK_MAX_AGE_NS 100000000ull /* collector closes a block after 100 ms */
+
+/** Size of a record of @p kind, 0 if unknown. */
+static inline unsigned cs_rec_size(unsigned kind)
+{
+    switch (kind) {
+    case CS_REC_CUDA: return sizeof(struct cs_rec_cuda);
+    case CS_REC_OFFCPU: return sizeof(struct cs_rec_offcpu);
+    case CS_REC_RUNQ: return sizeof(struct cs_rec_runq);
+    case CS_REC_PWIN: return sizeof(struct cs_rec_pwin);
+    case CS_REC_SYSWIN: return sizeof(struct cs_rec_syswin);
+    case CS_REC_COUNTER: return sizeof(struct cs_rec_counter);
+    case CS_REC_LOST: return sizeof(struct cs_rec_lost);
+    default: return 0;
+    }
+}
+
+#endif

@@ -1,0 +1,178 @@
+/* runfile.h: the run file, one LMDB environment in one file (MDB_NOSUBDIR:
+ * run.lmdb plus run.lmdb-lock, mode 0600). The collector is its only writer
+ * (struct cs_store); the analyzer and MCP server read it (struct cs_run),
+ * also while it is being written and from read-only media. The layout is
+ * documented in docs/format.md. Named databases:
+ *   meta      ASCII key -> UTF-8 text value (numbers in decimal)
+ *   procs     pid_be32|start_ns_be64 -> struct cs_proc
+ *   threads   pid_be32|tid_be32|start_ns_be64 -> struct cs_thread
+ *   cuda_blk  ts_first_be64|source_be32|seq_be32 -> struct cs_blk_hdr + records
+ *   host_blk  same key -> struct cs_blk_hdr + records of one host kind
+ *   strings   u32 id (MDB_INTEGERKEY) -> UTF-8 bytes (no NUL); id 0 is unused
+ *   stacks    u32 id (MDB_INTEGERKEY) -> struct cs_frame[]
+ * Meta keys every run has: format ("cudaspy-run"), format_version, tool_version,
+ * host, cmdline, t_start_ns, t_end_ns, realtime_offset_ns, clock, tsc_*,
+ * sampler_tier (A|B|C|none), sampler_tier_reason, cuda_dropped, host_lost,
+ * clean_shutdown (0|1). */
+#ifndef CUDASPY_RUNFILE_H
+#define CUDASPY_RUNFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "record.h"
+
+/* ================= writer (collector only) ================= */
+
+struct cs_store;
+
+struct cs_store_opts {
+    uint64_t map_bytes;   /* initial map size; 0 = default (1 GiB); grows by doubling */
+    uint64_t max_map_bytes; /* 0 = no limit; growth past it fails with CS_E_MAPFULL */
+};
+
+/** Allocate a closed store. @return NULL when out of memory. */
+struct cs_store *cs_store_new(void);
+
+/** Create (or truncate) the run file @p path, mode 0600, and write the format
+ * meta keys. @return 0, -errno (EACCES, ENOSPC, ...), CS_E_LMDB. */
+int cs_store_open(struct cs_store *s, const char *path, const struct cs_store_opts *o,
+                  struct cs_err *err);
+
+/** Stage a block of @p n records of @p kind (CS_REC_CUDA goes to cuda_blk,
+ * the rest to host_blk). @p source tells apart concurrent producers (the key
+ * is ts_first|source|seq, seq assigned here). Records are copied. Nothing is
+ * visible until cs_store_commit(). @return 0, -ENOMEM, -EINVAL (bad kind, too big) */
+int cs_store_put_block(struct cs_store *s, uint32_t source, const struct cs_blk_hdr *h,
+                       const void *recs);
+
+/** Stage a process row (replaces a row with the same pid and start_ns). */
+int cs_store_put_proc(struct cs_store *s, const struct cs_proc *p);
+
+/** Stage a thread row (replaces a row with the same pid, tid, start_ns). */
+int cs_store_put_thread(struct cs_store *s, const struct cs_thread *t);
+
+/** Intern @p len bytes of @p str: the same bytes always get the same id.
+ * @param id out: the string id (>= 1). @return 0, -ENOMEM */
+int cs_store_intern(struct cs_store *s, const char *str, size_t len, uint32_t *id);
+
+/** Stage a native stack; @p id out (>= 1). Identical stacks share an id. */
+int cs_store_put_stack(struct cs_store *s, const struct cs_frame *f, uint32_t n, uint32_t *id);
+
+/** Stage meta @p key = @p val (text). Later calls win. */
+int cs_store_put_meta(struct cs_store *s, const char *key, const char *val);
+int cs_store_put_meta_u64(struct cs_store *s, const char *key, uint64_t val);
+
+/** Write everything staged in one transaction. On MDB_MAP_FULL the map is
+ * doubled and the transaction replayed, so a committed block is never lost.
+ * @return 0, CS_E_MAPFULL (could not grow), -ENOSPC, -EIO, CS_E_LMDB; on
+ * failure the staged data is kept and the store is still usable. */
+int cs_store_commit(struct cs_store *s);
+
+/** Flush to disk (mdb_env_sync force). @return 0 or an error as commit. */
+int cs_store_sync(struct cs_store *s);
+
+/** Bytes staged but not yet committed. */
+size_t cs_store_pending(const struct cs_store *s);
+
+/** Current map size in bytes. */
+uint64_t cs_store_map_bytes(const struct cs_store *s);
+
+/** Commit what is staged, sync, close. Idempotent. */
+void cs_store_close(struct cs_store *s);
+
+/** Close if open, free. Accepts NULL. */
+void cs_store_free(struct cs_store *s);
+
+/* ================= reader ================= */
+
+struct cs_run;
+struct cs_cursor;
+
+/** Allocate a closed reader. @return NULL when out of memory. */
+struct cs_run *cs_run_new(void);
+
+/** Open run file @p path read-only, check magic, format version and that the
+ * file is as long as its pages say. Works while the collector still writes
+ * (locked read) and on read-only media (falls back to MDB_NOLOCK). Loads the
+ * strings table and process table into memory.
+ * @return 0, -ENOENT, -EACCES, CS_E_BADMAGIC, CS_E_VERSION, CS_E_TRUNCATED,
+ *         CS_E_CORRUPT, CS_E_LMDB; @p err gets one line saying what and where. */
+int cs_run_open(struct cs_run *r, const char *path, struct cs_err *err);
+
+/** Meta value for @p key. @return borrowed NUL-terminated text valid until
+ * cs_run_close(), or NULL if the key is absent. */
+const char *cs_run_meta(struct cs_run *r, const char *key);
+
+/** Meta value parsed as unsigned decimal; @p def if absent or not a number. */
+uint64_t cs_run_meta_u64(struct cs_run *r, const char *key, uint64_t def);
+
+/** String @p id. @return borrowed NUL-terminated text valid until
+ * cs_run_close(), or "" for unknown ids. */
+const char *cs_run_string(struct cs_run *r, uint32_t id);
+
+/** Process table, sorted by (pid, start_ns). @return borrowed array valid
+ * until cs_run_close(); *n gets its length. */
+const struct cs_proc *cs_run_procs(struct cs_run *r, size_t *n);
+
+/** Thread table, sorted by (pid, tid, start_ns); borrowed like cs_run_procs(). */
+const struct cs_thread *cs_run_threads(struct cs_run *r, size_t *n);
+
+/** Native stack @p id. @return borrowed frames (valid until cs_run_close()) or
+ * NULL; *n gets the frame count. */
+const struct cs_frame *cs_run_stack(struct cs_run *r, uint32_t id, size_t *n);
+
+/** Count of records of @p kind in the file (sum of block headers). */
+uint64_t cs_run_count(struct cs_run *r, unsigned kind);
+
+/** Close, free. Accepts NULL. */
+void cs_run_free(struct cs_run *r);
+
+/** Open a cursor over blocks of @p kind that overlap [@p since_ns, @p until_ns]
+ * (0 / UINT64_MAX for everything), in key order (roughly by time).
+ * @return 0, -ENOMEM, CS_E_LMDB */
+int cs_cursor_open(struct cs_run *r, unsigned kind, uint64_t since_ns, uint64_t until_ns,
+                   struct cs_cursor **c);
+
+/** Next block: @p hdr and @p recs are borrowed until the next call or
+ * cs_cursor_close(). Records are whole blocks: callers filter by time.
+ * @return 1 with a block, 0 at the end, CS_E_CORRUPT if a block's header
+ *         disagrees with its size or kind (the message says which key). */
+int cs_cursor_next(struct cs_cursor *c, const struct cs_blk_hdr **hdr, const void **recs,
+                   struct cs_err *err);
+
+/** Close, free. Accepts NULL. */
+void cs_cursor_close(struct cs_cursor *c);
+
+/* ---- key encoding (shared by writer and reader) ---- */
+
+static inline void cs_be64_put(uint8_t *p, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--, v >>= 8)
+        p[i] = (uint8_t)v;
+}
+
+static inline void cs_be32_put(uint8_t *p, uint32_t v)
+{
+    for (int i = 3; i >= 0; i--, v >>= 8)
+        p[i] = (uint8_t)v;
+}
+
+static inline uint64_t cs_be64_get(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static inline uint32_t cs_be32_get(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+#endif
