@@ -1,0 +1,19 @@
+/* gate.c: cudaspy-analyze subcommand entry points (being written; see issue 6). */
+#include <stdio.h>
+
+#include "commands.h"
+
+int gate_main(int argc, char **argv)
+{
+    (void)argc;
+    fprintf(stderr, "cudaspy-analyze: %s: not implemented yet\n", argv[0]);
+    return 3;
+}
+
+int summary_main(int argc, char **argv)
+{
+    (void)argc;
+    fprintf(stderr, "cudaspy-analyze: %s: not implemented yet\n", argv[0]);
+    return 3;
+}
+
