@@ -74,7 +74,7 @@ struct cs_rec_cuda {
     uint64_t aux;        /* kind-specific: event handle for event syncs, host
                             pointer for copies, graph exec for graph launches */
 };
-_Static_assert(sizeof(struct cs_rec_cuda) == 96, "cs_rec_cuda is 96 bytes");
+_Static_assert(sizeof(struct cs_rec_cuda) == 104, "cs_rec_cuda is 104 bytes");
 
 /* ---- host records (the sampler) ---- */
 
@@ -108,7 +108,7 @@ struct cs_rec_offcpu {
     uint8_t cls;                /* enum cs_off_class */
     uint8_t flags;              /* CS_HF_* */
 };
-_Static_assert(sizeof(struct cs_rec_offcpu) == 40, "cs_rec_offcpu is 40 bytes");
+_Static_assert(sizeof(struct cs_rec_offcpu) == 48, "cs_rec_offcpu is 48 bytes");
 
 /* One run-queue wait above the threshold: runnable from t_enqueue to t_run. */
 struct cs_rec_runq {
@@ -158,7 +158,7 @@ struct cs_rec_syswin {
     uint32_t pad;
     uint64_t top_ns[3];
 };
-_Static_assert(sizeof(struct cs_rec_syswin) == 104, "cs_rec_syswin is 104 bytes");
+_Static_assert(sizeof(struct cs_rec_syswin) == 96, "cs_rec_syswin is 96 bytes");
 
 /* A named counter (libpfm4 --events) per process per window. */
 struct cs_rec_counter {
