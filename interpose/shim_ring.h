@@ -1,0 +1,158 @@
+/* shim_ring.h: the producer (client) side of the ring hand-off, used by the
+ * shim. Owns the process's connection to cudaspy-sampler, its memfd
+ * segments and each thread's claimed sub-ring; the protocol itself is
+ * include/cudaspy/ring.h (docs/ring.md). Wrapping CUDA calls and filling
+ * records is the shim's job (interpose/).
+ *
+ * Usage (hot path, any thread):
+ *     uint64_t t0 = shim_ring_now();  ...real call...  rec.t_exit_ns = shim_ring_now();
+ *     shim_ring_push_cuda(&rec);      (attaches on first use; never blocks)
+ * Names and stacks get process-local ids (from 1) chosen by the shim; push
+ * the definition (shim_ring_push_name/_stack) before the first record that
+ * uses it. Every function here keeps errno, never writes stdout and, after
+ * shim_ring_stop() or a failed attach, does nothing. */
+#ifndef CUDASPY_SHIM_RING_H
+#define CUDASPY_SHIM_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+#include "cudaspy/record.h"
+#include "cudaspy/ring.h"
+
+/* Per-thread state (initial-exec TLS, no malloc). prod.ctl == NULL until the
+ * thread claimed a sub-ring. Private to shim_ring.c and these inlines. */
+struct shim_ring_thread {
+    struct cs_ring_prod prod;
+    uint32_t tid;     /* cached gettid(), 0 = not yet */
+    uint32_t in_slow; /* re-entry guard for the slow path */
+};
+
+extern __thread struct shim_ring_thread shim_ring_t_
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+extern _Atomic int shim_ring_off_ __attribute__((visibility("hidden")));   /* 1 = stopped */
+extern uint32_t shim_ring_clock_ __attribute__((visibility("hidden")));   /* 0 = undecided */
+
+/* ---- process-wide ---- */
+
+/** 1 while recording; 0 after shim_ring_stop() or a failed attach. */
+int shim_ring_enabled(void);
+
+/** Stop recording for this process; prints once to stderr
+ * "cudaspy[<pid>]: recording stopped: <why>". Safe from any thread. */
+void shim_ring_stop(const char *why);
+
+/** Collector address to use instead of $CUDASPY_SOCK ("@name" = abstract, else
+ * a path). Copied. Call before the first event (e.g. after auto-start). */
+void shim_ring_set_sock(const char *addr);
+
+/** Hook called by the slow path, under its lock, when no address is known
+ * (neither shim_ring_set_sock() nor $CUDASPY_SOCK): it may start a collector
+ * and must write its address into @p addr (@p n bytes) and return 0, or
+ * return < 0 to leave recording off. */
+void shim_ring_set_autostart(int (*fn)(char *addr, size_t n));
+
+/** Decide the clock (CUDASPY_CLOCK=tsc|mono, else tsc when the kernel's
+ * clocksource is tsc, else mono). Called by shim_ring_now() the first time. */
+uint32_t shim_ring_clock_init_slow(void) __attribute__((cold, noinline));
+
+/** CS_CLOCK_* this process stamps records with. */
+uint32_t shim_ring_clock(void);
+
+/** Records this process dropped because its ring was full (all threads). */
+uint64_t shim_ring_dropped(void);
+
+/* ---- hot path ---- */
+
+/** Timestamp in this process's clock (raw TSC ticks or CLOCK_MONOTONIC ns),
+ * for cs_rec_cuda.t_enter_ns / t_exit_ns. No system call. */
+static inline uint64_t shim_ring_now(void)
+{
+    uint32_t clk = shim_ring_clock_;
+    struct timespec ts;
+
+    if (__builtin_expect(clk == 0, 0))
+        clk = shim_ring_clock_init_slow();
+#if defined(__x86_64__) || defined(__i386__)
+    if (clk == CS_CLOCK_TSC)
+        return __rdtsc();
+#endif
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/** This thread's producer, or NULL if it has none yet (call the slow path)
+ * or recording is off. */
+static inline struct cs_ring_prod *shim_ring_tls(void)
+{
+    struct cs_ring_prod *p = &shim_ring_t_.prod;
+
+    if (__builtin_expect(p->ctl == NULL, 0))
+        return NULL;
+    if (__builtin_expect(atomic_load_explicit(&shim_ring_off_, memory_order_relaxed), 0))
+        return NULL;
+    return p;
+}
+
+/** Connect and register the process if needed, claim a sub-ring for this
+ * thread (pushing its name as a CS_ENT_THREAD entry). @return the producer,
+ * or NULL when recording is off (nothing to do then). */
+struct cs_ring_prod *shim_ring_attach_slow(void) __attribute__((cold, noinline));
+
+/** Cached gettid() of the calling thread (reset in a fork child). */
+uint32_t shim_ring_tid_slow(void) __attribute__((cold, noinline));
+static inline uint32_t shim_ring_tid(void)
+{
+    uint32_t t = shim_ring_t_.tid;
+    return __builtin_expect(t != 0, 1) ? t : shim_ring_tid_slow();
+}
+
+/** Copy @p r into this thread's sub-ring, or count a drop when it is full.
+ * Attaches on first use. No locks, no malloc, no system calls after attach. */
+static inline void shim_ring_push_cuda(const struct cs_rec_cuda *r)
+{
+    struct cs_ring_prod *p = shim_ring_tls();
+    struct cs_ring_ent *e;
+
+    if (__builtin_expect(p == NULL, 0)) {
+        p = shim_ring_attach_slow();
+        if (p == NULL)
+            return;
+    }
+    e = cs_ring_reserve(p, (uint32_t)(sizeof(*e) + sizeof(*r)));
+    if (__builtin_expect(e == NULL, 0)) {
+        atomic_fetch_add_explicit(&p->ctl->dropped, 1, memory_order_relaxed);
+        return;
+    }
+    e->len = (uint32_t)(sizeof(*e) + sizeof(*r));
+    e->type = CS_ENT_CUDA;
+    e->aux = 0;
+    memcpy(e + 1, r, sizeof(*r));
+    cs_ring_commit(p);
+}
+
+/* ---- definitions (slow path is fine; they attach on first use) ---- */
+
+/** Define process-local name @p local_id (>= 1) = @p len bytes of @p name
+ * (no NUL needed; names longer than a quarter of the sub-ring are cut).
+ * @p kind is enum cs_name_kind, @p handle what it came from.
+ * @return 0, -ENOSPC (ring full: counted as a drop, retry later) or
+ *         -ENOTCONN (recording off) */
+int shim_ring_push_name(uint32_t local_id, uint64_t handle, uint32_t kind, const char *name,
+                        size_t len);
+
+/** Define process-local stack @p local_id (>= 1) = @p n frames (module_id in
+ * each frame is a process-local CS_NAME_MODULE id). Returns as push_name. */
+int shim_ring_push_stack(uint32_t local_id, const struct cs_frame *f, uint32_t n);
+
+/** Name the calling thread in the run (up to 15 bytes of @p name). The slow
+ * path already sends the name the thread had when it attached; call this
+ * after a rename. Returns as push_name. */
+int shim_ring_push_thread(const char *name);
+
+#endif
