@@ -1,0 +1,1129 @@
+/* runfile.c: the run file of runfile.h. cs_store is the collector's single
+ * LMDB writer (staging, commit with map growth and replay, sync); cs_run and
+ * cs_cursor read it back, live or archived. Owns every LMDB call and the
+ * translation of LMDB codes to CS_E_*; what goes into blocks is the
+ * collector's business. Layout: docs/format.md. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <lmdb.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cudaspy/runfile.h"
+#include "cudaspy/version.h"
+
+enum db_id { DB_META, DB_PROCS, DB_THREADS, DB_CUDA, DB_HOST, DB_STRINGS, DB_STACKS, DB_COUNT };
+
+static const char *const db_names[DB_COUNT] = {"meta",     "procs",   "threads", "cuda_blk",
+                                               "host_blk", "strings", "stacks"};
+static const unsigned db_flags[DB_COUNT] = {0, 0, 0, 0, 0, MDB_INTEGERKEY, MDB_INTEGERKEY};
+
+#define STORE_DEFAULT_MAP (1ull << 30)
+#define STORE_MIN_MAP     (256ull << 10)
+#define BLK_KEY_BYTES     16
+
+/* LMDB codes to ours; errno values pass through negated. */
+static int lmdb_rc(int rc)
+{
+    switch (rc) {
+    case 0: return 0;
+    case MDB_MAP_FULL: return CS_E_MAPFULL;
+    case MDB_INVALID: return CS_E_BADMAGIC;
+    case MDB_VERSION_MISMATCH: return CS_E_VERSION;
+    case MDB_CORRUPTED:
+    case MDB_PAGE_NOTFOUND: return CS_E_CORRUPT;
+    case MDB_NOTFOUND: return CS_E_NOTFOUND;
+    default: return rc > 0 ? -rc : CS_E_LMDB;
+    }
+}
+
+/* ---- identical-bytes interning (strings and stacks) ---- */
+
+struct itab_ent {
+    uint64_t hash;
+    uint32_t id;
+    uint32_t len;
+    uint8_t *bytes; /* owned copy */
+};
+
+struct itab {
+    struct itab_ent *ents; /* open addressing, cap a power of two */
+    size_t cap, n;
+    uint32_t next_id;
+};
+
+static uint64_t hash_bytes(const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h | 1; /* 0 marks a free slot */
+}
+
+static int itab_grow(struct itab *t)
+{
+    size_t cap = t->cap ? t->cap * 2 : 256;
+    struct itab_ent *e = calloc(cap, sizeof(*e));
+
+    if (e == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < t->cap; i++) {
+        size_t j;
+        if (t->ents[i].hash == 0)
+            continue;
+        for (j = t->ents[i].hash & (cap - 1); e[j].hash; j = (j + 1) & (cap - 1))
+            ;
+        e[j] = t->ents[i];
+    }
+    free(t->ents);
+    t->ents = e;
+    t->cap = cap;
+    return 0;
+}
+
+/* Find @p len bytes or add them with the next id; *is_new tells which. */
+static int itab_get(struct itab *t, const void *p, size_t len, uint32_t *id, int *is_new)
+{
+    uint64_t h = hash_bytes(p, len);
+    size_t j;
+
+    *is_new = 0;
+    if ((t->n + 1) * 2 > t->cap && itab_grow(t) < 0)
+        return -ENOMEM;
+    for (j = h & (t->cap - 1); t->ents[j].hash; j = (j + 1) & (t->cap - 1)) {
+        struct itab_ent *e = &t->ents[j];
+        if (e->hash == h && e->len == len && memcmp(e->bytes, p, len) == 0) {
+            *id = e->id;
+            return 0;
+        }
+    }
+    t->ents[j].bytes = malloc(len ? len : 1);
+    if (t->ents[j].bytes == NULL)
+        return -ENOMEM;
+    memcpy(t->ents[j].bytes, p, len);
+    t->ents[j].hash = h;
+    t->ents[j].len = (uint32_t)len;
+    t->ents[j].id = *id = ++t->next_id;
+    t->n++;
+    *is_new = 1;
+    return 0;
+}
+
+static void itab_free(struct itab *t)
+{
+    for (size_t i = 0; i < t->cap; i++)
+        free(t->ents[i].bytes);
+    free(t->ents);
+    memset(t, 0, sizeof(*t));
+}
+
+/* ================= writer ================= */
+
+/* One staged put: key and value bytes live in the arena. */
+struct stage_op {
+    uint32_t db;
+    uint32_t klen;
+    size_t koff, voff, vlen;
+};
+
+struct cs_store {
+    MDB_env *env;
+    MDB_dbi dbi[DB_COUNT];
+    char *path;
+    uint64_t map_bytes, max_map_bytes;
+    struct stage_op *ops; /* staged until a commit succeeds */
+    size_t nops, ops_cap;
+    uint8_t *arena;
+    size_t arena_len, arena_cap;
+    uint32_t blk_seq;
+    struct itab strings, stacks;
+};
+
+struct cs_store *cs_store_new(void)
+{
+    return calloc(1, sizeof(struct cs_store));
+}
+
+static int arena_reserve(struct cs_store *s, size_t n, size_t *off)
+{
+    size_t need = (s->arena_len + n + 7) & ~(size_t)7;
+
+    if (need > s->arena_cap) {
+        size_t cap = s->arena_cap ? s->arena_cap : (1u << 20);
+        uint8_t *a;
+        while (cap < need)
+            cap *= 2;
+        a = realloc(s->arena, cap);
+        if (a == NULL)
+            return -ENOMEM;
+        s->arena = a;
+        s->arena_cap = cap;
+    }
+    *off = s->arena_len;
+    s->arena_len = need;
+    return 0;
+}
+
+/* Stage a put of @p klen + @p vlen bytes; returns where to write the value
+ * (valid until the next stage call) through @p val. */
+static int stage_put(struct cs_store *s, unsigned db, const void *key, size_t klen, size_t vlen,
+                     uint8_t **val)
+{
+    struct stage_op *op;
+    size_t koff, voff;
+
+    if (s->env == NULL)
+        return -EBADF;
+    if (s->nops == s->ops_cap) {
+        size_t cap = s->ops_cap ? s->ops_cap * 2 : 1024;
+        struct stage_op *o = realloc(s->ops, cap * sizeof(*o));
+        if (o == NULL)
+            return -ENOMEM;
+        s->ops = o;
+        s->ops_cap = cap;
+    }
+    if (arena_reserve(s, klen, &koff) < 0 || arena_reserve(s, vlen, &voff) < 0)
+        return -ENOMEM;
+    memcpy(s->arena + koff, key, klen);
+    op = &s->ops[s->nops++];
+    op->db = db;
+    op->klen = (uint32_t)klen;
+    op->koff = koff;
+    op->voff = voff;
+    op->vlen = vlen;
+    *val = s->arena + voff;
+    return 0;
+}
+
+static int stage_copy(struct cs_store *s, unsigned db, const void *key, size_t klen,
+                      const void *v, size_t vlen)
+{
+    uint8_t *dst;
+    int rc = stage_put(s, db, key, klen, vlen, &dst);
+
+    if (rc == 0 && vlen)
+        memcpy(dst, v, vlen);
+    return rc;
+}
+
+static int env_create(MDB_env **env, uint64_t map_bytes)
+{
+    int rc = mdb_env_create(env);
+
+    if (rc)
+        return rc;
+    mdb_env_set_maxdbs(*env, 16);
+    mdb_env_set_maxreaders(*env, 512);
+    if (map_bytes)
+        rc = mdb_env_set_mapsize(*env, (size_t)map_bytes);
+    if (rc) {
+        mdb_env_close(*env);
+        *env = NULL;
+    }
+    return rc;
+}
+
+/* Open every named database in one write txn and commit it, so the handles
+ * stay valid for the env's lifetime. */
+static int store_open_dbs(struct cs_store *s)
+{
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+
+    if (rc)
+        return rc;
+    for (int i = 0; i < DB_COUNT && rc == 0; i++)
+        rc = mdb_dbi_open(txn, db_names[i], MDB_CREATE | db_flags[i], &s->dbi[i]);
+    if (rc) {
+        mdb_txn_abort(txn);
+        return rc;
+    }
+    return mdb_txn_commit(txn);
+}
+
+static void store_unlink(const char *path)
+{
+    char lock[4096];
+
+    unlink(path);
+    snprintf(lock, sizeof(lock), "%s-lock", path);
+    unlink(lock);
+}
+
+int cs_store_open(struct cs_store *s, const char *path, const struct cs_store_opts *o,
+                  struct cs_err *err)
+{
+    int rc;
+
+    if (s->env)
+        return cs_err_set(err, -EBUSY, "%s: store already open", path);
+    /* LMDB mallocs a buffer per dirty overflow run; keep glibc from mmap/trim
+     * churn on those (lmdb.md section 2.3). */
+    mallopt(M_MMAP_THRESHOLD, 4 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    s->map_bytes = o && o->map_bytes ? o->map_bytes : STORE_DEFAULT_MAP;
+    if (s->map_bytes < STORE_MIN_MAP)
+        s->map_bytes = STORE_MIN_MAP;
+    s->max_map_bytes = o ? o->max_map_bytes : 0;
+    store_unlink(path);
+    rc = env_create(&s->env, s->map_bytes);
+    if (rc == 0) {
+        rc = mdb_env_open(s->env, path, MDB_NOSUBDIR | MDB_NOSYNC | MDB_NOMETASYNC, 0600);
+        if (rc)
+            mdb_env_close(s->env);
+    }
+    if (rc) {
+        s->env = NULL;
+        return cs_err_set(err, lmdb_rc(rc), "%s: cannot create run file (%s)", path,
+                          mdb_strerror(rc));
+    }
+    s->path = strdup(path);
+    rc = store_open_dbs(s);
+    if (rc == 0 && s->path == NULL)
+        rc = ENOMEM;
+    if (rc == 0) {
+        cs_store_put_meta(s, "format", CS_FORMAT_MAGIC);
+        cs_store_put_meta_u64(s, "format_version", CS_FORMAT_VERSION);
+        cs_store_put_meta(s, "tool_version", CS_VERSION);
+        rc = cs_store_commit(s);
+        if (rc < 0) {
+            cs_store_close(s);
+            return cs_err_set(err, rc, "%s: cannot write run file (%s)", path, cs_strerror(rc));
+        }
+        return 0;
+    }
+    cs_store_close(s);
+    return cs_err_set(err, lmdb_rc(rc), "%s: cannot create run file (%s)", path,
+                      mdb_strerror(rc));
+}
+
+int cs_store_put_block(struct cs_store *s, uint32_t source, const struct cs_blk_hdr *h,
+                       const void *recs)
+{
+    unsigned rs = cs_rec_size(h->kind);
+    size_t bytes = sizeof(*h) + (size_t)h->n * rs;
+    uint8_t key[BLK_KEY_BYTES], *v;
+    struct cs_blk_hdr hdr = *h;
+    int rc;
+
+    if (rs == 0 || h->n == 0 || bytes > CS_BLK_MAX_BYTES)
+        return -EINVAL;
+    hdr.rec_size = (uint16_t)rs;
+    cs_be64_put(key, h->ts_first_ns);
+    cs_be32_put(key + 8, source);
+    cs_be32_put(key + 12, ++s->blk_seq);
+    rc = stage_put(s, h->kind == CS_REC_CUDA ? DB_CUDA : DB_HOST, key, sizeof(key), bytes, &v);
+    if (rc)
+        return rc;
+    memcpy(v, &hdr, sizeof(hdr));
+    memcpy(v + sizeof(hdr), recs, bytes - sizeof(hdr));
+    return 0;
+}
+
+int cs_store_put_proc(struct cs_store *s, const struct cs_proc *p)
+{
+    uint8_t key[12];
+
+    cs_be32_put(key, p->pid);
+    cs_be64_put(key + 4, p->start_ns);
+    return stage_copy(s, DB_PROCS, key, sizeof(key), p, sizeof(*p));
+}
+
+int cs_store_put_thread(struct cs_store *s, const struct cs_thread *t)
+{
+    uint8_t key[16];
+
+    cs_be32_put(key, t->pid);
+    cs_be32_put(key + 4, t->tid);
+    cs_be64_put(key + 8, t->start_ns);
+    return stage_copy(s, DB_THREADS, key, sizeof(key), t, sizeof(*t));
+}
+
+/* Intern into @p t; a new entry is staged into @p db under its u32 id. If
+ * staging fails the entry stays in the table: the id is still right but its
+ * bytes are lost, which costs one name, never a wrong one. */
+static int intern_into(struct cs_store *s, struct itab *t, unsigned db, const void *p,
+                       size_t len, uint32_t *id)
+{
+    int is_new, rc;
+
+    if (s->env == NULL)
+        return -EBADF;
+    rc = itab_get(t, p, len, id, &is_new);
+    if (rc || !is_new)
+        return rc;
+    return stage_copy(s, db, id, sizeof(*id), p, len);
+}
+
+int cs_store_intern(struct cs_store *s, const char *str, size_t len, uint32_t *id)
+{
+    return intern_into(s, &s->strings, DB_STRINGS, str, len, id);
+}
+
+int cs_store_put_stack(struct cs_store *s, const struct cs_frame *f, uint32_t n, uint32_t *id)
+{
+    if (n == 0)
+        return -EINVAL;
+    return intern_into(s, &s->stacks, DB_STACKS, f, (size_t)n * sizeof(*f), id);
+}
+
+int cs_store_put_meta(struct cs_store *s, const char *key, const char *val)
+{
+    size_t klen = strlen(key);
+
+    if (klen == 0 || klen > 400)
+        return -EINVAL;
+    return stage_copy(s, DB_META, key, klen, val, strlen(val));
+}
+
+int cs_store_put_meta_u64(struct cs_store *s, const char *key, uint64_t val)
+{
+    char buf[24];
+
+    snprintf(buf, sizeof(buf), "%" PRIu64, val);
+    return cs_store_put_meta(s, key, buf);
+}
+
+/* Bytes the file uses now. */
+static uint64_t store_used_bytes(struct cs_store *s)
+{
+    MDB_envinfo info;
+    MDB_stat st;
+
+    if (mdb_env_info(s->env, &info) || mdb_env_stat(s->env, &st))
+        return 0;
+    return ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
+}
+
+/* Double the map (no txn may be open). */
+static int store_grow(struct cs_store *s)
+{
+    uint64_t want = s->map_bytes * 2;
+    int rc;
+
+    if (s->max_map_bytes && want > s->max_map_bytes) {
+        if (s->map_bytes >= s->max_map_bytes)
+            return CS_E_MAPFULL;
+        want = s->max_map_bytes;
+    }
+    rc = mdb_env_set_mapsize(s->env, (size_t)want);
+    if (rc)
+        return rc == ENOMEM ? CS_E_MAPFULL : lmdb_rc(rc);
+    s->map_bytes = want;
+    return 0;
+}
+
+/* Write every staged op in one txn. Returns the raw LMDB/errno code. */
+static int store_write_all(struct cs_store *s)
+{
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < s->nops && rc == 0; i++) {
+        const struct stage_op *op = &s->ops[i];
+        MDB_val k = {op->klen, s->arena + op->koff};
+        MDB_val v = {op->vlen, s->arena + op->voff};
+        rc = mdb_put(txn, s->dbi[op->db], &k, &v, 0);
+    }
+    if (rc) {
+        mdb_txn_abort(txn);
+        return rc;
+    }
+    return mdb_txn_commit(txn);
+}
+
+int cs_store_commit(struct cs_store *s)
+{
+    int rc;
+
+    if (s->env == NULL)
+        return -EBADF;
+    if (s->nops == 0)
+        return 0;
+    /* Grow ahead at 80 % full; MDB_MAP_FULL below is the backstop. */
+    while (store_used_bytes(s) > s->map_bytes / 5 * 4) {
+        rc = store_grow(s);
+        if (rc)
+            break;
+    }
+    for (;;) {
+        rc = store_write_all(s);
+        if (rc != MDB_MAP_FULL)
+            break;
+        rc = store_grow(s); /* the staged ops are intact: replay them */
+        if (rc)
+            return rc;
+    }
+    if (rc)
+        return lmdb_rc(rc);
+    s->nops = 0;
+    s->arena_len = 0;
+    return 0;
+}
+
+int cs_store_sync(struct cs_store *s)
+{
+    if (s->env == NULL)
+        return -EBADF;
+    return lmdb_rc(mdb_env_sync(s->env, 1));
+}
+
+size_t cs_store_pending(const struct cs_store *s)
+{
+    return s->arena_len;
+}
+
+uint64_t cs_store_map_bytes(const struct cs_store *s)
+{
+    return s->map_bytes;
+}
+
+void cs_store_close(struct cs_store *s)
+{
+    if (s == NULL || s->env == NULL)
+        return;
+    cs_store_commit(s);
+    mdb_env_sync(s->env, 1);
+    mdb_env_close(s->env);
+    s->env = NULL;
+    free(s->path);
+    s->path = NULL;
+}
+
+void cs_store_free(struct cs_store *s)
+{
+    if (s == NULL)
+        return;
+    cs_store_close(s);
+    itab_free(&s->strings);
+    itab_free(&s->stacks);
+    free(s->ops);
+    free(s->arena);
+    free(s);
+}
+
+/* ================= reader ================= */
+
+struct meta_kv {
+    char *key, *val;
+};
+
+struct run_stack {
+    struct cs_frame *f;
+    size_t n;
+};
+
+struct cs_run {
+    MDB_env *env;
+    MDB_dbi dbi[DB_COUNT];
+    char *path;
+    int fd;        /* held open for size checks */
+    int ncursors;  /* open cursors (a map resize must wait for 0) */
+    struct meta_kv *meta;
+    size_t nmeta;
+    char **strings; /* by id; NULL = unknown */
+    size_t nstrings;
+    struct cs_proc *procs;
+    size_t nprocs;
+    struct cs_thread *threads;
+    size_t nthreads;
+    struct run_stack *stacks; /* by id */
+    size_t nstacks;
+};
+
+struct cs_cursor {
+    struct cs_run *r;
+    MDB_txn *txn;
+    MDB_cursor *cur;
+    unsigned kind, db;
+    uint64_t since_ns, until_ns;
+    int started;
+    void *buf; /* aligned copy of a block stored unaligned in a leaf page */
+    size_t buf_cap;
+};
+
+struct cs_run *cs_run_new(void)
+{
+    struct cs_run *r = calloc(1, sizeof(*r));
+
+    if (r)
+        r->fd = -1;
+    return r;
+}
+
+/* Offsets in an LMDB 0.9 meta page (64-bit): 16-byte page header, then
+ * MDB_meta {magic u32, version u32, address, mapsize, dbs[2] (48 B each, the
+ * first one's md_pad holds the page size), last_pg, txnid}. */
+#define LM_MAGIC      0xBEEFC0DEu
+#define LM_OFF_MAGIC  16
+#define LM_OFF_VER    20
+#define LM_OFF_PSIZE  40
+#define LM_OFF_LASTPG 136
+#define LM_OFF_TXNID  144
+#define LM_META_BYTES 152
+
+struct lm_meta {
+    uint32_t psize;
+    uint64_t last_pg, txnid;
+};
+
+static int lm_meta_parse(const uint8_t *p, struct lm_meta *m)
+{
+    uint32_t magic, ver;
+
+    memcpy(&magic, p + LM_OFF_MAGIC, 4);
+    memcpy(&ver, p + LM_OFF_VER, 4);
+    if (magic != LM_MAGIC || ver != 1)
+        return -1;
+    memcpy(&m->psize, p + LM_OFF_PSIZE, 4);
+    memcpy(&m->last_pg, p + LM_OFF_LASTPG, 8);
+    memcpy(&m->txnid, p + LM_OFF_TXNID, 8);
+    return 0;
+}
+
+static int run_truncated(const char *path, uint32_t psize, uint64_t pgno, int64_t size,
+                         struct cs_err *err)
+{
+    return cs_err_set(err, CS_E_TRUNCATED,
+                      "%s: truncated file (expected %" PRIu32 "-byte page at offset %" PRIu64
+                      ", file ends at %" PRId64 ")",
+                      path, psize, pgno * psize, size);
+}
+
+/* Check the file before LMDB maps it: magic, page size, and that it holds
+ * every page its newest meta page counts (else touching them is SIGBUS). */
+static int run_precheck(struct cs_run *r, const char *path, struct cs_err *err)
+{
+    uint8_t m0[LM_META_BYTES], m1[LM_META_BYTES];
+    struct lm_meta a, b, *m = &a;
+    struct stat st;
+    ssize_t got;
+
+    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (r->fd < 0) {
+        int e = errno;
+        return cs_err_set(err, -e, "%s: %s", path, strerror(e));
+    }
+    if (fstat(r->fd, &st) < 0)
+        return cs_err_set(err, -errno, "%s: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return cs_err_set(err, CS_E_BADMAGIC, "%s: not a cudaspy run file (a directory)", path);
+    if (st.st_size == 0)
+        return cs_err_set(err, CS_E_TRUNCATED, "%s: truncated file (0 bytes)", path);
+    got = pread(r->fd, m0, sizeof(m0), 0);
+    if (got < (ssize_t)sizeof(m0) || lm_meta_parse(m0, &a) < 0)
+        return cs_err_set(err, CS_E_BADMAGIC, "%s: not a cudaspy run file (no LMDB header)",
+                          path);
+    if (a.psize < 512 || a.psize > 65536 || (a.psize & (a.psize - 1)))
+        return cs_err_set(err, CS_E_CORRUPT, "%s: corrupt run file (page size %" PRIu32 ")",
+                          path, a.psize);
+    if (st.st_size < 2 * (int64_t)a.psize)
+        return run_truncated(path, a.psize, 1, st.st_size, err);
+    got = pread(r->fd, m1, sizeof(m1), a.psize);
+    if (got == (ssize_t)sizeof(m1) && lm_meta_parse(m1, &b) == 0 && b.txnid > a.txnid)
+        m = &b;
+    if ((uint64_t)st.st_size < (m->last_pg + 1) * a.psize)
+        return run_truncated(path, a.psize, m->last_pg, st.st_size, err);
+    return 0;
+}
+
+/* The same check through LMDB's own view, after it opened the env. */
+static int run_check_pages(struct cs_run *r, struct cs_err *err)
+{
+    MDB_envinfo info;
+    MDB_stat st;
+    struct stat fs;
+
+    if (mdb_env_info(r->env, &info) || mdb_env_stat(r->env, &st) || fstat(r->fd, &fs) < 0)
+        return cs_err_set(err, CS_E_LMDB, "%s: cannot read LMDB state", r->path);
+    if ((uint64_t)fs.st_size < ((uint64_t)info.me_last_pgno + 1) * st.ms_psize)
+        return run_truncated(r->path, st.ms_psize, info.me_last_pgno, fs.st_size, err);
+    return 0;
+}
+
+static int run_env_open(struct cs_run *r, struct cs_err *err)
+{
+    unsigned flags = MDB_RDONLY | MDB_NOSUBDIR | MDB_NOTLS;
+    int rc = env_create(&r->env, 0);
+
+    if (rc == 0) {
+        rc = mdb_env_open(r->env, r->path, flags, 0600);
+        if (rc == EACCES || rc == EROFS || rc == EPERM) {
+            /* no lock file possible here (read-only media or directory) */
+            mdb_env_close(r->env);
+            rc = env_create(&r->env, 0);
+            if (rc == 0)
+                rc = mdb_env_open(r->env, r->path, flags | MDB_NOLOCK, 0600);
+        }
+        if (rc) {
+            mdb_env_close(r->env);
+            r->env = NULL;
+        }
+    }
+    if (rc == 0)
+        return 0;
+    if (rc == MDB_INVALID)
+        return cs_err_set(err, CS_E_BADMAGIC, "%s: not a cudaspy run file (bad LMDB header)",
+                          r->path);
+    return cs_err_set(err, lmdb_rc(rc), "%s: cannot open (%s)", r->path, mdb_strerror(rc));
+}
+
+/* Begin a read txn; adopt a map the writer grew meanwhile. */
+static int run_txn_begin(struct cs_run *r, MDB_txn **txn)
+{
+    int rc = mdb_txn_begin(r->env, NULL, MDB_RDONLY, txn);
+
+    if (rc == MDB_MAP_RESIZED && r->ncursors == 0) {
+        rc = mdb_env_set_mapsize(r->env, 0);
+        if (rc == 0)
+            rc = mdb_txn_begin(r->env, NULL, MDB_RDONLY, txn);
+    }
+    return rc;
+}
+
+static char *dup_text(const MDB_val *v)
+{
+    char *s = malloc(v->mv_size + 1);
+
+    if (s) {
+        memcpy(s, v->mv_data, v->mv_size);
+        s[v->mv_size] = '\0';
+    }
+    return s;
+}
+
+/* Visit every row of @p db with @p fn; stops at the first error. */
+static int run_each(struct cs_run *r, MDB_txn *txn, unsigned db,
+                    int (*fn)(struct cs_run *, const MDB_val *, const MDB_val *, struct cs_err *),
+                    struct cs_err *err)
+{
+    MDB_cursor *cur;
+    MDB_val k, v;
+    int rc = mdb_cursor_open(txn, r->dbi[db], &cur);
+
+    if (rc)
+        return cs_err_set(err, lmdb_rc(rc), "%s: %s: %s", r->path, db_names[db],
+                          mdb_strerror(rc));
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        int e = fn(r, &k, &v, err);
+        if (e < 0) {
+            mdb_cursor_close(cur);
+            return e;
+        }
+    }
+    mdb_cursor_close(cur);
+    if (rc != MDB_NOTFOUND)
+        return cs_err_set(err, lmdb_rc(rc), "%s: %s: %s", r->path, db_names[db],
+                          mdb_strerror(rc));
+    return 0;
+}
+
+static int grow_array(void **p, size_t *cap, size_t want, size_t elem)
+{
+    size_t c = *cap ? *cap : 16;
+    void *q;
+
+    if (want <= *cap)
+        return 0;
+    while (c < want)
+        c *= 2;
+    q = realloc(*p, c * elem);
+    if (q == NULL)
+        return -ENOMEM;
+    memset((char *)q + *cap * elem, 0, (c - *cap) * elem);
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+static int load_meta(struct cs_run *r, const MDB_val *k, const MDB_val *v, struct cs_err *err)
+{
+    size_t cap = r->nmeta;
+    struct meta_kv *kv;
+
+    if (grow_array((void **)&r->meta, &cap, r->nmeta + 1, sizeof(*r->meta)) < 0)
+        return cs_err_set(err, -ENOMEM, "%s: out of memory", r->path);
+    kv = &r->meta[r->nmeta++];
+    kv->key = dup_text(k);
+    kv->val = dup_text(v);
+    if (kv->key == NULL || kv->val == NULL)
+        return cs_err_set(err, -ENOMEM, "%s: out of memory", r->path);
+    return 0;
+}
+
+static int load_string(struct cs_run *r, const MDB_val *k, const MDB_val *v, struct cs_err *err)
+{
+    uint32_t id;
+    size_t cap = r->nstrings;
+
+    if (k->mv_size != sizeof(id))
+        return cs_err_set(err, CS_E_CORRUPT, "%s: strings: key of %zu bytes, want 4", r->path,
+                          k->mv_size);
+    memcpy(&id, k->mv_data, sizeof(id));
+    if (grow_array((void **)&r->strings, &cap, (size_t)id + 1, sizeof(char *)) < 0)
+        return cs_err_set(err, -ENOMEM, "%s: out of memory", r->path);
+    r->nstrings = cap;
+    free(r->strings[id]);
+    r->strings[id] = dup_text(v);
+    if (r->strings[id] == NULL)
+        return cs_err_set(err, -ENOMEM, "%s: out of memory", r->path);
+    return 0;
+}
+
+static int load_stack(struct cs_run *r, const MDB_val *k, const MDB_val *v, struct cs_err *err)
+{
+    uint32_t id;
+    size_t cap = r->nstacks;
+    struct run_stack *st;
+
+    if (k->mv_size != sizeof(id) || v->mv_size % sizeof(struct cs_frame) || v->mv_size == 0)
+        return cs_err_set(err, CS_E_CORRUPT, "%s: stacks: row of %zu bytes is not whole frames",
+                          r->path, v->mv_size);
+    memcpy(&id, k->mv_data, sizeof(id));
+    if (grow_array((void **)&r->stacks, &cap, (size_t)id + 1, sizeof(*r->stacks)) < 0)
+        return cs_err_set(err, -ENOMEM, "%s: out of memory", r->path);
+    r->nstacks = cap;
+    st = &r->stacks[id];
+    free(st->f);
+    st->f = malloc(v->mv_size);
+    if (st->f == NULL)
+        return cs_err_set(err, -ENOMEM, "%s: out of memory", r->path);
+    memcpy(st->f, v->mv_data, v->mv_size);
+    st->n = v->mv_size / sizeof(struct cs_frame);
+    return 0;
+}
+
+/* Append a fixed-size row (procs, threads) after checking its sizes. */
+static int load_row(struct cs_run *r, unsigned db, const MDB_val *k, const MDB_val *v,
+                    size_t klen, size_t vlen, void **arr, size_t *n, struct cs_err *err)
+{
+    size_t cap = *n;
+
+    if (k->mv_size != klen || v->mv_size != vlen)
+        return cs_err_set(err, CS_E_CORRUPT, "%s: %s: row of %zu bytes, want %zu", r->path,
+                          db_names[db], v->mv_size, vlen);
+    if (grow_array(arr, &cap, *n + 1, vlen) < 0)
+        return cs_err_set(err, -ENOMEM, "%s: out of memory", r->path);
+    memcpy((char *)*arr + *n * vlen, v->mv_data, vlen);
+    (*n)++;
+    return 0;
+}
+
+static int load_proc(struct cs_run *r, const MDB_val *k, const MDB_val *v, struct cs_err *err)
+{
+    return load_row(r, DB_PROCS, k, v, 12, sizeof(struct cs_proc), (void **)&r->procs,
+                    &r->nprocs, err);
+}
+
+static int load_thread(struct cs_run *r, const MDB_val *k, const MDB_val *v, struct cs_err *err)
+{
+    return load_row(r, DB_THREADS, k, v, 16, sizeof(struct cs_thread), (void **)&r->threads,
+                    &r->nthreads, err);
+}
+
+/* Check format and version from the loaded meta. */
+static int run_check_format(struct cs_run *r, struct cs_err *err)
+{
+    const char *fmt = cs_run_meta(r, "format");
+    const char *ver = cs_run_meta(r, "format_version");
+    char *end;
+    unsigned long long v;
+
+    if (fmt == NULL || strcmp(fmt, CS_FORMAT_MAGIC) != 0)
+        return cs_err_set(err, CS_E_BADMAGIC, "%s: not a cudaspy run file (format is \"%s\")",
+                          r->path, fmt ? fmt : "");
+    v = ver ? strtoull(ver, &end, 10) : 0;
+    if (ver == NULL || *end || v == 0)
+        return cs_err_set(err, CS_E_CORRUPT, "%s: corrupt run file (format_version \"%s\")",
+                          r->path, ver ? ver : "");
+    if (v > CS_FORMAT_VERSION)
+        return cs_err_set(err, CS_E_VERSION,
+                          "%s: format version %llu is newer than this cudaspy reads (%d)",
+                          r->path, v, CS_FORMAT_VERSION);
+    return 0;
+}
+
+/* Open the named databases and load the in-memory tables in one read txn. */
+static int run_load(struct cs_run *r, struct cs_err *err)
+{
+    MDB_txn *txn;
+    int rc = run_txn_begin(r, &txn);
+
+    if (rc)
+        return cs_err_set(err, lmdb_rc(rc), "%s: %s", r->path, mdb_strerror(rc));
+    for (int i = 0; i < DB_COUNT; i++) {
+        rc = mdb_dbi_open(txn, db_names[i], db_flags[i], &r->dbi[i]);
+        if (rc) {
+            mdb_txn_abort(txn);
+            if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE)
+                return cs_err_set(err, CS_E_BADMAGIC,
+                                  "%s: not a cudaspy run file (no %s database)", r->path,
+                                  db_names[i]);
+            return cs_err_set(err, lmdb_rc(rc), "%s: %s", r->path, mdb_strerror(rc));
+        }
+    }
+    rc = run_each(r, txn, DB_META, load_meta, err);
+    if (rc == 0)
+        rc = run_check_format(r, err);
+    if (rc == 0)
+        rc = run_each(r, txn, DB_STRINGS, load_string, err);
+    if (rc == 0)
+        rc = run_each(r, txn, DB_PROCS, load_proc, err);
+    if (rc == 0)
+        rc = run_each(r, txn, DB_THREADS, load_thread, err);
+    if (rc == 0)
+        rc = run_each(r, txn, DB_STACKS, load_stack, err);
+    if (rc) {
+        mdb_txn_abort(txn);
+        return rc;
+    }
+    rc = mdb_txn_commit(txn); /* keeps the dbi handles */
+    return rc ? cs_err_set(err, lmdb_rc(rc), "%s: %s", r->path, mdb_strerror(rc)) : 0;
+}
+
+static void run_close(struct cs_run *r)
+{
+    if (r->env)
+        mdb_env_close(r->env);
+    r->env = NULL;
+    if (r->fd >= 0)
+        close(r->fd);
+    r->fd = -1;
+    for (size_t i = 0; i < r->nmeta; i++) {
+        free(r->meta[i].key);
+        free(r->meta[i].val);
+    }
+    for (size_t i = 0; i < r->nstrings; i++)
+        free(r->strings[i]);
+    for (size_t i = 0; i < r->nstacks; i++)
+        free(r->stacks[i].f);
+    free(r->meta);
+    free(r->strings);
+    free(r->stacks);
+    free(r->procs);
+    free(r->threads);
+    free(r->path);
+    memset(r, 0, sizeof(*r));
+    r->fd = -1;
+}
+
+int cs_run_open(struct cs_run *r, const char *path, struct cs_err *err)
+{
+    int rc;
+
+    if (err)
+        err->msg[0] = '\0';
+    run_close(r);
+    r->path = strdup(path);
+    if (r->path == NULL)
+        return cs_err_set(err, -ENOMEM, "%s: out of memory", path);
+    rc = run_precheck(r, path, err);
+    if (rc == 0)
+        rc = run_env_open(r, err);
+    if (rc == 0)
+        rc = run_check_pages(r, err);
+    if (rc == 0)
+        rc = run_load(r, err);
+    if (rc)
+        run_close(r);
+    return rc;
+}
+
+const char *cs_run_meta(struct cs_run *r, const char *key)
+{
+    for (size_t i = 0; i < r->nmeta; i++)
+        if (strcmp(r->meta[i].key, key) == 0)
+            return r->meta[i].val;
+    return NULL;
+}
+
+uint64_t cs_run_meta_u64(struct cs_run *r, const char *key, uint64_t def)
+{
+    const char *v = cs_run_meta(r, key);
+    char *end;
+    unsigned long long x;
+
+    if (v == NULL || *v < '0' || *v > '9')
+        return def;
+    errno = 0;
+    x = strtoull(v, &end, 10);
+    return (*end || errno) ? def : (uint64_t)x;
+}
+
+const char *cs_run_string(struct cs_run *r, uint32_t id)
+{
+    if (id < r->nstrings && r->strings[id])
+        return r->strings[id];
+    return "";
+}
+
+const struct cs_proc *cs_run_procs(struct cs_run *r, size_t *n)
+{
+    *n = r->nprocs;
+    return r->procs;
+}
+
+const struct cs_thread *cs_run_threads(struct cs_run *r, size_t *n)
+{
+    *n = r->nthreads;
+    return r->threads;
+}
+
+const struct cs_frame *cs_run_stack(struct cs_run *r, uint32_t id, size_t *n)
+{
+    if (id < r->nstacks && r->stacks[id].f) {
+        *n = r->stacks[id].n;
+        return r->stacks[id].f;
+    }
+    *n = 0;
+    return NULL;
+}
+
+uint64_t cs_run_count(struct cs_run *r, unsigned kind)
+{
+    struct cs_cursor *c;
+    const struct cs_blk_hdr *h;
+    const void *recs;
+    uint64_t n = 0;
+
+    if (cs_cursor_open(r, kind, 0, UINT64_MAX, &c) < 0)
+        return 0;
+    while (cs_cursor_next(c, &h, &recs, NULL) == 1)
+        n += h->n;
+    cs_cursor_close(c);
+    return n;
+}
+
+void cs_run_free(struct cs_run *r)
+{
+    if (r == NULL)
+        return;
+    run_close(r);
+    free(r);
+}
+
+int cs_cursor_open(struct cs_run *r, unsigned kind, uint64_t since_ns, uint64_t until_ns,
+                   struct cs_cursor **out)
+{
+    struct cs_cursor *c;
+    int rc;
+
+    *out = NULL;
+    if (r->env == NULL || cs_rec_size(kind) == 0)
+        return -EINVAL;
+    c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return -ENOMEM;
+    c->r = r;
+    c->kind = kind;
+    c->db = kind == CS_REC_CUDA ? DB_CUDA : DB_HOST;
+    c->since_ns = since_ns;
+    c->until_ns = until_ns;
+    rc = run_txn_begin(r, &c->txn);
+    if (rc == 0) {
+        rc = mdb_cursor_open(c->txn, r->dbi[c->db], &c->cur);
+        if (rc)
+            mdb_txn_abort(c->txn);
+    }
+    if (rc) {
+        free(c);
+        return lmdb_rc(rc);
+    }
+    r->ncursors++;
+    *out = c;
+    return 0;
+}
+
+/* Check one block's key and header against its value size and database. */
+static int cursor_check(struct cs_cursor *c, const MDB_val *k, const MDB_val *v,
+                        const struct cs_blk_hdr *h, struct cs_err *err)
+{
+    const char *db = db_names[c->db];
+    unsigned rs;
+
+    if (k->mv_size != BLK_KEY_BYTES || v->mv_size < sizeof(*h))
+        return cs_err_set(err, CS_E_CORRUPT, "%s: %s: entry with %zu-byte key, %zu-byte value",
+                          c->r->path, db, k->mv_size, v->mv_size);
+    rs = cs_rec_size(h->kind);
+    if (rs == 0 || (h->kind == CS_REC_CUDA) != (c->db == DB_CUDA))
+        return cs_err_set(err, CS_E_CORRUPT, "%s: %s: block ts=%" PRIu64 " seq=%" PRIu32
+                          ": unknown record kind %u", c->r->path, db,
+                          cs_be64_get(k->mv_data), cs_be32_get((uint8_t *)k->mv_data + 12),
+                          h->kind);
+    if (h->rec_size != rs || (uint64_t)h->n * rs + sizeof(*h) != v->mv_size)
+        return cs_err_set(err, CS_E_CORRUPT, "%s: %s: block ts=%" PRIu64 " seq=%" PRIu32
+                          ": header says %" PRIu32 " records of %u bytes, value has %zu bytes",
+                          c->r->path, db, cs_be64_get(k->mv_data),
+                          cs_be32_get((uint8_t *)k->mv_data + 12), h->n, h->rec_size,
+                          v->mv_size);
+    return 0;
+}
+
+/* The value as an 8-aligned pointer (small values in leaf pages are only
+ * 2-aligned; records hold u64 fields). */
+static const void *cursor_aligned(struct cs_cursor *c, const MDB_val *v)
+{
+    if (((uintptr_t)v->mv_data & 7) == 0)
+        return v->mv_data;
+    if (v->mv_size > c->buf_cap) {
+        void *b = realloc(c->buf, v->mv_size);
+        if (b == NULL)
+            return NULL;
+        c->buf = b;
+        c->buf_cap = v->mv_size;
+    }
+    memcpy(c->buf, v->mv_data, v->mv_size);
+    return c->buf;
+}
+
+int cs_cursor_next(struct cs_cursor *c, const struct cs_blk_hdr **hdr, const void **recs,
+                   struct cs_err *err)
+{
+    MDB_val k, v;
+    int rc;
+
+    for (;;) {
+        const struct cs_blk_hdr *h;
+        rc = mdb_cursor_get(c->cur, &k, &v, c->started ? MDB_NEXT : MDB_FIRST);
+        c->started = 1;
+        if (rc == MDB_NOTFOUND)
+            return 0;
+        if (rc)
+            return cs_err_set(err, lmdb_rc(rc), "%s: %s: %s", c->r->path, db_names[c->db],
+                              mdb_strerror(rc));
+        if (k.mv_size == BLK_KEY_BYTES && cs_be64_get(k.mv_data) > c->until_ns)
+            return 0; /* keys sort by ts_first */
+        h = cursor_aligned(c, &v);
+        if (h == NULL)
+            return cs_err_set(err, -ENOMEM, "%s: out of memory", c->r->path);
+        rc = cursor_check(c, &k, &v, h, err);
+        if (rc)
+            return rc;
+        if (h->kind != c->kind || h->ts_last_ns < c->since_ns)
+            continue;
+        *hdr = h;
+        *recs = h + 1;
+        return 1;
+    }
+}
+
+void cs_cursor_close(struct cs_cursor *c)
+{
+    if (c == NULL)
+        return;
+    mdb_cursor_close(c->cur);
+    mdb_txn_abort(c->txn);
+    c->r->ncursors--;
+    free(c->buf);
+    free(c);
+}

@@ -1,0 +1,489 @@
+/* test_runfile.c: cs_store and cs_run (sampler/runfile.c) on real files:
+ * round trip of every record kind and table, time windows, map growth
+ * within limits, and clean errors for missing, truncated, random,
+ * newer-version and corrupt files. */
+#include <errno.h>
+#include <fcntl.h>
+#include <lmdb.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "cudaspy/runfile.h"
+#include "cudaspy/version.h"
+
+static char dir[] = "/tmp/cs_test_runfile.XXXXXX";
+static char path[128];
+
+/* Record i of @p kind: every byte derived from (kind, i); the two leading
+ * u64 times are i*1000 and i*1000+500. */
+static void fill_rec(unsigned kind, uint32_t i, uint8_t *out)
+{
+    unsigned rs = cs_rec_size(kind);
+    uint64_t t0 = (uint64_t)i * 1000, t1 = t0 + 500;
+
+    for (unsigned b = 0; b < rs; b++)
+        out[b] = (uint8_t)(kind * 31 + i * 7 + b);
+    memcpy(out, &t0, 8);
+    memcpy(out + 8, &t1, 8);
+}
+
+static int put_kind(struct cs_store *s, unsigned kind, uint32_t first, uint32_t n)
+{
+    uint8_t *recs = malloc((size_t)n * cs_rec_size(kind));
+    struct cs_blk_hdr h = {0};
+    int rc;
+
+    if (recs == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < n; i++)
+        fill_rec(kind, first + i, recs + (size_t)i * cs_rec_size(kind));
+    h.ts_first_ns = (uint64_t)first * 1000;
+    h.ts_last_ns = (uint64_t)(first + n - 1) * 1000 + 500;
+    h.n = n;
+    h.kind = (uint16_t)kind;
+    h.pid = 42;
+    rc = cs_store_put_block(s, kind, &h, recs);
+    free(recs);
+    return rc;
+}
+
+static char long_name[2000];
+
+static int write_sample(const char *p)
+{
+    struct cs_store *s = cs_store_new();
+    struct cs_proc pr = {.pid = 42, .ppid = 1, .start_ns = 5, .exit_status = -1,
+                         .flags = CS_PF_ROOT | CS_PF_CUDA, .rank = CS_RANK_NONE};
+    struct cs_thread th = {.pid = 42, .tid = 43, .start_ns = 6, .name = "worker"};
+    struct cs_frame fr[3] = {{0x10, 1, 0}, {0x20, 2, 0}, {0x30, 1, 0}};
+    uint32_t id, id2, sid;
+
+    CHECK(s != NULL);
+    CHECK_OK(cs_store_open(s, p, NULL, NULL));
+    memset(long_name, 'k', sizeof(long_name) - 1);
+    CHECK_OK(cs_store_intern(s, "cuLaunchKernel", 14, &id));
+    CHECK_EQ(id, 1);
+    CHECK_OK(cs_store_intern(s, long_name, strlen(long_name), &id2));
+    CHECK_EQ(id2, 2);
+    CHECK_OK(cs_store_intern(s, "cuLaunchKernel", 14, &id));
+    CHECK_EQ(id, 1);
+    pr.cmdline_id = id2;
+    memcpy(pr.comm, "trainer", 8);
+    CHECK_OK(cs_store_put_proc(s, &pr));
+    CHECK_OK(cs_store_put_thread(s, &th));
+    CHECK_OK(cs_store_put_stack(s, fr, 3, &sid));
+    CHECK_EQ(sid, 1);
+    CHECK_OK(cs_store_put_stack(s, fr, 3, &sid));
+    CHECK_EQ(sid, 1);
+    CHECK_OK(cs_store_commit(s));
+    for (unsigned k = CS_REC_CUDA; k < CS_REC_KIND_COUNT; k++) {
+        CHECK_OK(put_kind(s, k, 0, 100));
+        CHECK_OK(put_kind(s, k, 100, 50));
+    }
+    CHECK_OK(cs_store_put_meta(s, "host", "testhost"));
+    CHECK_OK(cs_store_put_meta_u64(s, "clean_shutdown", 1));
+    cs_store_free(s);
+    return 0;
+}
+
+static int test_roundtrip_every_kind(void)
+{
+    struct cs_run *r = cs_run_new();
+    struct cs_err err = {""};
+    const struct cs_proc *pr;
+    const struct cs_thread *th;
+    const struct cs_frame *fr;
+    size_t n;
+
+    CHECK_OK(write_sample(path));
+    CHECK_OK(cs_run_open(r, path, &err));
+    CHECK_STR(cs_run_meta(r, "format"), CS_FORMAT_MAGIC);
+    CHECK_EQ(cs_run_meta_u64(r, "format_version", 0), CS_FORMAT_VERSION);
+    CHECK_STR(cs_run_meta(r, "tool_version"), CS_VERSION);
+    CHECK_STR(cs_run_meta(r, "host"), "testhost");
+    CHECK_EQ(cs_run_meta_u64(r, "clean_shutdown", 9), 1);
+    CHECK(cs_run_meta(r, "absent") == NULL);
+    CHECK_STR(cs_run_string(r, 1), "cuLaunchKernel");
+    CHECK_STR(cs_run_string(r, 2), long_name);
+    CHECK_STR(cs_run_string(r, 99), "");
+    pr = cs_run_procs(r, &n);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(pr[0].pid, 42);
+    CHECK_EQ(pr[0].cmdline_id, 2);
+    CHECK_STR(pr[0].comm, "trainer");
+    th = cs_run_threads(r, &n);
+    CHECK_EQ(n, 1);
+    CHECK_EQ(th[0].tid, 43);
+    CHECK_STR(th[0].name, "worker");
+    fr = cs_run_stack(r, 1, &n);
+    CHECK(fr != NULL);
+    CHECK_EQ(n, 3);
+    CHECK_EQ(fr[1].offset, 0x20);
+    CHECK(cs_run_stack(r, 2, &n) == NULL);
+    for (unsigned k = CS_REC_CUDA; k < CS_REC_KIND_COUNT; k++) {
+        struct cs_cursor *c;
+        const struct cs_blk_hdr *h;
+        const void *recs;
+        uint8_t want[128];
+        uint32_t seen = 0;
+        int rc;
+
+        CHECK_EQ(cs_run_count(r, k), 150);
+        CHECK_OK(cs_cursor_open(r, k, 0, UINT64_MAX, &c));
+        while ((rc = cs_cursor_next(c, &h, &recs, &err)) == 1) {
+            CHECK_EQ(h->kind, k);
+            CHECK_EQ(h->rec_size, cs_rec_size(k));
+            for (uint32_t i = 0; i < h->n; i++, seen++) {
+                fill_rec(k, seen, want);
+                CHECK(memcmp((const uint8_t *)recs + (size_t)i * h->rec_size, want,
+                             h->rec_size) == 0);
+            }
+        }
+        cs_cursor_close(c);
+        CHECK_EQ(rc, 0);
+        CHECK_EQ(seen, 150);
+    }
+    cs_run_free(r);
+    return 0;
+}
+
+static int count_window(struct cs_run *r, unsigned kind, uint64_t a, uint64_t b)
+{
+    struct cs_cursor *c;
+    const struct cs_blk_hdr *h;
+    const void *recs;
+    int blocks = 0;
+
+    if (cs_cursor_open(r, kind, a, b, &c) < 0)
+        return -1;
+    while (cs_cursor_next(c, &h, &recs, NULL) == 1)
+        blocks++;
+    cs_cursor_close(c);
+    return blocks;
+}
+
+static int test_cursor_time_window(void)
+{
+    struct cs_run *r = cs_run_new();
+
+    CHECK_OK(write_sample(path));
+    CHECK_OK(cs_run_open(r, path, NULL));
+    /* blocks cover [0, 99500] and [100000, 149500] */
+    CHECK_EQ(count_window(r, CS_REC_OFFCPU, 0, UINT64_MAX), 2);
+    CHECK_EQ(count_window(r, CS_REC_OFFCPU, 0, 99999), 1);
+    CHECK_EQ(count_window(r, CS_REC_OFFCPU, 99600, 99900), 0);
+    CHECK_EQ(count_window(r, CS_REC_OFFCPU, 99500, 100000), 2);
+    CHECK_EQ(count_window(r, CS_REC_OFFCPU, 140000, 150000), 1);
+    CHECK_EQ(count_window(r, CS_REC_CUDA, 200000, 300000), 0);
+    cs_run_free(r);
+    return 0;
+}
+
+static int test_missing_file_is_enoent(void)
+{
+    struct cs_run *r = cs_run_new();
+    struct cs_err err = {""};
+    char p[160];
+
+    snprintf(p, sizeof(p), "%s/nope.lmdb", dir);
+    CHECK_ERR(cs_run_open(r, p, &err), -ENOENT);
+    CHECK(strstr(err.msg, "nope.lmdb: No such file or directory") != NULL);
+    cs_run_free(r);
+    return 0;
+}
+
+static int write_file(const char *p, const void *b, size_t n)
+{
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ssize_t w;
+
+    if (fd < 0)
+        return -errno;
+    w = write(fd, b, n);
+    close(fd);
+    return w == (ssize_t)n ? 0 : -EIO;
+}
+
+static int test_random_bytes_is_badmagic(void)
+{
+    struct cs_run *r = cs_run_new();
+    struct cs_err err = {""};
+    uint8_t junk[16384];
+    unsigned seed = check_seed();
+    char p[160];
+
+    for (size_t i = 0; i < sizeof(junk); i++)
+        junk[i] = (uint8_t)rand_r(&seed);
+    snprintf(p, sizeof(p), "%s/junk.lmdb", dir);
+    CHECK_OK(write_file(p, junk, sizeof(junk)));
+    CHECK_ERR(cs_run_open(r, p, &err), CS_E_BADMAGIC);
+    CHECK(strstr(err.msg, "junk.lmdb: not a cudaspy run file") != NULL);
+    CHECK_OK(write_file(p, "hello", 5));
+    CHECK_ERR(cs_run_open(r, p, &err), CS_E_BADMAGIC);
+    cs_run_free(r);
+    return 0;
+}
+
+/* Cut the sample at several lengths: every cut must give a clean code. */
+static int test_truncated_file_is_reported(void)
+{
+    struct cs_run *r = cs_run_new();
+    struct cs_err err = {""};
+    struct stat st;
+    char p[160], want[400];
+
+    CHECK_OK(write_sample(path));
+    CHECK(stat(path, &st) == 0);
+    snprintf(p, sizeof(p), "%s/cut.lmdb", dir);
+    for (off_t len = st.st_size - 1; len > 0; len = len * 3 / 4) {
+        char cmd[1024];
+        int rc;
+        snprintf(cmd, sizeof(cmd), "head -c %lld %s > %s; rm -f %s-lock", (long long)len,
+                 path, p, p);
+        CHECK_EQ(system(cmd), 0);
+        rc = cs_run_open(r, p, &err);
+        CHECK(rc == CS_E_TRUNCATED || rc == CS_E_BADMAGIC);
+        if (len >= 8192)
+            CHECK_ERR(rc, CS_E_TRUNCATED);
+    }
+    CHECK_OK(truncate(path, 9000));
+    CHECK_ERR(cs_run_open(r, path, &err), CS_E_TRUNCATED);
+    snprintf(want, sizeof(want), "%s: truncated file (expected 4096-byte page at offset ", path);
+    CHECK(strncmp(err.msg, want, strlen(want)) == 0);
+    CHECK(strstr(err.msg, ", file ends at 9000)") != NULL);
+    cs_run_free(r);
+    return 0;
+}
+
+static int test_future_version_is_refused(void)
+{
+    struct cs_store *s = cs_store_new();
+    struct cs_run *r = cs_run_new();
+    struct cs_err err = {""};
+    char want[600];
+
+    CHECK_OK(cs_store_open(s, path, NULL, NULL));
+    CHECK_OK(cs_store_put_meta_u64(s, "format_version", CS_FORMAT_VERSION + 1));
+    cs_store_free(s);
+    CHECK_ERR(cs_run_open(r, path, &err), CS_E_VERSION);
+    snprintf(want, sizeof(want), "%s: format version %d is newer than this cudaspy reads (%d)",
+             path, CS_FORMAT_VERSION + 1, CS_FORMAT_VERSION);
+    CHECK_STR(err.msg, want);
+    cs_run_free(r);
+    return 0;
+}
+
+/* Put a raw value into cuda_blk behind the store's back. */
+static int put_raw_block(const char *p, const void *v, size_t vlen)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    uint8_t key[16] = {0};
+    MDB_val k = {sizeof(key), key}, val = {vlen, (void *)v};
+    int rc;
+
+    key[15] = 0xff;
+    if (mdb_env_create(&env))
+        return -1;
+    mdb_env_set_maxdbs(env, 16);
+    rc = mdb_env_open(env, p, MDB_NOSUBDIR, 0600);
+    if (rc == 0)
+        rc = mdb_txn_begin(env, NULL, 0, &txn);
+    if (rc == 0) {
+        rc = mdb_dbi_open(txn, "cuda_blk", 0, &dbi);
+        if (rc == 0)
+            rc = mdb_put(txn, dbi, &k, &val, 0);
+        rc = rc ? (mdb_txn_abort(txn), rc) : mdb_txn_commit(txn);
+    }
+    mdb_env_close(env);
+    return rc ? -1 : 0;
+}
+
+static int test_corrupt_block_is_reported(void)
+{
+    struct cs_run *r = cs_run_new();
+    struct cs_err err = {""};
+    struct cs_cursor *c;
+    const struct cs_blk_hdr *h;
+    const void *recs;
+    uint8_t v[32 + 104 * 2] = {0};
+    struct cs_blk_hdr bad = {.n = 3, .kind = CS_REC_CUDA, .rec_size = 104};
+    int rc;
+
+    CHECK_OK(write_sample(path));
+    memcpy(v, &bad, sizeof(bad));
+    CHECK_OK(put_raw_block(path, v, sizeof(v)));
+    CHECK_OK(cs_run_open(r, path, &err));
+    CHECK_OK(cs_cursor_open(r, CS_REC_CUDA, 0, UINT64_MAX, &c));
+    while ((rc = cs_cursor_next(c, &h, &recs, &err)) == 1)
+        ;
+    cs_cursor_close(c);
+    CHECK_ERR(rc, CS_E_CORRUPT);
+    CHECK(strstr(err.msg, "cuda_blk: block ts=0 seq=255: header says 3 records of 104 bytes, "
+                          "value has 240 bytes") != NULL);
+    bad.kind = 77;
+    memcpy(v, &bad, sizeof(bad));
+    CHECK_OK(put_raw_block(path, v, sizeof(v)));
+    CHECK_OK(cs_cursor_open(r, CS_REC_CUDA, 0, UINT64_MAX, &c));
+    while ((rc = cs_cursor_next(c, &h, &recs, &err)) == 1)
+        ;
+    cs_cursor_close(c);
+    CHECK_ERR(rc, CS_E_CORRUPT);
+    CHECK(strstr(err.msg, "unknown record kind 77") != NULL);
+    cs_run_free(r);
+    return 0;
+}
+
+static int test_map_limit_keeps_committed_data(void)
+{
+    struct cs_store *s = cs_store_new();
+    struct cs_store_opts o = {.map_bytes = 1 << 20, .max_map_bytes = 4 << 20};
+    struct cs_run *r = cs_run_new();
+    int rc = 0;
+
+    CHECK_OK(cs_store_open(s, path, &o, NULL));
+    CHECK_OK(put_kind(s, CS_REC_CUDA, 0, 10));
+    CHECK_OK(cs_store_commit(s));
+    for (uint32_t i = 0; i < 200 && rc == 0; i++)
+        rc = put_kind(s, CS_REC_CUDA, 1000 + i * 600, 600);
+    CHECK_OK(rc);
+    CHECK_ERR(cs_store_commit(s), CS_E_MAPFULL);
+    CHECK(cs_store_pending(s) > 0);
+    cs_store_free(s);
+    CHECK_OK(cs_run_open(r, path, NULL));
+    CHECK_EQ(cs_run_count(r, CS_REC_CUDA), 10);
+    cs_run_free(r);
+    return 0;
+}
+
+static int test_map_grows_and_replays(void)
+{
+    struct cs_store *s = cs_store_new();
+    struct cs_store_opts o = {.map_bytes = 1 << 20};
+    struct cs_run *r = cs_run_new();
+
+    CHECK_OK(cs_store_open(s, path, &o, NULL));
+    for (uint32_t t = 0; t < 4; t++) {
+        for (uint32_t i = 0; i < 100; i++)
+            CHECK_OK(put_kind(s, CS_REC_CUDA, (t * 100 + i) * 600, 600));
+        CHECK_OK(cs_store_commit(s));
+    }
+    CHECK(cs_store_map_bytes(s) >= (32u << 20));
+    cs_store_free(s);
+    CHECK_OK(cs_run_open(r, path, NULL));
+    CHECK_EQ(cs_run_count(r, CS_REC_CUDA), 400 * 600);
+    cs_run_free(r);
+    return 0;
+}
+
+/* A reader that cannot create the lock file (uid nobody, root-owned
+ * directory) falls back to MDB_NOLOCK. */
+static int test_readonly_dir_opens_without_lock(void)
+{
+    char d[160], p[200], cmd[1024];
+    pid_t pid;
+    int st;
+
+    snprintf(d, sizeof(d), "%s/ro", dir);
+    snprintf(p, sizeof(p), "%s/run.lmdb", d);
+    CHECK_OK(write_sample(path));
+    snprintf(cmd, sizeof(cmd), "mkdir -p %s && cp %s %s && chmod 0755 %s %s && chmod 0644 %s",
+             d, path, p, dir, d, p);
+    CHECK_EQ(system(cmd), 0);
+    if (geteuid() != 0) {
+        fprintf(stderr, "skip: needs root to switch to uid nobody\n");
+        return 0;
+    }
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        struct cs_run *r = cs_run_new();
+        int rc;
+        if (setgid(65534) || setuid(65534))
+            _exit(3);
+        rc = cs_run_open(r, p, NULL);
+        _exit(rc == 0 && cs_run_count(r, CS_REC_CUDA) == 150 ? 0 : 1);
+    }
+    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECK_EQ(WEXITSTATUS(st), 0);
+    CHECK(access(d, F_OK) == 0);
+    snprintf(cmd, sizeof(cmd), "%s-lock", p);
+    CHECK(access(cmd, F_OK) != 0);
+    return 0;
+}
+
+/* A reader opened while a writer (another process) keeps committing and
+ * growing the map sees every new commit through fresh cursors. */
+static int test_live_reader_follows_writer(void)
+{
+    struct cs_run *r = cs_run_new();
+    int go[2], done[2];
+    pid_t pid;
+    char c;
+    int st;
+
+    CHECK_EQ(pipe(go), 0);
+    CHECK_EQ(pipe(done), 0);
+    pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        struct cs_store *s = cs_store_new();
+        struct cs_store_opts o = {.map_bytes = 1 << 20};
+        if (cs_store_open(s, path, &o, NULL) || put_kind(s, CS_REC_CUDA, 0, 100) ||
+            cs_store_commit(s))
+            _exit(1);
+        if (write(done[1], "1", 1) != 1 || read(go[0], &c, 1) != 1)
+            _exit(1);
+        for (uint32_t i = 0; i < 100; i++)
+            if (put_kind(s, CS_REC_CUDA, 1000 + i * 600, 600))
+                _exit(1);
+        if (cs_store_commit(s) || write(done[1], "2", 1) != 1 || read(go[0], &c, 1) != 1)
+            _exit(1);
+        cs_store_free(s);
+        _exit(0);
+    }
+    CHECK_EQ(read(done[0], &c, 1), 1);
+    CHECK_OK(cs_run_open(r, path, NULL));
+    CHECK_EQ(cs_run_count(r, CS_REC_CUDA), 100);
+    CHECK_EQ(write(go[1], "g", 1), 1);
+    CHECK_EQ(read(done[0], &c, 1), 1);
+    CHECK_EQ(cs_run_count(r, CS_REC_CUDA), 100 + 100 * 600);
+    CHECK_EQ(write(go[1], "g", 1), 1);
+    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECK_EQ(WEXITSTATUS(st), 0);
+    cs_run_free(r);
+    close(go[0]);
+    close(go[1]);
+    close(done[0]);
+    close(done[1]);
+    return 0;
+}
+
+int main(void)
+{
+    char cmd[600];
+
+    if (mkdtemp(dir) == NULL)
+        return 2;
+    snprintf(path, sizeof(path), "%s/run.lmdb", dir);
+    RUN(test_roundtrip_every_kind);
+    RUN(test_cursor_time_window);
+    RUN(test_missing_file_is_enoent);
+    RUN(test_random_bytes_is_badmagic);
+    RUN(test_truncated_file_is_reported);
+    RUN(test_future_version_is_refused);
+    RUN(test_corrupt_block_is_reported);
+    RUN(test_map_limit_keeps_committed_data);
+    RUN(test_map_grows_and_replays);
+    RUN(test_readonly_dir_opens_without_lock);
+    RUN(test_live_reader_follows_writer);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        return 2;
+    return check_status();
+}
