@@ -1,0 +1,27 @@
+/* bootstrap.h: quantiles of sorted samples and a seeded bootstrap confidence
+ * interval for the ratio of one quantile between two samples. Used by the
+ * gate; knows nothing about run files or APIs. */
+#ifndef CUDASPY_ANALYZER_BOOTSTRAP_H
+#define CUDASPY_ANALYZER_BOOTSTRAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/** Nearest-rank quantile @p p (0 < p <= 1) of @p n ascending values:
+ * v[ceil(p*n) - 1]. @return 0 when @p n is 0. */
+uint64_t bootstrap_quantile(const uint64_t *v, size_t n, double p);
+
+/** Splitmix64 step: the generator behind every resample (seeded, portable). */
+uint64_t bootstrap_rand(uint64_t *state);
+
+/** Percentile bootstrap of quantile(@p b, p) / quantile(@p a, p): @p resamples
+ * times, draw len(a) values from @p a and len(b) from @p b with replacement,
+ * take the ratio of their quantiles, and return the central @p level interval
+ * (e.g. 0.95) in *lo, *hi. A zero denominator counts as ratio 1 when the
+ * numerator is also 0, else as a very large ratio (1e9). Deterministic for a
+ * given @p seed. @p a and @p b are ascending.
+ * @return 0, -EINVAL (empty side or resamples < 10), -ENOMEM */
+int bootstrap_ratio_ci(const uint64_t *a, size_t na, const uint64_t *b, size_t nb, double p,
+                       unsigned resamples, uint64_t seed, double level, double *lo, double *hi);
+
+#endif

@@ -1,0 +1,22 @@
+# test/gate.cmake: the CI gate (analyzer/gate.c, summary.c, bootstrap.c).
+# gate_gen_run writes synthetic run files with the real cs_store writer; the
+# export and HTML tests use it too.
+set(CS_GATE_DIR ${CMAKE_CURRENT_SOURCE_DIR}/gate)
+
+add_executable(gate_gen_run ${CS_GATE_DIR}/gen_run.c)
+target_link_libraries(gate_gen_run cs_runfile)
+
+add_executable(test_bootstrap ${CS_GATE_DIR}/test_bootstrap.c ${CMAKE_SOURCE_DIR}/analyzer/bootstrap.c)
+target_include_directories(test_bootstrap PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_bootstrap cs_core m)
+add_test(NAME unit.bootstrap COMMAND test_bootstrap)
+set_tests_properties(unit.bootstrap PROPERTIES LABELS unit)
+
+if(TARGET cudaspy-analyze)
+  foreach(case identical noise regress few_calls corrupt_base roundtrip outputs usage)
+    add_test(NAME cli.gate_${case}
+             COMMAND sh ${CS_GATE_DIR}/gate_cli.sh ${case} $<TARGET_FILE:cudaspy-analyze>
+                     $<TARGET_FILE:gate_gen_run> ${CMAKE_CURRENT_BINARY_DIR}/gate/${case})
+    set_tests_properties(cli.gate_${case} PROPERTIES LABELS unit TIMEOUT 60)
+  endforeach()
+endif()

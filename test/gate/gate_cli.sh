@@ -1,0 +1,88 @@
+#!/bin/sh
+# gate_cli.sh: cli.gate_* cases. Usage: gate_cli.sh CASE ANALYZE GEN_RUN WORKDIR
+# Runs are written by gen_run (the real cs_store writer); when the real shim
+# and fake driver runs exist, gate_real.sh covers those.
+set -u
+case_=$1 analyze=$2 gen=$3 dir=$4
+rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
+fail() { echo "FAIL $case_: $*" >&2; exit 1; }
+expect_rc() { # want cmd...
+    want=$1; shift
+    "$@" >out.txt 2>err.txt; rc=$?
+    [ "$rc" -eq "$want" ] || { cat out.txt err.txt >&2; fail "$* exited $rc, want $want"; }
+}
+"$gen" base.lmdb --seed 1 || fail "gen base"
+case $case_ in
+identical)
+    "$gen" same.lmdb --seed 1 || fail gen
+    expect_rc 0 "$analyze" gate --baseline base.lmdb same.lmdb
+    grep -q '^gate: pass: 6 compared on p99, 0 regressed' out.txt || fail "no pass line"
+    ;;
+noise)  # same workload, other jitter: passes
+    "$gen" other.lmdb --seed 7 || fail gen
+    expect_rc 0 "$analyze" gate --baseline base.lmdb other.lmdb
+    ;;
+regress)
+    "$gen" slow.lmdb --seed 9 --sync-us 300 || fail gen
+    expect_rc 1 "$analyze" gate --baseline base.lmdb slow.lmdb
+    grep -q '^cuStreamSynchronize .*REGRESSED: p99 3.0' out.txt || fail "no regressed row"
+    grep -q '^cudaspy-analyze: gate: cuStreamSynchronize: p99 regressed' err.txt || fail "no stderr line"
+    grep -q '^cudaLaunchKernel .* ok$' out.txt || fail "launch not ok"
+    # the same runs with a selection that leaves the syncs out pass
+    expect_rc 0 "$analyze" gate --baseline base.lmdb --api cudaLaunchKernel,cudaMemcpyAsync slow.lmdb
+    # an absolute floor above the increase passes
+    expect_rc 0 "$analyze" gate --baseline base.lmdb --min-delta-us 1000 slow.lmdb
+    ;;
+few_calls)
+    "$gen" short.lmdb --seed 9 --calls 50 --sync-us 300 || fail gen
+    expect_rc 0 "$analyze" gate --baseline base.lmdb short.lmdb
+    grep -q '^cuStreamSynchronize .*too few calls: not judged: 1000/50 calls, need 100' out.txt ||
+        fail "no too-few note"
+    ;;
+corrupt_base)
+    "$gen" new.lmdb --seed 2 || fail gen
+    echo garbage > junk.lmdb
+    expect_rc 2 "$analyze" gate --baseline junk.lmdb new.lmdb
+    grep -q '^cudaspy-analyze: junk.lmdb: ' err.txt || fail "message"
+    "$analyze" summary --save good.json base.lmdb || fail summary
+    head -c 200 good.json > cut.json
+    expect_rc 2 "$analyze" gate --baseline cut.json new.lmdb
+    grep -q '^cudaspy-analyze: cut.json: malformed summary JSON' err.txt || fail "cut message"
+    sed 's/"version":1/"version":99/' good.json > v99.json
+    expect_rc 2 "$analyze" gate --baseline v99.json new.lmdb
+    grep -qx 'cudaspy-analyze: v99.json: unsupported summary version 99 (this build reads 1)' err.txt ||
+        fail "version message"
+    sed 's/"count":1000/"count":"x"/' good.json > badfield.json
+    expect_rc 2 "$analyze" gate --baseline badfield.json new.lmdb
+    grep -q 'bad or missing "count"' err.txt || fail "field message"
+    expect_rc 2 "$analyze" gate --baseline missing.json new.lmdb
+    ;;
+roundtrip)  # a saved summary gives the same verdict, byte for byte
+    "$gen" slow.lmdb --seed 9 --sync-us 300 || fail gen
+    "$analyze" summary --save base.json base.lmdb || fail summary
+    [ "$(wc -c < base.json)" -lt 100000 ] || fail "summary too big"
+    expect_rc 1 "$analyze" gate --json --by-kernel --baseline base.lmdb slow.lmdb
+    mv out.txt from_run.json
+    expect_rc 1 "$analyze" gate --json --by-kernel --baseline base.json slow.lmdb
+    cmp from_run.json out.txt || fail "verdict differs between run file and summary"
+    grep -q '"verdict": "fail"' out.txt || fail "json verdict"
+    ;;
+outputs)
+    "$gen" slow.lmdb --seed 9 --sync-us 300 || fail gen
+    expect_rc 1 "$analyze" gate --baseline base.lmdb --junit j.xml --markdown m.md --by-kernel slow.lmdb
+    grep -q '<testsuite name="cudaspy-gate" tests="10" failures="2" skipped="0">' j.xml || fail junit
+    grep -q 'gemm_kernel&lt;float, 128&gt;' j.xml || fail "junit escaping"
+    grep -q '^### cudaspy gate: FAIL' m.md || fail markdown
+    grep -q '^| `cuStreamSynchronize` | 1000 | 1000 | .* | \*\*REGRESSED\*\*' m.md || fail "md row"
+    ;;
+usage)
+    expect_rc 2 "$analyze" gate base.lmdb
+    grep -qx "cudaspy-analyze: gate: --baseline BASE is required" err.txt || fail msg
+    expect_rc 2 "$analyze" gate --baseline base.lmdb --metric p42 base.lmdb
+    expect_rc 2 "$analyze" gate --baseline base.lmdb --frobnicate base.lmdb
+    expect_rc 0 "$analyze" gate --help
+    grep -q '^Exit status: 0 pass, 1 regression, 2 usage' out.txt || fail help
+    ;;
+*) fail "unknown case" ;;
+esac
+echo "ok   $case_"
