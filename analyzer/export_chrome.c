@@ -1,12 +1,652 @@
-/* export_chrome.c: cudaspy-analyze subcommand entry points (being written; see issue 6). */
+/* export_chrome.c: `cudaspy-analyze export --chrome OUT.json RUN`, the run
+ * as Chrome Trace Event JSON for ui.perfetto.dev and chrome://tracing
+ * (format notes in docs/export.md). Streams: events are written while the
+ * cursors are read; memory is bounded by one time window of records. Owns
+ * the clipping that keeps off-CPU slices nested inside CUDA calls. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "commands.h"
+#include "cudaspy/api.h"
+#include "cudaspy/record.h"
+#include "cudaspy/runfile.h"
+#include "cudaspy/version.h"
+
+#define PROG "cudaspy-analyze"
+#define EXPORT_WIN_NS 1000000000ull   /* off-CPU clipping window */
+#define EXPORT_FLOW_MIN_NS 10000ull   /* off-CPU evidence worth an arrow */
+#define EXPORT_SYS_PID 0              /* track for system-wide counters */
+
+struct exporter {
+    struct cs_run *run;
+    FILE *out;
+    uint64_t t0;             /* ts 0 of the trace (run start) */
+    uint64_t since, until;   /* absolute window, records starting in it */
+    int nevents;
+    uint64_t flow_id;
+    struct cs_err err;
+    /* per-window scratch */
+    struct cs_rec_cuda *calls; /* CUDA calls overlapping the window, by (tid, t_enter) */
+    size_t ncalls, capcalls;
+    struct cs_rec_offcpu *offs; /* pending off-CPU remainders + new ones */
+    size_t noffs, capoffs;
+};
+
+/* ---- JSON writing ---- */
+
+static void put_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* Microseconds with 3 decimals from a signed nanosecond offset (exact). */
+static void put_us(FILE *f, int64_t ns)
+{
+    uint64_t a = ns < 0 ? (uint64_t)-ns : (uint64_t)ns;
+    fprintf(f, "%s%" PRIu64 ".%03" PRIu64, ns < 0 ? "-" : "", a / 1000, a % 1000);
+}
+
+static void ev_begin(struct exporter *x, const char *ph, uint32_t pid, uint32_t tid, uint64_t t)
+{
+    fputs(x->nevents++ ? ",\n{\"ph\":\"" : "{\"ph\":\"", x->out);
+    fprintf(x->out, "%s\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"ts\":", ph, pid, tid);
+    put_us(x->out, (int64_t)(t - x->t0));
+}
+
+static void put_dur(struct exporter *x, uint64_t d)
+{
+    fputs(",\"dur\":", x->out);
+    put_us(x->out, (int64_t)d);
+}
+
+/* ---- metadata ---- */
+
+static const char *proc_comm(struct exporter *x, uint32_t pid)
+{
+    size_t n;
+    const struct cs_proc *p = cs_run_procs(x->run, &n);
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (p[mid].pid < pid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && p[lo].pid == pid ? p[lo].comm : NULL;
+}
+
+static void meta_name(struct exporter *x, const char *what, uint32_t pid, uint32_t tid,
+                      const char *name)
+{
+    fputs(x->nevents++ ? ",\n" : "", x->out);
+    fprintf(x->out, "{\"ph\":\"M\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"ts\":0,\"name\":\"%s\","
+            "\"args\":{\"name\":", pid, tid, what);
+    put_str(x->out, name);
+    fputs("}}", x->out);
+}
+
+static void write_metadata(struct exporter *x)
+{
+    size_t n;
+    char buf[96];
+    const struct cs_proc *p = cs_run_procs(x->run, &n);
+    meta_name(x, "process_name", EXPORT_SYS_PID, 0, "system (cudaspy)");
+    for (size_t i = 0; i < n; i++) {
+        if (i && p[i].pid == p[i - 1].pid)
+            continue; /* reused pid: first name wins */
+        snprintf(buf, sizeof(buf), "%.16s%s", p[i].comm,
+                 (p[i].flags & CS_PF_CUDA) ? " (CUDA)" : "");
+        meta_name(x, "process_name", p[i].pid, 0, buf);
+    }
+    const struct cs_thread *t = cs_run_threads(x->run, &n);
+    for (size_t i = 0; i < n; i++) {
+        if (i && t[i].pid == t[i - 1].pid && t[i].tid == t[i - 1].tid)
+            continue;
+        snprintf(buf, sizeof(buf), "%.16s", t[i].name[0] ? t[i].name : "thread");
+        meta_name(x, "thread_name", t[i].pid, t[i].tid, buf);
+    }
+}
+
+/* ---- CUDA calls ---- */
+
+static const char *dir_name(unsigned d)
+{
+    static const char *const n[] = {"none", "HtoD", "DtoH", "DtoD", "HtoH", "peer", "default"};
+    return d < sizeof(n) / sizeof(n[0]) ? n[d] : "?";
+}
+
+static void write_call_args(struct exporter *x, const struct cs_rec_cuda *c)
+{
+    const struct cs_api_info *ai = &cs_api_table[c->api];
+    FILE *f = x->out;
+    fprintf(f, ",\"args\":{\"result\":%" PRId32 ",\"stream\":\"0x%" PRIx64 "\",\"seq\":%" PRIu32,
+            c->result, c->stream, c->seq);
+    if (c->device != CS_DEVICE_UNKNOWN)
+        fprintf(f, ",\"device\":%u", c->device);
+    if (ai->family == CS_FAM_COPY || ai->family == CS_FAM_MEMSET || ai->family == CS_FAM_ALLOC) {
+        fprintf(f, ",\"bytes\":%" PRIu64, c->bytes);
+        if (ai->family == CS_FAM_COPY)
+            fprintf(f, ",\"direction\":\"%s\",\"pinned\":%s", dir_name(c->dir),
+                    (c->flags & CS_CF_PINNED) ? "true"
+                                              : (c->flags & CS_CF_PAGEABLE) ? "false" : "null");
+    }
+    if (c->flags & CS_CF_HAS_NAME) {
+        fputs(",\"kernel\":", f);
+        put_str(f, cs_run_string(x->run, c->name_id));
+    }
+    if (ai->family == CS_FAM_LAUNCH && c->grid[0])
+        fprintf(f, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u]", c->grid[0], c->grid[1],
+                c->grid[2], c->block[0], c->block[1], c->block[2]);
+    if (c->flags & CS_CF_NESTED)
+        fprintf(f, ",\"parent_seq\":%" PRIu32, c->parent_seq);
+    if (c->flags & CS_CF_CAPTURING)
+        fputs(",\"capturing\":true", f);
+    fputs("}}", f);
+}
+
+static void write_call(struct exporter *x, const struct cs_rec_cuda *c)
+{
+    char name[96];
+    uint64_t end = c->t_exit_ns > c->t_enter_ns ? c->t_exit_ns : c->t_enter_ns;
+    cs_api_display(c->api, c->variant, name, sizeof(name));
+    ev_begin(x, "X", c->pid, c->tid, c->t_enter_ns);
+    put_dur(x, end - c->t_enter_ns);
+    fputs(",\"cat\":\"cuda.", x->out);
+    fputs(cs_family_name(cs_api_table[c->api].family), x->out);
+    fputs("\",\"name\":", x->out);
+    put_str(x->out, name);
+    write_call_args(x, c);
+}
+
+static int call_valid(const struct cs_rec_cuda *c)
+{
+    return c->api != CS_API_NONE && c->api < CS_API_COUNT;
+}
+
+static int write_calls(struct exporter *x)
+{
+    struct cs_cursor *cur;
+    const struct cs_blk_hdr *h;
+    const void *recs;
+    int rc = cs_cursor_open(x->run, CS_REC_CUDA, x->since, x->until, &cur);
+    if (rc < 0)
+        return cs_err_set(&x->err, rc, "cannot read CUDA records (%s)", cs_strerror(rc));
+    while ((rc = cs_cursor_next(cur, &h, &recs, &x->err)) == 1) {
+        const struct cs_rec_cuda *c = recs;
+        for (uint32_t i = 0; h->kind == CS_REC_CUDA && i < h->n; i++)
+            if (call_valid(&c[i]) && c[i].t_enter_ns >= x->since && c[i].t_enter_ns < x->until)
+                write_call(x, &c[i]);
+    }
+    cs_cursor_close(cur);
+    return rc;
+}
+
+/* ---- off-CPU slices, clipped to nest inside CUDA calls ---- */
+
+static int cmp_call(const void *a, const void *b)
+{
+    const struct cs_rec_cuda *x = a, *y = b;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    if (x->t_enter_ns != y->t_enter_ns)
+        return x->t_enter_ns < y->t_enter_ns ? -1 : 1;
+    return (x->t_exit_ns < y->t_exit_ns) - (x->t_exit_ns > y->t_exit_ns);
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 1024;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * size);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/* Load the CUDA calls overlapping [a, b], sorted by (tid, t_enter). */
+static int load_calls(struct exporter *x, uint64_t a, uint64_t b)
+{
+    struct cs_cursor *cur;
+    const struct cs_blk_hdr *h;
+    const void *recs;
+    int rc = cs_cursor_open(x->run, CS_REC_CUDA, a, b, &cur);
+    if (rc < 0)
+        return cs_err_set(&x->err, rc, "cannot read CUDA records (%s)", cs_strerror(rc));
+    x->ncalls = 0;
+    while ((rc = cs_cursor_next(cur, &h, &recs, &x->err)) == 1) {
+        const struct cs_rec_cuda *c = recs;
+        for (uint32_t i = 0; h->kind == CS_REC_CUDA && i < h->n; i++) {
+            if (c[i].t_exit_ns < a || c[i].t_enter_ns > b || !call_valid(&c[i]))
+                continue;
+            if (grow((void **)&x->calls, &x->capcalls, x->ncalls + 1, sizeof(*c)) < 0) {
+                rc = cs_err_set(&x->err, -ENOMEM, "out of memory");
+                break;
+            }
+            x->calls[x->ncalls++] = c[i];
+        }
+    }
+    cs_cursor_close(cur);
+    qsort(x->calls, x->ncalls, sizeof(*x->calls), cmp_call);
+    return rc < 0 ? rc : 0;
+}
+
+/* First loaded call of @p tid. */
+static size_t calls_of(const struct exporter *x, uint32_t tid)
+{
+    size_t lo = 0, hi = x->ncalls;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (x->calls[mid].tid < tid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Smallest call boundary of @p tid strictly inside (from, to), or @p to. */
+static uint64_t next_cut(const struct exporter *x, uint32_t tid, uint64_t from, uint64_t to)
+{
+    uint64_t cut = to;
+    for (size_t i = calls_of(x, tid); i < x->ncalls && x->calls[i].tid == tid; i++) {
+        const struct cs_rec_cuda *c = &x->calls[i];
+        if (c->t_enter_ns > from && c->t_enter_ns < cut)
+            cut = c->t_enter_ns;
+        if (c->t_exit_ns > from && c->t_exit_ns < cut)
+            cut = c->t_exit_ns;
+        if (c->t_enter_ns >= cut)
+            break;
+    }
+    return cut;
+}
+
+/* Innermost loaded call of @p tid containing [s, e], or NULL. */
+static const struct cs_rec_cuda *enclosing_call(const struct exporter *x, uint32_t tid,
+                                                uint64_t s, uint64_t e)
+{
+    const struct cs_rec_cuda *best = NULL;
+    for (size_t i = calls_of(x, tid); i < x->ncalls && x->calls[i].tid == tid; i++) {
+        const struct cs_rec_cuda *c = &x->calls[i];
+        if (c->t_enter_ns > s)
+            break;
+        if (c->t_exit_ns >= e && (!best || c->t_enter_ns >= best->t_enter_ns))
+            best = c;
+    }
+    return best;
+}
+
+static void off_name(struct exporter *x, const struct cs_rec_offcpu *o, char *buf, size_t len)
+{
+    const char *holder = o->holder_pid ? proc_comm(x, o->holder_pid) : NULL;
+    switch (o->cls) {
+    case CS_OFF_PREEMPT:
+        if (o->holder_pid)
+            snprintf(buf, len, "off-cpu: preempted by %s %u", holder ? holder : "pid",
+                     o->holder_pid);
+        else
+            snprintf(buf, len, "off-cpu: preempted");
+        break;
+    case CS_OFF_SLEEP: snprintf(buf, len, "off-cpu: sleep"); break;
+    case CS_OFF_DISK: snprintf(buf, len, "off-cpu: disk wait (D)"); break;
+    case CS_OFF_BLOCKED: snprintf(buf, len, "off-cpu: blocked"); break;
+    default: snprintf(buf, len, "off-cpu: other"); break;
+    }
+}
+
+/* Host contention worth an arrow: preemption, disk, or mostly waiting to run. */
+static int off_is_cause(const struct cs_rec_offcpu *o, uint64_t dur)
+{
+    if (dur < EXPORT_FLOW_MIN_NS)
+        return 0;
+    return o->cls == CS_OFF_PREEMPT || o->cls == CS_OFF_DISK ||
+           (uint64_t)o->runq_ns * 2 >= (o->t_end_ns - o->t_start_ns);
+}
+
+/* Flow arrow from the off-CPU slice [s, e] to the call it delayed: the
+ * finish sits inside the call after (or before) the slice, bound to it with
+ * bp "e". */
+static void write_flow(struct exporter *x, const struct cs_rec_offcpu *o, uint64_t s, uint64_t e,
+                       const struct cs_rec_cuda *c)
+{
+    uint64_t at;
+    if (c->t_exit_ns > e)
+        at = e + (c->t_exit_ns - e) / 2;
+    else if (s > c->t_enter_ns)
+        at = c->t_enter_ns + (s - c->t_enter_ns) / 2;
+    else
+        return; /* the slice covers the call: no point in the call outside it */
+    uint64_t id = ++x->flow_id;
+    ev_begin(x, "s", o->pid, o->tid, s);
+    fprintf(x->out, ",\"cat\":\"cudaspy.cause\",\"name\":\"delayed\",\"id\":%" PRIu64 "}", id);
+    ev_begin(x, "f", c->pid, c->tid, at);
+    fprintf(x->out, ",\"cat\":\"cudaspy.cause\",\"name\":\"delayed\",\"id\":%" PRIu64
+            ",\"bp\":\"e\"}", id);
+}
+
+static void write_off_piece(struct exporter *x, const struct cs_rec_offcpu *o, uint64_t s,
+                            uint64_t e)
+{
+    char name[96];
+    off_name(x, o, name, sizeof(name));
+    ev_begin(x, "X", o->pid, o->tid, s);
+    put_dur(x, e - s);
+    fputs(",\"cat\":\"offcpu\",\"name\":", x->out);
+    put_str(x->out, name);
+    fprintf(x->out, ",\"args\":{\"cpu\":%u,\"runq_us\":%.3f,\"interval_us\":%.3f", o->cpu,
+            o->runq_ns / 1000.0, (o->t_end_ns - o->t_start_ns) / 1000.0);
+    if (o->waker_pid)
+        fprintf(x->out, ",\"waker_pid\":%u,\"waker_tid\":%u", o->waker_pid, o->waker_tid);
+    if (o->holder_pid)
+        fprintf(x->out, ",\"holder_pid\":%u,\"holder_permille\":%u", o->holder_pid,
+                o->holder_permille);
+    if (o->flags & CS_HF_DEGRADED)
+        fputs(",\"degraded\":true", x->out);
+    fputs("}}", x->out);
+    const struct cs_rec_cuda *c = enclosing_call(x, o->tid, s, e);
+    if (c && off_is_cause(o, e - s))
+        write_flow(x, o, s, e, c);
+}
+
+/* Emit the pieces of @p o (whose t_start_ns is where the unwritten part
+ * begins) up to window end @p b. @return 1 if a remainder is left for the
+ * next window (o->t_start_ns moved to it), else 0. */
+static int clip_off(struct exporter *x, struct cs_rec_offcpu *o, uint64_t b)
+{
+    uint64_t s = o->t_start_ns;
+    while (s < o->t_end_ns) {
+        uint64_t cut = next_cut(x, o->tid, s, o->t_end_ns);
+        if (cut > b && o->t_end_ns > b) {
+            o->t_start_ns = s; /* calls after b are not loaded yet */
+            return 1;
+        }
+        write_off_piece(x, o, s, cut);
+        s = cut;
+    }
+    return 0;
+}
+
+/* Append the off-CPU intervals starting in [a, b) to x->offs. */
+static int load_offs(struct exporter *x, uint64_t a, uint64_t b)
+{
+    struct cs_cursor *cur;
+    const struct cs_blk_hdr *h;
+    const void *recs;
+    int rc = cs_cursor_open(x->run, CS_REC_OFFCPU, a, b, &cur);
+    if (rc < 0)
+        return cs_err_set(&x->err, rc, "cannot read off-CPU records (%s)", cs_strerror(rc));
+    while ((rc = cs_cursor_next(cur, &h, &recs, &x->err)) == 1) {
+        const struct cs_rec_offcpu *o = recs;
+        for (uint32_t i = 0; h->kind == CS_REC_OFFCPU && i < h->n; i++) {
+            if (o[i].t_start_ns < a || o[i].t_start_ns >= b || o[i].t_end_ns <= o[i].t_start_ns)
+                continue;
+            if (grow((void **)&x->offs, &x->capoffs, x->noffs + 1, sizeof(*o)) < 0) {
+                rc = cs_err_set(&x->err, -ENOMEM, "out of memory");
+                break;
+            }
+            x->offs[x->noffs++] = o[i];
+        }
+    }
+    cs_cursor_close(cur);
+    return rc < 0 ? rc : 0;
+}
+
+static int write_offcpu_window(struct exporter *x, uint64_t a, uint64_t b)
+{
+    int rc = load_offs(x, a, b);
+    if (rc == 0)
+        rc = load_calls(x, a, b);
+    if (rc < 0)
+        return rc;
+    size_t keep = 0;
+    for (size_t i = 0; i < x->noffs; i++)
+        if (clip_off(x, &x->offs[i], b))
+            x->offs[keep++] = x->offs[i];
+    x->noffs = keep;
+    return 0;
+}
+
+/* Time span of the records of @p kind: [*lo, *hi]. */
+static int record_span(struct exporter *x, unsigned kind, uint64_t *lo, uint64_t *hi)
+{
+    struct cs_cursor *cur;
+    const struct cs_blk_hdr *h;
+    const void *recs;
+    int rc = cs_cursor_open(x->run, kind, 0, UINT64_MAX, &cur);
+    if (rc < 0)
+        return cs_err_set(&x->err, rc, "cannot read records (%s)", cs_strerror(rc));
+    while ((rc = cs_cursor_next(cur, &h, &recs, &x->err)) == 1) {
+        if (h->ts_first_ns < *lo)
+            *lo = h->ts_first_ns;
+        if (h->ts_last_ns > *hi)
+            *hi = h->ts_last_ns;
+    }
+    cs_cursor_close(cur);
+    return rc;
+}
+
+static int write_offcpu(struct exporter *x)
+{
+    uint64_t lo = UINT64_MAX, hi = 0;
+    int rc = record_span(x, CS_REC_OFFCPU, &lo, &hi);
+    if (rc < 0 || lo > hi)
+        return rc;
+    if (lo < x->since)
+        lo = x->since;
+    if (hi > x->until)
+        hi = x->until;
+    for (uint64_t a = lo; rc == 0 && a <= hi; a += EXPORT_WIN_NS)
+        rc = write_offcpu_window(x, a, a + EXPORT_WIN_NS > hi ? hi + 1 : a + EXPORT_WIN_NS);
+    /* remainders past the last window: no more calls to clip against */
+    for (size_t i = 0; rc == 0 && i < x->noffs; i++)
+        clip_off(x, &x->offs[i], UINT64_MAX);
+    x->noffs = 0;
+    return rc;
+}
+
+/* ---- counters ---- */
+
+static void write_pwin(struct exporter *x, const struct cs_rec_pwin *w)
+{
+    ev_begin(x, "C", w->pid, 0, w->t_start_ns);
+    fprintf(x->out, ",\"name\":\"page allocations\",\"args\":{\"pages\":%u}}", w->page_allocs);
+    ev_begin(x, "C", w->pid, 0, w->t_start_ns);
+    fprintf(x->out, ",\"name\":\"context switches\",\"args\":{\"voluntary\":%u,\"involuntary\":%u}}",
+            w->vcsw, w->ivcsw);
+    ev_begin(x, "C", w->pid, 0, w->t_start_ns);
+    fprintf(x->out, ",\"name\":\"cpu ms\",\"args\":{\"on_cpu\":%.3f,\"runq\":%.3f}}",
+            w->oncpu_ns / 1e6, w->runq_ns / 1e6);
+}
+
+static void write_syswin(struct exporter *x, const struct cs_rec_syswin *w)
+{
+    ev_begin(x, "C", EXPORT_SYS_PID, 0, w->t_start_ns);
+    fprintf(x->out, ",\"name\":\"system cpu %%\",\"args\":{\"busy\":%.1f,\"iowait\":%.1f,"
+            "\"steal\":%.1f}}", w->busy_permille / 10.0, w->iowait_permille / 10.0,
+            w->steal_permille / 10.0);
+    ev_begin(x, "C", EXPORT_SYS_PID, 0, w->t_start_ns);
+    fprintf(x->out, ",\"name\":\"runnable threads\",\"args\":{\"running\":%u,\"blocked\":%u}}",
+            w->procs_running, w->procs_blocked);
+}
+
+static int write_counters(struct exporter *x, unsigned kind)
+{
+    struct cs_cursor *cur;
+    const struct cs_blk_hdr *h;
+    const void *recs;
+    int rc = cs_cursor_open(x->run, kind, x->since, x->until, &cur);
+    if (rc < 0)
+        return cs_err_set(&x->err, rc, "cannot read counters (%s)", cs_strerror(rc));
+    while ((rc = cs_cursor_next(cur, &h, &recs, &x->err)) == 1) {
+        for (uint32_t i = 0; h->kind == kind && i < h->n; i++) {
+            const uint64_t *t = (const uint64_t *)((const char *)recs + (size_t)i * h->rec_size);
+            if (*t < x->since || *t >= x->until)
+                continue;
+            if (kind == CS_REC_PWIN)
+                write_pwin(x, (const struct cs_rec_pwin *)t);
+            else
+                write_syswin(x, (const struct cs_rec_syswin *)t);
+        }
+    }
+    cs_cursor_close(cur);
+    return rc;
+}
+
+/* ---- command ---- */
+
+static int export_run(struct exporter *x)
+{
+    fprintf(x->out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"cudaspy "
+            CS_VERSION "\",\"host\":");
+    const char *host = cs_run_meta(x->run, "host");
+    put_str(x->out, host ? host : "");
+    fprintf(x->out, ",\"t0_monotonic_ns\":%" PRIu64 "},\n\"traceEvents\":[\n", x->t0);
+    write_metadata(x);
+    int rc = write_calls(x);
+    if (rc >= 0)
+        rc = write_offcpu(x);
+    if (rc >= 0)
+        rc = write_counters(x, CS_REC_SYSWIN);
+    if (rc >= 0)
+        rc = write_counters(x, CS_REC_PWIN);
+    fputs("\n]}\n", x->out);
+    return rc < 0 ? rc : 0;
+}
+
+static const char export_usage[] =
+    "Usage: cudaspy-analyze export --chrome OUT.json [--since S] [--until S] RUN\n"
+    "\n"
+    "Write RUN as Chrome Trace Event JSON (open it in ui.perfetto.dev or\n"
+    "chrome://tracing): a track per process and thread, CUDA calls and off-CPU\n"
+    "intervals as slices, CPU and paging counters, arrows from host causes to\n"
+    "the calls they delayed. --since/--until keep records starting in that\n"
+    "window (seconds from the run start). See docs/export.md.\n"
+    "\n"
+    "Exit status: 0 ok, 2 usage or input error, 3 system failure.\n"
+    "\n"
+    "EXAMPLES\n"
+    "  cudaspy-analyze export --chrome trace.json run.lmdb\n"
+    "  cudaspy-analyze export --chrome slice.json --since 10 --until 12.5 run.lmdb\n";
+
+static int usage_error(const char *what)
+{
+    fprintf(stderr, PROG ": export: %s\nTry '" PROG " export --help'\n", what);
+    return 2;
+}
+
+struct export_cli {
+    const char *out, *run;
+    double since_s, until_s;
+    int help;
+};
+
+static int parse_secs(const char *s, double *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtod(s, &end);
+    return (errno || end == s || *end || *v < 0 || !isfinite(*v)) ? -1 : 0;
+}
+
+static int export_parse(struct export_cli *c, int argc, char **argv)
+{
+    static const struct option lo[] = {{"chrome", required_argument, 0, 'c'},
+                                       {"since", required_argument, 0, 's'},
+                                       {"until", required_argument, 0, 'u'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+    int opt;
+    optind = 0;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        if (opt == 'c')
+            c->out = optarg;
+        else if (opt == 'h')
+            c->help = 1;
+        else if ((opt == 's' && parse_secs(optarg, &c->since_s) == 0) ||
+                 (opt == 'u' && parse_secs(optarg, &c->until_s) == 0))
+            continue;
+        else if (opt == 's' || opt == 'u')
+            return usage_error("--since/--until: expected seconds (a number >= 0)");
+        else
+            return usage_error(optopt ? "option needs an argument" : "unknown option");
+    }
+    if (c->help)
+        return 0;
+    if (!c->out)
+        return usage_error("--chrome OUT.json is required");
+    if (optind != argc - 1)
+        return usage_error("expected exactly one RUN");
+    if (c->until_s > 0 && c->until_s <= c->since_s)
+        return usage_error("--until must be after --since");
+    c->run = argv[optind];
+    return 0;
+}
+
+static int open_run(const char *path, struct cs_run **out)
+{
+    struct cs_err err = {{0}};
+    struct cs_run *r = cs_run_new();
+    int rc = r ? cs_run_open(r, path, &err) : -ENOMEM;
+    if (rc < 0) {
+        fprintf(stderr, PROG ": %s: %s\n", path, err.msg[0] ? err.msg : cs_strerror(rc));
+        cs_run_free(r);
+        return rc == -ENOMEM || rc == -EIO ? 3 : 2;
+    }
+    *out = r;
+    return 0;
+}
 
 int export_main(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "cudaspy-analyze: %s: not implemented yet\n", argv[0]);
-    return 3;
+    struct export_cli c = {0};
+    struct exporter x = {0};
+    int rc = export_parse(&c, argc, argv);
+    if (rc || c.help) {
+        if (c.help)
+            fputs(export_usage, stdout);
+        return rc;
+    }
+    if ((rc = open_run(c.run, &x.run)))
+        return rc;
+    x.t0 = cs_run_meta_u64(x.run, "t_start_ns", 0);
+    x.since = x.t0 + (uint64_t)(c.since_s * 1e9);
+    x.until = c.until_s > 0 ? x.t0 + (uint64_t)(c.until_s * 1e9) : UINT64_MAX;
+    x.out = fopen(c.out, "w");
+    if (!x.out) {
+        fprintf(stderr, PROG ": %s: cannot create (%s)\n", c.out, strerror(errno));
+        cs_run_free(x.run);
+        return 3;
+    }
+    setvbuf(x.out, NULL, _IOFBF, 1 << 20);
+    rc = export_run(&x);
+    if (rc < 0)
+        fprintf(stderr, PROG ": %s: %s\n", c.run, x.err.msg[0] ? x.err.msg : cs_strerror(rc));
+    if (fclose(x.out) != 0 && rc == 0) {
+        fprintf(stderr, PROG ": %s: write failed (%s)\n", c.out, strerror(errno));
+        rc = -EIO;
+    }
+    free(x.calls);
+    free(x.offs);
+    cs_run_free(x.run);
+    return rc == 0 ? 0 : (rc == -ENOMEM || rc == -EIO || rc == -ENOSPC) ? 3 : 2;
 }
-

@@ -1,0 +1,18 @@
+# test/export.cmake: the Chrome/Perfetto trace export (analyzer/export_chrome.c).
+# check_trace is a strict checker of the Trace Event format; runs come from
+# gate_gen_run (test/gate.cmake).
+set(CS_EXPORT_DIR ${CMAKE_CURRENT_SOURCE_DIR}/export)
+
+add_executable(check_trace ${CS_EXPORT_DIR}/check_trace.c)
+target_include_directories(check_trace PRIVATE ${CS_JANSSON_INC})
+target_link_libraries(check_trace ${CS_JANSSON_LIB} m)
+
+if(TARGET cudaspy-analyze)
+  foreach(case valid clipped window bad_input checker_rejects)
+    add_test(NAME cli.export_${case}
+             COMMAND sh ${CS_EXPORT_DIR}/export_cli.sh ${case} $<TARGET_FILE:cudaspy-analyze>
+                     $<TARGET_FILE:gate_gen_run> $<TARGET_FILE:check_trace>
+                     ${CMAKE_CURRENT_BINARY_DIR}/export/${case})
+    set_tests_properties(cli.export_${case} PROPERTIES LABELS unit TIMEOUT 60)
+  endforeach()
+endif()
