@@ -1,0 +1,461 @@
+/* analysis.c: analysis_load() and the docs/json.md object (analysis.h).
+ * Loads the model (model.c), then derives the latency tables (stats.c), the
+ * process breakdown (procs.c), the GPU feed (feed.c) and the findings
+ * (chains.c). The text report renders the same JSON (report.c). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "cudaspy/api.h"
+#include "cudaspy/version.h"
+#include "chains.h"
+#include "feed.h"
+#include "model.h"
+#include "procs.h"
+#include "stats.h"
+
+struct dur_cache;
+
+struct analysis {
+    struct model m;
+    struct stats_table api, by_pid, by_stream, by_kernel;
+    struct feed feed;
+    json_t *chains;
+    uint64_t api_outer_calls, api_nested_calls;
+    struct dur_cache *durs; /* analysis_durations() results */
+};
+
+void analysis_opts_init(struct analysis_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->until_ns = UINT64_MAX;
+    o->tail_ratio = 3.0;
+    o->tail_min_calls = 20;
+}
+
+/* Longest analysed window over the runs, and their sum. */
+static void walls(const struct model *m, uint64_t *longest, uint64_t *sum)
+{
+    *longest = *sum = 0;
+    for (int i = 0; i < m->nruns; i++) {
+        uint64_t w = m->runs[i].win_hi_ns - m->runs[i].win_lo_ns;
+        *longest = w > *longest ? w : *longest;
+        *sum += w;
+    }
+}
+
+static int derive(struct analysis *a)
+{
+    struct model *m = &a->m;
+    uint64_t longest, sum;
+    int rc;
+
+    procs_compute(m);
+    if ((rc = stats_table_build(&a->api, m, STATS_BY_API)) < 0)
+        return rc;
+    if (m->opts.by_pid && (rc = stats_table_build(&a->by_pid, m, STATS_BY_PID)) < 0)
+        return rc;
+    if (m->opts.by_stream && (rc = stats_table_build(&a->by_stream, m, STATS_BY_STREAM)) < 0)
+        return rc;
+    if (m->opts.by_kernel && (rc = stats_table_build(&a->by_kernel, m, STATS_BY_KERNEL)) < 0)
+        return rc;
+    for (uint32_t i = 0; i < a->api.nrow; i++) {
+        if (a->api.row[i].is_nested)
+            a->api_nested_calls += a->api.row[i].n;
+        else
+            a->api_outer_calls += a->api.row[i].n;
+    }
+    if ((rc = feed_compute(&a->feed, m)) < 0)
+        return rc;
+    walls(m, &longest, &sum);
+    a->chains = chains_build(m, &a->api, &a->feed, sum);
+    return a->chains ? 0 : -ENOMEM;
+}
+
+int analysis_load(const char *const *paths, int n, const struct analysis_opts *o,
+                  struct analysis **out, struct cs_err *err)
+{
+    struct analysis *a = calloc(1, sizeof(*a));
+    int rc;
+
+    *out = NULL;
+    if (a == NULL)
+        return -ENOMEM;
+    rc = model_load(&a->m, paths, n, o, err);
+    if (rc == 0 && (rc = derive(a)) < 0)
+        cs_err_set(err, rc, "analysis: %s", cs_strerror(rc));
+    if (rc < 0) {
+        analysis_free(a);
+        return rc;
+    }
+    *out = a;
+    return 0;
+}
+
+/* ---- JSON ---- */
+
+static const char *tier_of(const struct m_run *r)
+{
+    const char *t = cs_run_meta(r->run, "sampler_tier");
+    return t && *t ? t : "none";
+}
+
+static int run_empty(const struct m_run *r)
+{
+    for (unsigned k = 1; k < CS_REC_KIND_COUNT; k++)
+        if (r->counts[k])
+            return 0;
+    return 1;
+}
+
+/* What run @p r lacks, one phrase each, appended to @p list. */
+static void missing_of(const struct model *m, int i, json_t *list)
+{
+    const struct m_run *r = &m->runs[i];
+    char pre[300] = "";
+    char buf[512];
+
+    if (m->nruns > 1)
+        snprintf(pre, sizeof(pre), "%s: ", r->path);
+#define MISSING(...)                                                                           \
+    do {                                                                                       \
+        snprintf(buf, sizeof(buf), __VA_ARGS__);                                               \
+        json_array_append_new(list, json_string(buf));                                         \
+    } while (0)
+    if (run_empty(r)) {
+        MISSING("%sempty run: no records at all", pre);
+        return;
+    }
+    if (r->counts[CS_REC_CUDA] == 0)
+        MISSING("%sno CUDA calls (was libcudaspy.so preloaded into a CUDA program?)", pre);
+    if (strcmp(tier_of(r), "none") == 0) {
+        const char *why = cs_run_meta(r->run, "sampler_tier_reason");
+        MISSING("%sno host data (sampler tier none%s%s)", pre, why && *why ? ": " : "",
+                why && *why ? why : "");
+        return;
+    }
+    if (r->counts[CS_REC_OFFCPU] == 0)
+        MISSING("%sno off-CPU intervals (causes of slow calls cannot be decomposed)", pre);
+    if (r->counts[CS_REC_PWIN] == 0)
+        MISSING("%sno per-process windows (no CPU, switch or page-allocation counters)", pre);
+    if (r->counts[CS_REC_SYSWIN] == 0)
+        MISSING("%sno system windows (system CPU use and outside processes unknown)", pre);
+#undef MISSING
+}
+
+static json_t *json_missing(const struct model *m)
+{
+    json_t *list = json_array();
+
+    for (int i = 0; i < m->nruns; i++)
+        missing_of(m, i, list);
+    return list;
+}
+
+static json_t *counts_json(const struct m_run *r)
+{
+    static const char *const names[CS_REC_KIND_COUNT] = {
+        NULL, "cuda", "offcpu", "runq", "pwin", "syswin", "counter", "lost"};
+    json_t *o = json_object();
+
+    for (unsigned k = 1; k < CS_REC_KIND_COUNT; k++)
+        json_object_set_new(o, names[k], json_integer((json_int_t)r->counts[k]));
+    return o;
+}
+
+static int run_degraded(const struct m_run *r)
+{
+    return r->lost_perf || r->lost_shim || cs_run_meta_u64(r->run, "cuda_dropped", 0) ||
+           cs_run_meta_u64(r->run, "host_lost", 0) ||
+           cs_run_meta_u64(r->run, "clean_shutdown", 1) == 0;
+}
+
+static json_t *file_json(const struct model *m, int i)
+{
+    const struct m_run *r = &m->runs[i];
+    const char *cmd = cs_run_meta(r->run, "cmdline");
+    const char *host = cs_run_meta(r->run, "host");
+    const char *why = cs_run_meta(r->run, "sampler_tier_reason");
+
+    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:I, s:I, s:I, s:b, "
+                     "s:b, s:b, s:o, s:i}",
+                     "path", r->path, "command", cmd ? cmd : "", "host", host ? host : "",
+                     "t_start_ns", (json_int_t)r->t0_ns, "t_end_ns", (json_int_t)r->t_end_ns,
+                     "duration_ns", (json_int_t)(r->t_end_ns - r->t0_ns), "window_start_ns",
+                     (json_int_t)(r->win_lo_ns - r->t0_ns), "window_end_ns",
+                     (json_int_t)(r->win_hi_ns - r->t0_ns), "sampler_tier", tier_of(r),
+                     "sampler_tier_reason", why ? why : "", "cuda_dropped",
+                     (json_int_t)cs_run_meta_u64(r->run, "cuda_dropped", 0), "host_lost",
+                     (json_int_t)(cs_run_meta_u64(r->run, "host_lost", 0) + r->lost_perf),
+                     "shim_lost", (json_int_t)r->lost_shim, "clean_shutdown",
+                     (int)cs_run_meta_u64(r->run, "clean_shutdown", 1), "degraded",
+                     run_degraded(r), "empty", run_empty(r), "counts", counts_json(r), "ncpu",
+                     (int)r->ncpu);
+}
+
+static json_t *json_run(const struct analysis *a)
+{
+    const struct model *m = &a->m;
+    json_t *files = json_array(), *o;
+    uint64_t longest, sum, ncuda = 0, nhost = 0;
+    int degraded = 0, empty = 1;
+    unsigned ncpu = 0;
+
+    for (int i = 0; i < m->nruns; i++) {
+        const struct m_run *r = &m->runs[i];
+        json_array_append_new(files, file_json(m, i));
+        degraded |= run_degraded(r);
+        empty &= run_empty(r);
+        ncuda += r->counts[CS_REC_CUDA];
+        for (unsigned k = CS_REC_OFFCPU; k < CS_REC_KIND_COUNT; k++)
+            nhost += r->counts[k];
+        ncpu = r->ncpu > ncpu ? r->ncpu : ncpu;
+    }
+    walls(m, &longest, &sum);
+    o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:i, s:b, s:b, s:i, s:o}", "command",
+                  m->nruns ? json_string_value(json_object_get(json_array_get(files, 0),
+                                                               "command"))
+                           : "",
+                  "duration_ns", (json_int_t)longest, "wall_ns", (json_int_t)sum, "cuda_records",
+                  (json_int_t)ncuda, "host_records", (json_int_t)nhost, "ncpu", (int)ncpu,
+                  "degraded", degraded, "empty", empty, "nruns", m->nruns, "files", files);
+    json_object_set_new(o, "tool_version", json_string(CS_VERSION));
+    json_object_set_new(o, "outermost_calls", json_integer((json_int_t)a->api_outer_calls));
+    json_object_set_new(o, "nested_calls", json_integer((json_int_t)a->api_nested_calls));
+    return o;
+}
+
+static json_t *row_json(const struct model *m, const struct stats_row *r, enum stats_by by)
+{
+    char name[96];
+    const struct cs_api_info *in = &cs_api_table[r->api];
+    json_t *o = json_pack(
+        "{s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "api",
+        stats_row_name(r, name, sizeof(name)), "layer",
+        in->layer == CS_LAYER_RUNTIME ? "runtime" : "driver", "family",
+        cs_family_name((enum cs_family)in->family), "nested", r->is_nested, "count",
+        (json_int_t)r->s.count, "total_ns", (json_int_t)r->s.total_ns, "mean_ns",
+        (json_int_t)r->s.mean_ns, "min_ns", (json_int_t)r->s.min_ns, "p50_ns",
+        (json_int_t)r->s.p50_ns, "p90_ns", (json_int_t)r->s.p90_ns, "p99_ns",
+        (json_int_t)r->s.p99_ns, "p999_ns", (json_int_t)r->s.p999_ns, "max_ns",
+        (json_int_t)r->s.max_ns, "errors", (json_int_t)r->errors);
+
+    if (by == STATS_BY_PID || by == STATS_BY_STREAM) {
+        json_object_set_new(o, "pid", json_integer(m->proc[r->proc].pid));
+        json_object_set_new(o, "run", json_integer(m->proc[r->proc].run));
+    }
+    if (by == STATS_BY_STREAM)
+        json_object_set_new(o, "stream", json_integer((json_int_t)r->stream));
+    if (by == STATS_BY_KERNEL)
+        json_object_set_new(o, "kernel",
+                            json_string(cs_run_string(m->runs[r->name_run].run, r->name_id)));
+    return o;
+}
+
+static json_t *table_json(const struct model *m, const struct stats_table *t)
+{
+    json_t *arr = json_array();
+
+    for (uint32_t i = 0; i < t->nrow; i++)
+        json_array_append_new(arr, row_json(m, &t->row[i], t->by));
+    return arr;
+}
+
+static json_t *proc_json(const struct model *m, uint32_t i)
+{
+    const struct m_proc *p = &m->proc[i];
+    const struct m_proc_stats *s = &p->st;
+    json_t *o = json_pack(
+        "{s:i, s:i, s:s, s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+        "pid", (int)p->pid, "ppid", (int)p->ppid, "comm", p->comm, "role",
+        procs_role_name(p->role), "run", (int)p->run, "cuda_calls", (json_int_t)s->cuda_calls,
+        "cuda_ns", (json_int_t)s->cuda_ns, "oncpu_ns", (json_int_t)s->oncpu_ns, "offcpu_ns",
+        (json_int_t)(s->sleep_ns + s->disk_ns + s->preempt_ns), "sleep_ns",
+        (json_int_t)s->sleep_ns, "disk_ns", (json_int_t)s->disk_ns, "preempted_ns",
+        (json_int_t)s->preempt_ns, "runq_delay_ns", (json_int_t)s->runq_ns, "max_stall_ns",
+        (json_int_t)s->max_stall_ns, "ctx_switches", (json_int_t)(s->vcsw + s->ivcsw),
+        "page_allocs", (json_int_t)s->page_allocs, "page_faults",
+        (json_int_t)(s->minflt + s->majflt));
+
+    json_object_set_new(o, "vcsw", json_integer((json_int_t)s->vcsw));
+    json_object_set_new(o, "ivcsw", json_integer((json_int_t)s->ivcsw));
+    json_object_set_new(o, "major_faults", json_integer((json_int_t)s->majflt));
+    json_object_set_new(o, "migrations", json_integer((json_int_t)s->migrations));
+    json_object_set_new(o, "max_stall_at_ns",
+                        json_integer(s->max_stall_ns ? (json_int_t)(s->max_stall_at_ns -
+                                                                    m->runs[p->run].t0_ns)
+                                                     : 0));
+    json_object_set_new(o, "cmdline", json_string(cs_run_string(m->runs[p->run].run,
+                                                                p->cmdline_id)));
+    if (p->rank != CS_RANK_NONE)
+        json_object_set_new(o, "rank", json_integer(p->rank));
+    json_object_set_new(o, "exited", json_boolean(p->flags & CS_PF_EXITED));
+    return o;
+}
+
+static int cmp_proc_ix(const void *a, const void *b, void *arg)
+{
+    const struct model *m = arg;
+    const struct m_proc *x = &m->proc[*(const uint32_t *)a], *y = &m->proc[*(const uint32_t *)b];
+    if (x->run != y->run)
+        return x->run < y->run ? -1 : 1;
+    if (x->role != y->role)
+        return x->role == M_ROLE_CUDA_MAIN ? -1 : y->role == M_ROLE_CUDA_MAIN ? 1
+                                                  : x->role == M_ROLE_WORKER   ? -1
+                                                                                : 1;
+    return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static json_t *json_procs(const struct model *m)
+{
+    json_t *arr = json_array();
+    uint32_t *ix = malloc((m->nproc ? m->nproc : 1) * sizeof(*ix)), n = 0;
+
+    if (ix == NULL)
+        return arr;
+    for (uint32_t i = 0; i < m->nproc; i++)
+        if (m->proc[i].selected)
+            ix[n++] = i;
+    qsort_r(ix, n, sizeof(*ix), cmp_proc_ix, (void *)m);
+    for (uint32_t i = 0; i < n; i++)
+        json_array_append_new(arr, proc_json(m, ix[i]));
+    free(ix);
+    return arr;
+}
+
+json_t *analysis_json(const struct analysis *a)
+{
+    json_t *o = json_object();
+
+    json_object_set_new(o, "run", json_run(a));
+    json_object_set_new(o, "missing", json_missing(&a->m));
+    json_object_set_new(o, "apis", table_json(&a->m, &a->api));
+    if (a->m.opts.by_pid)
+        json_object_set_new(o, "apis_by_pid", table_json(&a->m, &a->by_pid));
+    if (a->m.opts.by_stream)
+        json_object_set_new(o, "apis_by_stream", table_json(&a->m, &a->by_stream));
+    if (a->m.opts.by_kernel)
+        json_object_set_new(o, "apis_by_kernel", table_json(&a->m, &a->by_kernel));
+    json_object_set_new(o, "processes", json_procs(&a->m));
+    json_object_set_new(o, "gpu_feed", feed_json(&a->feed, &a->m));
+    json_object_set_new(o, "chains", json_deep_copy(a->chains));
+    return o;
+}
+
+/* ---- durations ---- */
+
+/* analysis_durations() takes a const analysis but caches what it sorts: the
+ * cache is the one mutable part, and its arrays live until analysis_free(). */
+struct dur_cache {
+    struct dur_cache *next;
+    char api[96];
+    uint32_t pid;
+    char *kernel;
+    uint64_t *v;
+    size_t n;
+};
+
+static int call_matches(const struct model *m, const struct m_call *c, enum cs_api api,
+                        enum cs_variant v, uint32_t pid, const char *kernel)
+{
+    const struct m_proc *p;
+
+    if (c->api != api || c->variant != v || (c->flags & CS_CF_NESTED))
+        return 0;
+    p = model_call_proc(m, c);
+    if (pid && p->pid != pid)
+        return 0;
+    if (kernel && strcmp(cs_run_string(m->runs[p->run].run, c->name_id), kernel) != 0)
+        return 0;
+    return 1;
+}
+
+static struct dur_cache *dur_compute(const struct analysis *a, const char *name, uint32_t pid,
+                                     const char *kernel)
+{
+    enum cs_variant v = CS_VAR_LEGACY;
+    enum cs_api api = cs_api_lookup(name, &v);
+    struct dur_cache *d = calloc(1, sizeof(*d));
+    size_t cap = 0;
+
+    if (d == NULL)
+        return NULL;
+    snprintf(d->api, sizeof(d->api), "%s", name);
+    d->pid = pid;
+    d->kernel = kernel ? strdup(kernel) : NULL;
+    for (uint64_t i = 0; api != CS_API_NONE && i < a->m.ncall; i++) {
+        const struct m_call *c = &a->m.call[i];
+        if (!call_matches(&a->m, c, api, v, pid, kernel))
+            continue;
+        if (d->n == cap) {
+            cap = cap ? cap * 2 : 256;
+            uint64_t *q = realloc(d->v, cap * sizeof(*q));
+            if (q == NULL)
+                break;
+            d->v = q;
+        }
+        d->v[d->n++] = model_dur(c);
+    }
+    stats_sort(d->v, d->n, NULL);
+    return d;
+}
+
+const uint64_t *analysis_durations(const struct analysis *a, const char *api, uint32_t pid,
+                                   const char *kernel, size_t *n)
+{
+    struct analysis *mut = (struct analysis *)a;
+    struct dur_cache *d;
+
+    *n = 0;
+    if (api == NULL)
+        return NULL;
+    for (d = mut->durs; d; d = d->next)
+        if (strcmp(d->api, api) == 0 && d->pid == pid &&
+            ((!d->kernel && !kernel) || (d->kernel && kernel && !strcmp(d->kernel, kernel))))
+            break;
+    if (d == NULL) {
+        if ((d = dur_compute(a, api, pid, kernel)) == NULL)
+            return NULL;
+        d->next = mut->durs;
+        mut->durs = d;
+    }
+    *n = d->n;
+    return d->n ? d->v : NULL;
+}
+
+struct cs_run *analysis_run(const struct analysis *a, int i)
+{
+    return i >= 0 && i < a->m.nruns ? a->m.runs[i].run : NULL;
+}
+
+int analysis_nruns(const struct analysis *a)
+{
+    return a->m.nruns;
+}
+
+uint64_t analysis_t0(const struct analysis *a, int i)
+{
+    return i >= 0 && i < a->m.nruns ? a->m.runs[i].t0_ns : 0;
+}
+
+void analysis_free(struct analysis *a)
+{
+    if (a == NULL)
+        return;
+    while (a->durs) {
+        struct dur_cache *d = a->durs;
+        a->durs = d->next;
+        free(d->kernel);
+        free(d->v);
+        free(d);
+    }
+    stats_table_exit(&a->api);
+    stats_table_exit(&a->by_pid);
+    stats_table_exit(&a->by_stream);
+    stats_table_exit(&a->by_kernel);
+    feed_exit(&a->feed);
+    json_decref(a->chains);
+    model_exit(&a->m);
+    free(a);
+}

@@ -1,0 +1,33 @@
+/* chains.h: findings, each a causal chain from a host cause to the CUDA calls
+ * it slowed. Heavy-tailed APIs (enough calls, p99/p50 at least tail_ratio)
+ * have their outlier calls (>= p99) decomposed, each within its own
+ * [t_enter, t_exit] window: on CPU, preempted (by whom), asleep (woken by
+ * whom), uninterruptible; the system and page-allocation rates of that window
+ * against the run's median. Rules over the whole run add pipeline
+ * starvation, pageable copies, per-iteration syncs, allocation churn,
+ * launch-bound loops and the healthy GPU-bound case. Severity follows the
+ * impact: HIGH >= 10 % of wall time, MEDIUM >= 2 %, else LOW. */
+#ifndef CUDASPY_ANALYZER_CHAINS_H
+#define CUDASPY_ANALYZER_CHAINS_H
+
+#include <jansson.h>
+
+#include "feed.h"
+#include "model.h"
+#include "stats.h"
+
+enum chain_sev { CHAIN_LOW = 0, CHAIN_MEDIUM = 1, CHAIN_HIGH = 2 };
+
+/** Build the "chains" array of docs/json.md, sorted by impact, at most
+ * opts.top entries (0 = all). @p t is the per-API table (its rows' p99_gate
+ * are set here). @p wall_ns is the analysed wall time. @return new reference */
+json_t *chains_build(const struct model *m, struct stats_table *t, const struct feed *f,
+                     uint64_t wall_ns);
+
+/** "HIGH", "MEDIUM", "LOW". */
+const char *chains_sev_name(int sev);
+
+/** Severity for @p impact_ns out of @p wall_ns. */
+int chains_severity(uint64_t impact_ns, uint64_t wall_ns);
+
+#endif

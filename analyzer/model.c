@@ -1,0 +1,745 @@
+/* model.c: loads run files into struct model (model.h). Reads every block
+ * through the run-file reader (sampler/runfile.c) twice: once to count
+ * records per thread, once to place them, so the big arrays are allocated
+ * exactly once and never copied. Statistics are the other files' job. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudaspy/api.h"
+#include "model.h"
+
+/* ---- a small open-addressing map u64 -> u32 ---- */
+
+struct m_hash {
+    uint64_t *key;
+    uint32_t *val;
+    size_t cap, n; /* cap is a power of two */
+};
+
+struct m_hash *m_hash_new(void)
+{
+    struct m_hash *h = calloc(1, sizeof(*h));
+
+    if (h == NULL)
+        return NULL;
+    h->cap = 1024;
+    h->key = malloc(h->cap * sizeof(*h->key));
+    h->val = malloc(h->cap * sizeof(*h->val));
+    if (h->key == NULL || h->val == NULL) {
+        free(h->key);
+        free(h->val);
+        free(h);
+        return NULL;
+    }
+    memset(h->val, 0xff, h->cap * sizeof(*h->val));
+    return h;
+}
+
+void m_hash_free(struct m_hash *h)
+{
+    if (h == NULL)
+        return;
+    free(h->key);
+    free(h->val);
+    free(h);
+}
+
+static size_t hash_slot(const struct m_hash *h, uint64_t k)
+{
+    uint64_t x = k * 0x9e3779b97f4a7c15ull;
+    size_t i = (size_t)(x >> 20) & (h->cap - 1);
+
+    while (h->val[i] != M_NONE && h->key[i] != k)
+        i = (i + 1) & (h->cap - 1);
+    return i;
+}
+
+uint32_t m_hash_get(const struct m_hash *h, uint64_t k)
+{
+    return h->val[hash_slot(h, k)];
+}
+
+static int hash_grow(struct m_hash *h)
+{
+    struct m_hash g = {.cap = h->cap * 2};
+
+    g.key = malloc(g.cap * sizeof(*g.key));
+    g.val = malloc(g.cap * sizeof(*g.val));
+    if (g.key == NULL || g.val == NULL) {
+        free(g.key);
+        free(g.val);
+        return -ENOMEM;
+    }
+    memset(g.val, 0xff, g.cap * sizeof(*g.val));
+    for (size_t i = 0; i < h->cap; i++) {
+        if (h->val[i] == M_NONE)
+            continue;
+        size_t j = hash_slot(&g, h->key[i]);
+        g.key[j] = h->key[i];
+        g.val[j] = h->val[i];
+    }
+    free(h->key);
+    free(h->val);
+    h->key = g.key;
+    h->val = g.val;
+    h->cap = g.cap;
+    return 0;
+}
+
+int m_hash_put(struct m_hash *h, uint64_t k, uint32_t v)
+{
+    size_t i;
+
+    if ((h->n + 1) * 2 > h->cap && hash_grow(h) < 0)
+        return -ENOMEM;
+    i = hash_slot(h, k);
+    if (h->val[i] == M_NONE)
+        h->n++;
+    h->key[i] = k;
+    h->val[i] = v;
+    return 0;
+}
+
+/* ---- processes and threads ---- */
+
+static int grow(void **p, uint32_t *cap, uint32_t need, size_t size)
+{
+    uint32_t c = *cap ? *cap : 64;
+    void *q;
+
+    if (need <= *cap)
+        return 0;
+    while (c < need)
+        c *= 2;
+    q = realloc(*p, (size_t)c * size);
+    if (q == NULL)
+        return -ENOMEM;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+uint32_t model_find_proc(const struct model *m, uint32_t run, uint32_t pid)
+{
+    return m_hash_get(m->proc_ix, (uint64_t)run << 32 | pid);
+}
+
+/* Process (run, pid), created (with no table row) when first seen. */
+static uint32_t proc_get(struct model *m, uint32_t run, uint32_t pid)
+{
+    uint32_t i = model_find_proc(m, run, pid);
+    struct m_proc *p;
+
+    if (i != M_NONE)
+        return i;
+    if (grow((void **)&m->proc, &m->cap_proc, m->nproc + 1, sizeof(*m->proc)) < 0)
+        return M_NONE;
+    i = m->nproc;
+    p = &m->proc[i];
+    memset(p, 0, sizeof(*p));
+    p->pid = pid;
+    p->run = run;
+    p->parent = M_NONE;
+    p->rank = CS_RANK_NONE;
+    snprintf(p->comm, sizeof(p->comm), "?");
+    if (m_hash_put(m->proc_ix, (uint64_t)run << 32 | pid, i) < 0)
+        return M_NONE;
+    m->nproc++;
+    return i;
+}
+
+/* Thread (proc, tid), created when first seen. */
+static uint32_t thr_get(struct model *m, uint32_t proc, uint32_t tid)
+{
+    uint64_t k = (uint64_t)proc << 32 | tid;
+    uint32_t i = m_hash_get(m->thr_ix, k);
+    struct m_thread *t;
+
+    if (i != M_NONE)
+        return i;
+    if (grow((void **)&m->thr, &m->cap_thr, m->nthr + 1, sizeof(*m->thr)) < 0)
+        return M_NONE;
+    i = m->nthr;
+    t = &m->thr[i];
+    memset(t, 0, sizeof(*t));
+    t->tid = tid;
+    t->proc = proc;
+    if (m_hash_put(m->thr_ix, k, i) < 0)
+        return M_NONE;
+    m->nthr++;
+    return i;
+}
+
+/* Process rows: with pid reuse, the row that started last wins. */
+static int load_procs(struct model *m, uint32_t run)
+{
+    size_t n;
+    const struct cs_proc *rows = cs_run_procs(m->runs[run].run, &n);
+
+    for (size_t i = 0; i < n; i++) {
+        uint32_t ix = proc_get(m, run, rows[i].pid);
+        struct m_proc *p;
+
+        if (ix == M_NONE)
+            return -ENOMEM;
+        p = &m->proc[ix];
+        if (p->has_row && p->start_ns > rows[i].start_ns)
+            continue;
+        p->ppid = rows[i].ppid;
+        p->flags = rows[i].flags;
+        p->rank = rows[i].rank;
+        p->start_ns = rows[i].start_ns;
+        p->exit_ns = rows[i].exit_ns;
+        p->cmdline_id = rows[i].cmdline_id;
+        p->has_row = 1;
+        memcpy(p->comm, rows[i].comm, sizeof(p->comm));
+        p->comm[sizeof(p->comm) - 1] = '\0';
+    }
+    return 0;
+}
+
+static int load_threads(struct model *m, uint32_t run)
+{
+    size_t n;
+    const struct cs_thread *rows = cs_run_threads(m->runs[run].run, &n);
+
+    for (size_t i = 0; i < n; i++) {
+        uint32_t p = proc_get(m, run, rows[i].pid);
+        uint32_t t = p == M_NONE ? M_NONE : thr_get(m, p, rows[i].tid);
+
+        if (t == M_NONE)
+            return -ENOMEM;
+        memcpy(m->thr[t].name, rows[i].name, sizeof(m->thr[t].name));
+        m->thr[t].name[sizeof(m->thr[t].name) - 1] = '\0';
+    }
+    return 0;
+}
+
+int model_descends(const struct model *m, uint32_t a, uint32_t b)
+{
+    for (int depth = 0; a != M_NONE && depth < 4096; depth++) {
+        if (a == b)
+            return 1;
+        a = m->proc[a].parent;
+    }
+    return 0;
+}
+
+static void link_parents(struct model *m)
+{
+    for (uint32_t i = 0; i < m->nproc; i++) {
+        struct m_proc *p = &m->proc[i];
+        uint32_t q = p->ppid ? model_find_proc(m, p->run, p->ppid) : M_NONE;
+
+        p->parent = q == i ? M_NONE : q;
+    }
+    for (uint32_t i = 0; i < m->nproc; i++) {
+        uint32_t sel = model_find_proc(m, m->proc[i].run, m->opts.pid);
+
+        m->proc[i].selected = m->opts.pid == 0 || (sel != M_NONE && model_descends(m, i, sel));
+    }
+}
+
+/* ---- blocks ---- */
+
+/* Calls fn(m, run, hdr, recs) for every block of @p kind in every run. */
+typedef int (*block_fn)(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
+                        const void *recs, void *arg);
+
+static int each_block(struct model *m, unsigned kind, block_fn fn, void *arg, struct cs_err *err)
+{
+    for (int r = 0; r < m->nruns; r++) {
+        struct m_run *mr = &m->runs[r];
+        struct cs_cursor *c = NULL;
+        const struct cs_blk_hdr *h;
+        const void *recs;
+        int rc = cs_cursor_open(mr->run, kind, mr->win_lo_ns, mr->win_hi_ns, &c);
+
+        while (rc == 0 && (rc = cs_cursor_next(c, &h, &recs, err)) == 1) {
+            if (h->kind != kind || h->rec_size != cs_rec_size(kind))
+                continue;
+            rc = fn(m, (uint32_t)r, h, recs, arg);
+        }
+        cs_cursor_close(c);
+        if (rc < 0) {
+            if (err && err->msg[0] == '\0')
+                cs_err_set(err, rc, "%s", cs_strerror(rc));
+            if (err) {
+                char tmp[sizeof(err->msg)];
+                snprintf(tmp, sizeof(tmp), "%s", err->msg);
+                if (strncmp(tmp, mr->path, strlen(mr->path)) != 0)
+                    cs_err_set(err, rc, "%s: %s", mr->path, tmp);
+            }
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* Pass state for the two-pass loaders: pass 0 counts per thread, pass 1 places. */
+struct place {
+    int pass;
+    uint64_t *pos; /* per thread: next free slot (pass 1) or count (pass 0) */
+    uint32_t last_key_proc, last_tid, last_thr;
+    uint32_t last_run, last_pid, last_proc;
+};
+
+static uint32_t place_thr(struct model *m, struct place *pl, uint32_t run, uint32_t pid,
+                          uint32_t tid)
+{
+    uint32_t p, t;
+
+    if (pl->last_proc != M_NONE && pl->last_run == run && pl->last_pid == pid)
+        p = pl->last_proc;
+    else if ((p = proc_get(m, run, pid)) == M_NONE)
+        return M_NONE;
+    pl->last_run = run;
+    pl->last_pid = pid;
+    pl->last_proc = p;
+    if (pl->last_thr != M_NONE && pl->last_key_proc == p && pl->last_tid == tid)
+        return pl->last_thr;
+    t = thr_get(m, p, tid);
+    pl->last_key_proc = p;
+    pl->last_tid = tid;
+    pl->last_thr = t;
+    return t;
+}
+
+static int place_count(struct place *pl, struct model *m, uint32_t t)
+{
+    if (t == M_NONE)
+        return -ENOMEM;
+    if (pl->pass == 0) {
+        uint32_t cap = m->cap_thr;
+        /* pos grows with the thread table */
+        if (t >= pl->pos[-1]) {
+            uint64_t *base = pl->pos - 1, *q;
+            q = realloc(base, ((size_t)cap + 1) * sizeof(*q));
+            if (q == NULL)
+                return -ENOMEM;
+            memset(q + 1 + q[0], 0, (cap - q[0]) * sizeof(*q));
+            q[0] = cap;
+            pl->pos = q + 1;
+        }
+        pl->pos[t]++;
+    }
+    return 0;
+}
+
+static int call_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
+                      const void *recs, void *arg)
+{
+    struct place *pl = arg;
+    const struct cs_rec_cuda *r = recs;
+    const struct m_run *mr = &m->runs[run];
+
+    for (uint32_t i = 0; i < h->n; i++, r++) {
+        uint32_t t;
+        if (r->t_enter_ns < mr->win_lo_ns || r->t_enter_ns >= mr->win_hi_ns)
+            continue;
+        if (r->api == CS_API_NONE || r->api >= CS_API_COUNT)
+            continue;
+        t = place_thr(m, pl, run, r->pid, r->tid);
+        if (place_count(pl, m, t) < 0)
+            return -ENOMEM;
+        if (pl->pass == 1) {
+            struct m_call *c = &m->call[pl->pos[t]++];
+            c->t_enter_ns = r->t_enter_ns;
+            c->t_exit_ns = r->t_exit_ns < r->t_enter_ns ? r->t_enter_ns : r->t_exit_ns;
+            c->stream = r->stream;
+            c->bytes = r->bytes;
+            c->thr = t;
+            c->name_id = (r->flags & CS_CF_HAS_NAME) ? r->name_id : 0;
+            c->api = r->api;
+            c->variant = r->variant;
+            c->dir = r->dir;
+            c->flags = r->flags;
+            c->pad = 0;
+        }
+    }
+    return 0;
+}
+
+static int off_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
+                     const void *recs, void *arg)
+{
+    struct place *pl = arg;
+    const struct cs_rec_offcpu *r = recs;
+    const struct m_run *mr = &m->runs[run];
+
+    for (uint32_t i = 0; i < h->n; i++, r++) {
+        uint32_t t;
+        if (r->t_end_ns <= mr->win_lo_ns || r->t_start_ns >= mr->win_hi_ns ||
+            r->t_end_ns < r->t_start_ns)
+            continue;
+        t = place_thr(m, pl, run, r->pid, r->tid);
+        if (place_count(pl, m, t) < 0)
+            return -ENOMEM;
+        if (pl->pass == 1) {
+            struct m_off *o = &m->off[pl->pos[t]++];
+            o->t_start_ns = r->t_start_ns;
+            o->t_end_ns = r->t_end_ns;
+            o->thr = t;
+            o->waker_pid = r->waker_pid;
+            o->waker_tid = r->waker_tid;
+            o->holder_pid = r->holder_pid;
+            o->runq_ns = r->runq_ns;
+            o->holder_permille = (uint16_t)(r->holder_permille > 1000 ? 1000 : r->holder_permille);
+            o->cls = r->cls;
+            o->flags = r->flags;
+        }
+    }
+    return 0;
+}
+
+static int cmp_call(const void *a, const void *b)
+{
+    const struct m_call *x = a, *y = b;
+    return x->t_enter_ns < y->t_enter_ns ? -1 : x->t_enter_ns > y->t_enter_ns;
+}
+
+static int cmp_off(const void *a, const void *b)
+{
+    const struct m_off *x = a, *y = b;
+    return x->t_start_ns < y->t_start_ns ? -1 : x->t_start_ns > y->t_start_ns;
+}
+
+/* Sorts each thread's slice unless it already is sorted (the common case:
+ * one thread's records arrive in order, apart from nested calls). */
+static void sort_slices(struct model *m, int calls)
+{
+    for (uint32_t t = 0; t < m->nthr; t++) {
+        struct m_thread *th = &m->thr[t];
+        if (calls) {
+            struct m_call *c = m->call + th->first_call;
+            for (uint64_t i = 1; i < th->ncalls; i++)
+                if (c[i].t_enter_ns < c[i - 1].t_enter_ns) {
+                    qsort(c, th->ncalls, sizeof(*c), cmp_call);
+                    break;
+                }
+        } else {
+            struct m_off *o = m->off + th->first_off;
+            for (uint64_t i = 1; i < th->noff; i++)
+                if (o[i].t_start_ns < o[i - 1].t_start_ns) {
+                    qsort(o, th->noff, sizeof(*o), cmp_off);
+                    break;
+                }
+        }
+    }
+}
+
+/* Two passes of @p fn over @p kind: count per thread, then place. */
+static int load_grouped(struct model *m, unsigned kind, block_fn fn, void **arr, size_t size,
+                        uint64_t *total, struct cs_err *err)
+{
+    struct place pl = {.last_thr = M_NONE, .last_proc = M_NONE};
+    uint64_t *base = calloc(1, sizeof(*base)), sum = 0;
+    int rc;
+
+    if (base == NULL)
+        return -ENOMEM;
+    pl.pos = base + 1;
+    rc = each_block(m, kind, fn, &pl, err);
+    if (rc < 0)
+        goto out;
+    for (uint32_t t = 0; t < m->nthr; t++) {
+        uint64_t n = t < pl.pos[-1] ? pl.pos[t] : 0;
+        if (kind == CS_REC_CUDA) {
+            m->thr[t].first_call = sum;
+            m->thr[t].ncalls = n;
+        } else {
+            m->thr[t].first_off = sum;
+            m->thr[t].noff = n;
+        }
+        if (t < pl.pos[-1])
+            pl.pos[t] = sum;
+        sum += n;
+    }
+    *arr = malloc(sum ? sum * size : 1);
+    rc = *arr ? 0 : -ENOMEM;
+    if (rc < 0)
+        goto out;
+    *total = sum;
+    pl.pass = 1;
+    pl.last_thr = M_NONE;
+    pl.last_proc = M_NONE;
+    rc = each_block(m, kind, fn, &pl, err);
+out:
+    free(pl.pos - 1);
+    return rc;
+}
+
+/* ---- windows and the rest of the host records ---- */
+
+struct vec {
+    void *p;
+    uint64_t n, cap;
+};
+
+static void *vec_push(struct vec *v, size_t size)
+{
+    if (v->n == v->cap) {
+        uint64_t c = v->cap ? v->cap * 2 : 256;
+        void *q = realloc(v->p, c * size);
+        if (q == NULL)
+            return NULL;
+        v->p = q;
+        v->cap = c;
+    }
+    return (char *)v->p + size * v->n++;
+}
+
+static int pwin_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
+                      const void *recs, void *arg)
+{
+    const struct cs_rec_pwin *r = recs;
+
+    for (uint32_t i = 0; i < h->n; i++, r++) {
+        struct cs_rec_pwin *w;
+        uint32_t p;
+        if (r->t_end_ns <= m->runs[run].win_lo_ns || r->t_start_ns >= m->runs[run].win_hi_ns)
+            continue;
+        p = proc_get(m, run, r->pid);
+        w = vec_push(arg, sizeof(*w));
+        if (p == M_NONE || w == NULL)
+            return -ENOMEM;
+        *w = *r;
+        w->pid = p;
+    }
+    return 0;
+}
+
+static int sys_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
+                     const void *recs, void *arg)
+{
+    const struct cs_rec_syswin *r = recs;
+
+    for (uint32_t i = 0; i < h->n; i++, r++) {
+        struct cs_rec_syswin *w;
+        if (r->t_end_ns <= m->runs[run].win_lo_ns || r->t_start_ns >= m->runs[run].win_hi_ns)
+            continue;
+        w = vec_push(arg, sizeof(*w));
+        if (w == NULL)
+            return -ENOMEM;
+        *w = *r;
+        w->pad = run; /* reused as the run index while loading */
+        if (r->ncpu > m->runs[run].ncpu)
+            m->runs[run].ncpu = r->ncpu;
+    }
+    return 0;
+}
+
+static int lost_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
+                      const void *recs, void *arg)
+{
+    const struct cs_rec_lost *r = recs;
+    struct m_run *mr = &m->runs[run];
+
+    (void)arg;
+    for (uint32_t i = 0; i < h->n; i++, r++) {
+        if (r->what == 2)
+            mr->lost_shim += r->count;
+        else
+            mr->lost_perf += r->count;
+        mr->lost_spans++;
+    }
+    return 0;
+}
+
+static int cmp_pwin(const void *a, const void *b)
+{
+    const struct cs_rec_pwin *x = a, *y = b;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    return x->t_start_ns < y->t_start_ns ? -1 : x->t_start_ns > y->t_start_ns;
+}
+
+static int cmp_sys(const void *a, const void *b)
+{
+    const struct cs_rec_syswin *x = a, *y = b;
+    if (x->pad != y->pad)
+        return x->pad < y->pad ? -1 : 1;
+    return x->t_start_ns < y->t_start_ns ? -1 : x->t_start_ns > y->t_start_ns;
+}
+
+static int load_windows(struct model *m, struct cs_err *err)
+{
+    struct vec pw = {0}, sw = {0};
+    int rc = each_block(m, CS_REC_PWIN, pwin_block, &pw, err);
+
+    if (rc == 0)
+        rc = each_block(m, CS_REC_SYSWIN, sys_block, &sw, err);
+    if (rc == 0)
+        rc = each_block(m, CS_REC_LOST, lost_block, NULL, err);
+    m->pwin = pw.p;
+    m->npwin = pw.n;
+    m->sys = sw.p;
+    m->nsys = sw.n;
+    if (rc < 0)
+        return rc;
+    qsort(m->pwin, m->npwin, sizeof(*m->pwin), cmp_pwin);
+    qsort(m->sys, m->nsys, sizeof(*m->sys), cmp_sys);
+    for (uint64_t i = 0; i < m->npwin; i++) {
+        struct m_proc *p = &m->proc[m->pwin[i].pid];
+        if (p->npwin++ == 0)
+            p->first_pwin = i;
+    }
+    for (uint64_t i = 0; i < m->nsys; i++) {
+        struct m_run *r = &m->runs[m->sys[i].pad];
+        if (r->nsys++ == 0)
+            r->first_sys = i;
+    }
+    return 0;
+}
+
+/* ---- runs ---- */
+
+static int open_run(struct model *m, int i, const char *path, struct cs_err *err)
+{
+    struct m_run *r = &m->runs[i];
+    int rc;
+
+    r->path = path;
+    r->run = cs_run_new();
+    if (r->run == NULL)
+        return -ENOMEM;
+    if (err)
+        err->msg[0] = '\0';
+    rc = cs_run_open(r->run, path, err);
+    if (rc < 0) {
+        char tmp[sizeof(((struct cs_err *)0)->msg)];
+        snprintf(tmp, sizeof(tmp), "%s", err && err->msg[0] ? err->msg : cs_strerror(rc));
+        if (strncmp(tmp, path, strlen(path)) == 0)
+            cs_err_set(err, rc, "%s", tmp);
+        else
+            cs_err_set(err, rc, "%s: %s", path, tmp);
+        return rc;
+    }
+    for (unsigned k = 1; k < CS_REC_KIND_COUNT; k++)
+        r->counts[k] = cs_run_count(r->run, k);
+    r->t0_ns = cs_run_meta_u64(r->run, "t_start_ns", 0);
+    r->t_end_ns = cs_run_meta_u64(r->run, "t_end_ns", 0);
+    if (r->t_end_ns < r->t0_ns)
+        r->t_end_ns = r->t0_ns;
+    r->win_lo_ns = r->t0_ns + m->opts.since_ns;
+    r->win_hi_ns = m->opts.until_ns > UINT64_MAX - r->t0_ns ? UINT64_MAX
+                                                             : r->t0_ns + m->opts.until_ns;
+    rc = load_procs(m, (uint32_t)i);
+    if (rc == 0)
+        rc = load_threads(m, (uint32_t)i);
+    return rc;
+}
+
+/* Runs without t_end_ns meta (a crashed collector) end at their last record. */
+static void fix_extent(struct model *m)
+{
+    for (uint32_t t = 0; t < m->nthr; t++) {
+        struct m_run *r = &m->runs[m->proc[m->thr[t].proc].run];
+        const struct m_thread *th = &m->thr[t];
+        for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++)
+            if (m->call[i].t_exit_ns > r->t_end_ns && r->t_end_ns == r->t0_ns)
+                r->t_end_ns = m->call[i].t_exit_ns;
+    }
+    for (int i = 0; i < m->nruns; i++) {
+        struct m_run *r = &m->runs[i];
+        if (r->win_hi_ns > r->t_end_ns)
+            r->win_hi_ns = r->t_end_ns;
+        if (r->win_lo_ns > r->win_hi_ns)
+            r->win_lo_ns = r->win_hi_ns;
+    }
+}
+
+int model_load(struct model *m, const char *const *paths, int n, const struct analysis_opts *o,
+               struct cs_err *err)
+{
+    int rc;
+
+    memset(m, 0, sizeof(*m));
+    m->opts = *o;
+    m->runs = calloc(n > 0 ? (size_t)n : 1, sizeof(*m->runs));
+    m->proc_ix = m_hash_new();
+    m->thr_ix = m_hash_new();
+    if (m->runs == NULL || m->proc_ix == NULL || m->thr_ix == NULL)
+        return -ENOMEM;
+    m->nruns = n;
+    for (int i = 0; i < n; i++)
+        if ((rc = open_run(m, i, paths[i], err)) < 0)
+            return rc;
+    link_parents(m);
+    rc = load_grouped(m, CS_REC_CUDA, call_block, (void **)&m->call, sizeof(*m->call), &m->ncall,
+                      err);
+    if (rc == 0)
+        rc = load_grouped(m, CS_REC_OFFCPU, off_block, (void **)&m->off, sizeof(*m->off),
+                          &m->noff, err);
+    if (rc == 0)
+        rc = load_windows(m, err);
+    if (rc < 0)
+        return rc;
+    /* processes first seen in records have no parent link yet */
+    link_parents(m);
+    sort_slices(m, 1);
+    sort_slices(m, 0);
+    fix_extent(m);
+    return 0;
+}
+
+void model_exit(struct model *m)
+{
+    for (int i = 0; i < m->nruns; i++)
+        cs_run_free(m->runs[i].run);
+    free(m->runs);
+    free(m->proc);
+    free(m->thr);
+    free(m->call);
+    free(m->off);
+    free(m->pwin);
+    free(m->sys);
+    m_hash_free(m->proc_ix);
+    m_hash_free(m->thr_ix);
+    memset(m, 0, sizeof(*m));
+}
+
+/* ---- lookups (all slices are sorted by start and do not overlap) ---- */
+
+uint64_t model_off_after(const struct model *m, uint32_t t, uint64_t t_ns)
+{
+    uint64_t lo = m->thr[t].first_off, hi = lo + m->thr[t].noff;
+
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (m->off[mid].t_end_ns <= t_ns)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+uint64_t model_sys_after(const struct model *m, uint32_t r, uint64_t t_ns)
+{
+    uint64_t lo = m->runs[r].first_sys, hi = lo + m->runs[r].nsys;
+
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (m->sys[mid].t_end_ns <= t_ns)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+uint64_t model_pwin_after(const struct model *m, uint32_t p, uint64_t t_ns)
+{
+    uint64_t lo = m->proc[p].first_pwin, hi = lo + m->proc[p].npwin;
+
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (m->pwin[mid].t_end_ns <= t_ns)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}

@@ -1,0 +1,161 @@
+/* model.h: the analyzer's in-memory copy of one or more runs, private to
+ * analyzer/. model.c loads it (every CUDA call and off-CPU interval, grouped
+ * by thread and sorted by time; per-process windows; system windows);
+ * stats.c, procs.c, feed.c and chains.c derive from it; analysis.c owns it.
+ * Times are CLOCK_MONOTONIC ns of the run that recorded them. */
+#ifndef CUDASPY_ANALYZER_MODEL_H
+#define CUDASPY_ANALYZER_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis.h"
+#include "cudaspy/record.h"
+#include "cudaspy/runfile.h"
+
+#define M_NONE 0xffffffffu
+
+enum m_role { M_ROLE_OTHER = 0, M_ROLE_CUDA_MAIN = 1, M_ROLE_WORKER = 2 };
+
+/* One CUDA call, as much of struct cs_rec_cuda as the analysis reads. */
+struct m_call {
+    uint64_t t_enter_ns, t_exit_ns;
+    uint64_t stream;
+    uint64_t bytes;
+    uint32_t thr;     /* index in model.thr */
+    uint32_t name_id; /* kernel name (strings of the call's run) */
+    uint16_t api;     /* enum cs_api */
+    uint8_t variant;  /* enum cs_variant */
+    uint8_t dir;      /* enum cs_dir */
+    uint16_t flags;   /* CS_CF_* */
+    uint16_t pad;
+};
+
+/* One off-CPU interval (struct cs_rec_offcpu without pid/tid/cpu). */
+struct m_off {
+    uint64_t t_start_ns, t_end_ns;
+    uint32_t thr;
+    uint32_t waker_pid, waker_tid;
+    uint32_t holder_pid;
+    uint32_t runq_ns;
+    uint16_t holder_permille;
+    uint8_t cls;   /* enum cs_off_class */
+    uint8_t flags; /* CS_HF_* */
+};
+
+/* Per-process totals, filled by procs.c from pwin and off-CPU records. */
+struct m_proc_stats {
+    uint64_t cuda_calls, cuda_ns;         /* outermost calls */
+    uint64_t oncpu_ns, sleep_ns, disk_ns, preempt_ns, runq_ns;
+    uint64_t max_stall_ns, max_stall_at_ns;
+    uint64_t vcsw, ivcsw, migrations, page_allocs, minflt, majflt;
+    uint64_t npwin;
+};
+
+struct m_proc {
+    uint32_t pid, ppid;
+    uint32_t run;      /* index of the run file */
+    uint32_t parent;   /* index in model.proc of the parent (same run), M_NONE */
+    uint32_t flags;    /* CS_PF_* */
+    uint32_t rank;
+    uint64_t start_ns, exit_ns;
+    uint32_t cmdline_id;
+    uint8_t role;      /* enum m_role */
+    uint8_t has_row;   /* 1: from the process table; 0: seen only in records */
+    uint8_t has_cuda;  /* made CUDA calls in the analysed window */
+    uint8_t selected;  /* passes --pid (the pid or its descendants) */
+    char comm[16];
+    uint64_t first_pwin, npwin; /* range in model.pwin (sorted by proc, time) */
+    struct m_proc_stats st;
+};
+
+struct m_thread {
+    uint32_t tid;
+    uint32_t proc;             /* index in model.proc */
+    uint64_t first_call, ncalls; /* range in model.call */
+    uint64_t first_off, noff;    /* range in model.off */
+    char name[16];
+};
+
+/* One run file. */
+struct m_run {
+    struct cs_run *run;
+    const char *path;
+    uint64_t t0_ns, t_end_ns;  /* meta t_start_ns / t_end_ns (or record extent) */
+    uint64_t win_lo_ns, win_hi_ns; /* analysed window, absolute */
+    uint64_t first_sys, nsys;  /* range in model.sys */
+    uint64_t counts[CS_REC_KIND_COUNT];
+    uint64_t lost_perf, lost_shim, lost_spans;
+    uint64_t degraded_blocks;
+    uint32_t ncpu;             /* from syswin, 0 = unknown */
+};
+
+struct model {
+    struct analysis_opts opts;
+    struct m_run *runs;
+    int nruns;
+    struct m_proc *proc;
+    uint32_t nproc, cap_proc;
+    struct m_thread *thr;
+    uint32_t nthr, cap_thr;
+    struct m_call *call; /* grouped by thread, by t_enter within a thread */
+    uint64_t ncall;
+    struct m_off *off;   /* grouped by thread, by t_start within a thread */
+    uint64_t noff;
+    struct cs_rec_pwin *pwin; /* grouped by process (pid rewritten to proc index) */
+    uint64_t npwin;
+    struct cs_rec_syswin *sys; /* grouped by run, by time */
+    uint64_t nsys;
+    struct m_hash *proc_ix, *thr_ix;
+};
+
+/* A small open-addressing map from u64 keys to u32 values (M_NONE = absent). */
+struct m_hash;
+struct m_hash *m_hash_new(void);
+void m_hash_free(struct m_hash *h);
+uint32_t m_hash_get(const struct m_hash *h, uint64_t key);
+int m_hash_put(struct m_hash *h, uint64_t key, uint32_t val); /* 0 or -ENOMEM */
+
+/** Open and load @p n run files. @return 0, a run-file error (@p err says
+ * which file), -ENOMEM */
+int model_load(struct model *m, const char *const *paths, int n,
+               const struct analysis_opts *o, struct cs_err *err);
+
+/** Free everything model_load() took; the struct itself is the caller's. */
+void model_exit(struct model *m);
+
+/** Process of call @p c / interval @p o. */
+static inline struct m_proc *model_call_proc(const struct model *m, const struct m_call *c)
+{
+    return &m->proc[m->thr[c->thr].proc];
+}
+
+/** Process index of (@p run, @p pid) at time @p t_ns, M_NONE if never seen. */
+uint32_t model_find_proc(const struct model *m, uint32_t run, uint32_t pid);
+
+/** Whether process @p a descends from process @p b (or is b). */
+int model_descends(const struct model *m, uint32_t a, uint32_t b);
+
+/** Index of the first off-CPU interval of thread @p t ending after @p t_ns. */
+uint64_t model_off_after(const struct model *m, uint32_t t, uint64_t t_ns);
+
+/** Index of the first system window of run @p r ending after @p t_ns. */
+uint64_t model_sys_after(const struct model *m, uint32_t r, uint64_t t_ns);
+
+/** Index of the first pwin of process @p p ending after @p t_ns. */
+uint64_t model_pwin_after(const struct model *m, uint32_t p, uint64_t t_ns);
+
+/** Length of @p [a0,a1) ∩ [b0,b1), 0 if disjoint. */
+static inline uint64_t model_overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1)
+{
+    uint64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
+    return hi > lo ? hi - lo : 0;
+}
+
+/** Call duration (ns). */
+static inline uint64_t model_dur(const struct m_call *c)
+{
+    return c->t_exit_ns > c->t_enter_ns ? c->t_exit_ns - c->t_enter_ns : 0;
+}
+
+#endif

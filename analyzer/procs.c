@@ -1,0 +1,116 @@
+/* procs.c: per-process breakdown and roles (procs.h). A process that made
+ * CUDA calls is cuda_main; a process descending from one that never calls
+ * CUDA is a worker (DataLoader workers, compilers); the rest are other. */
+#include <stdio.h>
+
+#include "cudaspy/record.h"
+#include "procs.h"
+
+const char *procs_role_name(int role)
+{
+    return role == M_ROLE_CUDA_MAIN ? "cuda_main" : role == M_ROLE_WORKER ? "worker" : "other";
+}
+
+const char *procs_label(const struct model *m, uint32_t p, char *buf, size_t n)
+{
+    if (p == M_NONE)
+        snprintf(buf, n, "?");
+    else
+        snprintf(buf, n, "%s (pid %u)", m->proc[p].comm, m->proc[p].pid);
+    return buf;
+}
+
+const char *procs_comm(const struct model *m, uint32_t run, uint32_t pid)
+{
+    uint32_t p = model_find_proc(m, run, pid);
+    return p == M_NONE ? "?" : m->proc[p].comm;
+}
+
+static void add_calls(struct model *m)
+{
+    for (uint64_t i = 0; i < m->ncall; i++) {
+        const struct m_call *c = &m->call[i];
+        struct m_proc *p = model_call_proc(m, c);
+        if (c->flags & CS_CF_NESTED)
+            continue;
+        p->has_cuda = 1;
+        p->st.cuda_calls++;
+        p->st.cuda_ns += model_dur(c);
+    }
+}
+
+static void add_pwin(struct model *m)
+{
+    for (uint64_t i = 0; i < m->npwin; i++) {
+        const struct cs_rec_pwin *w = &m->pwin[i];
+        struct m_proc_stats *s = &m->proc[w->pid].st;
+        s->oncpu_ns += w->oncpu_ns;
+        s->sleep_ns += w->sleep_ns;
+        s->disk_ns += w->disk_ns;
+        s->preempt_ns += w->preempt_ns;
+        s->runq_ns += w->runq_ns;
+        s->vcsw += w->vcsw;
+        s->ivcsw += w->ivcsw;
+        s->migrations += w->migrations;
+        s->page_allocs += w->page_allocs;
+        s->minflt += w->minflt;
+        s->majflt += w->majflt;
+        s->npwin++;
+    }
+}
+
+/* Longest stall from the off-CPU intervals; when a process has no pwin
+ * windows (tier without counters) its off-CPU split comes from them too. */
+static void add_off(struct model *m)
+{
+    for (uint64_t i = 0; i < m->noff; i++) {
+        const struct m_off *o = &m->off[i];
+        struct m_proc *p = &m->proc[m->thr[o->thr].proc];
+        const struct m_run *r = &m->runs[p->run];
+        uint64_t d = model_overlap(o->t_start_ns, o->t_end_ns, r->win_lo_ns, r->win_hi_ns);
+
+        if (d > p->st.max_stall_ns) {
+            p->st.max_stall_ns = d;
+            p->st.max_stall_at_ns = o->t_start_ns;
+        }
+        if (p->npwin)
+            continue;
+        if (o->cls == CS_OFF_PREEMPT)
+            p->st.preempt_ns += d;
+        else if (o->cls == CS_OFF_DISK)
+            p->st.disk_ns += d;
+        else
+            p->st.sleep_ns += d;
+        p->st.runq_ns += o->runq_ns;
+        if (o->cls == CS_OFF_PREEMPT)
+            p->st.ivcsw++;
+        else
+            p->st.vcsw++;
+    }
+}
+
+static void set_roles(struct model *m)
+{
+    for (uint32_t i = 0; i < m->nproc; i++) {
+        struct m_proc *p = &m->proc[i];
+        p->role = (p->has_cuda || (p->flags & CS_PF_CUDA)) ? M_ROLE_CUDA_MAIN : M_ROLE_OTHER;
+    }
+    for (uint32_t i = 0; i < m->nproc; i++) {
+        struct m_proc *p = &m->proc[i];
+        if (p->role == M_ROLE_CUDA_MAIN)
+            continue;
+        for (uint32_t a = p->parent, d = 0; a != M_NONE && d < 4096; a = m->proc[a].parent, d++)
+            if (m->proc[a].role == M_ROLE_CUDA_MAIN) {
+                p->role = M_ROLE_WORKER;
+                break;
+            }
+    }
+}
+
+void procs_compute(struct model *m)
+{
+    add_calls(m);
+    add_pwin(m);
+    add_off(m);
+    set_roles(m);
+}

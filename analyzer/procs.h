@@ -1,0 +1,22 @@
+/* procs.h: the per-process breakdown: role in the tree, CUDA calls and time,
+ * on/off-CPU split, run-queue delay, longest stall, context switches, page
+ * allocations and faults. Reads the model's pwin windows (counters summed
+ * over a process's threads) and off-CPU intervals; fills m_proc.st. */
+#ifndef CUDASPY_ANALYZER_PROCS_H
+#define CUDASPY_ANALYZER_PROCS_H
+
+#include "model.h"
+
+/** Fill role and st of every process of @p m. */
+void procs_compute(struct model *m);
+
+/** "cuda_main", "worker" or "other". */
+const char *procs_role_name(int role);
+
+/** Name of process @p p for messages: "python (pid 4711)" into @p buf. */
+const char *procs_label(const struct model *m, uint32_t p, char *buf, size_t n);
+
+/** comm of (@p run, @p pid), "?" if the process is not in the run. */
+const char *procs_comm(const struct model *m, uint32_t run, uint32_t pid);
+
+#endif

@@ -1,0 +1,543 @@
+/* report.c: `cudaspy-analyze [report] RUN...`: option parsing, the text
+ * report and --json. The text is rendered from the docs/json.md object, so
+ * both forms always say the same thing; analysis.c builds that object. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis.h"
+#include "commands.h"
+#include "cudaspy/version.h"
+
+#define PROG "cudaspy-analyze"
+
+/* ---- formatting helpers ---- */
+
+static const char *fmt_ns(char *buf, size_t n, json_int_t ns)
+{
+    double v = (double)ns;
+
+    if (ns < 1000)
+        snprintf(buf, n, "%" JSON_INTEGER_FORMAT "ns", ns);
+    else if (ns < 1000000)
+        snprintf(buf, n, "%.1fus", v / 1e3);
+    else if (ns < 1000000000)
+        snprintf(buf, n, "%.1fms", v / 1e6);
+    else
+        snprintf(buf, n, "%.2fs", v / 1e9);
+    return buf;
+}
+
+static const char *fmt_count(char *buf, size_t n, json_int_t v)
+{
+    char tmp[32];
+    int len = snprintf(tmp, sizeof(tmp), "%" JSON_INTEGER_FORMAT, v), o = 0;
+
+    for (int i = 0; i < len && o + 2 < (int)n; i++) {
+        if (i > 0 && tmp[i - 1] != '-' && (len - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = tmp[i];
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+static json_int_t geti(const json_t *o, const char *k)
+{
+    return json_integer_value(json_object_get(o, k));
+}
+
+static const char *gets_(const json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+struct out {
+    FILE *f;
+    int color;
+};
+
+static const char *col(const struct out *o, const char *code)
+{
+    return o->color ? code : "";
+}
+
+#define C_BOLD "\033[1m"
+#define C_RED "\033[31m"
+#define C_YEL "\033[33m"
+#define C_CYAN "\033[36m"
+#define C_OFF "\033[0m"
+
+/* ---- sections ---- */
+
+static void print_run(const struct out *o, const json_t *j)
+{
+    const json_t *run = json_object_get(j, "run"), *files = json_object_get(run, "files");
+    const json_t *missing = json_object_get(j, "missing"), *v;
+    char a[32], b[32], c[32];
+    size_t i;
+
+    json_array_foreach(files, i, v) {
+        fprintf(o->f, "%srun%s     %s\n", col(o, C_BOLD), col(o, C_OFF), gets_(v, "path"));
+        fprintf(o->f, "command  %s\n", *gets_(v, "command") ? gets_(v, "command") : "(unknown)");
+        fprintf(o->f, "duration %s   CUDA calls %s   host records %s   sampler tier %s   CPUs %d\n",
+                fmt_ns(a, sizeof(a), geti(v, "window_end_ns") - geti(v, "window_start_ns")),
+                fmt_count(b, sizeof(b), geti(json_object_get(v, "counts"), "cuda")),
+                fmt_count(c, sizeof(c),
+                          geti(json_object_get(v, "counts"), "offcpu") +
+                              geti(json_object_get(v, "counts"), "runq") +
+                              geti(json_object_get(v, "counts"), "pwin") +
+                              geti(json_object_get(v, "counts"), "syswin")),
+                gets_(v, "sampler_tier"), (int)geti(v, "ncpu"));
+        if (json_is_true(json_object_get(v, "degraded")))
+            fprintf(o->f, "%sWARNING: degraded run:%s %s CUDA records dropped, %s host records "
+                          "lost%s; figures are lower bounds\n",
+                    col(o, C_YEL), col(o, C_OFF), fmt_count(a, sizeof(a), geti(v, "cuda_dropped")),
+                    fmt_count(b, sizeof(b), geti(v, "host_lost") + geti(v, "shim_lost")),
+                    json_is_true(json_object_get(v, "clean_shutdown"))
+                        ? ""
+                        : ", collector did not shut down cleanly");
+    }
+    json_array_foreach(missing, i, v)
+        fprintf(o->f, "%smissing:%s %s\n", col(o, C_YEL), col(o, C_OFF), json_string_value(v));
+}
+
+static void print_chain(const struct out *o, const json_t *c)
+{
+    const char *sev = gets_(c, "severity");
+    const char *sc = !strcmp(sev, "HIGH") ? C_RED : !strcmp(sev, "MEDIUM") ? C_YEL : C_CYAN;
+    const json_t *v;
+    char a[32], b[32];
+    size_t i;
+
+    fprintf(o->f, "%s[%s]%s %s%s%s  impact %s (%.1f %% of wall time)\n", col(o, sc), sev,
+            col(o, C_OFF), col(o, C_BOLD), gets_(c, "cause"), col(o, C_OFF),
+            fmt_ns(a, sizeof(a), geti(c, "impact_ns")),
+            json_real_value(json_object_get(c, "impact_pct")));
+    fprintf(o->f, "  %s\n", gets_(c, "summary"));
+    if (*gets_(c, "api") && geti(c, "count"))
+        fprintf(o->f, "  api %s: p50 %s, p99 %s (%.1fx), %s calls\n", gets_(c, "api"),
+                fmt_ns(a, sizeof(a), geti(c, "p50_ns")), fmt_ns(b, sizeof(b), geti(c, "p99_ns")),
+                json_real_value(json_object_get(c, "ratio")), fmt_count(a, sizeof(a), geti(c, "count")));
+    fprintf(o->f, "  evidence:\n");
+    json_array_foreach(json_object_get(c, "evidence"), i, v)
+        fprintf(o->f, "    - %s\n", json_string_value(v));
+    fprintf(o->f, "  timeline:\n");
+    json_array_foreach(json_object_get(c, "timeline"), i, v)
+        fprintf(o->f, "    %10.6f s  %-8s %s\n", json_real_value(json_object_get(v, "t_s")),
+                gets_(v, "layer"), gets_(v, "text"));
+    if (json_array_size(json_object_get(c, "examples")))
+        fprintf(o->f, "  worst calls:\n");
+    json_array_foreach(json_object_get(c, "examples"), i, v)
+        fprintf(o->f, "    %10.6f s  %s %s (pid %d tid %d)%s%s\n",
+                json_real_value(json_object_get(v, "t_s")), gets_(v, "api"),
+                fmt_ns(a, sizeof(a), geti(v, "dur_ns")), (int)geti(v, "pid"), (int)geti(v, "tid"),
+                *gets_(v, "note") ? ": " : "", gets_(v, "note"));
+    fprintf(o->f, "  %sfix:%s %s\n\n", col(o, C_BOLD), col(o, C_OFF), gets_(c, "recommendation"));
+}
+
+static void print_chains(const struct out *o, const json_t *j)
+{
+    const json_t *chains = json_object_get(j, "chains"), *v;
+    size_t i;
+
+    fprintf(o->f, "\n%sFINDINGS%s (%zu)\n", col(o, C_BOLD), col(o, C_OFF), json_array_size(chains));
+    if (json_array_size(chains) == 0)
+        fprintf(o->f, "  none: no cause above the thresholds\n\n");
+    json_array_foreach(chains, i, v)
+        print_chain(o, v);
+}
+
+static void print_row(const struct out *o, const json_t *r, const char *prefix)
+{
+    char b[8][32], name[160];
+
+    snprintf(name, sizeof(name), "%s%s", prefix, gets_(r, "api"));
+    fprintf(o->f, "  %-34s %11s %9s %9s %9s %9s %9s %9s %9s\n", name,
+            fmt_count(b[0], 32, geti(r, "count")), fmt_ns(b[1], 32, geti(r, "total_ns")),
+            fmt_ns(b[2], 32, geti(r, "mean_ns")), fmt_ns(b[3], 32, geti(r, "p50_ns")),
+            fmt_ns(b[4], 32, geti(r, "p90_ns")), fmt_ns(b[5], 32, geti(r, "p99_ns")),
+            fmt_ns(b[6], 32, geti(r, "p999_ns")), fmt_ns(b[7], 32, geti(r, "max_ns")));
+}
+
+static void print_table_head(const struct out *o, const char *first)
+{
+    fprintf(o->f, "  %-34s %11s %9s %9s %9s %9s %9s %9s %9s\n", first, "count", "total", "mean",
+            "p50", "p90", "p99", "p99.9", "max");
+}
+
+static void print_apis(const struct out *o, const json_t *j)
+{
+    const json_t *apis = json_object_get(j, "apis"), *v;
+    int nested = 0;
+    size_t i;
+
+    fprintf(o->f, "%sLATENCY%s (exact over every call; nearest-rank percentiles)\n",
+            col(o, C_BOLD), col(o, C_OFF));
+    if (json_array_size(apis) == 0) {
+        fprintf(o->f, "  no CUDA calls\n");
+        return;
+    }
+    print_table_head(o, "api");
+    json_array_foreach(apis, i, v) {
+        if (json_is_true(json_object_get(v, "nested"))) {
+            nested = 1;
+            continue;
+        }
+        print_row(o, v, "");
+    }
+    if (!nested)
+        return;
+    fprintf(o->f, "  nested driver calls (inside the runtime calls above; not in their totals):\n");
+    json_array_foreach(apis, i, v)
+        if (json_is_true(json_object_get(v, "nested")))
+            print_row(o, v, "  ");
+}
+
+static void print_by(const struct out *o, const json_t *j, const char *key, const char *what)
+{
+    const json_t *rows = json_object_get(j, key), *v;
+    char pre[160];
+    size_t i;
+
+    if (rows == NULL)
+        return;
+    fprintf(o->f, "\n%sLATENCY BY %s%s\n", col(o, C_BOLD), what, col(o, C_OFF));
+    print_table_head(o, "api");
+    json_array_foreach(rows, i, v) {
+        if (json_object_get(v, "kernel"))
+            snprintf(pre, sizeof(pre), "%.80s ", gets_(v, "kernel"));
+        else if (json_object_get(v, "stream"))
+            snprintf(pre, sizeof(pre), "%d/0x%" JSON_INTEGER_FORMAT "x ", (int)geti(v, "pid"),
+                     geti(v, "stream"));
+        else
+            snprintf(pre, sizeof(pre), "%d ", (int)geti(v, "pid"));
+        print_row(o, v, pre);
+    }
+}
+
+static void print_feed(const struct out *o, const json_t *j)
+{
+    const json_t *feed = json_object_get(j, "gpu_feed"), *v, *w;
+    char a[32], b[32], c[32], d[32], e[32], f[32];
+    size_t i, k;
+
+    fprintf(o->f, "\n%sGPU FEED%s (GPU idle lower bound: sync returned -> next enqueue)\n",
+            col(o, C_BOLD), col(o, C_OFF));
+    if (json_array_size(json_object_get(feed, "processes")) == 0) {
+        fprintf(o->f, "  no CUDA process\n");
+        return;
+    }
+    json_array_foreach(json_object_get(feed, "processes"), i, v) {
+        const json_t *ft = json_object_get(v, "feeding_thread");
+        fprintf(o->f, "  pid %d %s: %s enqueues, %s syncs (%s); GPU idle >= %s (%.1f %%) in %s "
+                      "gaps, longest %s\n",
+                (int)geti(v, "pid"), gets_(v, "comm"), fmt_count(a, 32, geti(v, "enqueues")),
+                fmt_count(b, 32, geti(v, "syncs")), fmt_ns(c, 32, geti(v, "sync_ns")),
+                fmt_ns(d, 32, geti(v, "idle_ns")), json_real_value(json_object_get(v, "idle_pct")),
+                fmt_count(e, 32, geti(v, "gaps")), fmt_ns(f, 32, geti(v, "max_gap_ns")));
+        if (geti(v, "gaps") == 0)
+            continue;
+        fprintf(o->f, "    feeding thread in the gaps: on-CPU %s, asleep %s, preempted %s, "
+                      "uninterruptible %s\n",
+                fmt_ns(a, 32, geti(ft, "oncpu_ns")), fmt_ns(b, 32, geti(ft, "sleep_ns")),
+                fmt_ns(c, 32, geti(ft, "preempted_ns")), fmt_ns(d, 32, geti(ft, "disk_ns")));
+        json_array_foreach(json_object_get(ft, "wakers"), k, w)
+            fprintf(o->f, "      woken by pid %d %s (%s): %s\n", (int)geti(w, "pid"),
+                    gets_(w, "comm"), gets_(w, "role"), fmt_ns(a, 32, geti(w, "ns")));
+    }
+}
+
+static void print_procs(const struct out *o, const json_t *j)
+{
+    const json_t *v;
+    char b[12][32];
+    size_t i;
+
+    fprintf(o->f, "\n%sPROCESSES%s\n", col(o, C_BOLD), col(o, C_OFF));
+    fprintf(o->f, "  %7s %7s %-15s %-9s %9s %8s %8s %8s %8s %8s %8s %8s %8s %9s %9s %8s\n", "pid",
+            "ppid", "comm", "role", "cuda", "cuda t", "on-CPU", "sleep", "disk", "preempt", "runq",
+            "stall", "vcsw", "ivcsw", "pg alloc", "faults");
+    json_array_foreach(json_object_get(j, "processes"), i, v)
+        fprintf(o->f, "  %7d %7d %-15s %-9s %9s %8s %8s %8s %8s %8s %8s %8s %8s %9s %9s %8s\n",
+                (int)geti(v, "pid"), (int)geti(v, "ppid"), gets_(v, "comm"), gets_(v, "role"),
+                fmt_count(b[0], 32, geti(v, "cuda_calls")), fmt_ns(b[1], 32, geti(v, "cuda_ns")),
+                fmt_ns(b[2], 32, geti(v, "oncpu_ns")), fmt_ns(b[3], 32, geti(v, "sleep_ns")),
+                fmt_ns(b[4], 32, geti(v, "disk_ns")), fmt_ns(b[5], 32, geti(v, "preempted_ns")),
+                fmt_ns(b[6], 32, geti(v, "runq_delay_ns")),
+                fmt_ns(b[7], 32, geti(v, "max_stall_ns")), fmt_count(b[8], 32, geti(v, "vcsw")),
+                fmt_count(b[9], 32, geti(v, "ivcsw")),
+                fmt_count(b[10], 32, geti(v, "page_allocs")),
+                fmt_count(b[11], 32, geti(v, "page_faults")));
+}
+
+void analysis_print(const struct analysis *a, FILE *out, int color)
+{
+    struct out o = {out, color};
+    json_t *j = analysis_json(a);
+
+    print_run(&o, j);
+    print_chains(&o, j);
+    print_apis(&o, j);
+    print_by(&o, j, "apis_by_pid", "PROCESS");
+    print_by(&o, j, "apis_by_stream", "STREAM");
+    print_by(&o, j, "apis_by_kernel", "KERNEL");
+    print_feed(&o, j);
+    print_procs(&o, j);
+    json_decref(j);
+}
+
+/* ---- options ---- */
+
+static const char usage_text[] =
+    "NAME\n"
+    "    cudaspy-analyze - report on cudaspy run files: exact latency, GPU feed,\n"
+    "    per-process breakdown and causal chains\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    cudaspy-analyze [report] [OPTIONS] RUN.lmdb [RUN2.lmdb ...]\n"
+    "    cudaspy-analyze report --html OUT.html RUN.lmdb\n"
+    "    cudaspy-analyze gate --baseline BASE RUN.lmdb\n"
+    "    cudaspy-analyze summary --save BASE.json RUN.lmdb\n"
+    "    cudaspy-analyze export --chrome OUT.json RUN.lmdb\n"
+    "    cudaspy-analyze mcp RUN.lmdb...\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Reads one or more run files (for example one per rank; their processes are\n"
+    "    kept apart) and prints: the run summary (and what the run lacks), findings\n"
+    "    sorted by impact, each a causal chain with evidence, a timestamped timeline\n"
+    "    and a fix; latency per CUDA API over every call (count, total, mean, p50,\n"
+    "    p90, p99, p99.9, max; percentiles by nearest rank); GPU feed (a lower bound\n"
+    "    of GPU idle time from host-side syncs); and the per-process breakdown.\n"
+    "\n"
+    "OPTIONS\n"
+    "    --json              print the report as one JSON object (docs/json.md)\n"
+    "    --pid PID           only PID and its descendants\n"
+    "    --since SEC         start of the window, seconds from run start\n"
+    "    --until SEC         end of the window, seconds from run start\n"
+    "    --top N             keep the N findings with the largest impact\n"
+    "    --by LIST           extra latency tables: pid, stream, kernel (comma-separated)\n"
+    "    --fail-on SEV       exit 1 if a finding has severity SEV or above\n"
+    "                        (high, medium or low)\n"
+    "    --tail-ratio X      heavy tail: p99/p50 at least X (default 3)\n"
+    "    --tail-min-calls N  and at least N calls (default 20)\n"
+    "    --color WHEN        auto (default: only on a terminal), always, never\n"
+    "    -h, --help          this text\n"
+    "    -V, --version       print the version\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0 ok; 1 a finding at or above --fail-on; 2 usage error or bad input\n"
+    "    (missing, corrupt, truncated or newer-format run file); 3 system failure\n"
+    "\n"
+    "EXAMPLES\n"
+    "    cudaspy-analyze run.lmdb\n"
+    "    cudaspy-analyze --json run.lmdb > report.json\n"
+    "    cudaspy-analyze --since 10 --until 20 --by pid,stream run.lmdb\n"
+    "    cudaspy-analyze --fail-on high rank0.lmdb rank1.lmdb\n";
+
+struct report_opts {
+    struct analysis_opts a;
+    int json, fail_on, color;
+};
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, PROG ": ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry '" PROG " --help'\n");
+    return 2;
+}
+
+static int parse_secs(const char *s, uint64_t *ns)
+{
+    char *end;
+    double v = strtod(s, &end);
+
+    if (end == s || *end != '\0' || !(v >= 0) || v > 1e9)
+        return -1;
+    *ns = (uint64_t)llround(v * 1e9);
+    return 0;
+}
+
+static int parse_u32(const char *s, unsigned long max, uint32_t *out)
+{
+    char *end;
+    unsigned long v;
+
+    errno = 0;
+    v = strtoul(s, &end, 10);
+    if (end == s || *end != '\0' || errno || v > max || *s == '-')
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static int parse_by(const char *s, struct analysis_opts *a)
+{
+    char buf[128], *save = NULL;
+
+    snprintf(buf, sizeof(buf), "%s", s);
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "pid"))
+            a->by_pid = 1;
+        else if (!strcmp(t, "stream"))
+            a->by_stream = 1;
+        else if (!strcmp(t, "kernel"))
+            a->by_kernel = 1;
+        else
+            return -1;
+    }
+    return 0;
+}
+
+enum { OPT_JSON = 256, OPT_PID, OPT_SINCE, OPT_UNTIL, OPT_TOP, OPT_BY, OPT_FAIL, OPT_RATIO,
+       OPT_MINC, OPT_COLOR };
+
+static const struct option long_opts[] = {
+    {"json", no_argument, NULL, OPT_JSON},
+    {"pid", required_argument, NULL, OPT_PID},
+    {"since", required_argument, NULL, OPT_SINCE},
+    {"until", required_argument, NULL, OPT_UNTIL},
+    {"top", required_argument, NULL, OPT_TOP},
+    {"by", required_argument, NULL, OPT_BY},
+    {"fail-on", required_argument, NULL, OPT_FAIL},
+    {"tail-ratio", required_argument, NULL, OPT_RATIO},
+    {"tail-min-calls", required_argument, NULL, OPT_MINC},
+    {"color", required_argument, NULL, OPT_COLOR},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0}};
+
+/* One option; returns 0, 2 (usage error, printed) or -1 (done: help/version printed). */
+static int parse_one(int c, const char *arg, struct report_opts *r)
+{
+    uint32_t u;
+    char *end;
+
+    switch (c) {
+    case OPT_JSON: r->json = 1; return 0;
+    case OPT_PID:
+        if (parse_u32(arg, 0x7fffffff, &u) < 0 || u == 0)
+            return usage_error("--pid: not a process id: '%s'", arg);
+        r->a.pid = u;
+        return 0;
+    case OPT_SINCE:
+        return parse_secs(arg, &r->a.since_ns) < 0
+                   ? usage_error("--since: not a number of seconds: '%s'", arg) : 0;
+    case OPT_UNTIL:
+        return parse_secs(arg, &r->a.until_ns) < 0
+                   ? usage_error("--until: not a number of seconds: '%s'", arg) : 0;
+    case OPT_TOP:
+        if (parse_u32(arg, 1000000, &u) < 0)
+            return usage_error("--top: not a count: '%s'", arg);
+        r->a.top = (int)u;
+        return 0;
+    case OPT_BY:
+        return parse_by(arg, &r->a) < 0
+                   ? usage_error("--by: expected pid, stream or kernel: '%s'", arg) : 0;
+    case OPT_FAIL:
+        r->fail_on = !strcmp(arg, "high") ? 3 : !strcmp(arg, "medium") ? 2
+                   : !strcmp(arg, "low") ? 1 : -1;
+        return r->fail_on < 0 ? usage_error("--fail-on: expected high, medium or low: '%s'", arg)
+                              : 0;
+    case OPT_RATIO:
+        r->a.tail_ratio = strtod(arg, &end);
+        return (*end || end == arg || !(r->a.tail_ratio >= 1))
+                   ? usage_error("--tail-ratio: not a ratio >= 1: '%s'", arg) : 0;
+    case OPT_MINC:
+        return parse_u32(arg, 1u << 30, &r->a.tail_min_calls) < 0
+                   ? usage_error("--tail-min-calls: not a count: '%s'", arg) : 0;
+    case OPT_COLOR:
+        r->color = !strcmp(arg, "always") ? 1 : !strcmp(arg, "never") ? 0
+                 : !strcmp(arg, "auto") ? -1 : -2;
+        return r->color == -2 ? usage_error("--color: expected auto, always or never: '%s'", arg)
+                              : 0;
+    case 'h': fputs(usage_text, stdout); return -1;
+    case 'V': printf(PROG " %s (run format %d)\n", CS_VERSION, CS_FORMAT_VERSION); return -1;
+    default: return 2;
+    }
+}
+
+static int parse(int argc, char **argv, struct report_opts *r)
+{
+    int c, rc;
+
+    analysis_opts_init(&r->a);
+    r->json = r->fail_on = 0;
+    r->color = -1;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+hV", long_opts, NULL)) != -1) {
+        if (c == '?' || c == ':') {
+            const char *bad = argv[optind - 1];
+            return usage_error(optopt ? "unknown option '-%c'" : "unknown option '%s'",
+                               optopt ? (char[2]){(char)optopt, 0} : bad);
+        }
+        if ((rc = parse_one(c, optarg, r)) != 0)
+            return rc;
+    }
+    if (r->a.until_ns <= r->a.since_ns)
+        return usage_error("%s", "--until must be after --since");
+    if (optind >= argc)
+        return usage_error("%s", "no run file given");
+    return 0;
+}
+
+/* Exit status for a load failure: bad input is 2, the system's fault 3. */
+static int load_status(int rc)
+{
+    return rc == -ENOMEM || rc == -EIO || rc == -ENOSPC || rc == -EMFILE ? 3 : 2;
+}
+
+static int highest_severity(const json_t *chains)
+{
+    const json_t *v;
+    size_t i;
+    int worst = 0;
+
+    json_array_foreach(chains, i, v) {
+        const char *s = json_string_value(json_object_get(v, "severity"));
+        int sev = !s ? 0 : !strcmp(s, "HIGH") ? 3 : !strcmp(s, "MEDIUM") ? 2 : 1;
+        worst = sev > worst ? sev : worst;
+    }
+    return worst;
+}
+
+int report_main(int argc, char **argv)
+{
+    struct report_opts r;
+    struct analysis *a = NULL;
+    struct cs_err err = {""};
+    json_t *j;
+    int rc = parse(argc, argv, &r), status = 0;
+
+    if (rc != 0)
+        return rc < 0 ? 0 : rc;
+    rc = analysis_load((const char *const *)argv + optind, argc - optind, &r.a, &a, &err);
+    if (rc < 0) {
+        fprintf(stderr, PROG ": %s\n", err.msg[0] ? err.msg : cs_strerror(rc));
+        return load_status(rc);
+    }
+    j = analysis_json(a);
+    if (r.fail_on && highest_severity(json_object_get(j, "chains")) >= r.fail_on)
+        status = 1;
+    if (r.json) {
+        if (json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0 ||
+            fputc('\n', stdout) == EOF)
+            status = 3;
+    } else {
+        analysis_print(a, stdout, r.color == -1 ? isatty(STDOUT_FILENO) : r.color);
+    }
+    json_decref(j);
+    analysis_free(a);
+    if (fflush(stdout) != 0) {
+        fprintf(stderr, PROG ": stdout: %s\n", strerror(errno));
+        return 3;
+    }
+    return status;
+}

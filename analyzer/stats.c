@@ -1,0 +1,283 @@
+/* stats.c: exact percentiles (radix sort + nearest rank) and the latency
+ * tables. Every call's duration is kept, so a table costs 8 bytes per call
+ * while it is built; the model (model.c) keeps the calls themselves. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudaspy/api.h"
+#include "stats.h"
+
+int stats_sort(uint64_t *v, size_t n, uint64_t *tmp)
+{
+    uint64_t *buf = tmp, *src = v, *dst, all_or = 0, all_and = ~0ull;
+    static size_t count[65536]; /* not reentrant: the analyzer sorts on one thread */
+
+    if (n < 2)
+        return 0;
+    if (buf == NULL && (buf = malloc(n * sizeof(*buf))) == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        all_or |= v[i];
+        all_and &= v[i];
+    }
+    dst = buf;
+    for (int shift = 0; shift < 64; shift += 16) {
+        size_t sum = 0;
+        if ((((all_or ^ all_and) >> shift) & 0xffff) == 0)
+            continue; /* every value has the same digit here */
+        memset(count, 0, sizeof(count));
+        for (size_t i = 0; i < n; i++)
+            count[(src[i] >> shift) & 0xffff]++;
+        for (size_t d = 0; d < 65536; d++) {
+            size_t c = count[d];
+            count[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            dst[count[(src[i] >> shift) & 0xffff]++] = src[i];
+        uint64_t *x = src;
+        src = dst;
+        dst = x;
+    }
+    if (src != v)
+        memcpy(v, src, n * sizeof(*v));
+    if (tmp == NULL)
+        free(buf);
+    return 0;
+}
+
+uint64_t stats_rank(const uint64_t *v, size_t n, unsigned permille)
+{
+    uint64_t r;
+
+    if (n == 0)
+        return 0;
+    r = ((uint64_t)permille * n + 999) / 1000; /* ceil(q * n) */
+    if (r < 1)
+        r = 1;
+    if (r > n)
+        r = n;
+    return v[r - 1];
+}
+
+void stats_summarize(const uint64_t *v, size_t n, struct stats_summary *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->count = n;
+    if (n == 0)
+        return;
+    for (size_t i = 0; i < n; i++)
+        s->total_ns += v[i];
+    s->min_ns = v[0];
+    s->max_ns = v[n - 1];
+    s->mean_ns = s->total_ns / n;
+    s->p50_ns = stats_rank(v, n, 500);
+    s->p90_ns = stats_rank(v, n, 900);
+    s->p99_ns = stats_rank(v, n, 990);
+    s->p999_ns = stats_rank(v, n, 999);
+}
+
+/* ---- tables ---- */
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 31;
+    x *= 0x7fb5d329728ea185ull;
+    x ^= x >> 27;
+    x *= 0x81dadef4bc2dd44dull;
+    return x ^ (x >> 33);
+}
+
+static uint64_t api_key(const struct m_call *c)
+{
+    return (uint64_t)c->api | (uint64_t)c->variant << 16 | (uint64_t)!!(c->flags & CS_CF_NESTED)
+                                                               << 20;
+}
+
+/* Hash key of call @p c's row in a table split by @p by; the row's fields
+ * are checked on lookup, so a rare collision only costs a probe. */
+static uint64_t row_key(const struct model *m, const struct m_call *c, enum stats_by by)
+{
+    uint64_t k = api_key(c);
+
+    switch (by) {
+    case STATS_BY_PID:
+        return k | (uint64_t)m->thr[c->thr].proc << 32;
+    case STATS_BY_STREAM:
+        return mix64(k ^ mix64(c->stream) ^ (uint64_t)m->thr[c->thr].proc << 40);
+    case STATS_BY_KERNEL:
+        return mix64(k ^ mix64((uint64_t)model_call_proc(m, c)->run << 32 | c->name_id));
+    default:
+        return k;
+    }
+}
+
+static int row_matches(const struct model *m, const struct stats_row *r, const struct m_call *c,
+                       enum stats_by by)
+{
+    if (r->api != c->api || r->variant != c->variant || r->is_nested != !!(c->flags & CS_CF_NESTED))
+        return 0;
+    switch (by) {
+    case STATS_BY_PID:
+        return r->proc == m->thr[c->thr].proc;
+    case STATS_BY_STREAM:
+        return r->proc == m->thr[c->thr].proc && r->stream == c->stream;
+    case STATS_BY_KERNEL:
+        return r->name_run == model_call_proc(m, c)->run && r->name_id == c->name_id;
+    default:
+        return 1;
+    }
+}
+
+static struct stats_row *row_new(struct stats_table *t, const struct model *m,
+                                 const struct m_call *c)
+{
+    struct stats_row *r;
+
+    if (t->nrow == t->cap) {
+        uint32_t cap = t->cap ? t->cap * 2 : 64;
+        void *q = realloc(t->row, cap * sizeof(*t->row));
+        if (q == NULL)
+            return NULL;
+        t->row = q;
+        t->cap = cap;
+    }
+    r = &t->row[t->nrow++];
+    memset(r, 0, sizeof(*r));
+    r->api = c->api;
+    r->variant = c->variant;
+    r->is_nested = !!(c->flags & CS_CF_NESTED);
+    r->proc = t->by == STATS_BY_API ? M_NONE : m->thr[c->thr].proc;
+    r->stream = t->by == STATS_BY_STREAM ? c->stream : 0;
+    r->name_run = model_call_proc(m, c)->run;
+    r->name_id = t->by == STATS_BY_KERNEL ? c->name_id : 0;
+    return r;
+}
+
+static struct stats_row *row_find(struct stats_table *t, const struct model *m,
+                                  const struct m_call *c, int create)
+{
+    uint64_t k = row_key(m, c, t->by);
+
+    for (;; k++) {
+        uint32_t i = m_hash_get(t->ix, k);
+        if (i == M_NONE)
+            break;
+        if (row_matches(m, &t->row[i], c, t->by))
+            return &t->row[i];
+    }
+    if (!create)
+        return NULL;
+    struct stats_row *r = row_new(t, m, c);
+    if (r == NULL || m_hash_put(t->ix, k, t->nrow - 1) < 0)
+        return NULL;
+    return r;
+}
+
+static int row_push(struct stats_row *r, uint64_t d)
+{
+    if (r->n == r->cap) {
+        uint64_t cap = r->cap ? r->cap * 2 : 64;
+        void *q = realloc(r->dur, cap * sizeof(*r->dur));
+        if (q == NULL)
+            return -ENOMEM;
+        r->dur = q;
+        r->cap = cap;
+    }
+    r->dur[r->n++] = d;
+    return 0;
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+    const struct stats_row *x = a, *y = b;
+    if (x->is_nested != y->is_nested)
+        return x->is_nested - y->is_nested;
+    if (x->s.total_ns != y->s.total_ns)
+        return x->s.total_ns > y->s.total_ns ? -1 : 1;
+    return x->api - y->api;
+}
+
+/* Rows move when sorted; only the per-API table is looked up afterwards
+ * (stats_table_row), so only it is indexed again. */
+static int reindex(struct stats_table *t)
+{
+    m_hash_free(t->ix);
+    if ((t->ix = m_hash_new()) == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; t->by == STATS_BY_API && i < t->nrow; i++) {
+        const struct stats_row *r = &t->row[i];
+        struct m_call c = {.api = r->api, .variant = r->variant,
+                           .flags = r->is_nested ? CS_CF_NESTED : 0};
+        uint64_t k = api_key(&c);
+        while (m_hash_get(t->ix, k) != M_NONE)
+            k++;
+        if (m_hash_put(t->ix, k, i) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+int stats_table_build(struct stats_table *t, const struct model *m, enum stats_by by)
+{
+    uint64_t max_n = 0, *tmp;
+
+    memset(t, 0, sizeof(*t));
+    t->by = by;
+    if ((t->ix = m_hash_new()) == NULL)
+        return -ENOMEM;
+    for (uint64_t i = 0; i < m->ncall; i++) {
+        const struct m_call *c = &m->call[i];
+        struct stats_row *r;
+        if (by == STATS_BY_KERNEL && c->name_id == 0)
+            continue;
+        if (by == STATS_BY_STREAM && cs_api_table[c->api].family == CS_FAM_ALLOC)
+            continue;
+        if ((r = row_find(t, m, c, 1)) == NULL || row_push(r, model_dur(c)) < 0)
+            return -ENOMEM;
+        r->errors += !!(c->flags & CS_CF_ERROR);
+    }
+    for (uint32_t i = 0; i < t->nrow; i++)
+        max_n = t->row[i].n > max_n ? t->row[i].n : max_n;
+    if ((tmp = malloc((max_n ? max_n : 1) * sizeof(*tmp))) == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < t->nrow; i++) {
+        stats_sort(t->row[i].dur, t->row[i].n, tmp);
+        stats_summarize(t->row[i].dur, t->row[i].n, &t->row[i].s);
+    }
+    free(tmp);
+    qsort(t->row, t->nrow, sizeof(*t->row), cmp_row);
+    return reindex(t);
+}
+
+const struct stats_row *stats_table_row(const struct stats_table *t, const struct m_call *c)
+{
+    uint64_t k = api_key(c);
+
+    if (t->by != STATS_BY_API)
+        return NULL;
+    for (;; k++) {
+        uint32_t i = m_hash_get(t->ix, k);
+        if (i == M_NONE)
+            return NULL;
+        const struct stats_row *r = &t->row[i];
+        if (r->api == c->api && r->variant == c->variant &&
+            r->is_nested == !!(c->flags & CS_CF_NESTED))
+            return r;
+    }
+}
+
+void stats_table_exit(struct stats_table *t)
+{
+    for (uint32_t i = 0; i < t->nrow; i++)
+        free(t->row[i].dur);
+    free(t->row);
+    m_hash_free(t->ix);
+    memset(t, 0, sizeof(*t));
+}
+
+const char *stats_row_name(const struct stats_row *r, char *buf, size_t n)
+{
+    return cs_api_display((enum cs_api)r->api, (enum cs_variant)r->variant, buf, n);
+}

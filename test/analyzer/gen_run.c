@@ -1,0 +1,439 @@
+/* gen_run.c: writes synthetic run files through the real writer (cs_store)
+ * for the analyzer's tests and benchmark. Each scenario plants one cause in
+ * an otherwise ordinary training loop: a main process (pid 1000) with CUDA
+ * calls, four DataLoader-like workers (1001-1004), sometimes an outside CPU
+ * hog (pid 2000), on 2 CPUs. Deterministic for a given seed.
+ * Usage: gen_run SCENARIO OUT.lmdb [--steps N] [--seed S] [--big N] */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudaspy/api.h"
+#include "cudaspy/runfile.h"
+
+#define MS 1000000ull
+#define US 1000ull
+#define T0 (1000ull * 1000 * MS) /* run start, CLOCK_MONOTONIC ns */
+#define MAIN 1000u
+#define NWORK 4u
+#define HOG 2000u
+
+enum scen { S_CLEAN, S_TREE, S_EXT, S_STARVE, S_PAGEABLE, S_CHURN, S_SYNC, S_LAUNCH, S_IOWAIT,
+            S_EMPTY, S_NOHOST, S_BIG };
+static const char *const scen_names[] = {"clean", "cpu_contention_tree", "cpu_contention_external",
+                                         "data_pipeline_starvation", "pageable_memcpy",
+                                         "alloc_churn", "sync_per_iteration", "launch_bound",
+                                         "io_wait", "empty", "nohost", "big"};
+
+/* Block buffers, one per record kind, flushed when full. */
+struct buf {
+    unsigned kind;
+    uint8_t data[CS_BLK_MAX_BYTES];
+    uint32_t n, cap;
+    uint64_t lo, hi;
+};
+
+static struct cs_store *st;
+static struct buf bufs[CS_REC_KIND_COUNT];
+static uint64_t rng_state;
+static uint32_t seqs[64];
+
+static uint64_t rnd(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t urand(uint64_t lo, uint64_t hi)
+{
+    return lo + rnd() % (hi - lo + 1);
+}
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "gen_run: %s: %s\n", what, cs_strerror(rc));
+    exit(3);
+}
+
+static void flush(unsigned kind)
+{
+    struct buf *b = &bufs[kind];
+    struct cs_blk_hdr h = {.ts_first_ns = b->lo, .ts_last_ns = b->hi, .n = b->n,
+                           .kind = (uint16_t)kind, .rec_size = (uint16_t)cs_rec_size(kind)};
+    int rc;
+
+    if (b->n == 0)
+        return;
+    if ((rc = cs_store_put_block(st, kind, &h, b->data)) < 0)
+        die("put block", rc);
+    if (cs_store_pending(st) > (64u << 20) && (rc = cs_store_commit(st)) < 0)
+        die("commit", rc);
+    b->n = 0;
+}
+
+static void put(unsigned kind, const void *rec, uint64_t lo, uint64_t hi)
+{
+    struct buf *b = &bufs[kind];
+    unsigned size = cs_rec_size(kind);
+
+    if (b->cap == 0)
+        b->cap = (CS_BLK_MAX_BYTES - sizeof(struct cs_blk_hdr)) / size;
+    if (b->n == b->cap)
+        flush(kind);
+    if (b->n == 0 || lo < b->lo)
+        b->lo = lo;
+    if (b->n == 0 || hi > b->hi)
+        b->hi = hi;
+    memcpy(b->data + (size_t)b->n * size, rec, size);
+    b->n++;
+}
+
+/* ---- CUDA calls ---- */
+
+static uint64_t n_cuda;
+
+static void call_rec(uint16_t api, uint64_t t0, uint64_t t1, uint16_t flags, uint64_t bytes,
+                     uint8_t dir, uint32_t parent, uint32_t name_id)
+{
+    struct cs_rec_cuda r = {0};
+
+    r.t_enter_ns = t0;
+    r.t_exit_ns = t1;
+    r.stream = 0x7f0000001000ull;
+    r.bytes = bytes;
+    r.seq = ++seqs[0];
+    r.parent_seq = parent;
+    r.pid = MAIN;
+    r.tid = MAIN;
+    r.name_id = name_id;
+    r.api = api;
+    r.dir = dir;
+    r.flags = flags | (name_id ? CS_CF_HAS_NAME : 0);
+    r.device = 0;
+    put(CS_REC_CUDA, &r, t0, t1);
+    n_cuda++;
+}
+
+static uint32_t kernel_id;
+
+/* A runtime call with its nested driver call; returns t_exit. */
+static uint64_t call(uint16_t api, uint16_t drv, uint64_t t0, uint64_t dur, uint16_t flags,
+                     uint64_t bytes, uint8_t dir)
+{
+    uint32_t name = api == CS_API_cudaLaunchKernel ? kernel_id : 0;
+
+    if (drv && dur > 2 * US)
+        call_rec(drv, t0 + US / 2, t0 + dur - US / 2, flags | CS_CF_NESTED, bytes, dir,
+                 seqs[0] + 2, name);
+    call_rec(api, t0, t0 + dur, flags, bytes, dir, 0, name);
+    return t0 + dur;
+}
+
+/* ---- host records ---- */
+
+static uint64_t n_host;
+
+/* Off-CPU interval of the main thread (or another tid). */
+static void off(uint32_t pid, uint32_t tid, uint64_t t0, uint64_t t1, uint8_t cls, uint32_t waker,
+                uint32_t holder, int in_tree)
+{
+    struct cs_rec_offcpu o = {0};
+
+    o.t_start_ns = t0;
+    o.t_end_ns = t1;
+    o.pid = pid;
+    o.tid = tid;
+    o.waker_pid = waker;
+    o.waker_tid = waker;
+    o.holder_pid = holder;
+    o.holder_permille = holder ? 900 : 0;
+    o.runq_ns = cls == CS_OFF_PREEMPT ? (uint32_t)(t1 - t0) : 20000;
+    o.cpu = (uint16_t)(tid & 1);
+    o.cls = cls;
+    o.flags = in_tree ? CS_HF_HOLDER_IN_TREE : 0;
+    put(CS_REC_OFFCPU, &o, t0, t1);
+    n_host++;
+}
+
+/* Per-window accumulators of the main process. */
+struct acc {
+    uint64_t sleep, disk, preempt, vcsw, ivcsw, allocs;
+};
+static struct acc *acc_main;
+static uint64_t nwin;
+
+static void acc_off(uint64_t t0, uint64_t t1, uint8_t cls)
+{
+    for (uint64_t t = t0; t < t1;) {
+        uint64_t w = (t - T0) / (10 * MS), end = T0 + (w + 1) * 10 * MS;
+        uint64_t e = end < t1 ? end : t1;
+        if (w >= nwin)
+            break;
+        if (cls == CS_OFF_PREEMPT)
+            acc_main[w].preempt += e - t;
+        else if (cls == CS_OFF_DISK)
+            acc_main[w].disk += e - t;
+        else
+            acc_main[w].sleep += e - t;
+        if (t == t0)
+            *(cls == CS_OFF_PREEMPT ? &acc_main[w].ivcsw : &acc_main[w].vcsw) += 1;
+        t = e;
+    }
+}
+
+static void main_off(uint64_t t0, uint64_t t1, uint8_t cls, uint32_t waker, uint32_t holder,
+                     int in_tree)
+{
+    off(MAIN, MAIN, t0, t1, cls, waker, holder, in_tree);
+    acc_off(t0, t1, cls);
+}
+
+static void pwin(uint32_t pid, uint64_t t0, uint64_t oncpu, uint64_t sleep, uint64_t disk,
+                 uint64_t pre, uint64_t vcsw, uint64_t ivcsw, uint64_t allocs)
+{
+    struct cs_rec_pwin w = {0};
+
+    w.t_start_ns = t0;
+    w.t_end_ns = t0 + 10 * MS;
+    w.pid = pid;
+    w.oncpu_ns = oncpu;
+    w.sleep_ns = sleep;
+    w.disk_ns = disk;
+    w.preempt_ns = pre;
+    w.runq_ns = pre;
+    w.vcsw = (uint32_t)vcsw;
+    w.ivcsw = (uint32_t)ivcsw;
+    w.page_allocs = (uint32_t)allocs;
+    w.minflt = (uint32_t)allocs / 2;
+    w.nthreads = 1;
+    put(CS_REC_PWIN, &w, w.t_start_ns, w.t_end_ns);
+    n_host++;
+}
+
+static void syswin(uint64_t t0, unsigned busy, uint64_t tree_ns, uint32_t hog)
+{
+    struct cs_rec_syswin s = {0};
+
+    s.t_start_ns = t0;
+    s.t_end_ns = t0 + 100 * MS;
+    s.ncpu = 2;
+    s.busy_permille = (uint16_t)busy;
+    s.procs_running = busy > 900 ? 6 : 1;
+    s.tree_oncpu_ns = tree_ns;
+    s.ext_oncpu_ns = hog ? 180 * MS : 2 * MS;
+    s.top_pid[0] = hog ? hog : 1;
+    s.top_ns[0] = hog ? 180 * MS : 2 * MS;
+    put(CS_REC_SYSWIN, &s, s.t_start_ns, s.t_end_ns);
+    n_host++;
+}
+
+/* Windows for the whole run: main from its accumulators; workers busy in
+ * the contention and starvation scenarios, idle otherwise. */
+static void windows(enum scen sc, uint64_t t_end)
+{
+    int busy_workers = sc == S_TREE || sc == S_STARVE;
+
+    for (uint64_t w = 0; w < nwin; w++) {
+        uint64_t t0 = T0 + w * 10 * MS;
+        const struct acc *a = &acc_main[w];
+        uint64_t off = a->sleep + a->disk + a->preempt;
+        pwin(MAIN, t0, off < 10 * MS ? 10 * MS - off : 0, a->sleep, a->disk, a->preempt, a->vcsw,
+             a->ivcsw, 20 + a->allocs);
+        for (uint32_t k = 1; k <= NWORK; k++)
+            pwin(MAIN + k, t0, busy_workers ? 4 * MS : 100 * US, busy_workers ? 2 * MS : 9 * MS,
+                 0, busy_workers ? 4 * MS : 0, busy_workers ? 12 : 1, busy_workers ? 10 : 0,
+                 busy_workers ? 700 : 2);
+    }
+    for (uint64_t t = T0; t + 100 * MS <= t_end; t += 100 * MS)
+        syswin(t, sc == S_TREE || sc == S_EXT ? 1000 : sc == S_STARVE ? 950 : 450,
+               busy_workers ? 180 * MS : 60 * MS, sc == S_EXT ? HOG : 0);
+}
+
+/* ---- the training loop ---- */
+
+struct step_ctx {
+    enum scen sc;
+    uint64_t t;
+    unsigned i;
+};
+
+static uint64_t gpu_sync(struct step_ctx *c, uint64_t gpu_ns)
+{
+    uint64_t t0 = c->t, dur = gpu_ns;
+
+    /* contention: now and then the syncing thread loses its CPU */
+    if ((c->sc == S_TREE || c->sc == S_EXT) && rnd() % 100 < 8) {
+        uint64_t p0 = t0 + dur / 2, len = urand(8 * MS, 25 * MS);
+        uint32_t holder = c->sc == S_TREE ? MAIN + 1 + (uint32_t)(rnd() % NWORK) : HOG;
+        main_off(p0, p0 + len, CS_OFF_PREEMPT, 0, holder, c->sc == S_TREE);
+        dur += len;
+    }
+    if (c->sc == S_IOWAIT && rnd() % 100 < 10) {
+        uint64_t p0 = t0 + dur / 2, len = urand(5 * MS, 15 * MS);
+        main_off(p0, p0 + len, CS_OFF_DISK, 0, 0, 0);
+        dur += len;
+    }
+    return call(CS_API_cudaStreamSynchronize, CS_API_cuStreamSynchronize, t0, dur, 0, 0, 0);
+}
+
+static void step(struct step_ctx *c)
+{
+    unsigned nlaunch = c->sc == S_LAUNCH ? 200 : 20;
+    int pageable = c->sc == S_PAGEABLE && (c->i % 4 != 0);
+    uint64_t bytes = c->sc == S_PAGEABLE ? 64ull << 20 : 4ull << 20;
+    uint64_t copy_ns = pageable ? urand(18 * MS, 22 * MS) : bytes / 20; /* pinned: 20 B/ns */
+
+    if (c->sc == S_STARVE) { /* wait for the next batch from a worker */
+        uint64_t len = urand(6 * MS, 12 * MS);
+        main_off(c->t + 20 * US, c->t + 20 * US + len, CS_OFF_SLEEP,
+                 MAIN + 1 + c->i % NWORK, 0, 0);
+        c->t += len + 60 * US;
+    }
+    if (c->sc == S_CHURN)
+        c->t = call(CS_API_cudaMalloc, CS_API_cuMemAlloc_v2, c->t, urand(400 * US, 900 * US), 0,
+                    64ull << 20, 0) + 5 * US;
+    c->t = call(CS_API_cudaMemcpyAsync, CS_API_cuMemcpyHtoDAsync_v2, c->t,
+                pageable ? copy_ns : urand(8 * US, 14 * US),
+                pageable ? CS_CF_PAGEABLE : CS_CF_PINNED, bytes, CS_DIR_HTOD) + 3 * US;
+    for (unsigned k = 0; k < nlaunch; k++) {
+        c->t = call(CS_API_cudaLaunchKernel, CS_API_cuLaunchKernel, c->t, urand(4 * US, 7 * US),
+                    0, 0, 0);
+        if (c->sc == S_SYNC)
+            c->t = call(CS_API_cudaStreamSynchronize, CS_API_cuStreamSynchronize, c->t + 2 * US,
+                        urand(40 * US, 60 * US), 0, 0, 0);
+        c->t += c->sc == S_LAUNCH ? urand(5 * US, 7 * US) : 2 * US;
+    }
+    if (c->sc != S_SYNC)
+        c->t = gpu_sync(c, c->sc == S_LAUNCH ? urand(100 * US, 200 * US)
+                                             : urand(2 * MS, 3 * MS) + (pageable ? 0 : copy_ns));
+    if (c->sc == S_CHURN)
+        c->t = call(CS_API_cudaFree, CS_API_cuMemFree_v2, c->t + 5 * US,
+                    urand(300 * US, 700 * US), 0, 0, 0);
+    c->t += urand(150 * US, 300 * US); /* Python between steps, on CPU */
+    if (c->sc != S_NOHOST && c->i % 5 == 0) { /* and now and then a short sleep (GC, logging) */
+        uint64_t len = urand(120 * US, 250 * US);
+        main_off(c->t, c->t + len, CS_OFF_SLEEP, MAIN, 0, 0);
+        c->t += len + 10 * US;
+    }
+}
+
+/* ---- tables and meta ---- */
+
+static void procs(enum scen sc, uint64_t t_end)
+{
+    char comm[16];
+
+    for (uint32_t k = 0; k <= NWORK; k++) {
+        struct cs_proc p = {0};
+        struct cs_thread th = {0};
+        p.pid = MAIN + k;
+        p.ppid = k ? MAIN : 999;
+        p.start_ns = T0 + k * MS;
+        p.exit_ns = 0;
+        p.exit_status = -1;
+        p.flags = k ? 0 : (CS_PF_CUDA | CS_PF_ROOT);
+        p.rank = CS_RANK_NONE;
+        snprintf(comm, sizeof(comm), k ? "pt_data_worker" : "python");
+        memcpy(p.comm, comm, sizeof(p.comm));
+        if (cs_store_intern(st, k ? "python train.py (worker)" : "python train.py", k ? 24 : 15,
+                            &p.cmdline_id) < 0 ||
+            cs_store_put_proc(st, &p) < 0)
+            die("proc", -ENOMEM);
+        th.pid = th.tid = p.pid;
+        th.start_ns = p.start_ns;
+        memcpy(th.name, comm, sizeof(th.name));
+        cs_store_put_thread(st, &th);
+    }
+    (void)sc;
+    (void)t_end;
+}
+
+static void meta(enum scen sc, uint64_t t_end)
+{
+    cs_store_put_meta(st, "tool_version", "0.1.0");
+    cs_store_put_meta(st, "host", "gen");
+    cs_store_put_meta(st, "cmdline", "python train.py");
+    cs_store_put_meta_u64(st, "t_start_ns", T0);
+    cs_store_put_meta_u64(st, "t_end_ns", t_end);
+    cs_store_put_meta(st, "clock", "monotonic");
+    cs_store_put_meta(st, "sampler_tier", sc == S_NOHOST ? "none" : "A");
+    cs_store_put_meta(st, "sampler_tier_reason",
+                      sc == S_NOHOST ? "perf_event_open: permission denied" : "");
+    cs_store_put_meta_u64(st, "cuda_dropped", 0);
+    cs_store_put_meta_u64(st, "host_lost", 0);
+    cs_store_put_meta_u64(st, "clean_shutdown", 1);
+}
+
+/* --big N: N CUDA records and N host records, written fast (bench). */
+static uint64_t big(uint64_t n)
+{
+    struct step_ctx c = {.sc = S_TREE, .t = T0 + 5 * MS};
+
+    while (n_cuda < n)
+        step(&c), c.i++;
+    /* pad the host side with short sleeps of a second thread */
+    for (uint64_t t = T0; n_host < n; t += 30 * US)
+        off(MAIN, MAIN + 7, t, t + 10 * US, CS_OFF_SLEEP, MAIN + 1, 0, 0);
+    return c.t;
+}
+
+int main(int argc, char **argv)
+{
+    int sc = -1, rc;
+    unsigned steps = 600;
+    uint64_t nbig = 0, t_end;
+
+    rng_state = 42;
+    for (int i = 0; i < (int)(sizeof(scen_names) / sizeof(scen_names[0])); i++)
+        if (argc > 1 && strcmp(argv[1], scen_names[i]) == 0)
+            sc = i;
+    if (sc < 0 || argc < 3) {
+        fprintf(stderr, "usage: gen_run SCENARIO OUT.lmdb [--steps N] [--seed S] [--big N]\n");
+        return 2;
+    }
+    for (int i = 3; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--steps"))
+            steps = (unsigned)strtoul(argv[i + 1], NULL, 0);
+        else if (!strcmp(argv[i], "--seed"))
+            rng_state = strtoull(argv[i + 1], NULL, 0);
+        else if (!strcmp(argv[i], "--big"))
+            nbig = strtoull(argv[i + 1], NULL, 0);
+    }
+    st = cs_store_new();
+    struct cs_store_opts so = {.map_bytes = nbig ? (4ull << 30) : 0};
+    struct cs_err err = {""};
+    if (st == NULL || (rc = cs_store_open(st, argv[2], &so, &err)) < 0) {
+        fprintf(stderr, "gen_run: %s\n", err.msg);
+        return 3;
+    }
+    for (unsigned k = 0; k < CS_REC_KIND_COUNT; k++)
+        bufs[k].kind = k;
+    cs_store_intern(st, "sgemm_kernel", 12, &kernel_id);
+    t_end = T0 + 5 * MS;
+    if (sc == S_BIG) {
+        t_end = big(nbig) + MS;
+    } else if (sc != S_EMPTY) {
+        struct step_ctx c = {.sc = (enum scen)sc, .t = T0 + 5 * MS};
+        nwin = (steps * 40 * MS) / (10 * MS) + 1000;
+        acc_main = calloc(nwin, sizeof(*acc_main));
+        for (c.i = 0; c.i < steps; c.i++)
+            step(&c);
+        t_end = c.t + MS;
+        nwin = (t_end - T0) / (10 * MS);
+        if (sc != S_NOHOST)
+            windows((enum scen)sc, t_end);
+    }
+    for (unsigned k = 0; k < CS_REC_KIND_COUNT; k++)
+        flush(k);
+    if (sc != S_EMPTY)
+        procs((enum scen)sc, t_end);
+    meta((enum scen)sc, t_end);
+    if ((rc = cs_store_commit(st)) < 0)
+        die("commit", rc);
+    cs_store_free(st);
+    free(acc_main);
+    return 0;
+}
