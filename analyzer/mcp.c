@@ -1,14 +1,146 @@
 /* mcp.c: `cudaspy-analyze mcp RUN.lmdb...`, the Model Context Protocol
- * server over stdio. Placeholder so the analyzer links; the server lands
- * in the next commits. */
-#include <stdio.h>
+ * server. Owns the command line and the startup: each run file is loaded
+ * once (analysis, its JSON, the query indexes, the gate summary) and every
+ * request is answered from memory. The protocol is mcp_proto.c's, the tools
+ * mcp_tools.c's and mcp_query.c's. Logs go to stderr; stdout carries only
+ * protocol messages. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "analysis.h"
 #include "commands.h"
+#include "mcp.h"
+#include "summary.h"
+
+static const char mcp_usage[] =
+    "Usage: cudaspy-analyze mcp RUN.lmdb [MORE.lmdb ...]\n"
+    "\n"
+    "Serve the run files to an LLM over the Model Context Protocol: newline-delimited\n"
+    "JSON-RPC 2.0 on stdin/stdout (protocol versions 2025-06-18, 2025-11-25 with the\n"
+    "initialize handshake; 2026-07-28 stateless requests). Read-only: tools reach only\n"
+    "the files named here, by index (0 = first) or basename. Logs go to stderr.\n"
+    "Tools: get_trace_stats, get_causal_chains, get_per_process_breakdown,\n"
+    "get_api_latency, get_gpu_feed, get_timeline, get_top_stalls, compare_runs.\n"
+    "Prompt: investigate. Details and client configuration: docs/mcp.md.\n"
+    "\n"
+    "Exit status: 0 when stdin ends, 2 usage or unreadable run file, 3 system failure.\n"
+    "\n"
+    "EXAMPLES\n"
+    "  cudaspy-analyze mcp run.lmdb\n"
+    "  cudaspy-analyze mcp base.lmdb new.lmdb   # compare_runs {\"base\":0,\"new\":1}\n";
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void server_free(struct mcp_server *s)
+{
+    for (int i = 0; i < s->nruns; i++) {
+        if (s->idx)
+            mcp_index_free(s->idx[i]);
+        if (s->sum)
+            summary_free(s->sum[i]);
+        if (s->aj)
+            json_decref(s->aj[i]);
+        if (s->an)
+            analysis_free(s->an[i]);
+    }
+    free(s->idx);
+    free(s->sum);
+    free(s->aj);
+    free(s->an);
+    free(s->names);
+}
+
+/* Load run @p i: analysis, JSON, index, gate summary. */
+static int server_load_run(struct mcp_server *s, int i, struct cs_err *err)
+{
+    struct analysis_opts o;
+    analysis_opts_init(&o);
+    o.top = 0;
+    int rc = analysis_load(&s->paths[i], 1, &o, &s->an[i], err);
+    if (rc < 0)
+        return rc;
+    if (!(s->aj[i] = analysis_json(s->an[i])))
+        return -ENOMEM;
+    struct cs_run *r = analysis_run(s->an[i], 0);
+    rc = mcp_index_build(r, analysis_t0(s->an[i], 0), &s->idx[i], err);
+    if (rc < 0)
+        return rc;
+    return summary_from_run(r, s->names[i], SUMMARY_SAMPLES_DEFAULT, 0, &s->sum[i], err);
+}
+
+static int server_load(struct mcp_server *s, int n, char **paths)
+{
+    s->nruns = n;
+    s->paths = (const char **)paths;
+    s->names = calloc((size_t)n, sizeof(*s->names));
+    s->an = calloc((size_t)n, sizeof(*s->an));
+    s->aj = calloc((size_t)n, sizeof(*s->aj));
+    s->idx = calloc((size_t)n, sizeof(*s->idx));
+    s->sum = calloc((size_t)n, sizeof(*s->sum));
+    if (!s->names || !s->an || !s->aj || !s->idx || !s->sum)
+        return -ENOMEM;
+    for (int i = 0; i < n; i++) {
+        const char *slash = strrchr(paths[i], '/');
+        s->names[i] = slash ? slash + 1 : paths[i];
+        for (int j = 0; j < i; j++)
+            if (strcmp(s->names[i], s->names[j]) == 0)
+                fprintf(stderr, "cudaspy-analyze: mcp: %s: same basename as run %d; "
+                                "reach it by index %d\n", paths[i], j, i);
+    }
+    for (int i = 0; i < n; i++) {
+        struct cs_err err = {""};
+        double t = now_s();
+        int rc = server_load_run(s, i, &err);
+        if (rc < 0) {
+            fprintf(stderr, "cudaspy-analyze: %s: %s\n", paths[i],
+                    err.msg[0] ? err.msg : cs_strerror(rc));
+            return rc;
+        }
+        fprintf(stderr, "cudaspy-analyze: mcp: run %d %s: loaded in %.2f s (%llu CUDA calls, "
+                        "%llu off-CPU intervals)\n", i, s->names[i], now_s() - t,
+                (unsigned long long)s->idx[i]->ncalls, (unsigned long long)s->idx[i]->noffs);
+    }
+    return 0;
+}
 
 int mcp_main(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "cudaspy-analyze: mcp: not implemented yet\n");
-    return 2;
+    int first = 1;
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        fputs(mcp_usage, stdout);
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--") == 0)
+        first = 2;
+    if (first < argc && argv[first][0] == '-' && argv[first][1]) {
+        fprintf(stderr, "cudaspy-analyze: mcp: unknown option %s\n"
+                        "Try 'cudaspy-analyze mcp --help'\n", argv[first]);
+        return 2;
+    }
+    if (first >= argc) {
+        fprintf(stderr, "cudaspy-analyze: mcp: no run file given\n"
+                        "Try 'cudaspy-analyze mcp --help'\n");
+        return 2;
+    }
+    struct mcp_server s = {0};
+    int rc = server_load(&s, argc - first, argv + first);
+    if (rc < 0) {
+        server_free(&s);
+        return rc == -ENOMEM || rc == -EIO ? 3 : 2;
+    }
+    signal(SIGPIPE, SIG_IGN); /* a vanished client shows up as a write error */
+    rc = mcp_proto_serve(&s, STDIN_FILENO, stdout);
+    if (rc < 0)
+        fprintf(stderr, "cudaspy-analyze: mcp: stdout: %s; stopping\n", cs_strerror(rc));
+    server_free(&s);
+    return rc < 0 ? 3 : 0;
 }
