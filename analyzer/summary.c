@@ -380,7 +380,7 @@ static int load_json_file(const char *path, struct summary **out, struct cs_err 
 
 int summary_load(const char *path, size_t max_samples, struct summary **out, struct cs_err *err)
 {
-    int c, rc = first_char(path, &c);
+    int c = EOF, rc = first_char(path, &c);
     if (rc < 0)
         return cs_err_set(err, rc, "%s: %s", path, cs_strerror(rc));
     if (c == '{')

@@ -1,0 +1,55 @@
+#!/bin/sh
+# html_cli.sh: cli.html_* cases. Usage: html_cli.sh CASE ANALYZE GEN_RUN WORKDIR [SRCDIR]
+# The page must render in headless Chromium without a JS error (the page sets
+# document.title to "cudaspy report: ok" when done, "error: ..." in onerror)
+# and the screenshot must not be blank. Skipped (exit 77) without chromium.
+set -u
+case_=$1 analyze=$2 gen=$3 dir=$4 src=${5:-}
+rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
+fail() { echo "FAIL $case_: $*" >&2; exit 1; }
+expect_rc() { # want cmd...
+    want=$1; shift
+    "$@" >out.txt 2>err.txt; rc=$?
+    [ "$rc" -eq "$want" ] || { cat out.txt err.txt >&2; fail "$* exited $rc, want $want"; }
+}
+chromium_() {
+    timeout 90 chromium --headless=new --disable-gpu --no-sandbox --no-first-run \
+        --user-data-dir="$dir/profile" --hide-scrollbars "$@" 2>>chromium.log
+}
+case $case_ in
+renders)
+    command -v chromium >/dev/null || { echo "skip: no chromium"; exit 77; }
+    "$gen" run.lmdb --calls 2000 || fail gen
+    expect_rc 0 "$analyze" report --html r.html run.lmdb
+    grep -q 'https\?://' r.html && grep -o 'https\?://[^" )]*' r.html | grep -v 'www.w3.org/2000/svg' &&
+        fail "page references the network"
+    chromium_ --dump-dom "file://$dir/r.html" > dom.html || fail "chromium --dump-dom failed"
+    grep -q '<title>cudaspy report: ok</title>' dom.html ||
+        { grep -o '<title>[^<]*</title>' dom.html >&2; fail "page did not finish rendering"; }
+    grep -q 'cudaStreamSynchronize' dom.html || fail "no histogram for the syncs"
+    grep -q '>trainer</td>' dom.html || fail "no process row"
+    chromium_ --window-size=1366,1400 --screenshot="$dir/r.png" "file://$dir/r.html" || fail screenshot
+    size=$(wc -c < r.png)
+    [ "$size" -gt 30000 ] || fail "screenshot looks blank ($size bytes)"
+    ;;
+escaping)  # markup in names cannot break out of the data block
+    "$gen" run.lmdb --calls 200 || fail gen
+    ln -s run.lmdb 'a<!--<script>.lmdb'
+    expect_rc 0 "$analyze" report --html r.html 'a<!--<script>.lmdb'
+    [ "$(grep -o '<script' r.html | wc -l)" -eq 2 ] || fail "extra <script in the page"
+    grep -q '<!--' r.html && fail "comment opener in the page"
+    grep -q 'a\\u003c!--\\u003cscript>.lmdb' r.html || fail "name not escaped"
+    ;;
+bad_input)
+    echo junk > junk.lmdb
+    expect_rc 2 "$analyze" report --html r.html junk.lmdb
+    grep -q '^cudaspy-analyze: junk.lmdb' err.txt || fail message
+    expect_rc 2 "$analyze" report --html
+    ;;
+assets)  # analyzer/html_assets.h is generated from analyzer/html/report.html.in
+    sh "$src/test/html/gen_assets.sh" "$src/analyzer/html/report.html.in" assets.h || fail gen
+    cmp assets.h "$src/analyzer/html_assets.h" || fail "html_assets.h is stale: run test/html/gen_assets.sh"
+    ;;
+*) fail "unknown case" ;;
+esac
+echo "ok   $case_"
