@@ -1,0 +1,85 @@
+# test/fake.cmake: the fake CUDA driver (libcuda.so.1), the fake runtime
+# (libcudart.so.13 and libcudart_static_fake.a), the test clients and the
+# demo workload, all under ${CMAKE_BINARY_DIR}/fake/, plus the unit.fake_*
+# tests of the fakes themselves. Clients find the fakes through $ORIGIN.
+set(FAKE_SRC ${CMAKE_CURRENT_SOURCE_DIR}/fake)
+set(FAKE_OUT ${CMAKE_BINARY_DIR}/fake)
+
+# Every export must stay a distinct function body so dladdr names it.
+set(FAKE_NO_ICF "")
+if(CMAKE_C_COMPILER_ID STREQUAL "GNU")
+  set(FAKE_NO_ICF -fno-ipa-icf)
+endif()
+
+function(fake_output tgt)
+  set_target_properties(${tgt} PROPERTIES
+    RUNTIME_OUTPUT_DIRECTORY ${FAKE_OUT}
+    LIBRARY_OUTPUT_DIRECTORY ${FAKE_OUT}
+    ARCHIVE_OUTPUT_DIRECTORY ${FAKE_OUT}
+    BUILD_RPATH "\$ORIGIN"
+    BUILD_RPATH_USE_ORIGIN ON)
+  target_include_directories(${tgt} PRIVATE ${FAKE_SRC} ${CS_CUDA_INC})
+endfunction()
+
+add_library(fake_cuda SHARED
+  ${FAKE_SRC}/fake_core.c ${FAKE_SRC}/fake_mem.c ${FAKE_SRC}/fake_stream.c
+  ${FAKE_SRC}/fake_launch.c ${FAKE_SRC}/fake_procaddr.c)
+fake_output(fake_cuda)
+set_target_properties(fake_cuda PROPERTIES OUTPUT_NAME cuda SOVERSION 1
+  C_VISIBILITY_PRESET hidden)
+target_compile_options(fake_cuda PRIVATE ${FAKE_NO_ICF})
+target_link_libraries(fake_cuda PRIVATE pthread)
+
+
+# The fake runtime: shared (as the real libcudart.so.13) and static.
+add_library(fake_cudart SHARED ${FAKE_SRC}/fake_runtime.c)
+fake_output(fake_cudart)
+set_target_properties(fake_cudart PROPERTIES OUTPUT_NAME cudart SOVERSION 13
+  C_VISIBILITY_PRESET hidden)
+target_compile_options(fake_cudart PRIVATE ${FAKE_NO_ICF})
+target_link_libraries(fake_cudart PRIVATE ${CMAKE_DL_LIBS} pthread)
+target_link_options(fake_cudart PRIVATE -Wl,--version-script=${FAKE_SRC}/fake_runtime.map)
+set_target_properties(fake_cudart PROPERTIES LINK_DEPENDS ${FAKE_SRC}/fake_runtime.map)
+
+add_library(fake_cudart_static STATIC ${FAKE_SRC}/fake_runtime.c)
+fake_output(fake_cudart_static)
+set_target_properties(fake_cudart_static PROPERTIES OUTPUT_NAME cudart_static_fake
+  C_VISIBILITY_PRESET hidden)
+target_compile_definitions(fake_cudart_static PRIVATE FAKERT_STATIC)
+target_compile_options(fake_cudart_static PRIVATE ${FAKE_NO_ICF})
+
+add_library(fake_expect STATIC ${FAKE_SRC}/fake_expect.c)
+fake_output(fake_expect)
+target_link_libraries(fake_expect PUBLIC ${CMAKE_DL_LIBS})
+
+# fake_client(name source [defs...]): a client executable under fake/.
+function(fake_client name src)
+  add_executable(${name} ${FAKE_SRC}/${src})
+  fake_output(${name})
+  target_compile_definitions(${name} PRIVATE CLIENT_NAME="${name}" ${ARGN})
+  target_link_libraries(${name} PRIVATE fake_expect pthread)
+endfunction()
+
+fake_client(client_rt_shared client_rt.c)
+target_link_libraries(client_rt_shared PRIVATE fake_cudart)
+fake_client(client_rt_ptds client_rt.c CUDA_API_PER_THREAD_DEFAULT_STREAM)
+target_link_libraries(client_rt_ptds PRIVATE fake_cudart)
+fake_client(client_rt_static client_rt.c)
+target_link_libraries(client_rt_static PRIVATE fake_cudart_static ${CMAKE_DL_LIBS})
+# The driver is dlopen'ed by the runtime, as the real one is: build it first.
+add_dependencies(client_rt_shared fake_cuda)
+add_dependencies(client_rt_ptds fake_cuda)
+add_dependencies(client_rt_static fake_cuda)
+
+# fake_test(stem source): unit.<stem>, a check.h test program under fake/.
+function(fake_test stem src)
+  add_executable(test_${stem} ${FAKE_SRC}/${src})
+  fake_output(test_${stem})
+  target_include_directories(test_${stem} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(test_${stem} PRIVATE ${CMAKE_DL_LIBS} pthread)
+  add_dependencies(test_${stem} fake_cuda)
+  add_test(NAME unit.${stem} COMMAND test_${stem} WORKING_DIRECTORY ${FAKE_OUT})
+  set_tests_properties(unit.${stem} PROPERTIES LABELS unit TIMEOUT 60)
+endfunction()
+
+fake_test(fake_procaddr test_fake_procaddr.c)
