@@ -1,0 +1,111 @@
+/* launcher.c: `cudaspy record`, the front door for recording a command. It
+ * only checks the command line and execs cudaspy-sampler in launch mode with
+ * the shim next to it preloaded into the command (the sampler sets
+ * CUDASPY_SOCK and LD_PRELOAD for the child only and exits with the child's
+ * status). Recording itself is the sampler's and the shim's business. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LAUNCH_MAX_OPTS 8
+
+static const char usage_text[] =
+    "Usage: cudaspy record [-o FILE] [--no-host] [-q] -- COMMAND [ARGS...]\n"
+    "\n"
+    "Run COMMAND with the CUDA shim preloaded and record its CUDA calls and host\n"
+    "scheduling into one run file.\n"
+    "\n"
+    "  -o FILE     run file to write (default: the sampler's, ./cudaspy-<pid>.lmdb)\n"
+    "  --no-host   record CUDA calls only, no host sampling\n"
+    "  -q          no summary line at the end\n"
+    "\n"
+    "Environment: CUDASPY_SAMPLER overrides the sampler path (default: next to\n"
+    "this program); CUDASPY_DISABLE=1 makes the shim a pass-through.\n"
+    "\n"
+    "Exit status: COMMAND's; 2 usage error; 3 the sampler could not be started.\n"
+    "\n"
+    "EXAMPLES\n"
+    "  cudaspy record -o run.lmdb -- python train.py\n"
+    "  LD_PRELOAD=/usr/local/lib/libcudaspy.so python train.py   (auto-start)\n";
+
+static int usage_error(const char *what)
+{
+    fprintf(stderr, "cudaspy: %s\nTry 'cudaspy record --help'\n", what);
+    return 2;
+}
+
+/* Directory of this executable into @p dir. @return 0 or -1 */
+static int self_dir(char *dir, size_t n)
+{
+    ssize_t len = readlink("/proc/self/exe", dir, n - 1);
+    char *slash;
+
+    if (len <= 0)
+        return -1;
+    dir[len] = '\0';
+    slash = strrchr(dir, '/');
+    if (slash == NULL)
+        return -1;
+    *slash = '\0';
+    return 0;
+}
+
+/* Build the sampler's argv: sampler [opts] --preload SO -- CMD... */
+static int record(int argc, char **argv)
+{
+    char dir[PATH_MAX], sampler[PATH_MAX + 32], preload[PATH_MAX + 32];
+    const char *env = getenv("CUDASPY_SAMPLER");
+    char **av = calloc((size_t)argc + LAUNCH_MAX_OPTS, sizeof(*av));
+    int i, n = 1;
+
+    if (av == NULL || self_dir(dir, sizeof(dir)) < 0) {
+        fprintf(stderr, "cudaspy: cannot find my own directory (%s)\n", strerror(errno));
+        return 3;
+    }
+    snprintf(sampler, sizeof(sampler), "%s/cudaspy-sampler", dir);
+    snprintf(preload, sizeof(preload), "%s/libcudaspy.so", dir);
+    av[0] = env && *env ? (char *)env : sampler;
+    for (i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "-o") == 0) {
+            if (i + 1 >= argc || strcmp(argv[i + 1], "--") == 0)
+                return usage_error("option -o needs a file name");
+            av[n++] = "-o";
+            av[n++] = argv[++i];
+        } else if (strcmp(argv[i], "--no-host") == 0 || strcmp(argv[i], "-q") == 0) {
+            av[n++] = argv[i];
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(usage_text, stdout);
+            return 0;
+        } else {
+            char msg[256];
+            snprintf(msg, sizeof(msg), "unknown option '%.200s'", argv[i]);
+            return usage_error(msg);
+        }
+        if (n > LAUNCH_MAX_OPTS - 4)
+            return usage_error("too many options");
+    }
+    if (i + 1 >= argc)
+        return usage_error("no command to record (put it after --)");
+    av[n++] = "--preload";
+    av[n++] = preload;
+    for (; i < argc; i++)
+        av[n++] = argv[i];
+    av[n] = NULL;
+    execv(av[0], av);
+    fprintf(stderr, "cudaspy: %s: cannot execute (%s)\n", av[0], strerror(errno));
+    return 3;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    if (argc < 2 || strcmp(argv[1], "record") != 0)
+        return usage_error(argc < 2 ? "no subcommand" : "unknown subcommand (only 'record')");
+    return record(argc, argv);
+}

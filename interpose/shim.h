@@ -1,0 +1,199 @@
+/* shim.h: what the shim's files share (private to libcudaspy.so). Owns the
+ * per-thread call state (sequence numbers, runtime nesting), the process
+ * switches (disabled, inert) and the record helpers every wrapper uses. The
+ * ring itself is shim_ring.h's; the wrappers are shim_driver.c (driver),
+ * shim_runtime.c (runtime) and shim_dlsym.c (the gateways). */
+#ifndef CUDASPY_SHIM_H
+#define CUDASPY_SHIM_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cudaspy/api.h"
+#include "cudaspy/record.h"
+#include "shim_ring.h"
+
+#define SHIM_EXPORT __attribute__((visibility("default")))
+#define SHIM_COLD __attribute__((cold, noinline))
+#define SHIM_LIKELY(x) __builtin_expect(!!(x), 1)
+#define SHIM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#if defined(__clang__) && defined(__has_attribute)
+#if __has_attribute(musttail)
+#define SHIM_MUSTTAIL __attribute__((musttail))
+#endif
+#endif
+#ifndef SHIM_MUSTTAIL
+#define SHIM_MUSTTAIL /* gcc < 15: -O2 emits the jmp; test cli.shim_dlsym_tailcall checks */
+#endif
+
+/* Per-thread call state (initial-exec TLS, zero at thread start). */
+struct shim_thread {
+    uint32_t seq;      /* last record sequence number of this thread */
+    uint32_t rt_depth; /* runtime wrappers currently on this thread's stack */
+    uint32_t rt_seq;   /* seq of the outermost such runtime call */
+    uint32_t pad;
+};
+extern __thread struct shim_thread shim_t_
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+/* 1 = every wrapper passes through (CUDASPY_DISABLE=1, inside the sampler). */
+extern _Atomic int shim_off_ __attribute__((visibility("hidden")));
+extern uint32_t shim_pid_ __attribute__((visibility("hidden"))); /* getpid(), reset at fork */
+/* Calls at least this many clock units long get a native stack; 0 = off. */
+extern uint64_t shim_stack_min_ __attribute__((visibility("hidden")));
+
+/** Is this call to be recorded? (not disabled, ring not stopped) */
+static inline int shim_recording(void)
+{
+    return !atomic_load_explicit(&shim_off_, memory_order_relaxed) &&
+           !atomic_load_explicit(&shim_ring_off_, memory_order_relaxed);
+}
+
+/** Start a record: entry time, ids, nesting under a runtime call. */
+static inline void shim_rec_begin(struct cs_rec_cuda *r, unsigned api, unsigned variant)
+{
+    struct shim_thread *t = &shim_t_;
+
+    memset(r, 0, sizeof(*r));
+    r->api = (uint16_t)api;
+    r->variant = (uint8_t)variant;
+    r->device = CS_DEVICE_UNKNOWN;
+    r->seq = ++t->seq;
+    if (t->rt_depth) {
+        r->flags = CS_CF_NESTED;
+        r->parent_seq = t->rt_seq;
+    }
+    r->t_enter_ns = shim_ring_now();
+}
+
+uint32_t shim_stack_capture_slow(void) SHIM_COLD;
+
+/** Finish and push a record: exit time, result, pid/tid, optional stack. */
+static inline void shim_rec_end(struct cs_rec_cuda *r, int result)
+{
+    r->t_exit_ns = shim_ring_now();
+    r->result = result;
+    if (result != 0)
+        r->flags |= CS_CF_ERROR;
+    r->pid = shim_pid_;
+    r->tid = shim_ring_tid();
+    if (SHIM_UNLIKELY(shim_stack_min_ != 0) && r->t_exit_ns - r->t_enter_ns >= shim_stack_min_)
+        r->stack_id = shim_stack_capture_slow();
+    shim_ring_push_cuda(r);
+}
+
+/** Normalise a stream handle: CU_STREAM_LEGACY -> 0; stream 0 in a
+ * per-thread variant, or CU_STREAM_PER_THREAD -> CS_STREAM_PER_THREAD + PTDS. */
+static inline void shim_rec_stream(struct cs_rec_cuda *r, uint64_t s)
+{
+    if (s == 1)
+        s = CS_STREAM_LEGACY;
+    else if ((s == 0 && r->variant != CS_VAR_LEGACY) || s == CS_STREAM_PER_THREAD)
+        s = CS_STREAM_PER_THREAD;
+    if (s == CS_STREAM_PER_THREAD)
+        r->flags |= CS_CF_PTDS;
+    r->stream = s;
+}
+
+/* ---- CUDA argument structs (shim_cudesc.c) ---- */
+
+/** Grid, block and stream of the CUlaunchConfig at @p cfg (may be 0). */
+void shim_desc_launch(struct cs_rec_cuda *r, uint64_t cfg);
+/** Bytes, direction, host side of the CUDA_MEMCPY2D (@p dims 2) or
+ * CUDA_MEMCPY3D (@p dims 3) at @p desc (may be 0). */
+void shim_desc_copy(struct cs_rec_cuda *r, uint64_t desc, int dims);
+
+/* ---- gateways and resolution (shim_dlsym.c) ---- */
+
+typedef void *(*shim_dlsym_fn)(void *, const char *);
+extern shim_dlsym_fn shim_real_dlsym_ __attribute__((visibility("hidden")));
+shim_dlsym_fn shim_dlsym_init_slow(void) SHIM_COLD;
+
+/** Is @p p inside libcudaspy.so? */
+int shim_is_self(const void *p);
+
+/** Slow path: the wrapper for driver pointer @p p (by its exact exported
+ * name), or @p p itself when it is not a traced function. */
+void *shim_wrap_slow(void *p) SHIM_COLD;
+
+/** Lazily find the real driver symbol @p name for an exported wrapper:
+ * real dlsym(RTLD_NEXT), else libcuda.so.1 if loaded. @return NULL if none. */
+void *shim_find_driver_slow(const char *name) SHIM_COLD;
+
+/** Same for runtime symbols (RTLD_NEXT, else a loaded libcudart.so*). */
+void *shim_find_runtime_slow(const char *name) SHIM_COLD;
+
+/* ---- driver table (shim_driver.c) ---- */
+
+/** Index of exported driver name @p name in the wrapper table, or -1. */
+int shim_driver_index(const char *name);
+/** Wrapper of table entry @p i; publishes @p real as its real function
+ * unless another one is already there. @return the wrapper, or NULL when
+ * entry @p i already forwards to a different function. */
+void *shim_driver_bind(int i, void *real);
+
+/* ---- names (shim_names.c) ---- */
+
+/** Process-local kernel-name id of driver handle @p f (CUfunction or
+ * CUkernel), 0 if unknown. @p real_launch locates the driver. */
+uint32_t shim_name_driver(uint64_t f, const void *real_launch);
+/** Same for a runtime host stub or cudaKernel_t. */
+uint32_t shim_name_runtime(uint64_t stub, const void *real_launch);
+/** Forget every cached name (a module or library was unloaded). */
+void shim_name_invalidate(void);
+/** Process-local id for string @p s (kind enum cs_name_kind), sent once per
+ * process. 0 when recording is off or the table is full. */
+uint32_t shim_name_intern_slow(const char *s, size_t len, uint64_t handle,
+                               uint32_t kind) SHIM_COLD;
+/** Define name @p id again if this process has not sent it yet (fork child). */
+void shim_name_touch(uint32_t id);
+
+/* ---- what the shim remembers (shim_track.c) ---- */
+
+/** Pinned host range [p, p+n) allocated or registered through CUDA. */
+void shim_pinned_add(uint64_t p, uint64_t n);
+/** Forget the range starting at @p p. @return its length, 0 if unknown. */
+uint64_t shim_pinned_del(uint64_t p);
+/** CS_CF_PINNED if @p p lies in a known pinned range, else CS_CF_PAGEABLE
+ * (0 when the table is being rewritten right now). Lock-free. */
+uint16_t shim_pinned_flag(uint64_t p);
+
+/** A copy with a known host side: its pointer and whether it is pinned. */
+static inline void shim_rec_host(struct cs_rec_cuda *r, unsigned dir, uint64_t bytes,
+                                 uint64_t host)
+{
+    r->dir = (uint8_t)dir;
+    r->bytes = bytes;
+    r->aux = host;
+    r->flags |= shim_pinned_flag(host);
+}
+
+void shim_capture_begin(uint64_t stream);
+void shim_capture_end(uint64_t stream);
+extern _Atomic int shim_ncapturing_ __attribute__((visibility("hidden")));
+int shim_capture_has_slow(uint64_t stream);
+/** Mark @p r CS_CF_CAPTURING if its stream is being captured. */
+static inline void shim_rec_capture(struct cs_rec_cuda *r)
+{
+    if (SHIM_UNLIKELY(atomic_load_explicit(&shim_ncapturing_, memory_order_relaxed) > 0) &&
+        shim_capture_has_slow(r->stream))
+        r->flags |= CS_CF_CAPTURING;
+}
+
+/* ---- process (shim_main.c, shim_start.c, shim_stack.c) ---- */
+
+/** One stderr line "cudaspy[pid]: <msg>", no stdio. */
+void shim_log(const char *msg);
+/** Start cudaspy-sampler for this process tree (constructor). @return 0 or <0. */
+int shim_start_collector(void);
+/** Fork hooks of the files that keep per-process state. */
+void shim_names_atfork_child(void);
+void shim_stack_atfork_child(void);
+void shim_stack_init(void);
+/* One mutex for every slow-path table update. Never held across a dl*()
+ * call, a CUDA call or a ring push; taken around fork(). */
+void shim_lock(void);
+void shim_unlock(void);
+
+#endif

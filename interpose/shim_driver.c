@@ -1,0 +1,469 @@
+/* shim_driver.c: the driver-layer wrappers, one per exact exported name
+ * (cuMemcpyHtoDAsync_v2 and cuMemcpyHtoDAsync_v2_ptsz are two wrappers with
+ * two real pointers; a variant is never substituted). The wrappers are
+ * generated from SHIM_DRV_LIST and exported under the driver's names, so
+ * they serve both programs linked with -lcuda (real function found lazily)
+ * and pointers handed out by the gateways in shim_dlsym.c (real function
+ * bound by shim_driver_bind()). What a call means (bytes, direction,
+ * stream...) is read from its raw arguments by one ex_<kind>() per family.
+ *
+ * Every traced driver function takes only integer and pointer arguments and
+ * returns CUresult, so on x86-64 and aarch64 a wrapper may take and forward
+ * them as uint64_t: 32-bit arguments arrive in 64-bit slots and the callee
+ * reads only their low half, exactly as from the original caller. This file
+ * does not include cuda.h: its macros (cuMemcpyBatchAsync -> _v2...) would
+ * rename table entries; shim_cudesc.c reads the CUDA structs. */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "shim.h"
+
+#define SHIM_CUDA_ERROR_NOT_FOUND 500 /* CUDA_ERROR_NOT_FOUND: no real function */
+
+/* X(exported name, CS_API id name, variant, argument count, kind) */
+#define SHIM_PTSZ(X, name, n, kind) \
+    X(name, name, LEGACY, n, kind) X(name##_ptsz, name, PTSZ, n, kind)
+#define SHIM_PTDS(X, name, n, kind) \
+    X(name, name, LEGACY, n, kind) X(name##_ptds, name, PTDS, n, kind)
+#define SHIM_ONE(X, name, n, kind) X(name, name, LEGACY, n, kind)
+
+#define SHIM_DRV_LIST(X)                                 \
+    SHIM_PTSZ(X, cuLaunchKernel, 11, launch)             \
+    SHIM_PTSZ(X, cuLaunchKernelEx, 4, launch_ex)         \
+    SHIM_PTSZ(X, cuLaunchCooperativeKernel, 10, launch)  \
+    SHIM_PTSZ(X, cuLaunchHostFunc, 3, host_fn)           \
+    SHIM_PTSZ(X, cuGraphLaunch, 2, graph)                \
+    SHIM_PTSZ(X, cuMemcpyHtoDAsync_v2, 4, htod)          \
+    SHIM_PTSZ(X, cuMemcpyDtoHAsync_v2, 4, dtoh)          \
+    SHIM_PTSZ(X, cuMemcpyDtoDAsync_v2, 4, dtod)          \
+    SHIM_PTSZ(X, cuMemcpyAsync, 4, copy_any)             \
+    SHIM_PTSZ(X, cuMemcpyPeerAsync, 6, peer)             \
+    SHIM_PTSZ(X, cuMemcpy2DAsync_v2, 2, copy_2d)         \
+    SHIM_PTSZ(X, cuMemcpy3DAsync_v2, 2, copy_3d)         \
+    SHIM_PTSZ(X, cuMemcpyBatchAsync, 9, batch)           \
+    SHIM_PTSZ(X, cuMemcpyBatchAsync_v2, 8, batch)        \
+    SHIM_PTDS(X, cuMemcpyHtoD_v2, 3, htod)               \
+    SHIM_PTDS(X, cuMemcpyDtoH_v2, 3, dtoh)               \
+    SHIM_PTDS(X, cuMemcpyDtoD_v2, 3, dtod)               \
+    SHIM_PTDS(X, cuMemcpy, 3, copy_any)                  \
+    SHIM_PTDS(X, cuMemcpyPeer, 5, peer)                  \
+    SHIM_PTDS(X, cuMemcpy2D_v2, 1, copy_2d)              \
+    SHIM_PTDS(X, cuMemcpy3D_v2, 1, copy_3d)              \
+    SHIM_PTDS(X, cuMemsetD8_v2, 3, memset8)              \
+    SHIM_PTDS(X, cuMemsetD16_v2, 3, memset16)            \
+    SHIM_PTDS(X, cuMemsetD32_v2, 3, memset32)            \
+    SHIM_PTSZ(X, cuMemsetD8Async, 4, memset8)            \
+    SHIM_PTSZ(X, cuMemsetD16Async, 4, memset16)          \
+    SHIM_PTSZ(X, cuMemsetD32Async, 4, memset32)          \
+    SHIM_PTSZ(X, cuStreamSynchronize, 1, stream_arg0)    \
+    SHIM_ONE(X, cuCtxSynchronize, 0, none)               \
+    SHIM_ONE(X, cuCtxSynchronize_v2, 1, aux_arg0)        \
+    SHIM_ONE(X, cuEventSynchronize, 1, aux_arg0)         \
+    SHIM_PTSZ(X, cuStreamWaitEvent, 3, wait_event)       \
+    SHIM_ONE(X, cuMemAlloc_v2, 2, alloc)                 \
+    SHIM_ONE(X, cuMemFree_v2, 1, aux_arg0)               \
+    SHIM_PTSZ(X, cuMemAllocAsync, 3, alloc_async)              \
+    SHIM_PTSZ(X, cuMemFreeAsync, 2, free_async)          \
+    SHIM_PTSZ(X, cuMemAllocFromPoolAsync, 4, alloc_async)      \
+    SHIM_ONE(X, cuMemAllocHost_v2, 2, alloc_host)        \
+    SHIM_ONE(X, cuMemHostAlloc, 3, alloc_host)           \
+    SHIM_ONE(X, cuMemFreeHost, 1, unpin)                 \
+    SHIM_ONE(X, cuMemAllocManaged, 3, alloc)             \
+    SHIM_ONE(X, cuMemAllocPitch_v2, 5, alloc_pitch)      \
+    SHIM_ONE(X, cuMemCreate, 4, alloc)                   \
+    SHIM_ONE(X, cuMemMap, 5, range)                      \
+    SHIM_ONE(X, cuMemRelease, 1, aux_arg0)               \
+    SHIM_ONE(X, cuMemUnmap, 2, range)                    \
+    SHIM_ONE(X, cuMemHostRegister_v2, 3, pin)            \
+    SHIM_ONE(X, cuMemHostUnregister, 1, unpin)           \
+    SHIM_PTSZ(X, cuStreamBeginCapture_v2, 2, capture_begin) \
+    SHIM_PTSZ(X, cuStreamEndCapture, 2, capture_end)     \
+    SHIM_ONE(X, cuModuleUnload, 1, unload)               \
+    SHIM_ONE(X, cuLibraryUnload, 1, unload)
+
+enum shim_drv_index {
+#define SHIM_IDX_(name, base, var, n, kind) SHIM_IDX_##name,
+    SHIM_DRV_LIST(SHIM_IDX_)
+#undef SHIM_IDX_
+    SHIM_NDRV
+};
+
+/* Each wrapper's real function (0 until found or bound). */
+static _Atomic(uintptr_t) shim_drv_real[SHIM_NDRV];
+
+/* ---- argument lists: P<n> declares, A<n> forwards, L<n> lists with a trailing comma ---- */
+#define P0 void
+#define P1 uint64_t a0
+#define P2 P1, uint64_t a1
+#define P3 P2, uint64_t a2
+#define P4 P3, uint64_t a3
+#define P5 P4, uint64_t a4
+#define P6 P5, uint64_t a5
+#define P7 P6, uint64_t a6
+#define P8 P7, uint64_t a7
+#define P9 P8, uint64_t a8
+#define P10 P9, uint64_t a9
+#define P11 P10, uint64_t a10
+#define A0
+#define A1 a0
+#define A2 A1, a1
+#define A3 A2, a2
+#define A4 A3, a3
+#define A5 A4, a4
+#define A6 A5, a5
+#define A7 A6, a6
+#define A8 A7, a7
+#define A9 A8, a8
+#define A10 A9, a9
+#define A11 A10, a10
+#define L0
+#define L1 a0,
+#define L2 L1 a1,
+#define L3 L2 a2,
+#define L4 L3 a3,
+#define L5 L4 a4,
+#define L6 L5 a5,
+#define L7 L6 a6,
+#define L8 L7 a7,
+#define L9 L8 a8,
+#define L10 L9 a9,
+#define L11 L10 a10,
+
+/* ---- what each family's arguments mean (a = raw arguments, after the call) ---- */
+
+static inline uint64_t deref_u64(uint64_t p, int rc)
+{
+    return (rc == 0 && p) ? *(const uint64_t *)(uintptr_t)p : 0;
+}
+
+static inline void grid_block(struct cs_rec_cuda *r, const uint64_t *g, const uint64_t *b)
+{
+    for (int i = 0; i < 3; i++) {
+        r->grid[i] = (uint32_t)g[i];
+        r->block[i] = (uint16_t)b[i];
+    }
+}
+
+static inline void kernel_name(struct cs_rec_cuda *r, uint64_t f, int rc, const void *real)
+{
+    if (rc != 0 || f == 0)
+        return;
+    r->name_id = shim_name_driver(f, real);
+    if (r->name_id)
+        r->flags |= CS_CF_HAS_NAME;
+}
+
+/* Stream argument @p s of an async call, or the implicit stream of a
+ * synchronous one (legacy 0, or the per-thread stream in a _ptds call). */
+static inline void call_stream(struct cs_rec_cuda *r, int n, int pos, const uint64_t *a)
+{
+    shim_rec_stream(r, pos < n ? a[pos] : 0);
+}
+
+static inline void ex_launch(struct cs_rec_cuda *r, const uint64_t *a, int n, int rc,
+                             const void *real)
+{
+    (void)n;
+    grid_block(r, a + 1, a + 4);
+    shim_rec_stream(r, a[8]);
+    kernel_name(r, a[0], rc, real);
+}
+
+static inline void ex_launch_ex(struct cs_rec_cuda *r, const uint64_t *a, int n, int rc,
+                                const void *real)
+{
+    (void)n;
+    shim_desc_launch(r, a[0]);
+    kernel_name(r, a[1], rc, real);
+}
+
+#define EX_ARGS struct cs_rec_cuda *r, const uint64_t *a, int n, int rc, const void *real
+#define EX_UNUSED (void)a, (void)n, (void)rc, (void)real
+
+static inline void ex_host_fn(EX_ARGS)
+{
+    EX_UNUSED;
+    shim_rec_stream(r, a[0]);
+}
+
+static inline void ex_graph(EX_ARGS)
+{
+    EX_UNUSED;
+    r->aux = a[0];
+    shim_rec_stream(r, a[1]);
+}
+
+static inline void ex_htod(EX_ARGS)
+{
+    EX_UNUSED;
+    shim_rec_host(r, CS_DIR_HTOD, a[2], a[1]);
+    call_stream(r, n, 3, a);
+}
+
+static inline void ex_dtoh(EX_ARGS)
+{
+    EX_UNUSED;
+    shim_rec_host(r, CS_DIR_DTOH, a[2], a[0]);
+    call_stream(r, n, 3, a);
+}
+
+static inline void ex_dtod(EX_ARGS)
+{
+    EX_UNUSED;
+    r->dir = CS_DIR_DTOD;
+    r->bytes = a[2];
+    call_stream(r, n, 3, a);
+}
+
+/* Unified-address copy: the driver decides the direction. Either side may be
+ * host memory; pinned when one of them is in a known pinned range. */
+static inline void ex_copy_any(EX_ARGS)
+{
+    EX_UNUSED;
+    r->dir = CS_DIR_DEFAULT;
+    r->bytes = a[2];
+    if (shim_pinned_flag(a[1]) == CS_CF_PINNED) {
+        r->flags |= CS_CF_PINNED;
+        r->aux = a[1];
+    } else if (shim_pinned_flag(a[0]) == CS_CF_PINNED) {
+        r->flags |= CS_CF_PINNED;
+        r->aux = a[0];
+    }
+    call_stream(r, n, 3, a);
+}
+
+static inline void ex_peer(EX_ARGS)
+{
+    EX_UNUSED;
+    r->dir = CS_DIR_PEER;
+    r->bytes = a[4];
+    call_stream(r, n, 5, a);
+}
+
+static inline void ex_copy_2d(EX_ARGS)
+{
+    EX_UNUSED;
+    shim_desc_copy(r, a[0], 2);
+    call_stream(r, n, 1, a);
+}
+
+static inline void ex_copy_3d(EX_ARGS)
+{
+    EX_UNUSED;
+    shim_desc_copy(r, a[0], 3);
+    call_stream(r, n, 1, a);
+}
+
+/* cuMemcpyBatchAsync(dsts, srcs, sizes, count, ..., stream): stream is the
+ * last argument (9 for the 12.8 form with failIdx, 8 for the 13.0 _v2). */
+static inline void ex_batch(EX_ARGS)
+{
+    const size_t *sizes = (const size_t *)(uintptr_t)a[2];
+
+    EX_UNUSED;
+    r->dir = CS_DIR_DEFAULT;
+    for (uint64_t i = 0; sizes && i < a[3] && i < (1u << 20); i++)
+        r->bytes += sizes[i];
+    shim_rec_stream(r, a[n - 1]);
+}
+
+static inline void memset_n(struct cs_rec_cuda *r, const uint64_t *a, int n, unsigned width)
+{
+    r->bytes = a[2] * width;
+    call_stream(r, n, 3, a);
+}
+
+static inline void ex_memset8(EX_ARGS) { EX_UNUSED; memset_n(r, a, n, 1); }
+static inline void ex_memset16(EX_ARGS) { EX_UNUSED; memset_n(r, a, n, 2); }
+static inline void ex_memset32(EX_ARGS) { EX_UNUSED; memset_n(r, a, n, 4); }
+
+static inline void ex_stream_arg0(EX_ARGS)
+{
+    EX_UNUSED;
+    shim_rec_stream(r, a[0]);
+}
+
+static inline void ex_none(EX_ARGS) { (void)r; EX_UNUSED; }
+
+static inline void ex_aux_arg0(EX_ARGS)
+{
+    EX_UNUSED;
+    r->aux = a[0];
+}
+
+static inline void ex_wait_event(EX_ARGS)
+{
+    EX_UNUSED;
+    shim_rec_stream(r, a[0]);
+    r->aux = a[1];
+}
+
+/* (ptr out, bytes, ...): cuMemAlloc_v2, cuMemAllocManaged, cuMemCreate
+ * (handle out); the _async forms end with the stream. */
+static inline void ex_alloc(EX_ARGS)
+{
+    EX_UNUSED;
+    r->bytes = a[1];
+    r->aux = deref_u64(a[0], rc);
+}
+
+static inline void ex_alloc_async(EX_ARGS)
+{
+    ex_alloc(r, a, n, rc, real);
+    shim_rec_stream(r, a[n - 1]);
+}
+
+static inline void ex_free_async(EX_ARGS)
+{
+    EX_UNUSED;
+    r->aux = a[0];
+    shim_rec_stream(r, a[1]);
+}
+
+static inline void ex_alloc_host(EX_ARGS)
+{
+    EX_UNUSED;
+    r->bytes = a[1];
+    r->aux = deref_u64(a[0], rc);
+    if (r->aux)
+        shim_pinned_add(r->aux, a[1]);
+}
+
+static inline void ex_alloc_pitch(EX_ARGS)
+{
+    EX_UNUSED;
+    r->aux = deref_u64(a[0], rc);
+    r->bytes = deref_u64(a[1], rc) * a[3];
+}
+
+static inline void ex_range(EX_ARGS)
+{
+    EX_UNUSED;
+    r->aux = a[0];
+    r->bytes = a[1];
+}
+
+static inline void ex_pin(EX_ARGS)
+{
+    EX_UNUSED;
+    r->aux = a[0];
+    r->bytes = a[1];
+    if (rc == 0)
+        shim_pinned_add(a[0], a[1]);
+}
+
+static inline void ex_unpin(EX_ARGS)
+{
+    EX_UNUSED;
+    r->aux = a[0];
+    if (rc == 0)
+        r->bytes = shim_pinned_del(a[0]);
+}
+
+static inline void ex_capture_begin(EX_ARGS)
+{
+    EX_UNUSED;
+    shim_rec_stream(r, a[0]);
+    if (rc == 0)
+        shim_capture_begin(r->stream);
+}
+
+static inline void ex_capture_end(EX_ARGS)
+{
+    EX_UNUSED;
+    shim_rec_stream(r, a[0]);
+    r->aux = deref_u64(a[1], rc);
+    shim_capture_end(r->stream);
+}
+
+static inline void ex_unload(EX_ARGS)
+{
+    EX_UNUSED;
+    r->aux = a[0];
+    if (rc == 0)
+        shim_name_invalidate();
+}
+
+/* ---- the wrappers ---- */
+
+static void *shim_drv_resolve_slow(int i) SHIM_COLD;
+
+#define SHIM_FN_TYPE_(n) typedef int (*shim_fn##n)(P##n);
+SHIM_FN_TYPE_(0) SHIM_FN_TYPE_(1) SHIM_FN_TYPE_(2) SHIM_FN_TYPE_(3) SHIM_FN_TYPE_(4)
+SHIM_FN_TYPE_(5) SHIM_FN_TYPE_(6) SHIM_FN_TYPE_(7) SHIM_FN_TYPE_(8) SHIM_FN_TYPE_(9)
+SHIM_FN_TYPE_(10) SHIM_FN_TYPE_(11)
+
+/* Call the real function exactly once with the caller's arguments; record
+ * around it; hand back its result and errno unchanged. */
+#define SHIM_WRAP_(name, base, var, n, kind)                                          \
+    SHIM_EXPORT int shim_w_##name(P##n) __asm__(#name);                               \
+    int shim_w_##name(P##n)                                                           \
+    {                                                                                 \
+        shim_fn##n real = (shim_fn##n)atomic_load_explicit(                          \
+            &shim_drv_real[SHIM_IDX_##name], memory_order_acquire);                   \
+        struct cs_rec_cuda r;                                                         \
+        int rc, err;                                                                  \
+        if (SHIM_UNLIKELY(real == NULL)) {                                            \
+            real = (shim_fn##n)shim_drv_resolve_slow(SHIM_IDX_##name);                \
+            if (real == NULL)                                                         \
+                return SHIM_CUDA_ERROR_NOT_FOUND;                                     \
+        }                                                                             \
+        if (SHIM_UNLIKELY(!shim_recording()))                                         \
+            return real(A##n);                                                        \
+        shim_rec_begin(&r, CS_API_##base, CS_VAR_##var);                              \
+        rc = real(A##n);                                                              \
+        err = errno;                                                                  \
+        {                                                                             \
+            const uint64_t a[] = {L##n 0};                                            \
+            ex_##kind(&r, a, n, rc, (const void *)real);                              \
+        }                                                                             \
+        shim_rec_capture(&r);                                                         \
+        shim_rec_end(&r, rc);                                                         \
+        errno = err;                                                                  \
+        return rc;                                                                    \
+    }
+SHIM_DRV_LIST(SHIM_WRAP_)
+#undef SHIM_WRAP_
+
+static const struct {
+    const char *name;
+    void *wrapper;
+} shim_drv_table[SHIM_NDRV] = {
+#define SHIM_ROW_(name, base, var, n, kind) [SHIM_IDX_##name] = {#name, (void *)shim_w_##name},
+    SHIM_DRV_LIST(SHIM_ROW_)
+#undef SHIM_ROW_
+};
+
+static void *shim_drv_resolve_slow(int i)
+{
+    void *p = shim_find_driver_slow(shim_drv_table[i].name);
+    uintptr_t expect = 0;
+
+    if (p == NULL) {
+        shim_log("real driver function not found; returning CUDA_ERROR_NOT_FOUND");
+        return NULL;
+    }
+    if (!atomic_compare_exchange_strong(&shim_drv_real[i], &expect, (uintptr_t)p))
+        return (void *)expect;
+    return p;
+}
+
+int shim_driver_index(const char *name)
+{
+    for (int i = 0; i < SHIM_NDRV; i++)
+        if (strcmp(shim_drv_table[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+void *shim_driver_bind(int i, void *real)
+{
+    uintptr_t expect = 0;
+
+    if (atomic_compare_exchange_strong(&shim_drv_real[i], &expect, (uintptr_t)real) ||
+        expect == (uintptr_t)real)
+        return shim_drv_table[i].wrapper;
+    return NULL;
+}

@@ -1,0 +1,111 @@
+/* shim_main.c: libcudaspy.so's process lifecycle. The constructor finds the
+ * real dlsym, reads the switches (CUDASPY_DISABLE, inert inside the sampler),
+ * registers the fork hooks and, in the first traced process of a tree,
+ * starts the collector (shim_start.c). Also owns the shim's one slow-path
+ * mutex and its stderr line. Everything CUDA-related stays lazy. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+__thread struct shim_thread shim_t_ __attribute__((tls_model("initial-exec")));
+_Atomic int shim_off_;
+uint32_t shim_pid_;
+
+static pthread_mutex_t shim_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void shim_lock(void) { pthread_mutex_lock(&shim_mu); }
+void shim_unlock(void) { pthread_mutex_unlock(&shim_mu); }
+
+/* Decimal of @p v into @p p; returns the end. */
+static char *put_u32(char *p, uint32_t v)
+{
+    char tmp[10];
+    int n = 0;
+
+    do
+        tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+void shim_log(const char *msg)
+{
+    char line[320], *p = line;
+    size_t n = strlen(msg);
+    int err = errno;
+
+    if (n > sizeof(line) - 32)
+        n = sizeof(line) - 32;
+    memcpy(p, "cudaspy[", 8);
+    p = put_u32(p + 8, (uint32_t)getpid());
+    memcpy(p, "]: ", 3);
+    memcpy(p + 3, msg, n);
+    p += 3 + n;
+    *p++ = '\n';
+    if (write(2, line, (size_t)(p - line)) < 0) {
+        /* nothing else to tell */
+    }
+    errno = err;
+}
+
+static int env_on(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+/* The shim does nothing inside cudaspy-sampler itself (it may inherit
+ * LD_PRELOAD from the program that started it). */
+static int in_sampler(void)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    const char *base;
+
+    if (env_on("CUDASPY_INERT"))
+        return 1;
+    if (n <= 0)
+        return 0;
+    exe[n] = '\0';
+    base = strrchr(exe, '/');
+    base = base ? base + 1 : exe;
+    return strcmp(base, "cudaspy-sampler") == 0;
+}
+
+static void atfork_prepare(void) { shim_lock(); }
+static void atfork_parent(void) { shim_unlock(); }
+
+/* The child is single-threaded: re-create the mutex (another thread may have
+ * held it), learn its pid, and forget what it sent through its parent's ring
+ * (the ring client resets the ring, tid and socket itself). */
+static void atfork_child(void)
+{
+    pthread_mutex_init(&shim_mu, NULL);
+    shim_pid_ = (uint32_t)getpid();
+    shim_names_atfork_child();
+    shim_stack_atfork_child();
+}
+
+__attribute__((constructor)) static void shim_init(void)
+{
+    int err = errno;
+
+    shim_pid_ = (uint32_t)getpid();
+    shim_dlsym_init_slow();
+    if (env_on("CUDASPY_DISABLE") || in_sampler()) {
+        atomic_store(&shim_off_, 1);
+        errno = err;
+        return;
+    }
+    shim_stack_init();
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    if (getenv(CS_ENV_SOCK) == NULL)
+        shim_start_collector();
+    errno = err;
+}

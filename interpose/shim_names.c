@@ -1,0 +1,232 @@
+/* shim_names.c: kernel names, looked up once per handle and sent once per
+ * process. Owns the handle -> name-id caches (lock-free reads, writes under
+ * shim_lock()), the id -> string arena and the "sent in this process"
+ * marks, which a fork child clears so that it defines its names again in its
+ * own ring. Names come from the driver (cuFuncGetName, then cuKernelGetName:
+ * runtimes and cuBLASLt pass CUkernel handles as CUfunction) or the runtime
+ * (cudaFuncGetName for host stubs and cudaKernel_t), always through the real
+ * functions, after the launch returned (the driver is initialised then). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "shim.h"
+
+#define NAME_SLOTS 8192u     /* per cache; power of two */
+#define NAME_PROBES 32u      /* linear probes before giving up */
+#define NAME_MAX_IDS 65536u  /* process-local string ids */
+#define ARENA_CHUNK (1u << 20)
+
+struct name_slot {
+    _Atomic uint64_t key; /* handle, 0 = empty */
+    _Atomic uint64_t val; /* epoch << 32 | id (id 0 = no name) */
+};
+
+struct name_cache {
+    struct name_slot slot[NAME_SLOTS];
+};
+
+struct name_info {
+    const char *s;
+    uint32_t len;
+    uint32_t kind;
+    uint64_t handle;
+    _Atomic uint32_t sent_gen; /* name_gen when last defined in our ring */
+};
+
+static struct name_cache cache_drv, cache_rt;
+static struct name_info infos[NAME_MAX_IDS];
+static uint32_t next_id;                 /* under shim_lock() */
+static _Atomic uint32_t name_epoch = 1;  /* bumped on module/library unload */
+static _Atomic uint32_t name_gen = 1;    /* bumped in a fork child */
+static char *arena;
+static size_t arena_left;
+
+typedef int (*name_fn)(const char **, uint64_t);
+static _Atomic(uintptr_t) fn_func_name, fn_kernel_name, fn_rt_name;
+
+static inline uint32_t slot_of(uint64_t h)
+{
+    return (uint32_t)((h * 0x9e3779b97f4a7c15ull) >> 40) & (NAME_SLOTS - 1);
+}
+
+/* @return 1 and *id on a hit of the current epoch, 0 on a miss. */
+static inline int cache_get(struct name_cache *c, uint64_t h, uint32_t *id)
+{
+    uint32_t i = slot_of(h), epoch = atomic_load_explicit(&name_epoch, memory_order_relaxed);
+
+    for (uint32_t n = 0; n < NAME_PROBES; n++, i = (i + 1) & (NAME_SLOTS - 1)) {
+        uint64_t k = atomic_load_explicit(&c->slot[i].key, memory_order_acquire);
+        if (k == h) {
+            uint64_t v = atomic_load_explicit(&c->slot[i].val, memory_order_acquire);
+            *id = (uint32_t)v;
+            return (uint32_t)(v >> 32) == epoch;
+        }
+        if (k == 0)
+            return 0;
+    }
+    return 0;
+}
+
+static void cache_put(struct name_cache *c, uint64_t h, uint32_t id)
+{
+    uint32_t i = slot_of(h);
+    uint64_t v = (uint64_t)atomic_load(&name_epoch) << 32 | id;
+
+    shim_lock();
+    for (uint32_t n = 0; n < NAME_PROBES; n++, i = (i + 1) & (NAME_SLOTS - 1)) {
+        uint64_t k = atomic_load_explicit(&c->slot[i].key, memory_order_relaxed);
+        if (k == h || k == 0) {
+            atomic_store_explicit(&c->slot[i].val, v, memory_order_release);
+            atomic_store_explicit(&c->slot[i].key, h, memory_order_release);
+            break;
+        }
+    }
+    shim_unlock();
+}
+
+static void name_send(uint32_t id)
+{
+    struct name_info *in = &infos[id];
+    uint32_t gen = atomic_load(&name_gen);
+
+    if (shim_ring_push_name(id, in->handle, in->kind, in->s, in->len) == 0)
+        atomic_store(&in->sent_gen, gen);
+}
+
+static void name_resend_slow(uint32_t id) SHIM_COLD;
+static void name_resend_slow(uint32_t id) { name_send(id); }
+
+static char *arena_copy(const char *s, size_t len)
+{
+    char *p;
+
+    if (len + 1 > arena_left) {
+        size_t n = len + 1 > ARENA_CHUNK ? len + 1 : ARENA_CHUNK;
+        void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return NULL;
+        arena = m;
+        arena_left = n;
+    }
+    p = arena;
+    memcpy(p, s, len);
+    p[len] = '\0';
+    arena += len + 1;
+    arena_left -= len + 1;
+    return p;
+}
+
+uint32_t shim_name_intern_slow(const char *s, size_t len, uint64_t handle, uint32_t kind)
+{
+    uint32_t id = 0;
+    char *copy;
+
+    shim_lock();
+    if (next_id + 1 < NAME_MAX_IDS && (copy = arena_copy(s, len)) != NULL) {
+        id = ++next_id;
+        infos[id].s = copy;
+        infos[id].len = (uint32_t)len;
+        infos[id].kind = kind;
+        infos[id].handle = handle;
+    }
+    shim_unlock();
+    if (id)
+        name_send(id);
+    return id;
+}
+
+/* The name function @p sym from the object that holds @p near (the real
+ * driver or runtime), else from RTLD_NEXT. */
+static void *find_near(const void *near, const char *sym, int runtime)
+{
+    Dl_info di;
+    void *h, *p = NULL;
+    shim_dlsym_fn real = __atomic_load_n(&shim_real_dlsym_, __ATOMIC_ACQUIRE);
+
+    if (real && near && dladdr(near, &di) && di.dli_fname &&
+        (h = dlopen(di.dli_fname, RTLD_NOLOAD | RTLD_LAZY)) != NULL) {
+        p = real(h, sym);
+        dlclose(h);
+    }
+    if (p == NULL)
+        p = runtime ? shim_find_runtime_slow(sym) : shim_find_driver_slow(sym);
+    return p;
+}
+
+static name_fn name_fn_get(_Atomic(uintptr_t) *slot, const void *near, const char *sym,
+                           int runtime)
+{
+    uintptr_t f = atomic_load(slot);
+
+    if (f == 0) {
+        f = (uintptr_t)find_near(near, sym, runtime);
+        if (f == 0)
+            f = 1; /* looked for, absent */
+        atomic_store(slot, f);
+    }
+    return f > 1 ? (name_fn)f : NULL;
+}
+
+static uint32_t lookup_slow(struct name_cache *c, uint64_t h, const void *near, int runtime)
+    SHIM_COLD;
+static uint32_t lookup_slow(struct name_cache *c, uint64_t h, const void *near, int runtime)
+{
+    const char *name = NULL;
+    name_fn f;
+    uint32_t id = 0;
+    int err = errno;
+
+    if (runtime) {
+        f = name_fn_get(&fn_rt_name, near, "cudaFuncGetName", 1);
+        if (f && f(&name, h) != 0)
+            name = NULL;
+    } else {
+        f = name_fn_get(&fn_func_name, near, "cuFuncGetName", 0);
+        if (f && f(&name, h) != 0)
+            name = NULL;
+        f = name ? NULL : name_fn_get(&fn_kernel_name, near, "cuKernelGetName", 0);
+        if (f && f(&name, h) != 0)
+            name = NULL;
+    }
+    if (name)
+        id = shim_name_intern_slow(name, strlen(name), h, CS_NAME_KERNEL);
+    cache_put(c, h, id);
+    errno = err;
+    return id;
+}
+
+static inline uint32_t name_get(struct name_cache *c, uint64_t h, const void *near, int runtime)
+{
+    uint32_t id;
+
+    if (SHIM_UNLIKELY(!cache_get(c, h, &id)))
+        return lookup_slow(c, h, near, runtime);
+    if (id && SHIM_UNLIKELY(atomic_load_explicit(&infos[id].sent_gen, memory_order_relaxed) !=
+                            atomic_load_explicit(&name_gen, memory_order_relaxed)))
+        name_resend_slow(id);
+    return id;
+}
+
+uint32_t shim_name_driver(uint64_t f, const void *real_launch)
+{
+    return name_get(&cache_drv, f, real_launch, 0);
+}
+
+uint32_t shim_name_runtime(uint64_t stub, const void *real_launch)
+{
+    return name_get(&cache_rt, stub, real_launch, 1);
+}
+
+void shim_name_touch(uint32_t id)
+{
+    if (id && id < NAME_MAX_IDS && atomic_load(&infos[id].sent_gen) != atomic_load(&name_gen))
+        name_send(id);
+}
+
+void shim_name_invalidate(void) { atomic_fetch_add(&name_epoch, 1); }
+
+void shim_names_atfork_child(void) { atomic_fetch_add(&name_gen, 1); }

@@ -1,0 +1,140 @@
+/* shim_stack.c: native stacks for slow CUDA calls (CUDASPY_STACK_US, off by
+ * default). Owns the threshold, the table of stacks already defined (by a
+ * hash of their instruction pointers) and the table of modules (object path
+ * -> name id). Frames leave as (module name id, offset in module) so the
+ * analyzer can symbolise offline; everything here is slow path. */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "shim.h"
+
+#define STACK_MAX 1024u   /* distinct stacks per process */
+#define STACK_FRAMES 32   /* frames kept per stack */
+#define MOD_MAX 256u      /* distinct objects */
+
+struct stack_ent {
+    uint64_t hash;
+    uint32_t n;
+    uint32_t sent_gen;
+    struct cs_frame f[STACK_FRAMES];
+};
+
+struct mod_ent {
+    uint64_t base;
+    uint32_t id;
+};
+
+uint64_t shim_stack_min_;
+static struct stack_ent stacks[STACK_MAX + 1]; /* index = local id, 0 unused */
+static uint32_t nstacks;
+static struct mod_ent mods[MOD_MAX];
+static uint32_t nmods;
+static uint32_t stack_gen = 1;
+
+/* TSC ticks per microsecond, measured over ~2 ms. */
+static uint64_t tsc_per_us(void)
+{
+    struct timespec d = {0, 2000000}, a, b;
+    uint64_t t0, t1;
+
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    t0 = shim_ring_now();
+    nanosleep(&d, NULL);
+    t1 = shim_ring_now();
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    uint64_t ns = (uint64_t)(b.tv_sec - a.tv_sec) * 1000000000ull + (uint64_t)b.tv_nsec -
+                  (uint64_t)a.tv_nsec;
+    return ns ? (t1 - t0) * 1000 / ns : 1;
+}
+
+void shim_stack_init(void)
+{
+    const char *v = getenv("CUDASPY_STACK_US");
+    uint64_t us = v ? strtoull(v, NULL, 10) : 0;
+
+    if (us == 0)
+        return;
+    shim_ring_now(); /* decides the clock */
+    us *= shim_ring_clock() == CS_CLOCK_TSC ? tsc_per_us() : 1000;
+    shim_stack_min_ = us ? us : 1;
+}
+
+void shim_stack_atfork_child(void) { stack_gen++; }
+
+/* Module name id of the object at @p base (path @p path); under shim_lock(). */
+static uint32_t mod_id(uint64_t base, const char *path)
+{
+    for (uint32_t i = 0; i < nmods; i++)
+        if (mods[i].base == base)
+            return mods[i].id;
+    if (nmods == MOD_MAX)
+        return 0;
+    mods[nmods].base = base;
+    mods[nmods].id = 0;
+    shim_unlock(); /* interning takes the lock itself */
+    uint32_t id = shim_name_intern_slow(path, strlen(path), base, CS_NAME_MODULE);
+    shim_lock();
+    mods[nmods++].id = id;
+    return id;
+}
+
+static uint32_t frames_of(void *const *ip, int n, struct cs_frame *f)
+{
+    for (int i = 0; i < n; i++) {
+        Dl_info di;
+        memset(&f[i], 0, sizeof(f[i]));
+        f[i].offset = (uint64_t)(uintptr_t)ip[i];
+        if (dladdr(ip[i], &di) && di.dli_fname && di.dli_fbase) {
+            f[i].offset -= (uint64_t)(uintptr_t)di.dli_fbase;
+            shim_lock();
+            f[i].module_id = mod_id((uint64_t)(uintptr_t)di.dli_fbase, di.dli_fname);
+            shim_unlock();
+            shim_name_touch(f[i].module_id);
+        }
+    }
+    return (uint32_t)n;
+}
+
+uint32_t shim_stack_capture_slow(void)
+{
+    void *ip[STACK_FRAMES + 8];
+    struct cs_frame f[STACK_FRAMES];
+    int n = unw_backtrace(ip, STACK_FRAMES + 8), first = 0;
+    uint64_t h = 1469598103934665603ull;
+    uint32_t id = 0;
+
+    while (first < n && shim_is_self(ip[first]))
+        first++;
+    n -= first;
+    if (n > STACK_FRAMES)
+        n = STACK_FRAMES;
+    if (n <= 0)
+        return 0;
+    for (int i = 0; i < n; i++)
+        h = (h ^ (uint64_t)(uintptr_t)ip[first + i]) * 1099511628211ull;
+    shim_lock();
+    for (uint32_t i = 1; i <= nstacks && !id; i++)
+        if (stacks[i].hash == h)
+            id = i;
+    shim_unlock();
+    if (id && stacks[id].sent_gen == stack_gen)
+        return id;
+    uint32_t nf = frames_of(ip + first, n, f);
+    shim_lock();
+    if (!id && nstacks < STACK_MAX) {
+        id = ++nstacks;
+        stacks[id].hash = h;
+        stacks[id].n = nf;
+        memcpy(stacks[id].f, f, nf * sizeof(f[0]));
+    }
+    shim_unlock();
+    if (id && shim_ring_push_stack(id, f, nf) == 0)
+        stacks[id].sent_gen = stack_gen;
+    return id;
+}

@@ -1,0 +1,346 @@
+/* test_shim_check.c: compares the CUDA records of a run file with what the
+ * fake driver and fake runtime saw a client do (its FAKECUDA_EXPECT file),
+ * for the shim's cli.shim_* tests. Exactly the same launches, copies
+ * (count, bytes, direction, pinned/pageable), memsets, syncs and
+ * allocations per exported function and variant at the driver layer; the
+ * runtime layer too when the client used the shared runtime; kernel names;
+ * no duplicate records; nested records point at a runtime record.
+ *
+ * Usage: test_shim_check [--wait SEC] [--runtime shared|static] [--none]
+ *                        RUN EXPECT...
+ * --none: the run must hold no CUDA record at all (or not exist).
+ * Exit 0 when everything matches; 1 with one line per mismatch. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cudaspy/api.h"
+#include "cudaspy/record.h"
+#include "cudaspy/runfile.h"
+
+#define MAX_RECS (1u << 22)
+#define MAX_KERNELS 64
+
+struct expect {
+    unsigned pid;
+    uint64_t calls[2][CS_API_COUNT][3]; /* [layer][api][variant] */
+    uint64_t copy_n[CS_DIR_DEFAULT + 1], copy_bytes[CS_DIR_DEFAULT + 1];
+    uint64_t pinned, pageable, memset_bytes;
+    int nkernels;
+    char kname[MAX_KERNELS][128];
+    uint64_t klaunch[MAX_KERNELS];
+};
+
+static int failures;
+
+#define FAIL(...)                                                                    \
+    do {                                                                             \
+        fprintf(stderr, "test_shim_check: " __VA_ARGS__);                            \
+        fputc('\n', stderr);                                                         \
+        failures++;                                                                  \
+    } while (0)
+
+static int variant_of(const char *s)
+{
+    return strcmp(s, "ptsz") == 0 ? CS_VAR_PTSZ : strcmp(s, "ptds") == 0 ? CS_VAR_PTDS : 0;
+}
+
+static int dir_of(const char *s)
+{
+    static const char *const names[] = {"", "HtoD", "DtoH", "DtoD", "HtoH"};
+    for (int i = 1; i < 5; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static void expect_line(struct expect *e, const char *line)
+{
+    char a[128], b[128], c[128];
+    unsigned long long n, m;
+
+    if (sscanf(line, "pid %u", &e->pid) == 1)
+        return;
+    if (sscanf(line, "call %127s %127s %127s %llu", a, b, c, &n) == 4) {
+        enum cs_api api = cs_api_lookup(b, NULL);
+        if (api != CS_API_NONE && strcmp(a, "static_runtime") != 0)
+            e->calls[strcmp(a, "driver") == 0 ? 0 : 1][api][variant_of(c)] = n;
+    } else if (sscanf(line, "copy %127s %llu %llu", a, &n, &m) == 3 && dir_of(a) > 0) {
+        e->copy_n[dir_of(a)] = n;
+        e->copy_bytes[dir_of(a)] = m;
+    } else if (sscanf(line, "host pinned %llu", &n) == 1) {
+        e->pinned = n;
+    } else if (sscanf(line, "host pageable %llu", &n) == 1) {
+        e->pageable = n;
+    } else if (sscanf(line, "memset bytes %llu", &n) == 1) {
+        e->memset_bytes = n;
+    } else if (sscanf(line, "kernel %127s %llu", a, &n) == 2 && e->nkernels < MAX_KERNELS) {
+        snprintf(e->kname[e->nkernels], sizeof(e->kname[0]), "%s", a);
+        e->klaunch[e->nkernels++] = n;
+    }
+}
+
+static int expect_read(struct expect *e, const char *path)
+{
+    char line[512];
+    FILE *f = fopen(path, "r");
+
+    memset(e, 0, sizeof(*e));
+    if (f == NULL) {
+        FAIL("%s: cannot read (%s)", path, strerror(errno));
+        return -1;
+    }
+    while (fgets(line, sizeof(line), f))
+        expect_line(e, line);
+    fclose(f);
+    return 0;
+}
+
+/* ---- the run ---- */
+
+struct recs {
+    struct cs_rec_cuda *r;
+    size_t n;
+};
+
+static int run_open_wait(struct cs_run **out, const char *path, int wait_s)
+{
+    struct cs_err err = {""};
+    for (int tries = 0;; tries++) {
+        struct cs_run *r = cs_run_new();
+        int rc = cs_run_open(r, path, &err);
+        if (rc == 0 && (wait_s == 0 || cs_run_meta_u64(r, "clean_shutdown", 0) == 1)) {
+            *out = r;
+            return 0;
+        }
+        cs_run_free(r);
+        if (tries >= wait_s * 10) {
+            FAIL("%s: %s", path, rc ? err.msg : "collector never finished (clean_shutdown=0)");
+            return -1;
+        }
+        struct timespec ts = {0, 100000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int recs_load(struct cs_run *run, struct recs *out)
+{
+    struct cs_cursor *c;
+    const struct cs_blk_hdr *h;
+    const void *p;
+    struct cs_err err = {""};
+    int rc;
+
+    out->r = malloc(MAX_RECS * sizeof(*out->r));
+    out->n = 0;
+    if (out->r == NULL || cs_cursor_open(run, CS_REC_CUDA, 0, UINT64_MAX, &c) < 0)
+        return -1;
+    while ((rc = cs_cursor_next(c, &h, &p, &err)) == 1) {
+        size_t k = h->n;
+        if (out->n + k > MAX_RECS)
+            k = MAX_RECS - out->n;
+        memcpy(out->r + out->n, p, k * sizeof(*out->r));
+        out->n += k;
+    }
+    cs_cursor_close(c);
+    if (rc < 0)
+        FAIL("run: %s", err.msg);
+    return rc;
+}
+
+/* ---- comparisons ---- */
+
+static int is_kernel_launch(unsigned api)
+{
+    return api == CS_API_cuLaunchKernel || api == CS_API_cuLaunchKernelEx ||
+           api == CS_API_cuLaunchCooperativeKernel;
+}
+
+static void check_calls(const struct expect *e, uint64_t got[2][CS_API_COUNT][3], int layer,
+                        const char *what)
+{
+    char name[96];
+    for (int a = 1; a < CS_API_COUNT; a++)
+        for (int v = 0; v < 3; v++)
+            if (got[layer][a][v] != e->calls[layer][a][v])
+                FAIL("pid %u: %s %s: got %llu records, want %llu", e->pid, what,
+                     cs_api_display((enum cs_api)a, (enum cs_variant)v, name, sizeof(name)),
+                     (unsigned long long)got[layer][a][v],
+                     (unsigned long long)e->calls[layer][a][v]);
+}
+
+struct tally {
+    uint64_t calls[2][CS_API_COUNT][3];
+    uint64_t copy_n[CS_DIR_DEFAULT + 1], copy_bytes[CS_DIR_DEFAULT + 1];
+    uint64_t pinned, pageable, unflagged, memset_bytes, launches, named;
+    uint64_t klaunch[MAX_KERNELS];
+};
+
+static void tally_rec(struct tally *t, const struct expect *e, struct cs_run *run,
+                      const struct cs_rec_cuda *r)
+{
+    unsigned api = r->api < CS_API_COUNT ? r->api : 0;
+    int layer = cs_api_table[api].layer;
+
+    t->calls[layer][api][r->variant % 3]++;
+    if (layer != CS_LAYER_DRIVER)
+        return;
+    if (cs_api_table[api].family == CS_FAM_COPY && r->result == 0) {
+        t->copy_n[r->dir <= CS_DIR_DEFAULT ? r->dir : 0]++;
+        t->copy_bytes[r->dir <= CS_DIR_DEFAULT ? r->dir : 0] += r->bytes;
+        if (r->flags & CS_CF_PINNED)
+            t->pinned++;
+        else if (r->flags & CS_CF_PAGEABLE)
+            t->pageable++;
+        else if (r->dir != CS_DIR_DTOD && r->dir != CS_DIR_PEER)
+            t->unflagged++;
+    }
+    if (cs_api_table[api].family == CS_FAM_MEMSET && r->result == 0)
+        t->memset_bytes += r->bytes;
+    if (is_kernel_launch(api) && r->result == 0) {
+        t->launches++;
+        if (r->flags & CS_CF_HAS_NAME) {
+            const char *name = cs_run_string(run, r->name_id);
+            t->named += name[0] != '\0';
+            for (int k = 0; k < e->nkernels; k++)
+                t->klaunch[k] += strcmp(name, e->kname[k]) == 0;
+        }
+    }
+}
+
+static void check_copies(const struct expect *e, const struct tally *t)
+{
+    static const char *const dn[] = {"none", "HtoD", "DtoH", "DtoD", "HtoH", "peer", "default"};
+    uint64_t got_n = 0, want_n = 0, got_b = 0, want_b = 0;
+    int loose = t->copy_n[CS_DIR_DEFAULT] > 0;
+
+    for (int d = 1; d <= CS_DIR_DEFAULT; d++) {
+        got_n += t->copy_n[d], want_n += e->copy_n[d];
+        got_b += t->copy_bytes[d], want_b += e->copy_bytes[d];
+        if (d > CS_DIR_HTOH)
+            continue;
+        if (loose ? t->copy_n[d] > e->copy_n[d] : t->copy_n[d] != e->copy_n[d])
+            FAIL("pid %u: copies %s: got %llu, want %llu", e->pid, dn[d],
+                 (unsigned long long)t->copy_n[d], (unsigned long long)e->copy_n[d]);
+        if (!loose && t->copy_bytes[d] != e->copy_bytes[d])
+            FAIL("pid %u: copy bytes %s: got %llu, want %llu", e->pid, dn[d],
+                 (unsigned long long)t->copy_bytes[d], (unsigned long long)e->copy_bytes[d]);
+    }
+    if (got_n != want_n || got_b != want_b)
+        FAIL("pid %u: copies in all: got %llu (%llu bytes), want %llu (%llu bytes)", e->pid,
+             (unsigned long long)got_n, (unsigned long long)got_b, (unsigned long long)want_n,
+             (unsigned long long)want_b);
+    if (t->unflagged ? t->pinned > e->pinned : t->pinned != e->pinned)
+        FAIL("pid %u: pinned copies: got %llu, want %llu", e->pid,
+             (unsigned long long)t->pinned, (unsigned long long)e->pinned);
+    if (t->unflagged ? t->pageable > e->pageable : t->pageable != e->pageable)
+        FAIL("pid %u: pageable copies: got %llu, want %llu", e->pid,
+             (unsigned long long)t->pageable, (unsigned long long)e->pageable);
+}
+
+static void check_kernels(const struct expect *e, const struct tally *t)
+{
+    for (int k = 0; k < e->nkernels; k++)
+        if (t->klaunch[k] != e->klaunch[k])
+            FAIL("pid %u: kernel %s: got %llu named launches, want %llu", e->pid, e->kname[k],
+                 (unsigned long long)t->klaunch[k], (unsigned long long)e->klaunch[k]);
+    if (t->launches && t->named * 100 < t->launches * 99)
+        FAIL("pid %u: named launches: got %llu of %llu, want >= 99 %%", e->pid,
+             (unsigned long long)t->named, (unsigned long long)t->launches);
+}
+
+static int cmp_tid_seq(const void *a, const void *b)
+{
+    const struct cs_rec_cuda *x = a, *y = b;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Records of one pid sorted by (tid, seq): no duplicates; a nested record's
+ * parent is a runtime record of the same thread. */
+static void check_seq(const struct expect *e, struct cs_rec_cuda *r, size_t n, int runtime)
+{
+    qsort(r, n, sizeof(*r), cmp_tid_seq);
+    for (size_t i = 0; i < n; i++) {
+        if (i && r[i].tid == r[i - 1].tid && r[i].seq == r[i - 1].seq)
+            FAIL("pid %u: tid %u seq %u: duplicate record", e->pid, r[i].tid, r[i].seq);
+        if (!(r[i].flags & CS_CF_NESTED) || !runtime)
+            continue;
+        struct cs_rec_cuda key = {.tid = r[i].tid, .seq = r[i].parent_seq};
+        const struct cs_rec_cuda *p = bsearch(&key, r, n, sizeof(*r), cmp_tid_seq);
+        if (p == NULL || cs_api_table[p->api % CS_API_COUNT].layer != CS_LAYER_RUNTIME)
+            FAIL("pid %u: tid %u seq %u: nested under seq %u, which is no runtime record",
+                 e->pid, r[i].tid, r[i].seq, r[i].parent_seq);
+    }
+}
+
+static void check_pid(const struct expect *e, struct cs_run *run, const struct recs *all,
+                      int runtime)
+{
+    struct tally *t = calloc(1, sizeof(*t));
+    struct cs_rec_cuda *mine = malloc((all->n + 1) * sizeof(*mine));
+    size_t n = 0;
+
+    if (t == NULL || mine == NULL) {
+        FAIL("out of memory");
+        return;
+    }
+    for (size_t i = 0; i < all->n; i++) {
+        if (all->r[i].pid != e->pid)
+            continue;
+        mine[n++] = all->r[i];
+        tally_rec(t, e, run, &all->r[i]);
+    }
+    check_calls(e, t->calls, CS_LAYER_DRIVER, "driver");
+    check_calls(e, t->calls, CS_LAYER_RUNTIME, runtime ? "runtime" : "runtime (static: none)");
+    check_copies(e, t);
+    if (t->memset_bytes != e->memset_bytes)
+        FAIL("pid %u: memset bytes: got %llu, want %llu", e->pid,
+             (unsigned long long)t->memset_bytes, (unsigned long long)e->memset_bytes);
+    check_kernels(e, t);
+    check_seq(e, mine, n, runtime);
+    free(mine);
+    free(t);
+}
+
+int main(int argc, char **argv)
+{
+    int wait_s = 0, runtime = 1, none = 0, i = 1;
+    struct cs_run *run;
+    struct recs all;
+
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (strcmp(argv[i], "--wait") == 0 && i + 1 < argc)
+            wait_s = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--runtime") == 0 && i + 1 < argc)
+            runtime = strcmp(argv[++i], "shared") == 0;
+        else if (strcmp(argv[i], "--none") == 0)
+            none = 1;
+        else
+            break;
+    }
+    if (i >= argc || (!none && i + 1 >= argc)) {
+        fprintf(stderr, "usage: test_shim_check [--wait SEC] [--runtime shared|static] "
+                        "[--none] RUN EXPECT...\n");
+        return 2;
+    }
+    if (none && access(argv[i], F_OK) != 0)
+        return 0;
+    if (run_open_wait(&run, argv[i], wait_s) < 0 || recs_load(run, &all) < 0)
+        return 1;
+    if (none && all.n)
+        FAIL("%s: got %zu CUDA records, want none", argv[i], all.n);
+    for (int k = i + 1; k < argc; k++) {
+        struct expect *e = malloc(sizeof(*e));
+        if (e && expect_read(e, argv[k]) == 0)
+            check_pid(e, run, &all, runtime);
+        free(e);
+    }
+    free(all.r);
+    cs_run_free(run);
+    return failures ? 1 : 0;
+}
