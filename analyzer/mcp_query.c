@@ -798,29 +798,28 @@ int mcp_q_top_stalls(struct mcp_call_ctx *c, json_t **out)
 
 /* ---- gate ---- */
 
-static int cmp_gate_rows(const void *a, const void *b)
-{
-    const struct gate_row *x = a, *y = b;
-    int rx = x->verdict == GATE_REGRESSED, ry = y->verdict == GATE_REGRESSED;
-    if (rx != ry)
-        return ry - rx;
-    return x->ratio > y->ratio ? -1 : x->ratio < y->ratio;
-}
-
+/* Row and result keys follow `cudaspy-analyze gate --json` (gate.c). */
 static json_t *gate_row_json(const struct gate_row *r)
 {
-    json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:f, s:s}", "api", r->api, "n_base",
-                          (json_int_t)r->n_base, "n_new", (json_int_t)r->n_new, "base_ns",
-                          (json_int_t)r->base_ns, "new_ns", (json_int_t)r->new_ns, "ratio",
-                          isfinite(r->ratio) ? r->ratio : 1e9, "verdict",
-                          gate_verdict_name(r->verdict));
-    if (r->kernel)
-        json_object_set_new(o, "kernel", json_string(r->kernel));
-    if (r->has_ci) {
-        json_object_set_new(o, "ci_lo", json_real(r->ci_lo));
-        json_object_set_new(o, "ci_hi", json_real(r->ci_hi));
+    return json_pack("{s:s, s:o, s:I, s:I, s:I, s:I, s:o, s:o, s:s, s:b}", "api", r->api,
+                     "kernel", r->kernel ? json_string(r->kernel) : json_null(), "base_calls",
+                     (json_int_t)r->n_base, "new_calls", (json_int_t)r->n_new, "base_ns",
+                     (json_int_t)r->base_ns, "new_ns", (json_int_t)r->new_ns, "ratio",
+                     isfinite(r->ratio) ? json_real(r->ratio) : json_null(), "ci",
+                     r->has_ci ? json_pack("[f,f]", r->ci_lo, r->ci_hi) : json_null(), "verdict",
+                     gate_verdict_name(r->verdict), "failed", r->verdict == GATE_REGRESSED);
+}
+
+static void text_gate_row(struct mcp_text *t, const struct gate_row *r)
+{
+    mcp_text_printf(t, "  %-10s %s", gate_verdict_name(r->verdict), r->api);
+    if (r->kernel) {
+        mcp_text_printf(t, " kernel ");
+        mcp_text_data(t, r->kernel);
     }
-    return o;
+    mcp_text_printf(t, ": base %s (n=%llu) new %s (n=%llu) x%.2f\n", NS(r->base_ns),
+                    (unsigned long long)r->n_base, NS(r->new_ns), (unsigned long long)r->n_new,
+                    r->ratio);
 }
 
 int mcp_q_compare_runs(struct mcp_call_ctx *c, json_t **out)
@@ -835,35 +834,38 @@ int mcp_q_compare_runs(struct mcp_call_ctx *c, json_t **out)
     go.max_ratio = mcp_arg_num(c, "max_ratio", go.max_ratio);
     go.min_calls = mcp_arg_u64(c, "min_calls", go.min_calls);
     struct gate_row *rows = NULL;
-    size_t nrows = 0, regressed = 0;
+    size_t nrows = 0, count[GATE_ONLY_NEW + 1] = {0};
     if (gate_eval(c->s->sum[b], c->s->sum[n], &go, &rows, &nrows) < 0)
         return mcp_bad(c, "out of memory");
-    qsort(rows, nrows, sizeof(*rows), cmp_gate_rows);
-    json_t *arr = json_array();
     size_t top = mcp_arg_u64(c, "top", 50);
+    json_t *arr = json_array();
     mcp_text_printf(c->t, "Gate: %s of run %d ", summary_q_name(go.metric), n);
     mcp_text_data(c->t, c->s->names[n]);
     mcp_text_printf(c->t, " against base run %d ", b);
     mcp_text_data(c->t, c->s->names[b]);
-    mcp_text_printf(c->t, " (fail above x%.2f and +%.0f us, >= %llu calls each)\n", go.max_ratio,
-                    go.min_delta_us, (unsigned long long)go.min_calls);
+    mcp_text_printf(c->t, " (fails above x%.2f and +%.1f us, with >= %llu calls on each side)\n",
+                    go.max_ratio, go.min_delta_us, (unsigned long long)go.min_calls);
     for (size_t i = 0; i < nrows; i++) {
-        regressed += rows[i].verdict == GATE_REGRESSED;
-        if (i >= top)
-            continue;
-        json_array_append_new(arr, gate_row_json(&rows[i]));
-        mcp_text_printf(c->t, "  %-10s %-34s base %s (n=%llu) new %s (n=%llu) x%.2f\n",
-                        gate_verdict_name(rows[i].verdict), rows[i].api, NS(rows[i].base_ns),
-                        (unsigned long long)rows[i].n_base, NS(rows[i].new_ns),
-                        (unsigned long long)rows[i].n_new, rows[i].ratio);
+        count[rows[i].verdict]++;
+        if (i < top) {
+            json_array_append_new(arr, gate_row_json(&rows[i]));
+            text_gate_row(c->t, &rows[i]);
+        }
     }
-    mcp_text_printf(c->t, "verdict: %s (%zu regressed)\n", regressed ? "fail" : "pass", regressed);
-    json_t *o = json_pack("{s:{s:i, s:s}, s:{s:i, s:s}, s:s, s:f, s:I, s:s, s:I, s:I, s:o}",
-                          "base", "run", b, "name", c->s->names[b], "new", "run", n, "name",
-                          c->s->names[n], "metric", summary_q_name(go.metric), "max_ratio",
-                          go.max_ratio, "min_calls", (json_int_t)go.min_calls, "verdict",
-                          regressed ? "fail" : "pass", "regressed", (json_int_t)regressed,
-                          "total", (json_int_t)nrows, "rows", arr);
+    const char *verdict = count[GATE_REGRESSED] ? "fail" : "pass";
+    mcp_text_printf(c->t, "verdict: %s (%zu regressed, %zu noisy, %zu with too few calls; "
+                          "%zu rows, %zu shown)\n", verdict, count[GATE_REGRESSED],
+                    count[GATE_NOISY], count[GATE_FEW_CALLS], nrows, json_array_size(arr));
+    json_t *o = json_pack(
+        "{s:{s:i, s:s}, s:{s:i, s:s}, s:s, s:s, s:{s:f, s:f, s:I, s:b, s:i, s:I}, s:I, s:I, s:I, "
+        "s:I, s:o}",
+        "base", "run", b, "name", c->s->names[b], "new", "run", n, "name", c->s->names[n],
+        "verdict", verdict, "metric", summary_q_name(go.metric), "limits", "max_ratio",
+        go.max_ratio, "min_delta_us", go.min_delta_us, "min_calls", (json_int_t)go.min_calls,
+        "ci", go.use_ci, "resamples", (int)go.resamples, "seed", (json_int_t)go.seed,
+        "regressed", (json_int_t)count[GATE_REGRESSED], "noisy", (json_int_t)count[GATE_NOISY],
+        "too_few_calls", (json_int_t)count[GATE_FEW_CALLS], "total", (json_int_t)nrows, "rows",
+        arr);
     free(rows);
     *out = o;
     return 0;

@@ -360,6 +360,9 @@ char *mcp_clean(const char *in, size_t max)
 void mcp_text_data(struct mcp_text *t, const char *s)
 {
     char *c = mcp_clean(s ? s : "", 200);
+    for (char *p = c; p && *p; p++)
+        if (*p == '`')
+            *p = '\''; /* no fence can open or close inside data */
     mcp_text_printf(t, "\u00abdata: %s\u00bb", c ? c : "");
     free(c);
 }

@@ -1,0 +1,226 @@
+// e2e.mjs: end-to-end test of `cudaspy-analyze mcp` with the real MCP SDK
+// client (@modelcontextprotocol/sdk, Client + StdioClientTransport): the
+// handshake, tools/list (every input schema compiled with the SDK's ajv),
+// every tool on real run files with figures equal to `cudaspy-analyze
+// --json` and `gate --json`, the investigate prompt, and bad arguments.
+// Usage: MCP_CLIENT_DIR=DIR node e2e.mjs CUDASPY_ANALYZE TREE.lmdb CLEAN.lmdb
+import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+
+const require = createRequire(path.join(process.env.MCP_CLIENT_DIR, 'package.json'));
+const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
+const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
+const Ajv = require('ajv').default;
+const Ajv2020 = require('ajv/dist/2020').default;
+
+const [bin, tree, clean] = process.argv.slice(2);
+let failed = 0;
+
+function check(name, ok, detail) {
+  console.error(`${ok ? 'ok  ' : 'FAIL'} ${name}${ok || detail === undefined ? '' : ': ' + detail}`);
+  if (!ok) failed++;
+}
+
+function analyze(...args) {
+  let out;
+  try {
+    out = execFileSync(bin, args, { encoding: 'utf8', maxBuffer: 1 << 28, stdio: ['ignore', 'pipe', 'ignore'] });
+  } catch (e) {
+    out = e.stdout; // gate exits 1 when it fails; its JSON is still there
+  }
+  return JSON.parse(out);
+}
+
+const NUM_KEYS = ['count', 'total_ns', 'mean_ns', 'min_ns', 'p50_ns', 'p90_ns', 'p99_ns', 'p999_ns', 'max_ns', 'errors'];
+
+// Latency rows equal, matched by (api, nested), every numeric figure.
+function sameRows(mine, want) {
+  if (mine.length !== want.length) return `${mine.length} rows, want ${want.length}`;
+  for (const w of want) {
+    const m = mine.find((r) => r.api === w.api && r.nested === w.nested);
+    if (!m) return `no row ${w.api}`;
+    for (const k of NUM_KEYS) if (m[k] !== w[k]) return `${w.api} ${k}: ${m[k]}, want ${w[k]}`;
+  }
+  return null;
+}
+
+async function call(client, name, args) {
+  return client.callTool({ name, arguments: args });
+}
+
+async function toolsAndSchemas(client) {
+  const { tools } = await client.listTools();
+  const names = tools.map((t) => t.name).sort();
+  const want = ['compare_runs', 'get_api_latency', 'get_causal_chains', 'get_gpu_feed',
+    'get_per_process_breakdown', 'get_timeline', 'get_top_stalls', 'get_trace_stats'];
+  check('tools/list has the 8 tools', isDeepStrictEqual(names, want), names.join(','));
+  for (const t of tools) {
+    let err = null;
+    try {
+      new Ajv2020({ strict: true }).compile(t.inputSchema);
+      new Ajv({ strict: true }).compile(t.inputSchema);
+    } catch (e) {
+      err = e.message;
+    }
+    check(`${t.name} inputSchema compiles (2020-12 and draft-07, strict)`, err === null, err);
+    check(`${t.name} inputSchema is closed`, t.inputSchema.type === 'object' &&
+      t.inputSchema.additionalProperties === false);
+  }
+  const lat = tools.find((t) => t.name === 'get_api_latency');
+  const v = new Ajv2020({ strict: true }).compile(lat.inputSchema);
+  check('schema rejects a missing required api', !v({}) && v({ api: 'cudaLaunchKernel', run: 0 }));
+}
+
+async function traceStats(client) {
+  const want = analyze('--json', tree);
+  let r = await call(client, 'get_trace_stats', {});
+  const s = r.structuredContent;
+  check('get_trace_stats has text and JSON', !r.isError && r.content[0].type === 'text' &&
+    r.content[0].text.includes('```json'));
+  for (const k of ['duration_ns', 'cuda_records', 'host_records', 'outermost_calls', 'nested_calls'])
+    check(`get_trace_stats summary.${k} equals --json`, s.summary[k] === want.run[k], `${s.summary[k]} vs ${want.run[k]}`);
+  let d = sameRows(s.apis, want.apis);
+  check('get_trace_stats latency table equals --json', d === null, d);
+
+  r = await call(client, 'get_trace_stats', { pid: 1000 });
+  d = sameRows(r.structuredContent.apis, analyze('--json', '--pid', '1000', tree).apis);
+  check('get_trace_stats pid=1000 equals --json --pid 1000', d === null, d);
+
+  r = await call(client, 'get_trace_stats', { since_ms: 500, until_ms: 1500 });
+  d = sameRows(r.structuredContent.apis, analyze('--json', '--since', '0.5', '--until', '1.5', tree).apis);
+  check('get_trace_stats window equals --json --since 0.5 --until 1.5', d === null, d);
+
+  r = await call(client, 'get_trace_stats', { api: 'cudaStreamSynchronize' });
+  check('get_trace_stats api filter keeps one row', r.structuredContent.apis.length === 1);
+  return want;
+}
+
+async function slices(client, want) {
+  let r = await call(client, 'get_causal_chains', { top: 3 });
+  check('get_causal_chains equals --json chains[0..3)', isDeepStrictEqual(r.structuredContent.chains,
+    want.chains.slice(0, 3)) && r.structuredContent.total === want.chains.length);
+
+  r = await call(client, 'get_per_process_breakdown', {});
+  check('get_per_process_breakdown equals --json processes',
+    isDeepStrictEqual(r.structuredContent.processes, want.processes.slice(0, 50)));
+  r = await call(client, 'get_per_process_breakdown', { pid: 1001 });
+  check('get_per_process_breakdown pid=1001', isDeepStrictEqual(r.structuredContent.processes,
+    want.processes.filter((p) => p.pid === 1001)));
+
+  r = await call(client, 'get_gpu_feed', {});
+  check('get_gpu_feed equals --json gpu_feed', isDeepStrictEqual(r.structuredContent.processes,
+    want.gpu_feed.processes) && isDeepStrictEqual(r.structuredContent.streams, want.gpu_feed.streams));
+}
+
+async function apiLatency(client, want) {
+  for (const [args, nested] of [[{ api: 'cudaStreamSynchronize' }, false],
+    [{ api: 'cudaStreamSynchronize', pid: 1000 }, false],
+    [{ api: 'cuStreamSynchronize', nested: 'nested' }, true]]) {
+    const r = await call(client, 'get_api_latency', args);
+    const s = r.structuredContent;
+    const row = want.apis.find((a) => a.api === args.api && a.nested === nested);
+    const bad = NUM_KEYS.filter((k) => s[k] !== row[k]);
+    check(`get_api_latency ${JSON.stringify(args)} equals --json row`, bad.length === 0, bad.join(','));
+    const sum = s.histogram.reduce((a, b) => a + b.count, 0);
+    check(`get_api_latency ${JSON.stringify(args)} histogram sums to count`, sum === s.count);
+  }
+}
+
+async function timeline(client) {
+  const full = (await call(client, 'get_timeline', { pid: 1000, until_ms: 40, limit: 500 })).structuredContent;
+  check('get_timeline one page holds the window', full.nextCursor === undefined && full.events.length > 0,
+    `${full.events.length} events, cursor ${full.nextCursor}`);
+  const paged = [];
+  let cursor;
+  for (let pages = 0; pages < 100; pages++) {
+    const args = { pid: 1000, until_ms: 40, limit: 37 };
+    if (cursor) args.cursor = cursor;
+    const p = (await call(client, 'get_timeline', args)).structuredContent;
+    paged.push(...p.events);
+    cursor = p.nextCursor;
+    if (!cursor) break;
+  }
+  check('get_timeline pages concatenate to the whole window', isDeepStrictEqual(paged, full.events));
+  check('get_timeline is in time order', full.events.every((e, i) => i === 0 || full.events[i - 1].t_ns <= e.t_ns));
+  const launches = full.events.filter((e) => e.kind === 'cuda' && e.api === 'cudaLaunchKernel' && !e.nested).length;
+  const row = analyze('--json', '--until', '0.04', tree).apis.find((a) => a.api === 'cudaLaunchKernel' && !a.nested);
+  check('get_timeline launches equal --json --until 0.04 count', launches === row.count, `${launches} vs ${row.count}`);
+}
+
+async function stalls(client, want) {
+  const r = await call(client, 'get_top_stalls', { pid: 1000, top: 5 });
+  const s = r.structuredContent.stalls;
+  const p = want.processes.find((q) => q.pid === 1000);
+  check('get_top_stalls longest equals --json max_stall_ns', s.length > 0 && s[0].dur_ns === p.max_stall_ns,
+    `${s[0] && s[0].dur_ns} vs ${p.max_stall_ns}`);
+  check('get_top_stalls sorted longest first', s.every((e, i) => i === 0 || s[i - 1].dur_ns >= e.dur_ns));
+}
+
+async function compare(client) {
+  const want = analyze('gate', '--baseline', clean, tree, '--json');
+  const r = await call(client, 'compare_runs', { base: path.basename(clean), new: 0 });
+  const s = r.structuredContent;
+  const pick = (rows) => rows.map((x) => [x.api, x.base_calls, x.new_calls, x.base_ns, x.new_ns, x.verdict, x.ci]);
+  check('compare_runs verdict equals gate --json', s.verdict === want.verdict && s.regressed === want.regressed,
+    `${s.verdict}/${s.regressed} vs ${want.verdict}/${want.regressed}`);
+  check('compare_runs rows equal gate --json', isDeepStrictEqual(pick(s.rows), pick(want.rows)));
+}
+
+async function prompt(client) {
+  const { prompts } = await client.listPrompts();
+  check('prompts/list has investigate', prompts.some((p) => p.name === 'investigate'));
+  const p = await client.getPrompt({ name: 'investigate', arguments: { run: '0' } });
+  const text = p.messages[0].content.text;
+  check('investigate orders stats, chains, per-process, timeline', ['get_trace_stats', 'get_causal_chains',
+    'get_per_process_breakdown', 'get_timeline'].every((t, i, a) => i === 0 || text.indexOf(a[i - 1]) < text.indexOf(t)));
+  check('investigate says to quote numbers only from tool results', text.includes('quote numbers only from tool results'));
+}
+
+async function badArguments(client) {
+  const cases = [['get_api_latency', {}], ['get_trace_stats', { pid: 'x' }], ['get_trace_stats', { bogus: 1 }],
+    ['get_trace_stats', { run: 9 }], ['get_trace_stats', { run: '../tree.lmdb' }], ['get_timeline', {}],
+    ['get_timeline', { pid: 1000, cursor: 'junk' }], ['get_trace_stats', { since_ms: 5, until_ms: 1 }],
+    ['compare_runs', { base: 0 }], ['get_top_stalls', { class: 'nap' }]];
+  for (const [name, args] of cases) {
+    const r = await call(client, name, args);
+    check(`${name} ${JSON.stringify(args)} is a tool error`, r.isError === true && r.structuredContent === undefined);
+  }
+  let code = null;
+  try {
+    await call(client, 'no_such_tool', {});
+  } catch (e) {
+    code = e.code;
+  }
+  check('unknown tool is JSON-RPC error -32602', code === -32602, code);
+}
+
+async function main() {
+  const transport = new StdioClientTransport({ command: bin, args: ['mcp', tree, clean], stderr: 'ignore' });
+  const client = new Client({ name: 'cudaspy-e2e', version: '1.0.0' });
+  await client.connect(transport);
+  check('handshake: server is cudaspy-analyze', client.getServerVersion().name === 'cudaspy-analyze');
+  check('handshake: tools and prompts capabilities', !!client.getServerCapabilities().tools &&
+    !!client.getServerCapabilities().prompts);
+  await client.ping();
+  await toolsAndSchemas(client);
+  const want = await traceStats(client);
+  await slices(client, want);
+  await apiLatency(client, want);
+  await timeline(client);
+  await stalls(client, want);
+  await compare(client);
+  await prompt(client);
+  await badArguments(client);
+  await client.ping();
+  check('server alive after bad arguments', true);
+  await client.close();
+  console.error(failed ? `${failed} failed` : 'all passed');
+  process.exit(failed ? 1 : 0);
+}
+
+main().catch((e) => {
+  console.error('FAIL', e);
+  process.exit(1);
+});
