@@ -16,3 +16,12 @@ if(TARGET cudaspy-analyze)
     set_tests_properties(cli.export_${case} PROPERTIES LABELS unit TIMEOUT 60)
   endforeach()
 endif()
+
+# The same export loaded by a real parser: Chrome DevTools' trace engine.
+if(TARGET cudaspy-analyze)
+  add_test(NAME cli.export_devtools
+           COMMAND sh ${CS_EXPORT_DIR}/devtools_check.sh $<TARGET_FILE:cudaspy-analyze>
+                   $<TARGET_FILE:gate_gen_run> ${CMAKE_CURRENT_BINARY_DIR}/export/devtools
+                   ${CMAKE_BINARY_DIR}/npm-trace-engine)
+  set_tests_properties(cli.export_devtools PROPERTIES LABELS slow TIMEOUT 360 SKIP_RETURN_CODE 77)
+endif()
