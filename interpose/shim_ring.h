@@ -73,7 +73,7 @@ uint64_t shim_ring_dropped(void);
  * for cs_rec_cuda.t_enter_ns / t_exit_ns. No system call. */
 static inline uint64_t shim_ring_now(void)
 {
-    uint32_t clk = shim_ring_clock_;
+    uint32_t clk = __atomic_load_n(&shim_ring_clock_, __ATOMIC_RELAXED);
     struct timespec ts;
 
     if (__builtin_expect(clk == 0, 0))

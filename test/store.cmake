@@ -5,3 +5,14 @@ target_include_directories(test_runfile PRIVATE ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(test_runfile PRIVATE cs_runfile)
 add_test(NAME unit.runfile COMMAND test_runfile)
 set_tests_properties(unit.runfile PROPERTIES LABELS unit TIMEOUT 120)
+
+# A stand-in traced program pushing through the real ring client.
+add_executable(cs_producer ${CMAKE_CURRENT_LIST_DIR}/store/producer.c)
+target_link_libraries(cs_producer PRIVATE cs_shimring)
+
+add_executable(test_collector ${CMAKE_CURRENT_LIST_DIR}/unit/test_collector.c)
+target_include_directories(test_collector PRIVATE ${CMAKE_CURRENT_LIST_DIR})
+target_link_libraries(test_collector PRIVATE cs_runfile)
+add_test(NAME unit.collector
+         COMMAND test_collector $<TARGET_FILE:cudaspy-sampler> $<TARGET_FILE:cs_producer>)
+set_tests_properties(unit.collector PROPERTIES LABELS unit TIMEOUT 240)

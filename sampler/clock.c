@@ -1,0 +1,71 @@
+/* clock.c: the TSC calibration of clock.h. Owns the (tsc, monotonic)
+ * pairs; deciding which records need conversion is the collector's job. */
+#include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+#include "clock.h"
+
+uint64_t clock_mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t read_tsc(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return __rdtsc();
+#else
+    return clock_mono_ns();
+#endif
+}
+
+/* One pair: the TSC read between two clock reads, taken where they were
+ * closest together out of a few tries. */
+static void take_pair(uint64_t *tsc, uint64_t *ns)
+{
+    uint64_t best = UINT64_MAX;
+
+    *tsc = 0;
+    *ns = 0;
+    for (int i = 0; i < 5; i++) {
+        uint64_t a = clock_mono_ns(), t = read_tsc(), b = clock_mono_ns();
+        if (b - a < best) {
+            best = b - a;
+            *tsc = t;
+            *ns = a + (b - a) / 2;
+        }
+    }
+}
+
+void clock_cal_init(struct clock_cal *c)
+{
+    uint64_t t = 0, n = 0;
+
+    take_pair(&c->tsc0, &c->ns0);
+    do
+        take_pair(&t, &n);
+    while (n - c->ns0 < 2000000);
+    c->first_guess = t > c->tsc0 ? (double)(n - c->ns0) / (double)(t - c->tsc0) : 1.0;
+    c->tsc1 = t;
+    c->ns1 = n;
+    c->ns_per_tick = 0;
+}
+
+void clock_cal_update(struct clock_cal *c)
+{
+    take_pair(&c->tsc1, &c->ns1);
+    if (c->ns1 - c->ns0 >= 100000000 && c->tsc1 > c->tsc0)
+        c->ns_per_tick = (double)(c->ns1 - c->ns0) / (double)(c->tsc1 - c->tsc0);
+}
+
+uint64_t clock_tsc_hz(const struct clock_cal *c)
+{
+    double slope = c->ns_per_tick > 0 ? c->ns_per_tick : c->first_guess;
+
+    return slope > 0 ? (uint64_t)(1e9 / slope) : 0;
+}

@@ -1,0 +1,1176 @@
+/* collector.c: the collector of collector.h and collector_priv.h. Owns the
+ * listening socket, one connection per traced process with its mapped ring
+ * segments, the staging blocks (CUDA per process, host per kind), the
+ * in-memory process and thread tables and the run file (cs_store) it
+ * commits them to. The protocol is include/cudaspy/ring.h; perf events are
+ * host.c's business. Single-threaded: everything runs in the main loop. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "collector_priv.h"
+#include "cudaspy/ring.h"
+#include "cudaspy/runfile.h"
+#include "cudaspy/sockaddr.h"
+#include "cudaspy/version.h"
+
+#define CUDA_PER_BLK   ((CS_BLK_MAX_BYTES - sizeof(struct cs_blk_hdr)) / sizeof(struct cs_rec_cuda))
+#define CUDA_BUF_MAX   (1u << 20)      /* records buffered per process before forced cuts */
+#define LOCAL_ID_MAX   (1u << 24)      /* largest process-local name/stack id accepted */
+#define SEG_NSUB_MAX   1024
+#define SEG_BYTES_MAX  (16ull << 30)
+#define NS_PER_S       1000000000ull
+
+/* A mapped ring segment of one process. */
+struct seg {
+    void *base;
+    uint64_t bytes;
+    uint32_t nsub, sub_bytes, clock;
+    uint64_t *drops_seen; /* per sub-ring: ctl->dropped already accounted */
+    uint8_t *bad;         /* per sub-ring: malformed, no longer read */
+};
+
+enum conn_state { CONN_OPEN, CONN_DETACHED };
+
+/* One traced process's registration. */
+struct conn {
+    int fd;                  /* -1 once detached (socket gone, process maybe alive) */
+    enum conn_state state;
+    uint32_t pid;            /* 0 until hello */
+    uint64_t start_ticks;
+    uint32_t clock;
+    struct seg *segs;
+    uint32_t nseg;
+    uint32_t *names, *stacks; /* local id -> run id */
+    uint32_t nnames, nstacks;
+    struct cs_rec_cuda *buf;  /* staged CUDA records, oldest first */
+    size_t n, cap, ntrans;    /* ntrans: records [0, ntrans) have run ids */
+    uint64_t blk_t0_ns;       /* when the oldest staged record arrived */
+    uint64_t next_check_ns;   /* detached: next liveness check */
+};
+
+/* Host records of one kind waiting for a block. */
+struct hstage {
+    uint8_t *buf;
+    uint32_t n;
+    uint64_t ts_first, ts_last, t0_ns;
+    uint32_t pid;
+    int mixed;
+};
+
+struct proc_row {
+    struct cs_proc p;
+    int dirty;
+};
+
+struct thr_row {
+    struct cs_thread t;
+    int dirty;
+};
+
+/* u64 key -> index + 1 (0 = empty); open addressing. */
+struct idx_map {
+    uint64_t *keys;
+    uint32_t *vals;
+    size_t cap, n;
+};
+
+struct collector {
+    struct collector_opts o;
+    struct cs_store *st;
+    char addr[108];
+    int lfd;
+    struct conn **conns;
+    size_t nconns, conns_cap;
+    struct pollfd *pfds; /* scratch for collector_step */
+    size_t pfds_cap;
+    struct hstage host[CS_REC_KIND_COUNT];
+    struct proc_row *procs;
+    size_t nprocs, procs_cap;
+    struct thr_row *thr;
+    size_t nthr, thr_cap;
+    struct idx_map proc_idx, thr_idx;
+    struct clock_cal cal;
+    uint64_t t_start_ns, last_commit_ns, last_sync_ns, last_cal_ns;
+    struct collector_stats stats;
+    int store_failed;
+    int moved; /* records moved in the last step */
+    void (*on_reg)(void *arg, pid_t pid);
+    void *on_reg_arg;
+};
+
+static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void warn(const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if (n > (int)sizeof(line) - 2)
+        n = (int)sizeof(line) - 2;
+    line[n++] = '\n';
+    if (write(2, line, (size_t)n) < 0)
+        (void)0;
+}
+
+static int grow(void **p, size_t *cap, size_t want, size_t elem)
+{
+    size_t c = *cap ? *cap : 16;
+    void *q;
+
+    if (want <= *cap)
+        return 0;
+    while (c < want)
+        c *= 2;
+    q = realloc(*p, c * elem);
+    if (q == NULL)
+        return -ENOMEM;
+    memset((char *)q + *cap * elem, 0, (c - *cap) * elem);
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/* ---- index map ---- */
+
+static uint64_t mix64(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return k;
+}
+
+static uint32_t idx_get(const struct idx_map *m, uint64_t key)
+{
+    if (m->cap == 0)
+        return 0;
+    for (size_t i = mix64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        if (m->vals[i] == 0)
+            return 0;
+        if (m->keys[i] == key)
+            return m->vals[i];
+    }
+}
+
+static int idx_put(struct idx_map *m, uint64_t key, uint32_t val);
+
+static int idx_rehash(struct idx_map *m)
+{
+    struct idx_map nm = {0};
+
+    nm.cap = m->cap ? m->cap * 2 : 64;
+    nm.keys = calloc(nm.cap, sizeof(*nm.keys));
+    nm.vals = calloc(nm.cap, sizeof(*nm.vals));
+    if (nm.keys == NULL || nm.vals == NULL) {
+        free(nm.keys);
+        free(nm.vals);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->vals[i])
+            idx_put(&nm, m->keys[i], m->vals[i]);
+    free(m->keys);
+    free(m->vals);
+    *m = nm;
+    return 0;
+}
+
+/* Set key -> val (val >= 1), replacing an existing entry. */
+static int idx_put(struct idx_map *m, uint64_t key, uint32_t val)
+{
+    size_t i;
+
+    if ((m->n + 1) * 2 > m->cap && idx_rehash(m) < 0)
+        return -ENOMEM;
+    for (i = mix64(key) & (m->cap - 1); m->vals[i]; i = (i + 1) & (m->cap - 1))
+        if (m->keys[i] == key) {
+            m->vals[i] = val;
+            return 0;
+        }
+    m->keys[i] = key;
+    m->vals[i] = val;
+    m->n++;
+    return 0;
+}
+
+static void idx_free(struct idx_map *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof(*m));
+}
+
+/* ---- /proc helpers ---- */
+
+/* State char and start ticks of @p pid from /proc/<pid>/stat; -1 if gone. */
+static int proc_stat(uint32_t pid, char *state, uint64_t *ticks)
+{
+    char path[64], buf[1024], *p;
+    int fd, field = 3;
+    ssize_t n;
+
+    snprintf(path, sizeof(path), "/proc/%" PRIu32 "/stat", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    if (p == NULL || p[1] != ' ')
+        return -1;
+    *state = p[2];
+    for (p += 2; *p && field < 22; p++)
+        if (*p == ' ')
+            field++;
+    *ticks = strtoull(p, NULL, 10);
+    return 0;
+}
+
+/* Is @p pid (started at @p ticks, 0 = any) alive and not a zombie? */
+static int pid_alive(uint32_t pid, uint64_t ticks)
+{
+    char state;
+    uint64_t t;
+
+    if (proc_stat(pid, &state, &t) < 0)
+        return 0;
+    if (state == 'Z' || state == 'X' || state == 'x')
+        return 0;
+    return ticks == 0 || t == ticks;
+}
+
+/* Boot-relative clock ticks to CLOCK_MONOTONIC ns. */
+static uint64_t ticks_to_mono_ns(uint64_t ticks)
+{
+    struct timespec b, m;
+    long hz = sysconf(_SC_CLK_TCK);
+    uint64_t boot_ns, mono_ns, t_ns;
+
+    if (ticks == 0 || hz <= 0)
+        return 0;
+    clock_gettime(CLOCK_BOOTTIME, &b);
+    clock_gettime(CLOCK_MONOTONIC, &m);
+    boot_ns = (uint64_t)b.tv_sec * NS_PER_S + (uint64_t)b.tv_nsec;
+    mono_ns = (uint64_t)m.tv_sec * NS_PER_S + (uint64_t)m.tv_nsec;
+    t_ns = ticks * (NS_PER_S / (uint64_t)hz);
+    return t_ns > boot_ns - mono_ns ? t_ns - (boot_ns - mono_ns) : 1;
+}
+
+/* ---- process and thread tables (collector.h) ---- */
+
+static void proc_merge(struct cs_proc *d, const struct cs_proc *p)
+{
+    if (p->ppid)
+        d->ppid = p->ppid;
+    if (d->start_ns == 0)
+        d->start_ns = p->start_ns; /* part of the key: never changes once set */
+    if (p->exec_ns)
+        d->exec_ns = p->exec_ns;
+    if (p->exit_ns)
+        d->exit_ns = p->exit_ns;
+    if ((p->flags & CS_PF_EXITED) && p->exit_status != -1)
+        d->exit_status = p->exit_status;
+    d->flags |= p->flags;
+    if (p->cmdline_id)
+        d->cmdline_id = p->cmdline_id;
+    if (p->rank != CS_RANK_NONE)
+        d->rank = p->rank;
+    if (p->comm[0])
+        memcpy(d->comm, p->comm, sizeof(d->comm));
+    d->comm[sizeof(d->comm) - 1] = '\0';
+}
+
+int collector_proc(struct collector *c, const struct cs_proc *p)
+{
+    uint32_t i = idx_get(&c->proc_idx, p->pid);
+    struct proc_row *r;
+    char state;
+    uint64_t ticks;
+
+    if (i) {
+        r = &c->procs[i - 1];
+        if (!((r->p.flags & CS_PF_EXITED) && p->start_ns > r->p.start_ns &&
+              !(p->flags & CS_PF_EXITED))) {
+            proc_merge(&r->p, p);
+            r->dirty = 1;
+            return 0;
+        }
+    }
+    if (grow((void **)&c->procs, &c->procs_cap, c->nprocs + 1, sizeof(*c->procs)) < 0)
+        return -ENOMEM;
+    r = &c->procs[c->nprocs];
+    r->p = *p;
+    r->p.comm[sizeof(r->p.comm) - 1] = '\0';
+    if (!(p->flags & CS_PF_EXITED))
+        r->p.exit_status = -1;
+    if (r->p.start_ns == 0 && proc_stat(p->pid, &state, &ticks) == 0)
+        r->p.start_ns = ticks_to_mono_ns(ticks);
+    r->dirty = 1;
+    if (idx_put(&c->proc_idx, p->pid, (uint32_t)++c->nprocs) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+int collector_thread(struct collector *c, const struct cs_thread *t)
+{
+    uint64_t key = (uint64_t)t->pid << 32 | t->tid;
+    uint32_t i = idx_get(&c->thr_idx, key);
+    struct thr_row *r;
+
+    if (i && !(c->thr[i - 1].t.exit_ns && t->start_ns > c->thr[i - 1].t.start_ns)) {
+        r = &c->thr[i - 1];
+        if (r->t.start_ns == 0)
+            r->t.start_ns = t->start_ns;
+        if (t->exit_ns)
+            r->t.exit_ns = t->exit_ns;
+        if (t->name[0])
+            memcpy(r->t.name, t->name, sizeof(r->t.name));
+        r->t.name[sizeof(r->t.name) - 1] = '\0';
+        r->dirty = 1;
+        return 0;
+    }
+    if (grow((void **)&c->thr, &c->thr_cap, c->nthr + 1, sizeof(*c->thr)) < 0)
+        return -ENOMEM;
+    r = &c->thr[c->nthr];
+    r->t = *t;
+    r->t.name[sizeof(r->t.name) - 1] = '\0';
+    r->dirty = 1;
+    return idx_put(&c->thr_idx, key, (uint32_t)++c->nthr);
+}
+
+int collector_has_pid(struct collector *c, uint32_t pid)
+{
+    return idx_get(&c->proc_idx, pid) != 0;
+}
+
+int collector_intern(struct collector *c, const char *s, size_t len, uint32_t *id)
+{
+    return cs_store_intern(c->st, s, len, id);
+}
+
+int collector_meta(struct collector *c, const char *key, const char *val)
+{
+    return cs_store_put_meta(c->st, key, val);
+}
+
+int collector_meta_u64(struct collector *c, const char *key, uint64_t val)
+{
+    return cs_store_put_meta_u64(c->st, key, val);
+}
+
+void collector_exited(struct collector *c, pid_t pid, int status, uint64_t now_ns)
+{
+    struct cs_proc p = {.pid = (uint32_t)pid, .exit_ns = now_ns, .exit_status = status,
+                        .flags = CS_PF_EXITED, .rank = CS_RANK_NONE};
+    uint32_t i = idx_get(&c->proc_idx, (uint32_t)pid);
+
+    if (i && (c->procs[i - 1].p.flags & CS_PF_EXITED)) {
+        if (status != -1 && c->procs[i - 1].p.exit_status == -1) {
+            c->procs[i - 1].p.exit_status = status;
+            c->procs[i - 1].dirty = 1;
+        }
+        return;
+    }
+    if (i)
+        collector_proc(c, &p);
+}
+
+/* ---- host records (collector.h) ---- */
+
+static void put_block(struct collector *c, uint32_t source, struct cs_blk_hdr *h,
+                      const void *recs)
+{
+    int rc;
+
+    if (c->store_failed)
+        return;
+    rc = cs_store_put_block(c->st, source, h, recs);
+    if (rc < 0 && rc != -EINVAL)
+        warn("cudaspy-sampler: %s: cannot stage block (%s)", c->o.path, cs_strerror(rc));
+}
+
+static void host_flush(struct collector *c, unsigned kind)
+{
+    struct hstage *s = &c->host[kind];
+    struct cs_blk_hdr h = {0};
+
+    if (s->n == 0)
+        return;
+    h.ts_first_ns = s->ts_first;
+    h.ts_last_ns = s->ts_last;
+    h.n = s->n;
+    h.kind = (uint16_t)kind;
+    h.pid = s->mixed ? 0 : s->pid;
+    put_block(c, kind << 24, &h, s->buf);
+    s->n = 0;
+}
+
+int collector_emit(struct collector *c, unsigned kind, uint32_t pid, const void *rec)
+{
+    unsigned rs = cs_rec_size(kind);
+    struct hstage *s;
+    uint64_t t[2];
+
+    if (kind == CS_REC_CUDA || rs == 0)
+        return -EINVAL;
+    s = &c->host[kind];
+    if (s->buf == NULL && (s->buf = malloc(CS_BLK_MAX_BYTES)) == NULL)
+        return -ENOMEM;
+    if (sizeof(struct cs_blk_hdr) + (size_t)(s->n + 1) * rs > CS_BLK_MAX_BYTES)
+        host_flush(c, kind);
+    memcpy(t, rec, sizeof(t)); /* every host record starts with its start and end ns */
+    if (s->n == 0) {
+        s->ts_first = t[0];
+        s->ts_last = t[1];
+        s->pid = pid;
+        s->mixed = 0;
+        s->t0_ns = clock_mono_ns();
+    }
+    if (t[0] < s->ts_first)
+        s->ts_first = t[0];
+    if (t[1] > s->ts_last)
+        s->ts_last = t[1];
+    s->mixed |= pid != s->pid;
+    memcpy(s->buf + (size_t)s->n * rs, rec, rs);
+    s->n++;
+    c->stats.host_records++;
+    return 0;
+}
+
+/* ---- CUDA staging per process ---- */
+
+static uint32_t map_id(const uint32_t *map, uint32_t n, uint32_t local)
+{
+    return local < n ? map[local] : 0;
+}
+
+/* Give staged records run-wide string and stack ids. Done after a whole
+ * drain pass, so definitions pushed from other threads' rings are known. */
+static void conn_translate(struct conn *k)
+{
+    for (size_t i = k->ntrans; i < k->n; i++) {
+        struct cs_rec_cuda *r = &k->buf[i];
+        r->name_id = map_id(k->names, k->nnames, r->name_id);
+        if (r->name_id == 0)
+            r->flags &= (uint16_t)~CS_CF_HAS_NAME;
+        r->stack_id = map_id(k->stacks, k->nstacks, r->stack_id);
+    }
+    k->ntrans = k->n;
+}
+
+static void cuda_block(struct collector *c, struct conn *k, size_t off, size_t n)
+{
+    struct cs_blk_hdr h = {0};
+
+    h.ts_first_ns = UINT64_MAX;
+    for (size_t i = off; i < off + n; i++) {
+        if (k->buf[i].t_enter_ns < h.ts_first_ns)
+            h.ts_first_ns = k->buf[i].t_enter_ns;
+        if (k->buf[i].t_exit_ns > h.ts_last_ns)
+            h.ts_last_ns = k->buf[i].t_exit_ns;
+    }
+    h.n = (uint32_t)n;
+    h.kind = CS_REC_CUDA;
+    h.pid = k->pid;
+    put_block(c, k->pid, &h, k->buf + off);
+}
+
+/* Stage full blocks of translated records; with @p all (or when the oldest
+ * is 100 ms old) the partial one too. */
+static void conn_cut(struct collector *c, struct conn *k, uint64_t now_ns, int all)
+{
+    size_t off = 0;
+
+    while (k->ntrans - off >= CUDA_PER_BLK) {
+        cuda_block(c, k, off, CUDA_PER_BLK);
+        off += CUDA_PER_BLK;
+    }
+    if (k->ntrans > off && (all || now_ns - k->blk_t0_ns >= CS_BLK_MAX_AGE_NS)) {
+        cuda_block(c, k, off, k->ntrans - off);
+        off = k->ntrans;
+    }
+    if (off == 0)
+        return;
+    memmove(k->buf, k->buf + off, (k->n - off) * sizeof(*k->buf));
+    k->n -= off;
+    k->ntrans -= off;
+    k->blk_t0_ns = now_ns;
+}
+
+/* ---- ring entries ---- */
+
+struct drain_ctx {
+    struct collector *c;
+    struct conn *k;
+    const struct seg *s;
+    uint64_t now_ns;
+    int malformed;
+};
+
+static int map_set(uint32_t **map, uint32_t *n, uint32_t local, uint32_t id)
+{
+    size_t cap = *n;
+
+    if (local == 0 || local >= LOCAL_ID_MAX)
+        return -EINVAL;
+    if (grow((void **)map, &cap, (size_t)local + 1, sizeof(**map)) < 0)
+        return -ENOMEM;
+    *n = (uint32_t)cap;
+    (*map)[local] = id;
+    return 0;
+}
+
+static int ent_cuda(struct drain_ctx *d, const struct cs_ring_ent *e)
+{
+    struct conn *k = d->k;
+    struct cs_rec_cuda *r;
+
+    if (e->len != sizeof(*e) + sizeof(*r))
+        return -1;
+    if (k->n == k->cap) {
+        if (k->cap >= CUDA_BUF_MAX) {
+            conn_translate(k);
+            conn_cut(d->c, k, d->now_ns, 1);
+        } else if (grow((void **)&k->buf, &k->cap, k->n + 1, sizeof(*k->buf)) < 0) {
+            return 0; /* out of memory: this record is lost */
+        }
+    }
+    if (k->n == 0)
+        k->blk_t0_ns = d->now_ns;
+    r = &k->buf[k->n++];
+    memcpy(r, e + 1, sizeof(*r));
+    r->pid = k->pid;
+    if (d->s->clock == CS_CLOCK_TSC) {
+        r->t_enter_ns = clock_tsc_to_ns(&d->c->cal, r->t_enter_ns);
+        r->t_exit_ns = clock_tsc_to_ns(&d->c->cal, r->t_exit_ns);
+    }
+    d->c->stats.cuda_records++;
+    d->c->moved++;
+    return 0;
+}
+
+static int ent_name(struct drain_ctx *d, const struct cs_ring_ent *e)
+{
+    struct cs_ent_name n;
+    uint32_t id;
+
+    if (e->len < sizeof(*e) + sizeof(n))
+        return -1;
+    memcpy(&n, e + 1, sizeof(n));
+    if (n.len > e->len - sizeof(*e) - sizeof(n))
+        return -1;
+    if (collector_intern(d->c, (const char *)(e + 1) + sizeof(n), n.len, &id) < 0)
+        return 0;
+    return map_set(&d->k->names, &d->k->nnames, n.local_id, id) == -EINVAL ? -1 : 0;
+}
+
+static int ent_stack(struct drain_ctx *d, const struct cs_ring_ent *e)
+{
+    struct cs_ent_stack s;
+    struct cs_frame f[256];
+    uint32_t id;
+
+    if (e->len < sizeof(*e) + sizeof(s))
+        return -1;
+    memcpy(&s, e + 1, sizeof(s));
+    if (s.nframes == 0 || s.nframes > 256 ||
+        (uint64_t)s.nframes * sizeof(f[0]) > e->len - sizeof(*e) - sizeof(s))
+        return -1;
+    memcpy(f, (const uint8_t *)(e + 1) + sizeof(s), s.nframes * sizeof(f[0]));
+    for (uint32_t i = 0; i < s.nframes; i++) {
+        f[i].module_id = map_id(d->k->names, d->k->nnames, f[i].module_id);
+        f[i].pad = 0;
+    }
+    if (cs_store_put_stack(d->c->st, f, s.nframes, &id) < 0)
+        return 0;
+    return map_set(&d->k->stacks, &d->k->nstacks, s.local_id, id) == -EINVAL ? -1 : 0;
+}
+
+static int ent_thread(struct drain_ctx *d, const struct cs_ring_ent *e)
+{
+    struct cs_ent_thread te;
+    struct cs_thread t = {0};
+
+    if (e->len < sizeof(*e) + sizeof(te))
+        return -1;
+    memcpy(&te, e + 1, sizeof(te));
+    t.pid = d->k->pid;
+    t.tid = te.tid;
+    t.start_ns = d->now_ns;
+    memcpy(t.name, te.name, sizeof(t.name) - 1);
+    collector_thread(d->c, &t);
+    return 0;
+}
+
+/* One ring entry. A malformed one is skipped and counted (returning < 0
+ * would make cs_ring_consume stop before it forever). */
+static int on_entry(const struct cs_ring_ent *e, void *arg)
+{
+    struct drain_ctx *d = arg;
+    int rc = 0;
+
+    switch (e->type) {
+    case CS_ENT_CUDA: rc = ent_cuda(d, e); break;
+    case CS_ENT_NAME: rc = ent_name(d, e); break;
+    case CS_ENT_STACK: rc = ent_stack(d, e); break;
+    case CS_ENT_THREAD: rc = ent_thread(d, e); break;
+    default: break; /* CS_ENT_DROPS and newer types: nothing to do */
+    }
+    if (rc < 0)
+        d->malformed++;
+    return 0;
+}
+
+/* Record drops the producer counted since the last look. */
+static void seg_drops(struct collector *c, struct conn *k, struct seg *s, uint32_t i,
+                      uint64_t now_ns)
+{
+    struct cs_subring *ctl = cs_seg_sub(s->base, i);
+    uint64_t d = atomic_load_explicit(&ctl->dropped, memory_order_relaxed);
+    struct cs_rec_lost l = {0};
+
+    if (d <= s->drops_seen[i])
+        return;
+    l.t_start_ns = c->last_commit_ns;
+    l.t_end_ns = now_ns;
+    l.source = k->pid;
+    l.what = 2;
+    l.count = d - s->drops_seen[i];
+    c->stats.cuda_dropped += l.count;
+    s->drops_seen[i] = d;
+    collector_emit(c, CS_REC_LOST, k->pid, &l);
+}
+
+static void conn_drain(struct collector *c, struct conn *k, uint64_t now_ns)
+{
+    for (uint32_t si = 0; si < k->nseg; si++) {
+        struct seg *s = &k->segs[si];
+        struct drain_ctx d = {c, k, s, now_ns, 0};
+
+        for (uint32_t i = 0; i < s->nsub; i++) {
+            long r;
+            if (s->bad[i])
+                continue;
+            r = cs_ring_consume(cs_seg_sub(s->base, i), cs_seg_data(s->base, i), s->sub_bytes,
+                                on_entry, &d);
+            if (r < 0) {
+                s->bad[i] = 1;
+                warn("cudaspy-sampler: pid %" PRIu32 ": ring %" PRIu32 ".%" PRIu32
+                     ": malformed entry; ignoring the rest of this ring",
+                     k->pid, si, i);
+            }
+            seg_drops(c, k, s, i, now_ns);
+        }
+        if (d.malformed)
+            warn("cudaspy-sampler: pid %" PRIu32 ": %d malformed ring entries skipped", k->pid,
+                 d.malformed);
+    }
+    conn_translate(k);
+    conn_cut(c, k, now_ns, 0);
+}
+
+/* ---- connections ---- */
+
+static void seg_unmap(struct seg *s)
+{
+    if (s->base)
+        munmap(s->base, s->bytes);
+    free(s->drops_seen);
+    free(s->bad);
+    memset(s, 0, sizeof(*s));
+}
+
+static void conn_free(struct conn *k)
+{
+    if (k->fd >= 0)
+        close(k->fd);
+    for (uint32_t i = 0; i < k->nseg; i++)
+        seg_unmap(&k->segs[i]);
+    free(k->segs);
+    free(k->names);
+    free(k->stacks);
+    free(k->buf);
+    free(k);
+}
+
+/* Drop connection @p i: drain its rings a last time, stage what is left and
+ * mark the process exited unless it still lives (exec, or it closed the
+ * socket itself: then keep draining it as a detached entry). */
+static void conn_end(struct collector *c, size_t i, uint64_t now_ns, int final)
+{
+    struct conn *k = c->conns[i];
+
+    if (k->fd >= 0) {
+        close(k->fd);
+        k->fd = -1;
+    }
+    k->state = CONN_DETACHED;
+    conn_drain(c, k, now_ns);
+    if (!final && k->pid && pid_alive(k->pid, k->start_ticks)) {
+        k->next_check_ns = now_ns + CS_BLK_MAX_AGE_NS;
+        return;
+    }
+    conn_translate(k);
+    conn_cut(c, k, now_ns, 1);
+    if (k->pid && !final)
+        collector_exited(c, (pid_t)k->pid, -1, now_ns);
+    conn_free(k);
+    c->conns[i] = c->conns[--c->nconns];
+}
+
+static void conn_bad(struct collector *c, size_t i, const char *why, uint64_t now_ns)
+{
+    struct conn *k = c->conns[i];
+
+    warn("cudaspy-sampler: connection from pid %" PRIu32 ": %s; dropping it", k->pid, why);
+    c->stats.bad_conns++;
+    conn_end(c, i, now_ns, 0);
+}
+
+static int on_hello(struct collector *c, struct conn *k, const uint8_t *b, size_t n)
+{
+    struct cs_msg_hello h;
+    struct cs_proc p = {0};
+    struct ucred cr;
+    socklen_t cl = sizeof(cr);
+
+    if (k->pid || n < sizeof(h))
+        return -1;
+    memcpy(&h, b, sizeof(h));
+    if (h.cmdline_len > CS_MSG_CMDLINE_MAX || n != sizeof(h) + h.cmdline_len || h.pid == 0 ||
+        (h.clock != CS_CLOCK_MONO && h.clock != CS_CLOCK_TSC))
+        return -1;
+    /* the kernel's word on who is talking (and in our pid namespace) */
+    k->pid = getsockopt(k->fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 && cr.pid > 0
+                 ? (uint32_t)cr.pid
+                 : h.pid;
+    k->start_ticks = h.start_ticks;
+    k->clock = h.clock;
+    p.pid = k->pid;
+    p.ppid = h.ppid;
+    p.start_ns = ticks_to_mono_ns(h.start_ticks);
+    p.flags = CS_PF_CUDA;
+    p.rank = h.rank;
+    p.exit_status = -1;
+    memcpy(p.comm, h.comm, sizeof(p.comm) - 1);
+    if (h.cmdline_len)
+        collector_intern(c, (const char *)b + sizeof(h), h.cmdline_len, &p.cmdline_id);
+    collector_proc(c, &p);
+    if (c->on_reg)
+        c->on_reg(c->on_reg_arg, (pid_t)k->pid);
+    return 0;
+}
+
+static int grow_segs(struct conn *k)
+{
+    size_t cap = k->nseg; /* exact-fit growth: segments are few */
+    return grow((void **)&k->segs, &cap, k->nseg + 1, sizeof(*k->segs));
+}
+
+/* Map a segment after checking the message, the memfd and its header. */
+static int on_seg(struct conn *k, const uint8_t *b, size_t n, int fd)
+{
+    struct cs_msg_seg m;
+    struct seg s = {0};
+    struct stat st;
+    const struct cs_seg_hdr *h;
+    int seals;
+
+    if (!k->pid || fd < 0 || n != sizeof(m))
+        return -1;
+    memcpy(&m, b, sizeof(m));
+    if (m.nsub == 0 || m.nsub > SEG_NSUB_MAX || m.sub_bytes < 4096 ||
+        (m.sub_bytes & (m.sub_bytes - 1)) || m.seg_bytes != cs_seg_bytes(m.nsub, m.sub_bytes) ||
+        m.seg_bytes > SEG_BYTES_MAX || fstat(fd, &st) < 0 || (uint64_t)st.st_size != m.seg_bytes)
+        return -1;
+    seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0 || !(seals & F_SEAL_SHRINK)) /* else it could shrink under us: SIGBUS */
+        return -1;
+    s.base = mmap(NULL, m.seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (s.base == MAP_FAILED)
+        return -1;
+    s.bytes = m.seg_bytes;
+    h = s.base;
+    if (h->magic != CS_RING_MAGIC || h->version != CS_RING_VERSION || h->nsub != m.nsub ||
+        h->sub_bytes != m.sub_bytes || (h->clock != CS_CLOCK_MONO && h->clock != CS_CLOCK_TSC)) {
+        munmap(s.base, s.bytes);
+        return -1;
+    }
+    s.nsub = m.nsub;
+    s.sub_bytes = m.sub_bytes;
+    s.clock = h->clock;
+    s.drops_seen = calloc(s.nsub, sizeof(*s.drops_seen));
+    s.bad = calloc(s.nsub, 1);
+    if (s.drops_seen == NULL || s.bad == NULL || grow_segs(k) < 0) {
+        seg_unmap(&s);
+        return -1;
+    }
+    k->segs[k->nseg++] = s;
+    return 0;
+}
+
+/* Read one message from connection @p i. @return 1 handled, 0 nothing more
+ * now, -1 the connection ended (and was removed). */
+static int conn_read_one(struct collector *c, size_t i, uint64_t now_ns)
+{
+    struct conn *k = c->conns[i];
+    uint8_t b[sizeof(struct cs_msg_hello) + CS_MSG_CMDLINE_MAX + 8];
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int) * 8)];
+    } cm;
+    struct iovec iov = {b, sizeof(b)};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
+                        .msg_controllen = sizeof(cm.b)};
+    struct cs_msg_hdr h;
+    int fd = -1, nfd = 0, rc = -1;
+    ssize_t n = recvmsg(k->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return 0;
+    if (n <= 0) {
+        conn_end(c, i, now_ns, 0);
+        return -1;
+    }
+    for (struct cmsghdr *ch = CMSG_FIRSTHDR(&mh); ch; ch = CMSG_NXTHDR(&mh, ch)) {
+        if (ch->cmsg_level != SOL_SOCKET || ch->cmsg_type != SCM_RIGHTS)
+            continue;
+        for (size_t j = 0; j < (ch->cmsg_len - CMSG_LEN(0)) / sizeof(int); j++) {
+            int f;
+            memcpy(&f, CMSG_DATA(ch) + j * sizeof(int), sizeof(int));
+            if (nfd++ == 0)
+                fd = f;
+            else
+                close(f);
+        }
+    }
+    if ((size_t)n >= sizeof(h) && !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && nfd <= 1) {
+        memcpy(&h, b, sizeof(h));
+        if (h.magic == CS_MSG_MAGIC && h.version == CS_RING_VERSION) {
+            if (h.type == CS_MSG_HELLO && fd < 0)
+                rc = on_hello(c, k, b, (size_t)n);
+            else if (h.type == CS_MSG_SEG)
+                rc = on_seg(k, b, (size_t)n, fd);
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    if (rc < 0) {
+        conn_bad(c, i, "malformed message", now_ns);
+        return -1;
+    }
+    return 1;
+}
+
+/* Read every queued message of connection @p i. @return -1 if it ended. */
+static int conn_read(struct collector *c, size_t i, uint64_t now_ns)
+{
+    int rc;
+
+    while ((rc = conn_read_one(c, i, now_ns)) > 0)
+        ;
+    return rc;
+}
+
+static void accept_all(struct collector *c)
+{
+    for (;;) {
+        int fd = accept4(c->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct conn *k;
+
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            return;
+        }
+        k = calloc(1, sizeof(*k));
+        if (k == NULL || grow((void **)&c->conns, &c->conns_cap, c->nconns + 1,
+                              sizeof(*c->conns)) < 0) {
+            free(k);
+            close(fd);
+            continue;
+        }
+        k->fd = fd;
+        k->state = CONN_OPEN;
+        c->conns[c->nconns++] = k;
+        c->stats.conns++;
+    }
+}
+
+int collector_pollfds(struct collector *c, struct pollfd *fds, int max)
+{
+    int n = 0;
+
+    if (c->lfd >= 0 && n < max)
+        fds[n++] = (struct pollfd){c->lfd, POLLIN, 0};
+    for (size_t i = 0; i < c->nconns && n < max; i++)
+        if (c->conns[i]->fd >= 0)
+            fds[n++] = (struct pollfd){c->conns[i]->fd, POLLIN, 0};
+    return n;
+}
+
+/* Which open connections have something to read (one poll, no waiting). */
+static int poll_conns(struct collector *c)
+{
+    if (grow((void **)&c->pfds, &c->pfds_cap, c->nconns + 1, sizeof(*c->pfds)) < 0)
+        return -ENOMEM;
+    for (size_t i = 0; i < c->nconns; i++)
+        c->pfds[i] = (struct pollfd){c->conns[i]->fd, POLLIN, 0}; /* fd -1 is skipped */
+    return poll(c->pfds, c->nconns, 0) < 0 ? -errno : 0;
+}
+
+int collector_step(struct collector *c, uint64_t now_ns)
+{
+    size_t i;
+
+    c->moved = 0;
+    accept_all(c);
+    if (poll_conns(c) == 0) {
+        /* walk backwards: conn_end moves the last entry into the slot */
+        for (i = c->nconns; i-- > 0;)
+            if (c->pfds[i].revents)
+                conn_read(c, i, now_ns);
+    }
+    for (i = c->nconns; i-- > 0;) {
+        struct conn *k = c->conns[i];
+        if (k->state == CONN_DETACHED && now_ns >= k->next_check_ns)
+            conn_end(c, i, now_ns, 0);
+        else
+            conn_drain(c, k, now_ns);
+    }
+    return c->store_failed ? CS_E_LMDB : 0;
+}
+
+int collector_live_conns(struct collector *c)
+{
+    return (int)c->nconns;
+}
+
+int collector_moved(struct collector *c)
+{
+    return c->moved;
+}
+
+/* Stage dirty process and thread rows. */
+static void stage_tables(struct collector *c)
+{
+    for (size_t i = 0; i < c->nprocs; i++)
+        if (c->procs[i].dirty && cs_store_put_proc(c->st, &c->procs[i].p) == 0)
+            c->procs[i].dirty = 0;
+    for (size_t i = 0; i < c->nthr; i++)
+        if (c->thr[i].dirty && cs_store_put_thread(c->st, &c->thr[i].t) == 0)
+            c->thr[i].dirty = 0;
+}
+
+static void meta_clock(struct collector *c)
+{
+    collector_meta_u64(c, "tsc_hz", clock_tsc_hz(&c->cal));
+    collector_meta_u64(c, "tsc_ref_ticks", c->cal.tsc1);
+    collector_meta_u64(c, "tsc_ref_ns", c->cal.ns1);
+}
+
+static int commit(struct collector *c, uint64_t now_ns)
+{
+    int rc;
+
+    if (c->store_failed)
+        return CS_E_LMDB;
+    stage_tables(c);
+    collector_meta_u64(c, "cuda_dropped", c->stats.cuda_dropped);
+    rc = cs_store_commit(c->st);
+    c->last_commit_ns = now_ns;
+    if (rc < 0) {
+        c->store_failed = 1;
+        warn("cudaspy-sampler: %s: cannot commit (%s); recording stopped", c->o.path,
+             cs_strerror(rc));
+    }
+    return rc;
+}
+
+int collector_tick(struct collector *c, uint64_t now_ns)
+{
+    int rc = 0;
+
+    if (now_ns - c->last_cal_ns >= NS_PER_S) {
+        clock_cal_update(&c->cal);
+        c->last_cal_ns = now_ns;
+    }
+    for (unsigned k = CS_REC_CUDA + 1; k < CS_REC_KIND_COUNT; k++)
+        if (c->host[k].n && now_ns - c->host[k].t0_ns >= CS_BLK_MAX_AGE_NS)
+            host_flush(c, k);
+    if (now_ns - c->last_commit_ns >= c->o.commit_ns)
+        rc = commit(c, now_ns);
+    if (rc == 0 && now_ns - c->last_sync_ns >= c->o.sync_ns) {
+        rc = cs_store_sync(c->st);
+        c->last_sync_ns = now_ns;
+    }
+    return rc;
+}
+
+int collector_finish(struct collector *c, int clean, uint64_t now_ns)
+{
+    int rc;
+
+    accept_all(c);
+    for (size_t i = c->nconns; i-- > 0;)
+        if (c->conns[i]->fd >= 0)
+            conn_read(c, i, now_ns);
+    while (c->nconns)
+        conn_end(c, c->nconns - 1, now_ns, 1);
+    for (unsigned k = CS_REC_CUDA + 1; k < CS_REC_KIND_COUNT; k++)
+        host_flush(c, k);
+    clock_cal_update(&c->cal);
+    meta_clock(c);
+    collector_meta_u64(c, "t_end_ns", now_ns);
+    collector_meta_u64(c, "cuda_records", c->stats.cuda_records);
+    collector_meta_u64(c, "host_records", c->stats.host_records);
+    collector_meta_u64(c, "clean_shutdown", clean ? 1 : 0);
+    rc = commit(c, now_ns);
+    if (rc == 0)
+        rc = cs_store_sync(c->st);
+    return rc;
+}
+
+void collector_stats(struct collector *c, struct collector_stats *st)
+{
+    *st = c->stats;
+}
+
+const char *collector_addr(struct collector *c)
+{
+    return c->addr;
+}
+
+void collector_on_register(struct collector *c, void (*fn)(void *arg, pid_t pid), void *arg)
+{
+    c->on_reg = fn;
+    c->on_reg_arg = arg;
+}
+
+struct collector *collector_new(void)
+{
+    struct collector *c = calloc(1, sizeof(*c));
+
+    if (c == NULL)
+        return NULL;
+    c->lfd = -1;
+    c->st = cs_store_new();
+    if (c->st == NULL) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static int listen_on(struct collector *c, struct cs_err *err)
+{
+    struct sockaddr_un sa;
+    socklen_t len;
+    struct stat st;
+    int rc = cs_sockaddr(c->addr, &sa, &len);
+
+    if (rc < 0)
+        return cs_err_set(err, rc, "%s: bad socket address", c->addr);
+    if (c->addr[0] != '@' && stat(c->addr, &st) == 0 && S_ISSOCK(st.st_mode))
+        unlink(c->addr); /* stale socket from an earlier run */
+    c->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (c->lfd < 0)
+        return cs_err_set(err, -errno, "socket: %s", strerror(errno));
+    if (bind(c->lfd, (struct sockaddr *)&sa, len) < 0 || listen(c->lfd, 512) < 0) {
+        rc = -errno;
+        close(c->lfd);
+        c->lfd = -1;
+        return cs_err_set(err, rc, "%s: cannot listen (%s)", c->addr, strerror(-rc));
+    }
+    return 0;
+}
+
+static void meta_start(struct collector *c)
+{
+    struct timespec rt, mono;
+    char host[256] = "";
+
+    clock_gettime(CLOCK_REALTIME, &rt);
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    gethostname(host, sizeof(host) - 1);
+    collector_meta(c, "host", host);
+    collector_meta_u64(c, "t_start_ns", c->t_start_ns);
+    collector_meta_u64(c, "t_end_ns", 0);
+    collector_meta(c, "clock", "monotonic");
+    collector_meta_u64(c, "realtime_offset_ns",
+                       ((uint64_t)rt.tv_sec * NS_PER_S + (uint64_t)rt.tv_nsec) -
+                           ((uint64_t)mono.tv_sec * NS_PER_S + (uint64_t)mono.tv_nsec));
+    collector_meta_u64(c, "cuda_dropped", 0);
+    collector_meta_u64(c, "host_lost", 0);
+    collector_meta_u64(c, "clean_shutdown", 0);
+    meta_clock(c);
+}
+
+int collector_open(struct collector *c, const struct collector_opts *o, struct cs_err *err)
+{
+    struct cs_store_opts so = {.map_bytes = o->map_bytes};
+    int rc;
+
+    c->o = *o;
+    if (c->o.commit_ns == 0)
+        c->o.commit_ns = CS_BLK_MAX_AGE_NS;
+    if (c->o.sync_ns == 0)
+        c->o.sync_ns = 5 * NS_PER_S;
+    if (o->listen)
+        snprintf(c->addr, sizeof(c->addr), "%s", o->listen);
+    else
+        snprintf(c->addr, sizeof(c->addr), "@cudaspy-%d-%08lx", (int)getpid(),
+                 (unsigned long)(clock_mono_ns() ^ ((uint64_t)getpid() << 20)) & 0xffffffff);
+    clock_cal_init(&c->cal);
+    c->t_start_ns = c->last_commit_ns = c->last_sync_ns = c->last_cal_ns = clock_mono_ns();
+    rc = cs_store_open(c->st, o->path, &so, err);
+    if (rc < 0)
+        return rc;
+    rc = listen_on(c, err);
+    if (rc < 0)
+        return rc;
+    meta_start(c);
+    return cs_store_commit(c->st);
+}
+
+void collector_free(struct collector *c)
+{
+    if (c == NULL)
+        return;
+    while (c->nconns)
+        conn_free(c->conns[--c->nconns]);
+    if (c->lfd >= 0) {
+        close(c->lfd);
+        if (c->addr[0] && c->addr[0] != '@')
+            unlink(c->addr);
+    }
+    cs_store_free(c->st);
+    for (unsigned k = 0; k < CS_REC_KIND_COUNT; k++)
+        free(c->host[k].buf);
+    free(c->conns);
+    free(c->pfds);
+    free(c->procs);
+    free(c->thr);
+    idx_free(&c->proc_idx);
+    idx_free(&c->thr_idx);
+    free(c);
+}

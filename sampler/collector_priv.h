@@ -1,0 +1,79 @@
+/* collector_priv.h: the collector as driven by cudaspy-sampler's main loop
+ * (main.c). The host sampler's side is collector.h.
+ * Usage: collector_new -> collector_open -> loop { poll(collector_pollfds);
+ *        collector_step; [host_drain]; collector_tick } -> collector_finish
+ *        -> collector_free */
+#ifndef CUDASPY_SAMPLER_COLLECTOR_PRIV_H
+#define CUDASPY_SAMPLER_COLLECTOR_PRIV_H
+
+#include <poll.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "collector.h"
+#include "cudaspy/error.h"
+
+struct collector_opts {
+    const char *path;      /* run file */
+    const char *listen;    /* "@name" (abstract) or a path */
+    uint64_t map_bytes;    /* initial LMDB map; 0 = default */
+    uint64_t commit_ns;    /* commit interval; default 100 ms */
+    uint64_t sync_ns;      /* sync interval; default 5 s */
+};
+
+/* Totals for the end-of-run line and meta. */
+struct collector_stats {
+    uint64_t cuda_records;  /* CUDA records staged */
+    uint64_t host_records;  /* host records staged */
+    uint64_t cuda_dropped;  /* records the shims dropped (full rings) */
+    uint64_t conns;         /* connections accepted */
+    uint64_t bad_conns;     /* connections dropped for malformed messages */
+};
+
+/** Allocate. @return NULL when out of memory. */
+struct collector *collector_new(void);
+
+/** Create the run file and start listening. @return 0 or a negative code
+ * (@p err says what). */
+int collector_open(struct collector *c, const struct collector_opts *o, struct cs_err *err);
+
+/** Called with each pid that registers a shim ring (e.g. host_add_pid). */
+void collector_on_register(struct collector *c, void (*fn)(void *arg, pid_t pid), void *arg);
+
+/** Fill pollfds (listening socket and connections). @return how many */
+int collector_pollfds(struct collector *c, struct pollfd *fds, int max);
+
+/** Accept, read control messages, drain every ring. @return 0 or a negative
+ * code on a run-file failure (recording stops; the loop goes on). */
+int collector_step(struct collector *c, uint64_t now_ns);
+
+/** Close aged blocks, commit every commit_ns, sync every sync_ns, refresh
+ * the TSC calibration. @return 0 or the store's error. */
+int collector_tick(struct collector *c, uint64_t now_ns);
+
+/** CUDA records moved out of rings by the last collector_step() (the main
+ * loop polls again at once while data flows). */
+int collector_moved(struct collector *c);
+
+/** Connections still open. */
+int collector_live_conns(struct collector *c);
+
+/** Record that @p pid exited at @p now_ns with wait status @p status (-1 if
+ * unknown). */
+void collector_exited(struct collector *c, pid_t pid, int status, uint64_t now_ns);
+
+/** Accept what is pending, read every connection to its end, drain, close
+ * all blocks, write end meta (t_end_ns, counters, clean_shutdown = @p clean),
+ * commit and sync. */
+int collector_finish(struct collector *c, int clean, uint64_t now_ns);
+
+/** Totals so far. */
+void collector_stats(struct collector *c, struct collector_stats *st);
+
+/** The address clients connect to (as given or generated). */
+const char *collector_addr(struct collector *c);
+
+/** Close everything, free. Accepts NULL. */
+void collector_free(struct collector *c);
+
+#endif

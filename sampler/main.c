@@ -1,0 +1,570 @@
+/* main.c: cudaspy-sampler, the collector process. Parses options, starts
+ * the traced command (launch mode) or follows a running pid (attach mode),
+ * and runs the poll loop that drives the collector (collector.c) and the
+ * host sampler (host.c, when built in). Never signals or ptraces the tree. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "collector_priv.h"
+#include "cudaspy/version.h"
+#ifdef CS_HAVE_HOST
+#include "host.h"
+#endif
+
+#define PROG       "cudaspy-sampler"
+#define MAX_PFDS   4096
+#define GRACE_NS   3000000000ull /* launch mode: wait this long for the tree after SIGINT */
+
+enum { EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
+
+struct sampler_args {
+    const char *output, *listen, *preload, *events;
+    char **cmd;       /* launch mode */
+    pid_t pid;        /* attach mode */
+    int ready_fd, quiet, no_host, tier;
+    uint64_t window_ns, offcpu_ns, runq_ns, map_bytes;
+    unsigned page_period, ring_pages;
+};
+
+static volatile sig_atomic_t sig_term, sig_int;
+
+static void on_signal(int sig)
+{
+    if (sig == SIGINT || sig == SIGHUP)
+        sig_int++;
+    else
+        sig_term = 1;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"Usage: " PROG " [OPTIONS] -- CMD [ARGS...]\n"
+"       " PROG " [OPTIONS] --pid PID\n"
+"\n"
+"The cudaspy collector: receives CUDA call records from the shim in every\n"
+"traced process (shared-memory rings, socket $CUDASPY_SOCK), samples the\n"
+"host (scheduling, run queue, page allocation) and writes one run file.\n"
+"Launch mode starts CMD as its child (subreaper: it follows the whole tree)\n"
+"and exits with CMD's exit status. Attach mode follows PID until it and\n"
+"every registered process are gone. It never signals or ptraces the tree.\n"
+"\n"
+"Options:\n"
+"  -o, --output FILE   run file (default ./cudaspy-<rootpid>.lmdb)\n"
+"      --listen ADDR   socket address; \"@name\" is abstract\n"
+"                      (default @cudaspy-<pid>-<random>)\n"
+"      --ready-fd N    write one byte to fd N once listening, then close it\n"
+"      --preload PATH  launch mode: prepend PATH to the child's LD_PRELOAD\n"
+"      --no-host       no host sampling (also CUDASPY_HOST=0)\n"
+"      --tier A|B|C    force a host sampler tier (default: best available)\n"
+"      --window-ms N   per-process counter window (default 10)\n"
+"      --offcpu-us N   record off-CPU intervals from N us (default 100)\n"
+"      --runq-us N     record run-queue waits from N us (default 100)\n"
+"      --page-period N sample every Nth page allocation (default 1)\n"
+"      --events LIST   extra libpfm4 counters, comma-separated\n"
+"      --ring-pages N  perf ring data pages per CPU (default 512)\n"
+"      --map-mb N      initial run-file map size in MiB (default 1024; grows)\n"
+"  -q, --quiet         no end-of-run line (also CUDASPY_QUIET=1)\n"
+"      --version       print the version and exit\n"
+"      --help          print this help and exit\n"
+"\n"
+"Environment of the traced command: CUDASPY_SOCK=<address>, LD_PRELOAD.\n"
+"\n"
+"Exit status:\n"
+"  launch mode: CMD's exit code, 128+N if CMD died of signal N, 127 if CMD\n"
+"               could not be executed\n"
+"  0  attach mode finished\n"
+"  2  usage error\n"
+"  3  system failure (run file cannot be created, socket, fork)\n"
+"\n"
+"Examples:\n"
+"  " PROG " -o run.lmdb --preload ./build/libcudaspy.so -- python train.py\n"
+"  " PROG " --no-host -o run.lmdb -- ./app      (CUDA calls only)\n"
+"  " PROG " --pid 4711 --listen @cs-4711 --ready-fd 3\n");
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, PROG ": ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry '" PROG " --help' for more information.\n");
+    return -EXIT_USAGE;
+}
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+
+    if (s == NULL || *s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (*end || errno || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+enum {
+    OPT_LISTEN = 256, OPT_READY, OPT_PRELOAD, OPT_NOHOST, OPT_TIER, OPT_WINDOW, OPT_OFFCPU,
+    OPT_RUNQ, OPT_PAGE, OPT_EVENTS, OPT_RING, OPT_PID, OPT_MAP, OPT_VERSION, OPT_HELP
+};
+
+static const struct option long_opts[] = {
+    {"output", required_argument, 0, 'o'},   {"listen", required_argument, 0, OPT_LISTEN},
+    {"ready-fd", required_argument, 0, OPT_READY}, {"preload", required_argument, 0, OPT_PRELOAD},
+    {"no-host", no_argument, 0, OPT_NOHOST}, {"tier", required_argument, 0, OPT_TIER},
+    {"window-ms", required_argument, 0, OPT_WINDOW}, {"offcpu-us", required_argument, 0, OPT_OFFCPU},
+    {"runq-us", required_argument, 0, OPT_RUNQ}, {"page-period", required_argument, 0, OPT_PAGE},
+    {"events", required_argument, 0, OPT_EVENTS}, {"ring-pages", required_argument, 0, OPT_RING},
+    {"pid", required_argument, 0, OPT_PID},  {"map-mb", required_argument, 0, OPT_MAP},
+    {"quiet", no_argument, 0, 'q'},          {"version", no_argument, 0, OPT_VERSION},
+    {"help", no_argument, 0, OPT_HELP},      {0, 0, 0, 0}};
+
+/* Numeric option @p opt into @p a. */
+static int parse_num(struct sampler_args *a, int opt, const char *arg)
+{
+    uint64_t v;
+
+    if (parse_u64(arg, UINT32_MAX, &v) < 0)
+        return usage_error("invalid number '%s'", arg);
+    switch (opt) {
+    case OPT_READY: a->ready_fd = (int)v; break;
+    case OPT_WINDOW: a->window_ns = v * 1000000; break;
+    case OPT_OFFCPU: a->offcpu_ns = v * 1000; break;
+    case OPT_RUNQ: a->runq_ns = v * 1000; break;
+    case OPT_PAGE: a->page_period = (unsigned)v; break;
+    case OPT_RING: a->ring_pages = (unsigned)v; break;
+    case OPT_PID: a->pid = (pid_t)v; break;
+    case OPT_MAP: a->map_bytes = v << 20; break;
+    }
+    if ((opt == OPT_PID && v == 0) || (opt == OPT_MAP && v == 0) || v > INT_MAX)
+        return usage_error("invalid number '%s'", arg);
+    return 0;
+}
+
+/* @return 0 to run, 1 when done (help/version), or -exit code. */
+static int parse_args(int argc, char **argv, struct sampler_args *a)
+{
+    int opt, rc;
+    const char *env;
+
+    a->ready_fd = -1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "+o:q", long_opts, NULL)) != -1) {
+        switch (opt) {
+        case 'o': a->output = optarg; break;
+        case 'q': a->quiet = 1; break;
+        case OPT_LISTEN: a->listen = optarg; break;
+        case OPT_PRELOAD: a->preload = optarg; break;
+        case OPT_NOHOST: a->no_host = 1; break;
+        case OPT_EVENTS: a->events = optarg; break;
+        case OPT_TIER:
+            if (strlen(optarg) != 1 || !strchr("ABC", optarg[0]))
+                return usage_error("invalid tier '%s' (A, B or C)", optarg);
+            a->tier = optarg[0];
+            break;
+        case OPT_VERSION: printf(PROG " " CS_VERSION "\n"); return 1;
+        case OPT_HELP: usage(stdout); return 1;
+        case '?':
+            return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+        default:
+            if ((rc = parse_num(a, opt, optarg)) < 0)
+                return rc;
+        }
+    }
+    if (optind < argc)
+        a->cmd = argv + optind;
+    if ((a->cmd != NULL) == (a->pid != 0))
+        return usage_error("%s", a->pid ? "give either --pid or a command, not both"
+                                        : "no command given (-- CMD ...) and no --pid");
+    if ((env = getenv("CUDASPY_HOST")) && strcmp(env, "0") == 0)
+        a->no_host = 1;
+    if ((env = getenv("CUDASPY_QUIET")) && strcmp(env, "1") == 0)
+        a->quiet = 1;
+    return 0;
+}
+
+/* ---- launch mode ---- */
+
+static void child_exec(struct sampler_args *a, const char *addr, int gate)
+{
+    const char *old = getenv("LD_PRELOAD");
+    ssize_t got;
+    char c;
+
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    setenv("CUDASPY_SOCK", addr, 1);
+    if (a->preload) {
+        size_t n = strlen(a->preload) + (old ? strlen(old) + 1 : 0) + 1;
+        char *v = malloc(n);
+        if (v) {
+            snprintf(v, n, "%s%s%s", a->preload, old && *old ? ":" : "", old ? old : "");
+            setenv("LD_PRELOAD", v, 1);
+        }
+    }
+    /* wait until the parent is set up (listening, host sampler watching);
+     * EOF without the byte means it failed: leave quietly */
+    while ((got = read(gate, &c, 1)) < 0 && errno == EINTR)
+        ;
+    if (got != 1)
+        _exit(126);
+    close(gate);
+    execvp(a->cmd[0], a->cmd);
+    fprintf(stderr, PROG ": %s: %s\n", a->cmd[0], strerror(errno));
+    _exit(127);
+}
+
+static pid_t launch(struct sampler_args *a, const char *addr, int *gate_w)
+{
+    int gate[2];
+    pid_t pid;
+
+    if (pipe2(gate, O_CLOEXEC) < 0)
+        return -1;
+    pid = fork();
+    if (pid == 0) {
+        close(gate[1]);
+        child_exec(a, addr, gate[0]);
+    }
+    close(gate[0]);
+    if (pid < 0) {
+        close(gate[1]);
+        return -1;
+    }
+    *gate_w = gate[1];
+    return pid;
+}
+
+/* ---- the loop ---- */
+
+struct loop {
+    struct sampler_args *a;
+    struct collector *c;
+#ifdef CS_HAVE_HOST
+    struct host *h;
+#endif
+    pid_t root;
+    int root_status;  /* wait status of the root, -1 while unknown */
+    int tree_gone;
+    uint64_t stop_at; /* launch mode after SIGINT: give up waiting then */
+};
+
+static int proc_running(pid_t pid)
+{
+    char path[64], buf[512], *p;
+    int fd;
+    ssize_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+/* Launch mode: reap every descendant (we are their subreaper). */
+static void reap(struct loop *l, uint64_t now)
+{
+    int st;
+    pid_t p;
+
+    while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+        collector_exited(l->c, p, st, now);
+        if (p == l->root)
+            l->root_status = st;
+    }
+    if (p < 0 && errno == ECHILD)
+        l->tree_gone = 1;
+}
+
+static int host_live_count(struct loop *l)
+{
+#ifdef CS_HAVE_HOST
+    return l->h ? host_live(l->h) : 0;
+#else
+    (void)l;
+    return 0;
+#endif
+}
+
+static int loop_done(struct loop *l, uint64_t now)
+{
+    if (sig_term)
+        return 1;
+    if (l->a->cmd) {
+        if (sig_int && l->stop_at == 0)
+            l->stop_at = now + GRACE_NS;
+        return l->tree_gone || sig_int > 1 || (l->stop_at && now >= l->stop_at);
+    }
+    if (sig_int)
+        return 1;
+    return !proc_running(l->root) && collector_live_conns(l->c) == 0 && host_live_count(l) == 0;
+}
+
+static void loop_run(struct loop *l)
+{
+    static struct pollfd fds[MAX_PFDS];
+
+    for (;;) {
+        int n = collector_pollfds(l->c, fds, MAX_PFDS);
+        uint64_t now;
+#ifdef CS_HAVE_HOST
+        if (l->h)
+            n += host_pollfds(l->h, fds + n, MAX_PFDS - n);
+#endif
+        poll(fds, (nfds_t)n, collector_moved(l->c) ? 0 : 10);
+        now = clock_mono_ns();
+        collector_step(l->c, now);
+#ifdef CS_HAVE_HOST
+        if (l->h)
+            host_drain(l->h, now);
+#endif
+        if (l->a->cmd)
+            reap(l, now);
+        collector_tick(l->c, now);
+        if (loop_done(l, now))
+            return;
+    }
+}
+
+/* ---- setup ---- */
+
+static void on_register(void *arg, pid_t pid)
+{
+#ifdef CS_HAVE_HOST
+    struct loop *l = arg;
+    if (l->h)
+        host_add_pid(l->h, pid);
+#else
+    (void)arg;
+    (void)pid;
+#endif
+}
+
+/* Start host sampling, or record why there is none. */
+static void host_start(struct loop *l)
+{
+    const char *reason = "built without host sampler";
+
+#ifdef CS_HAVE_HOST
+    struct host_opts ho = {.root = l->root, .launched = l->a->cmd != NULL,
+                           .force_tier = l->a->tier, .window_ns = l->a->window_ns,
+                           .offcpu_min_ns = l->a->offcpu_ns, .runq_min_ns = l->a->runq_ns,
+                           .page_alloc_period = l->a->page_period, .events = l->a->events,
+                           .ring_pages = l->a->ring_pages};
+    struct cs_err err = {""};
+
+    if (l->a->no_host) {
+        reason = "disabled";
+    } else if ((l->h = host_new(&ho)) == NULL) {
+        reason = "out of memory";
+    } else if (host_open(l->h, l->c, &err) < 0) {
+        fprintf(stderr, PROG ": warning: no host sampling: %s\n", err.msg);
+        host_free(l->h);
+        l->h = NULL;
+        reason = err.msg[0] ? err.msg : "host sampler failed";
+    } else {
+        return; /* host_open wrote sampler_tier and its reason */
+    }
+#else
+    if (l->a->no_host)
+        reason = "disabled";
+#endif
+    collector_meta(l->c, "sampler_tier", "none");
+    collector_meta(l->c, "sampler_tier_reason", reason);
+}
+
+static void meta_cmdline(struct loop *l)
+{
+    char buf[4096];
+    size_t n = 0;
+
+    buf[0] = '\0';
+    if (l->a->cmd) {
+        for (char **p = l->a->cmd; *p && n < sizeof(buf) - 1; p++)
+            n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s", n ? " " : "", *p);
+    } else {
+        char path[64];
+        int fd;
+        ssize_t got;
+        snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)l->root);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        got = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        n = got > 0 ? (size_t)got : 0;
+        for (size_t i = 0; i < n; i++)
+            if (buf[i] == '\0')
+                buf[i] = ' ';
+        while (n && buf[n - 1] == ' ')
+            n--;
+        buf[n] = '\0';
+    }
+    collector_meta(l->c, "cmdline", buf);
+    collector_meta_u64(l->c, "root_pid", (uint64_t)l->root);
+}
+
+static void root_row(struct loop *l)
+{
+    struct cs_proc p = {.pid = (uint32_t)l->root, .exit_status = -1, .rank = CS_RANK_NONE,
+                        .flags = CS_PF_ROOT};
+
+    if (l->a->cmd) {
+        const char *b = strrchr(l->a->cmd[0], '/');
+        p.ppid = (uint32_t)getpid();
+        p.start_ns = clock_mono_ns();
+        snprintf(p.comm, sizeof(p.comm), "%s", b ? b + 1 : l->a->cmd[0]);
+    } else {
+        p.flags |= CS_PF_PREATTACH;
+    }
+    collector_proc(l->c, &p);
+}
+
+static void ready(struct sampler_args *a)
+{
+    if (a->ready_fd < 0)
+        return;
+    if (write(a->ready_fd, "r", 1) < 0)
+        fprintf(stderr, PROG ": --ready-fd %d: %s\n", a->ready_fd, strerror(errno));
+    close(a->ready_fd);
+}
+
+static void summary(struct loop *l, const char *path)
+{
+    struct collector_stats st;
+
+    if (l->a->quiet)
+        return;
+    collector_stats(l->c, &st);
+    fprintf(stderr, "cudaspy: %s: %" PRIu64 " CUDA calls, %" PRIu64 " host records, %" PRIu64
+            " dropped\n", path, st.cuda_records, st.host_records, st.cuda_dropped);
+}
+
+static int exit_code(struct loop *l)
+{
+    int st = l->root_status;
+
+    if (!l->a->cmd || st == -1)
+        return 0;
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st);
+    return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 0;
+}
+
+static void signals_setup(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* Release the gated child (launch mode): one byte lets it exec, closing
+ * without it (@p go = 0) makes it exit. */
+static void gate_release(int *gate, int go)
+{
+    if (*gate < 0)
+        return;
+    if (go && write(*gate, "g", 1) != 1)
+        fprintf(stderr, PROG ": cannot start the command: %s\n", strerror(errno));
+    close(*gate);
+    *gate = -1;
+}
+
+/* Fork the gated child (launch mode), create the run file, listen. */
+static int setup(struct loop *l, char *path, size_t n, int *gate)
+{
+    struct sampler_args *a = l->a;
+    struct collector_opts co = {.path = path, .listen = a->listen, .map_bytes = a->map_bytes};
+    struct cs_err err = {""};
+    char addr[64];
+
+    if (a->listen == NULL) {
+        snprintf(addr, sizeof(addr), "@cudaspy-%d-%08" PRIx64, (int)getpid(),
+                 (clock_mono_ns() * 2654435761u) & 0xffffffff);
+        co.listen = addr;
+    }
+    if (a->cmd && (l->root = launch(a, co.listen, gate)) < 0) {
+        fprintf(stderr, PROG ": fork: %s\n", strerror(errno));
+        return -1;
+    }
+    if (a->output)
+        snprintf(path, n, "%s", a->output);
+    else
+        snprintf(path, n, "./cudaspy-%d.lmdb", (int)l->root);
+    l->c = collector_new();
+    if (l->c == NULL || collector_open(l->c, &co, &err) < 0) {
+        fprintf(stderr, PROG ": %s\n", l->c ? err.msg : "out of memory");
+        gate_release(gate, 0);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct sampler_args a = {0};
+    struct loop l = {.a = &a, .root_status = -1};
+    char path[PATH_MAX];
+    int rc = parse_args(argc, argv, &a), gate = -1;
+
+    if (rc)
+        return rc > 0 ? 0 : -rc;
+    signals_setup();
+    if (a.cmd)
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
+    l.root = a.pid;
+    if (setup(&l, path, sizeof(path), &gate) < 0) {
+        if (a.cmd && l.root > 0)
+            waitpid(l.root, NULL, 0);
+        collector_free(l.c);
+        return EXIT_SYSTEM;
+    }
+    collector_on_register(l.c, on_register, &l);
+    meta_cmdline(&l);
+    root_row(&l);
+    host_start(&l);
+    ready(&a);
+    gate_release(&gate, 1);
+    loop_run(&l);
+#ifdef CS_HAVE_HOST
+    if (l.h)
+        host_finish(l.h, clock_mono_ns());
+#endif
+    rc = collector_finish(l.c, 1, clock_mono_ns());
+    summary(&l, path);
+#ifdef CS_HAVE_HOST
+    host_free(l.h);
+#endif
+    collector_free(l.c);
+    if (rc < 0 && !a.cmd)
+        return EXIT_SYSTEM;
+    return exit_code(&l);
+}

@@ -1,0 +1,135 @@
+/* producer.c: a stand-in traced program for the collector tests and the
+ * store benchmark. Pushes synthetic cs_rec_cuda records through the real
+ * ring client (interpose/shim_ring.c) from P forked processes x T threads;
+ * record k of a thread has seq k (from 1), so a reader can check that every
+ * (pid, tid, seq) landed exactly once.
+ *
+ *   producer [-p PROCS] [-t THREADS] [-n RECORDS] [-m MODE] [-r PER_MS]
+ *   MODE: exit (return normally, default), _exit (no cleanup at all),
+ *         kill (SIGKILL itself), forever (push until killed)
+ *   PER_MS: pace each thread to about this many records per millisecond
+ * Prints "produced <records> dropped <drops>" per process to stdout. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim_ring.h"
+
+struct prod_args {
+    int procs, threads;
+    long n, per_ms;
+    const char *mode;
+};
+
+static struct prod_args A = {1, 1, 1000, 0, "exit"};
+static pthread_barrier_t done_bar;
+
+static const char kernel_name[] = "test_kernel_with_a_name";
+
+static void pace(long pushed, long per_ms, struct timespec *t0)
+{
+    struct timespec now;
+    long ms;
+
+    if (per_ms <= 0 || pushed % per_ms)
+        return;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    ms = (now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
+    if (pushed / per_ms > ms) {
+        struct timespec d = {0, 1000000};
+        nanosleep(&d, NULL);
+    }
+}
+
+static void *thread_main(void *arg)
+{
+    struct cs_rec_cuda r;
+    struct timespec t0;
+    char name[16];
+    int forever = strcmp(A.mode, "forever") == 0;
+
+    snprintf(name, sizeof(name), "prod-%ld", (long)(intptr_t)arg);
+    pthread_setname_np(pthread_self(), name);
+    memset(&r, 0, sizeof(r));
+    r.pid = (uint32_t)getpid();
+    r.tid = shim_ring_tid();
+    r.api = 1;
+    r.name_id = 1;
+    r.stack_id = 1;
+    r.flags = CS_CF_HAS_NAME;
+    r.device = 0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long k = 1; forever || k <= A.n; k++) {
+        r.seq = (uint32_t)k;
+        r.t_enter_ns = shim_ring_now();
+        r.bytes = (uint64_t)k;
+        r.t_exit_ns = shim_ring_now();
+        shim_ring_push_cuda(&r);
+        pace(k, A.per_ms, &t0);
+    }
+    pthread_barrier_wait(&done_bar);
+    return NULL;
+}
+
+/* One traced process: define name 1 and stack 1, run the threads. */
+static void proc_main(void)
+{
+    struct cs_frame f[2] = {{0x1234, 1, 0}, {0x5678, 1, 0}};
+    pthread_t th[256];
+
+    pthread_barrier_init(&done_bar, NULL, (unsigned)A.threads + 1);
+    shim_ring_push_name(1, 0xabc, CS_NAME_KERNEL, kernel_name, strlen(kernel_name));
+    shim_ring_push_stack(1, f, 2);
+    for (int i = 0; i < A.threads; i++)
+        pthread_create(&th[i], NULL, thread_main, (void *)(intptr_t)i);
+    if (strcmp(A.mode, "forever") == 0)
+        for (;;)
+            pause();
+    pthread_barrier_wait(&done_bar); /* every thread pushed its records */
+    printf("produced %ld dropped %llu\n", A.n * A.threads,
+           (unsigned long long)shim_ring_dropped());
+    fflush(stdout);
+    if (strcmp(A.mode, "kill") == 0)
+        raise(SIGKILL); /* threads still parked: killed mid-stream */
+    if (strcmp(A.mode, "_exit") == 0)
+        _exit(0);
+    for (int i = 0; i < A.threads; i++)
+        pthread_join(th[i], NULL);
+    exit(0);
+}
+
+int main(int argc, char **argv)
+{
+    int opt, fail = 0;
+
+    while ((opt = getopt(argc, argv, "p:t:n:m:r:")) != -1) {
+        switch (opt) {
+        case 'p': A.procs = atoi(optarg); break;
+        case 't': A.threads = atoi(optarg); break;
+        case 'n': A.n = atol(optarg); break;
+        case 'm': A.mode = optarg; break;
+        case 'r': A.per_ms = atol(optarg); break;
+        default: return 2;
+        }
+    }
+    if (A.threads < 1 || A.threads > 256 || A.procs < 1)
+        return 2;
+    for (int p = 0; p < A.procs; p++) {
+        pid_t pid = fork();
+        if (pid == 0)
+            proc_main();
+        if (pid < 0)
+            return 3;
+    }
+    for (int p = 0; p < A.procs; p++) {
+        int st;
+        if (wait(&st) < 0 || (WIFEXITED(st) && WEXITSTATUS(st) != 0))
+            fail = 1;
+    }
+    return fail;
+}

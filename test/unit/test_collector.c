@@ -1,0 +1,430 @@
+/* test_collector.c: cudaspy-sampler end to end with real processes: the
+ * producer (test/store/producer.c) pushes through the real ring client,
+ * the real sampler writes the run file, cs_run reads it back. Covers many
+ * producers, producers leaving by _exit() or SIGKILL, a SIGKILLed
+ * collector, exit status, TSC conversion, malformed clients, attach mode.
+ * Usage: test_collector SAMPLER PRODUCER */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "cudaspy/ring.h"
+#include "cudaspy/runfile.h"
+#include "cudaspy/sockaddr.h"
+
+static const char *sampler, *producer;
+static char dir[] = "/tmp/cs_test_collector.XXXXXX";
+static char path[128], errpath[160];
+
+/* Run argv (NULL-terminated) with stderr to errpath; @return wait status. */
+static int run_argv(char *const *argv, pid_t *out_pid, int wait_it)
+{
+    pid_t pid = fork();
+    int st;
+
+    if (pid == 0) {
+        int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int null = open("/dev/null", O_WRONLY);
+        setpgid(0, 0);
+        dup2(fd, 2);
+        dup2(null, 1);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    if (out_pid)
+        *out_pid = pid;
+    if (!wait_it)
+        return 0;
+    if (waitpid(pid, &st, 0) != pid)
+        return -1;
+    return st;
+}
+
+/* Run the sampler in launch mode on the producer; @return wait status. */
+static int run_producer(const char *procs, const char *threads, const char *n, const char *mode)
+{
+    char *argv[] = {(char *)sampler, "--no-host", "-q", "-o", path, "--", (char *)producer,
+                    "-p", (char *)procs, "-t", (char *)threads, "-n", (char *)n, "-m",
+                    (char *)mode, NULL};
+    return run_argv(argv, NULL, 1);
+}
+
+static int file_has(const char *p, const char *needle)
+{
+    char buf[8192];
+    int fd = open(p, O_RDONLY);
+    ssize_t n;
+
+    if (fd < 0)
+        return 0;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    return strstr(buf, needle) != NULL;
+}
+
+/* ---- checking what landed ---- */
+
+struct landed {
+    uint64_t *keys; /* pid << 42 | tid << 20 | seq */
+    size_t n, cap;
+    uint64_t names_ok, stacks_ok;
+    size_t threads;       /* distinct (pid, tid) */
+    int all_prefixes;     /* every thread's seqs are exactly 1..k */
+    int unique;
+    uint32_t min_per_thread, max_per_thread;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void landed_analyse(struct landed *l)
+{
+    uint32_t run = 0;
+
+    qsort(l->keys, l->n, sizeof(*l->keys), cmp_u64);
+    l->unique = 1;
+    l->all_prefixes = 1;
+    l->min_per_thread = UINT32_MAX;
+    for (size_t i = 0; i < l->n; i++) {
+        int same = i > 0 && (l->keys[i] >> 20) == (l->keys[i - 1] >> 20);
+        if (i > 0 && l->keys[i] == l->keys[i - 1])
+            l->unique = 0;
+        if (!same) {
+            if (i > 0 && run < l->min_per_thread)
+                l->min_per_thread = run;
+            if (run > l->max_per_thread)
+                l->max_per_thread = run;
+            l->threads++;
+            run = 0;
+        }
+        run++;
+        if ((l->keys[i] & 0xfffff) != run)
+            l->all_prefixes = 0;
+    }
+    if (l->n && run < l->min_per_thread)
+        l->min_per_thread = run;
+    if (run > l->max_per_thread)
+        l->max_per_thread = run;
+}
+
+/* Read every CUDA record of the run into @p l. */
+static int landed_read(struct cs_run *r, struct landed *l)
+{
+    struct cs_cursor *c;
+    const struct cs_blk_hdr *h;
+    const void *recs;
+    struct cs_err err = {""};
+    int rc;
+
+    memset(l, 0, sizeof(*l));
+    CHECK_OK(cs_cursor_open(r, CS_REC_CUDA, 0, UINT64_MAX, &c));
+    while ((rc = cs_cursor_next(c, &h, &recs, &err)) == 1) {
+        const struct cs_rec_cuda *rec = recs;
+        if (l->n + h->n > l->cap) {
+            l->cap = (l->n + h->n) * 2;
+            l->keys = realloc(l->keys, l->cap * sizeof(*l->keys));
+            CHECK(l->keys != NULL);
+        }
+        for (uint32_t i = 0; i < h->n; i++) {
+            CHECK(rec[i].t_enter_ns >= h->ts_first_ns && rec[i].t_exit_ns <= h->ts_last_ns);
+            CHECK_EQ(rec[i].pid, h->pid);
+            l->keys[l->n++] = (uint64_t)rec[i].pid << 42 | (uint64_t)rec[i].tid << 20 | rec[i].seq;
+            l->names_ok += strcmp(cs_run_string(r, rec[i].name_id), "test_kernel_with_a_name") == 0;
+            l->stacks_ok += rec[i].stack_id != 0;
+        }
+    }
+    cs_cursor_close(c);
+    if (rc < 0)
+        fprintf(stderr, "%s\n", err.msg);
+    CHECK_OK(rc);
+    landed_analyse(l);
+    return 0;
+}
+
+static int count_flag(struct cs_run *r, uint32_t flag)
+{
+    size_t n;
+    const struct cs_proc *p = cs_run_procs(r, &n);
+    int k = 0;
+
+    for (size_t i = 0; i < n; i++)
+        k += (p[i].flags & flag) == flag;
+    return k;
+}
+
+/* ---- tests ---- */
+
+static int test_16_procs_4_threads_every_record_once(void)
+{
+    struct cs_run *r = cs_run_new();
+    struct landed l;
+    const struct cs_thread *th;
+    const struct cs_frame *f;
+    size_t nth, nf;
+    int prod_named = 0;
+
+    CHECK_EQ(run_producer("16", "4", "20000", "exit"), 0);
+    CHECK_OK(cs_run_open(r, path, NULL));
+    CHECK_EQ(cs_run_meta_u64(r, "cuda_dropped", 99), 0);
+    CHECK_EQ(cs_run_meta_u64(r, "clean_shutdown", 0), 1);
+    CHECK_STR(cs_run_meta(r, "sampler_tier"), "none");
+    CHECK_STR(cs_run_meta(r, "sampler_tier_reason"), "disabled");
+    CHECK_OK(landed_read(r, &l));
+    CHECK_EQ(l.n, 16 * 4 * 20000);
+    CHECK_EQ(cs_run_count(r, CS_REC_CUDA), 16 * 4 * 20000);
+    CHECK_EQ(l.unique, 1);
+    CHECK_EQ(l.threads, 64);
+    CHECK_EQ(l.all_prefixes, 1);
+    CHECK_EQ(l.min_per_thread, 20000);
+    CHECK_EQ(l.max_per_thread, 20000);
+    CHECK_EQ(l.names_ok, l.n);
+    CHECK_EQ(l.stacks_ok, l.n);
+    f = cs_run_stack(r, 1, &nf);
+    CHECK(f != NULL);
+    CHECK_EQ(nf, 2);
+    CHECK_EQ(f[1].offset, 0x5678);
+    CHECK_STR(cs_run_string(r, f[1].module_id), "test_kernel_with_a_name");
+    CHECK_EQ(count_flag(r, CS_PF_CUDA), 16);
+    CHECK_EQ(count_flag(r, CS_PF_CUDA | CS_PF_EXITED), 16);
+    CHECK_EQ(count_flag(r, CS_PF_ROOT), 1);
+    th = cs_run_threads(r, &nth);
+    for (size_t i = 0; i < nth; i++)
+        prod_named += strncmp(th[i].name, "prod-", 5) == 0;
+    CHECK_EQ(prod_named, 64);
+    free(l.keys);
+    cs_run_free(r);
+    return 0;
+}
+
+/* Producers leaving without any flush: everything pushed is in the file. */
+static int check_leaving(const char *mode)
+{
+    struct cs_run *r = cs_run_new();
+    struct landed l;
+    size_t n;
+    const struct cs_proc *p;
+    int exited = 0;
+
+    CHECK_EQ(run_producer("3", "4", "5000", mode), 0);
+    CHECK_OK(cs_run_open(r, path, NULL));
+    CHECK_OK(landed_read(r, &l));
+    CHECK_EQ(l.n, 3 * 4 * 5000);
+    CHECK_EQ(l.unique, 1);
+    CHECK_EQ(l.all_prefixes, 1);
+    p = cs_run_procs(r, &n);
+    for (size_t i = 0; i < n; i++)
+        if ((p[i].flags & CS_PF_CUDA) && (p[i].flags & CS_PF_EXITED) && p[i].exit_ns)
+            exited++;
+    CHECK_EQ(exited, 3);
+    free(l.keys);
+    cs_run_free(r);
+    return 0;
+}
+
+static int test_producer_exit_without_flush_keeps_records(void)
+{
+    return check_leaving("_exit");
+}
+
+static int test_producer_sigkill_keeps_records(void)
+{
+    return check_leaving("kill");
+}
+
+/* SIGKILL the collector mid-run: the file opens, every block decodes and
+ * each thread's records are a prefix of what it produced. */
+static int test_collector_sigkill_keeps_committed_blocks(void)
+{
+    char *argv[] = {(char *)sampler, "--no-host", "-q", "-o", path, "--", (char *)producer,
+                    "-p", "2", "-t", "2", "-m", "forever", "-r", "100", NULL};
+    struct cs_run *r = cs_run_new();
+    struct cs_err err = {""};
+    struct landed l;
+    pid_t pid;
+    int st;
+
+    CHECK_EQ(run_argv(argv, &pid, 0), 0);
+    usleep(1500 * 1000);
+    CHECK_EQ(kill(-pid, SIGKILL), 0); /* the sampler and its tree */
+    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECK(WIFSIGNALED(st));
+    CHECK_OK(cs_run_open(r, path, &err));
+    CHECK_EQ(cs_run_meta_u64(r, "clean_shutdown", 9), 0);
+    CHECK_OK(landed_read(r, &l));
+    CHECK(l.n > 0);
+    CHECK_EQ(l.unique, 1);
+    if (cs_run_meta_u64(r, "cuda_dropped", 1) == 0)
+        CHECK_EQ(l.all_prefixes, 1);
+    free(l.keys);
+    cs_run_free(r);
+    return 0;
+}
+
+static int test_exit_status_is_the_commands(void)
+{
+    char *a1[] = {(char *)sampler, "--no-host", "-q", "-o", path, "--", "/bin/sh", "-c",
+                  "exit 7", NULL};
+    char *a2[] = {(char *)sampler, "--no-host", "-q", "-o", path, "--", "/bin/sh", "-c",
+                  "kill -TERM $$", NULL};
+    char *a3[] = {(char *)sampler, "--no-host", "-q", "-o", path, "--", "/nonexistent/cmd",
+                  NULL};
+    int st;
+
+    st = run_argv(a1, NULL, 1);
+    CHECK(WIFEXITED(st));
+    CHECK_EQ(WEXITSTATUS(st), 7);
+    st = run_argv(a2, NULL, 1);
+    CHECK_EQ(WEXITSTATUS(st), 128 + SIGTERM);
+    st = run_argv(a3, NULL, 1);
+    CHECK_EQ(WEXITSTATUS(st), 127);
+    CHECK(file_has(errpath, "cudaspy-sampler: /nonexistent/cmd: No such file or directory"));
+    return 0;
+}
+
+static int test_tsc_records_become_monotonic_ns(void)
+{
+    struct cs_run *r = cs_run_new();
+    struct cs_cursor *c;
+    const struct cs_blk_hdr *h;
+    const void *recs;
+    uint64_t t0, t1, n = 0;
+
+    setenv("CUDASPY_CLOCK", "tsc", 1);
+    CHECK_EQ(run_producer("1", "2", "1000", "exit"), 0);
+    unsetenv("CUDASPY_CLOCK");
+    CHECK_OK(cs_run_open(r, path, NULL));
+    t0 = cs_run_meta_u64(r, "t_start_ns", 0);
+    t1 = cs_run_meta_u64(r, "t_end_ns", 0);
+    CHECK(t0 > 0 && t1 > t0);
+    CHECK(cs_run_meta_u64(r, "tsc_hz", 0) > 0);
+    CHECK_OK(cs_cursor_open(r, CS_REC_CUDA, 0, UINT64_MAX, &c));
+    while (cs_cursor_next(c, &h, &recs, NULL) == 1) {
+        const struct cs_rec_cuda *rec = recs;
+        for (uint32_t i = 0; i < h->n; i++, n++) {
+            CHECK(rec[i].t_enter_ns >= t0 && rec[i].t_exit_ns <= t1);
+            CHECK(rec[i].t_exit_ns >= rec[i].t_enter_ns);
+        }
+    }
+    cs_cursor_close(c);
+    CHECK_EQ(n, 2000);
+    cs_run_free(r);
+    return 0;
+}
+
+/* Connect to @p addr and send @p len bytes; @return 0 if sent. */
+static int send_raw(const char *addr, const void *b, size_t len)
+{
+    struct sockaddr_un sa;
+    socklen_t sl;
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0), rc;
+
+    if (fd < 0 || cs_sockaddr(addr, &sa, &sl) < 0)
+        return -1;
+    rc = connect(fd, (struct sockaddr *)&sa, sl) == 0 && send(fd, b, len, 0) == (ssize_t)len;
+    usleep(50 * 1000);
+    close(fd);
+    return rc ? 0 : -1;
+}
+
+static int test_malformed_clients_are_dropped(void)
+{
+    char addr[64];
+    char *argv[] = {(char *)sampler, "--no-host", "-o", path, "--listen", addr, "--",
+                    "/bin/sleep", "1.5", NULL};
+    struct cs_msg_hello h = {{CS_MSG_MAGIC, CS_RING_VERSION, CS_MSG_HELLO}, 1, 1, 0, 0,
+                             CS_CLOCK_MONO, 0, 0, 0, "x"};
+    struct cs_msg_seg s = {{CS_MSG_MAGIC, CS_RING_VERSION, CS_MSG_SEG}, 0, 16, 4096, 0, 0};
+    struct cs_run *r = cs_run_new();
+    pid_t pid;
+    int st;
+
+    snprintf(addr, sizeof(addr), "@cs-test-%d", (int)getpid());
+    CHECK_EQ(run_argv(argv, &pid, 0), 0);
+    usleep(300 * 1000);
+    CHECK_OK(send_raw(addr, "junk", 4));
+    h.cmdline_len = 100000;
+    CHECK_OK(send_raw(addr, &h, sizeof(h)));
+    h.cmdline_len = 0;
+    h.h.magic = 0;
+    CHECK_OK(send_raw(addr, &h, sizeof(h)));
+    CHECK_OK(send_raw(addr, &s, sizeof(s))); /* seg before hello, no fd */
+    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECK(WIFEXITED(st));
+    CHECK_EQ(WEXITSTATUS(st), 0);
+    CHECK(file_has(errpath, "malformed message; dropping it"));
+    CHECK(file_has(errpath, "cudaspy: "));
+    CHECK_OK(cs_run_open(r, path, NULL));
+    CHECK_EQ(cs_run_meta_u64(r, "clean_shutdown", 0), 1);
+    cs_run_free(r);
+    return 0;
+}
+
+static int test_attach_mode_ends_with_its_pid(void)
+{
+    char pidbuf[16];
+    char *argv[] = {(char *)sampler, "--no-host", "-q", "-o", path, "--pid", pidbuf,
+                    "--ready-fd", "5", NULL};
+    struct cs_run *r = cs_run_new();
+    pid_t child = fork(), pid;
+    int st, ready[2];
+    char c;
+
+    if (child == 0) {
+        usleep(800 * 1000);
+        _exit(0);
+    }
+    snprintf(pidbuf, sizeof(pidbuf), "%d", (int)child);
+    CHECK_EQ(pipe(ready), 0);
+    CHECK(dup2(ready[1], 5) == 5);
+    CHECK_EQ(run_argv(argv, &pid, 0), 0);
+    close(5);
+    close(ready[1]);
+    CHECK_EQ(read(ready[0], &c, 1), 1);
+    close(ready[0]);
+    CHECK(waitpid(child, &st, 0) == child); /* the sampler sees it gone */
+    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECK(WIFEXITED(st));
+    CHECK_EQ(WEXITSTATUS(st), 0);
+    CHECK_OK(cs_run_open(r, path, NULL));
+    CHECK_EQ(cs_run_meta_u64(r, "root_pid", 0), (uint64_t)child);
+    CHECK_EQ(count_flag(r, CS_PF_ROOT | CS_PF_PREATTACH), 1);
+    cs_run_free(r);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    char cmd[256];
+
+    if (argc != 3 || mkdtemp(dir) == NULL)
+        return 2;
+    sampler = argv[1];
+    producer = argv[2];
+    snprintf(path, sizeof(path), "%s/run.lmdb", dir);
+    snprintf(errpath, sizeof(errpath), "%s/stderr", dir);
+    setenv("CUDASPY_RING_KB", "4096", 1); /* holds every test's records: no drops */
+    RUN(test_16_procs_4_threads_every_record_once);
+    RUN(test_producer_exit_without_flush_keeps_records);
+    RUN(test_producer_sigkill_keeps_records);
+    RUN(test_collector_sigkill_keeps_committed_blocks);
+    RUN(test_exit_status_is_the_commands);
+    RUN(test_tsc_records_become_monotonic_ns);
+    RUN(test_malformed_clients_are_dropped);
+    RUN(test_attach_mode_ends_with_its_pid);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        return 2;
+    return check_status();
+}
