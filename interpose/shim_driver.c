@@ -257,13 +257,15 @@ static inline void ex_copy_3d(EX_ARGS)
 }
 
 /* cuMemcpyBatchAsync(dsts, srcs, sizes, count, ..., stream): stream is the
- * last argument (9 for the 12.8 form with failIdx, 8 for the 13.0 _v2). */
+ * last argument (9 for the 12.8 form with failIdx, 8 for the 13.0 _v2);
+ * aux is the number of copies in the batch. */
 static inline void ex_batch(EX_ARGS)
 {
     const size_t *sizes = (const size_t *)(uintptr_t)a[2];
 
     EX_UNUSED;
     r->dir = CS_DIR_DEFAULT;
+    r->aux = a[3];
     for (uint64_t i = 0; sizes && i < a[3] && i < (1u << 20); i++)
         r->bytes += sizes[i];
     shim_rec_stream(r, a[n - 1]);

@@ -9,14 +9,44 @@ target_link_libraries(test_shim_check PRIVATE cs_runfile)
 
 # cli.shim_<mode>_<client>: a fake client under `cudaspy record` and under
 # plain LD_PRELOAD, run file checked against the fake's expectation.
-function(shim_client_test client runtime)
+function(shim_client_test label client runtime)
   foreach(mode record preload)
-    add_test(NAME cli.shim_${mode}_${client}
+    add_test(NAME cli.shim_${mode}_${label}
              COMMAND ${SHIM_TEST_DIR}/cli/shim_client.sh ${CMAKE_BINARY_DIR} ${mode}
                      ${runtime} fake/${client} ${ARGN})
-    set_tests_properties(cli.shim_${mode}_${client} PROPERTIES LABELS cli TIMEOUT 90)
+    set_tests_properties(cli.shim_${mode}_${label} PROPERTIES LABELS cli TIMEOUT 90)
   endforeach()
 endfunction()
-shim_client_test(client_rt_shared shared)
-shim_client_test(client_rt_static static)
-shim_client_test(client_rt_ptds shared)
+shim_client_test(rt_shared client_rt_shared shared)
+shim_client_test(rt_static client_rt_static static)
+shim_client_test(rt_ptds client_rt_ptds shared)
+
+# Our own clients, next to the fakes (they find libcuda.so.1 through $ORIGIN).
+function(shim_client name src)
+  add_executable(${name} ${SHIM_TEST_DIR}/unit/${src})
+  fake_output(${name})
+  target_link_libraries(${name} PRIVATE fake_expect fake_cuda pthread)
+endfunction()
+shim_client(test_shim_errno test_shim_errno.c)
+shim_client(test_shim_fork test_shim_fork.c)
+shim_client_test(direct test_shim_errno static)
+
+add_test(NAME cli.shim_errno
+         COMMAND ${SHIM_TEST_DIR}/cli/shim_errno.sh ${CMAKE_BINARY_DIR})
+add_test(NAME cli.shim_fork
+         COMMAND ${SHIM_TEST_DIR}/cli/shim_fork.sh ${CMAKE_BINARY_DIR} 64 4 25)
+set_tests_properties(cli.shim_errno cli.shim_fork PROPERTIES LABELS cli TIMEOUT 120)
+
+# dlsym(RTLD_NEXT) stays relative to its real caller.
+add_library(shim_rtld_a SHARED ${SHIM_TEST_DIR}/unit/test_shim_rtld_a.c)
+add_library(shim_rtld_wrap SHARED ${SHIM_TEST_DIR}/unit/test_shim_rtld_wrap.c)
+target_link_libraries(shim_rtld_wrap PRIVATE ${CMAKE_DL_LIBS})
+add_executable(test_shim_rtld ${SHIM_TEST_DIR}/unit/test_shim_rtld.c)
+target_link_libraries(test_shim_rtld PRIVATE shim_rtld_wrap shim_rtld_a ${CMAKE_DL_LIBS})
+target_link_options(test_shim_rtld PRIVATE -Wl,--no-as-needed)
+add_test(NAME cli.shim_rtld_next
+         COMMAND ${SHIM_TEST_DIR}/cli/shim_rtld_next.sh ${CMAKE_BINARY_DIR})
+add_test(NAME cli.shim_dlsym_tailcall
+         COMMAND ${SHIM_TEST_DIR}/cli/shim_dlsym_tailcall.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(cli.shim_rtld_next cli.shim_dlsym_tailcall PROPERTIES LABELS cli
+                     TIMEOUT 60)

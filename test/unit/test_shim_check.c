@@ -189,7 +189,8 @@ static void tally_rec(struct tally *t, const struct expect *e, struct cs_run *ru
     if (layer != CS_LAYER_DRIVER)
         return;
     if (cs_api_table[api].family == CS_FAM_COPY && r->result == 0) {
-        t->copy_n[r->dir <= CS_DIR_DEFAULT ? r->dir : 0]++;
+        int batch = api == CS_API_cuMemcpyBatchAsync || api == CS_API_cuMemcpyBatchAsync_v2;
+        t->copy_n[r->dir <= CS_DIR_DEFAULT ? r->dir : 0] += batch ? r->aux : 1;
         t->copy_bytes[r->dir <= CS_DIR_DEFAULT ? r->dir : 0] += r->bytes;
         if (r->flags & CS_CF_PINNED)
             t->pinned++;

@@ -1,0 +1,11 @@
+#!/bin/bash
+# shim_fork.sh BUILD WORKERS THREADS ITERS: forked workers with threads each
+# record into their own ring; every process's records match what it did.
+. "$(dirname "$0")/shim_common.sh"
+mkdir "$T/exp"
+FAKECUDA_EXPECT="$T/exp/%p.exp" timeout 100 "$B/cudaspy" record -o "$T/run.lmdb" --no-host -- \
+    "$B/fake/test_shim_fork" "$@" >"$T/out" || fail "test_shim_fork exited $? (hang?)"
+n=$(ls "$T/exp" | wc -l)
+[ "$n" -eq $(($1 + 1)) ] || fail "expectation files: got $n, want $(($1 + 1))"
+"$B/test_shim_check" --wait 30 --runtime static "$T/run.lmdb" "$T"/exp/*.exp ||
+    fail "run file does not match what the processes did"
