@@ -70,11 +70,10 @@ struct cs_rec_cuda {
     uint16_t block[3];   /* launch block (threads) */
     uint16_t pad0;
     uint32_t stack_id;   /* native stack (stacks db), 0 = none */
-    uint32_t pad1;
     uint64_t aux;        /* kind-specific: event handle for event syncs, host
                             pointer for copies, graph exec for graph launches */
 };
-_Static_assert(sizeof(struct cs_rec_cuda) == 104, "cs_rec_cuda is 104 bytes");
+_Static_assert(sizeof(struct cs_rec_cuda) == 96, "cs_rec_cuda is 96 bytes, no hidden padding");
 
 /* ---- host records (the sampler) ---- */
 
