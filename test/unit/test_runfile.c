@@ -311,8 +311,8 @@ static int test_corrupt_block_is_reported(void)
     struct cs_cursor *c;
     const struct cs_blk_hdr *h;
     const void *recs;
-    uint8_t v[32 + 104 * 2] = {0};
-    struct cs_blk_hdr bad = {.n = 3, .kind = CS_REC_CUDA, .rec_size = 104};
+    uint8_t v[32 + 96 * 2] = {0};
+    struct cs_blk_hdr bad = {.n = 3, .kind = CS_REC_CUDA, .rec_size = 96};
     int rc;
 
     CHECK_OK(write_sample(path));
@@ -324,8 +324,8 @@ static int test_corrupt_block_is_reported(void)
         ;
     cs_cursor_close(c);
     CHECK_ERR(rc, CS_E_CORRUPT);
-    CHECK(strstr(err.msg, "cuda_blk: block ts=0 seq=255: header says 3 records of 104 bytes, "
-                          "value has 240 bytes") != NULL);
+    CHECK(strstr(err.msg, "cuda_blk: block ts=0 seq=255: header says 3 records of 96 bytes, "
+                          "value has 224 bytes") != NULL);
     bad.kind = 77;
     memcpy(v, &bad, sizeof(bad));
     CHECK_OK(put_raw_block(path, v, sizeof(v)));
