@@ -25,3 +25,15 @@ if(TARGET cudaspy-analyze)
                    ${CMAKE_BINARY_DIR}/npm-trace-engine)
   set_tests_properties(cli.export_devtools PROPERTIES LABELS slow TIMEOUT 360 SKIP_RETURN_CODE 77)
 endif()
+
+# Export and HTML report of a real run file (shim + sampler on the fake driver).
+# fake.cmake (included after this file) defines client_rt_shared from fake/client_rt.c.
+if(TARGET cudaspy-analyze AND TARGET cudaspy_launcher AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fake/client_rt.c)
+  foreach(case export_real html_real)
+    add_test(NAME cli.${case}
+             COMMAND sh ${CS_EXPORT_DIR}/export_real.sh ${case} $<TARGET_FILE:cudaspy-analyze>
+                     $<TARGET_FILE:cudaspy_launcher> $<TARGET_FILE:client_rt_shared>
+                     $<TARGET_FILE:check_trace> ${CMAKE_CURRENT_BINARY_DIR}/export/${case})
+    set_tests_properties(cli.${case} PROPERTIES LABELS unit TIMEOUT 120 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()

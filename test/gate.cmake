@@ -20,3 +20,15 @@ if(TARGET cudaspy-analyze)
     set_tests_properties(cli.gate_${case} PROPERTIES LABELS unit TIMEOUT 60)
   endforeach()
 endif()
+
+# The same verdicts on real run files: launcher + sampler + shim recording the
+# fake runtime/driver client with injected cuStreamSynchronize latency.
+if(TARGET cudaspy-analyze AND TARGET cudaspy_launcher AND TARGET client_rt_shared)
+  foreach(case real_identical real_regress real_few_calls real_corrupt real_roundtrip)
+    add_test(NAME cli.gate_${case}
+             COMMAND sh ${CS_GATE_DIR}/gate_real.sh ${case} $<TARGET_FILE:cudaspy-analyze>
+                     $<TARGET_FILE:cudaspy_launcher> $<TARGET_FILE:client_rt_shared>
+                     ${CMAKE_CURRENT_BINARY_DIR}/gate/${case})
+    set_tests_properties(cli.gate_${case} PROPERTIES LABELS unit TIMEOUT 60)
+  endforeach()
+endif()

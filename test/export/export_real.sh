@@ -1,0 +1,29 @@
+#!/bin/sh
+# export_real.sh: cli.export_real / cli.html_real on a REAL run file (launcher +
+# sampler + shim recording the fake runtime/driver client, host sampling on).
+# Usage: export_real.sh CASE ANALYZE CUDASPY CLIENT CHECK_TRACE WORKDIR
+set -u
+case_=$1 analyze=$2 cudaspy=$3 client=$4 check=$5 dir=$6
+rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
+fail() { echo "FAIL $case_: $*" >&2; exit 1; }
+FAKECUDA_LAT_NS="cuStreamSynchronize=200000" FAKECUDA_LAT_MODE=sleep \
+    "$cudaspy" record -q -o run.lmdb -- "$client" 200 16 >rec.log 2>&1 || { cat rec.log >&2; fail record; }
+case $case_ in
+export_real)
+    "$analyze" export --chrome t.json run.lmdb || fail export
+    "$check" t.json || fail "check_trace rejects the export"
+    grep -q '"name":"cuStreamSynchronize"' t.json || fail "no sync slices"
+    grep -q '"name":"thread_name"' t.json || fail "no thread names"
+    ;;
+html_real)
+    command -v chromium >/dev/null || { echo "skip: no chromium"; exit 77; }
+    "$analyze" report --html r.html run.lmdb || fail report
+    timeout 90 chromium --headless=new --disable-gpu --no-sandbox --no-first-run \
+        --user-data-dir="$dir/profile" --dump-dom "file://$dir/r.html" >dom.html 2>chromium.log ||
+        fail chromium
+    grep -q '<title>cudaspy report: ok</title>' dom.html ||
+        { grep -o '<title>[^<]*</title>' dom.html >&2; fail "page did not finish rendering"; }
+    ;;
+*) fail "unknown case" ;;
+esac
+echo "ok   $case_"

@@ -1,0 +1,59 @@
+#!/bin/sh
+# gate_real.sh: cli.gate_real_* cases on REAL run files: the real launcher,
+# sampler and shim recording the fake runtime/driver client, with the
+# fake driver's injected cuStreamSynchronize latency (FAKECUDA_LAT_NS).
+# Usage: gate_real.sh CASE ANALYZE CUDASPY CLIENT WORKDIR
+set -u
+case_=$1 analyze=$2 cudaspy=$3 client=$4 dir=$5
+rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
+fail() { echo "FAIL $case_: $*" >&2; exit 1; }
+expect_rc() { # want cmd...
+    want=$1; shift
+    "$@" >out.txt 2>err.txt; rc=$?
+    [ "$rc" -eq "$want" ] || { cat out.txt err.txt >&2; fail "$* exited $rc, want $want"; }
+}
+record() { # OUT SYNC_NS ITERS
+    FAKECUDA_LAT_NS="cuStreamSynchronize=$2" "$cudaspy" record -q -o "$1" -- "$client" "$3" 16 \
+        >"$1.log" 2>&1 || { cat "$1.log" >&2; fail "recording $1"; }
+}
+syncs=cuStreamSynchronize,cudaStreamSynchronize
+record base.lmdb 100000 1000
+case $case_ in
+real_identical)
+    # a run against itself passes on every API; a second recording of the
+    # same workload passes on the syncs (other APIs are too noisy on a
+    # shared 2-core box to assert without timing flakes)
+    expect_rc 0 "$analyze" gate --baseline base.lmdb base.lmdb
+    grep -q '^cuStreamSynchronize .* 1.00x .* ok$' out.txt || fail "sync row"
+    record again.lmdb 100000 1000
+    expect_rc 0 "$analyze" gate --baseline base.lmdb --api $syncs again.lmdb
+    ;;
+real_regress)  # 3x slower syncs fail, naming the API
+    record slow.lmdb 300000 1000
+    expect_rc 1 "$analyze" gate --baseline base.lmdb slow.lmdb
+    grep -q '^cuStreamSynchronize .*REGRESSED' out.txt || fail "cuStreamSynchronize not flagged"
+    grep -q '^cudaspy-analyze: gate: cuStreamSynchronize: p99 regressed' err.txt || fail stderr
+    ;;
+real_few_calls)  # 50 iterations: 51 syncs < --min-calls 100, passes with a note
+    record short.lmdb 300000 50
+    expect_rc 0 "$analyze" gate --baseline base.lmdb --api $syncs short.lmdb
+    grep -q '^cuStreamSynchronize .*too few calls: not judged: 1001/51 calls, need 100' out.txt ||
+        fail "no note"
+    ;;
+real_corrupt)
+    record slow.lmdb 300000 1000
+    head -c 20000 base.lmdb > cut.lmdb
+    expect_rc 2 "$analyze" gate --baseline cut.lmdb slow.lmdb
+    grep -q '^cudaspy-analyze: cut.lmdb' err.txt || fail message
+    ;;
+real_roundtrip)  # saved summary of a real run: same verdict as the run file
+    record slow.lmdb 300000 1000
+    "$analyze" summary --save base.json base.lmdb || fail summary
+    expect_rc 1 "$analyze" gate --json --baseline base.lmdb slow.lmdb
+    mv out.txt from_run.json
+    expect_rc 1 "$analyze" gate --json --baseline base.json slow.lmdb
+    cmp from_run.json out.txt || fail "verdict differs"
+    ;;
+*) fail "unknown case" ;;
+esac
+echo "ok   $case_"
