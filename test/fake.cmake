@@ -83,3 +83,31 @@ function(fake_test stem src)
 endfunction()
 
 fake_test(fake_procaddr test_fake_procaddr.c)
+
+# Driver clients: Triton-style dlsym, cuBLAS-style cuGetProcAddress, PLT.
+fake_client(client_dlsym client_dlsym.c)
+fake_client(client_gpa client_gpa.c)
+fake_client(client_direct client_direct.c)
+target_link_libraries(client_direct PRIVATE fake_cuda)
+fake_client(client_forker client_forker.c)
+target_link_libraries(client_forker PRIVATE fake_cuda)
+fake_client(client_rtnext client_rtnext.c)
+foreach(c client_dlsym client_gpa client_rtnext)
+  add_dependencies(${c} fake_cuda)
+endforeach()
+fake_test(fake_clients test_fake_clients.c)
+add_dependencies(test_fake_clients client_rt_shared client_rt_static client_rt_ptds
+  client_dlsym client_gpa client_direct client_forker client_rtnext)
+fake_test(fake_inject test_fake_inject.c)
+target_link_libraries(test_fake_inject PRIVATE fake_cudart)
+
+# A static-runtime program exports no cuda* symbol: an interposer cannot see it.
+add_test(NAME unit.fake_static_exports
+  COMMAND sh -c "nm -D --defined-only client_rt_static | grep -c ' cuda' | grep -qx 0"
+  WORKING_DIRECTORY ${FAKE_OUT})
+set_tests_properties(unit.fake_static_exports PROPERTIES LABELS unit)
+add_test(NAME unit.fake_rtnext COMMAND client_rtnext load WORKING_DIRECTORY ${FAKE_OUT})
+set_tests_properties(unit.fake_rtnext PROPERTIES LABELS unit PASS_REGULAR_EXPRESSION
+  "RTLD_NEXT:puts libc[.]so[.]6 puts .*RTLD_DEFAULT:cuInit libcuda[.]so[.]1 cuInit")
+fake_test(fake_sim test_fake_sim.c)
+target_link_libraries(test_fake_sim PRIVATE fake_cuda)

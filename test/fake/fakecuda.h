@@ -16,7 +16,8 @@
 int fakecuda_expect_write(FILE *f);
 typedef int (*fakecuda_expect_write_fn)(FILE *f);
 
-/** Calls of export @p export_name so far in this process (0 if unknown). */
+/** Calls of export @p export_name so far in this process (0 if unknown);
+ * NULL: calls of all exports together. */
 uint64_t fakecuda_calls(const char *export_name);
 typedef uint64_t (*fakecuda_calls_fn)(const char *export_name);
 
