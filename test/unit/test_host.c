@@ -1,0 +1,278 @@
+/* test_host.c: the host sampler (tier A) against a real process tree.
+ * Drives host_new/open/pollfds/drain/finish in-process with an in-memory
+ * collector, then compares what it recorded with what each workload thread
+ * measured about itself (/proc status, thread CPU clock, schedstat). */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "../sampler/fake_collector.h"
+#include "../sampler/workload.h"
+#include "host.h"
+#include "procfs.h"
+
+#define MAX_REP 32
+
+static struct collector *col;
+static struct wl_report rep[MAX_REP];
+static int nrep;
+static pid_t root_pid;
+static int run_rc;
+
+/* Trace the workload tree to its end with tier @p tier. */
+static int run_tree(char tier, int scale)
+{
+    struct host_opts o = {.force_tier = tier, .offcpu_min_ns = 1, .runq_min_ns = 1,
+                          .ring_pages = 2048};
+    struct cs_err err = {{0}};
+    struct wl w;
+    struct host *h;
+    int status, root_done = 0;
+    uint64_t deadline;
+
+    col = fake_collector_new();
+    CHECK_OK(wl_start(&w, scale));
+    root_pid = w.root;
+    o.root = w.root;
+    h = host_new(&o);
+    CHECK(h != NULL);
+    if (host_open(h, col, &err) < 0) {
+        fprintf(stderr, "host_open: %s\n", err.msg);
+        kill(w.root, SIGKILL);
+        return -1;
+    }
+    wl_go(&w);
+    deadline = procfs_now_ns() + 50000000000ull;
+    while ((nrep < w.nexpect || !root_done) && procfs_now_ns() < deadline) {
+        struct pollfd fds[64];
+        int n = host_pollfds(h, fds, 64);
+
+        poll(fds, (nfds_t)n, 50);
+        host_drain(h, procfs_now_ns());
+        wl_read(&w, rep, MAX_REP, &nrep);
+        if (!root_done && waitpid(w.root, &status, WNOHANG) == w.root)
+            root_done = 1;
+    }
+    for (int i = 0; i < 3; i++) {
+        usleep(20000);
+        host_drain(h, procfs_now_ns());
+    }
+    CHECK_OK(host_finish(h, procfs_now_ns()));
+    host_free(h);
+    CHECK_EQ(nrep, w.nexpect);
+    CHECK(root_done);
+    return 0;
+}
+
+/* Off-CPU time of @p tid inside [t0, t1] and switch-outs that started there. */
+static uint64_t perf_off(uint32_t tid, uint64_t t0, uint64_t t1, uint64_t *vol, uint64_t *invol)
+{
+    uint64_t off = 0;
+    const struct cs_rec_offcpu *r;
+
+    *vol = *invol = 0;
+    for (size_t i = 0; (r = fake_rec(col, CS_REC_OFFCPU, i)) != NULL; i++) {
+        uint64_t a = r->t_start_ns > t0 ? r->t_start_ns : t0;
+        uint64_t b = r->t_end_ns < t1 ? r->t_end_ns : t1;
+
+        if (r->tid != tid)
+            continue;
+        if (b > a)
+            off += b - a;
+        if (r->t_start_ns >= t0 && r->t_start_ns <= t1) {
+            if (r->cls == CS_OFF_PREEMPT)
+                (*invol)++;
+            else
+                (*vol)++;
+        }
+    }
+    return off;
+}
+
+/* |got - want| <= pct% of want, plus @p slack. */
+static int near(uint64_t got, uint64_t want, double pct, uint64_t slack)
+{
+    double d = fabs((double)got - (double)want);
+
+    return d <= (double)want * pct / 100.0 + (double)slack;
+}
+
+/* Switch-outs of @p tid that started in [t0, t1]. */
+static void perf_switches(uint32_t tid, uint64_t t0, uint64_t t1, uint64_t *vol, uint64_t *invol)
+{
+    perf_off(tid, t0, t1, vol, invol);
+}
+
+/* perf counts over [t0a, t1]; switches inside the two snapshot brackets
+ * may or may not be in the status deltas, so they widen the interval. */
+static int counts_agree(const struct wl_report *r, int preempt)
+{
+    uint64_t v, i, va, ia, vb, ib, got, amb, want;
+
+    perf_switches(r->tid, r->t0a, r->t1, &v, &i);
+    perf_switches(r->tid, r->t0a, r->t0, &va, &ia);
+    perf_switches(r->tid, r->t1a, r->t1, &vb, &ib);
+    got = preempt ? i : v;
+    amb = preempt ? ia + ib : va + vb;
+    want = preempt ? r->invol1 - r->invol0 : r->vol1 - r->vol0;
+    if (want + amb + want / 100 < got || got + want / 100 < want) {
+        fprintf(stderr, "tid %u %s: %s perf %llu (+-%llu) status %llu\n", r->tid, r->comm,
+                preempt ? "invol" : "vol", (unsigned long long)got, (unsigned long long)amb,
+                (unsigned long long)want);
+        return 0;
+    }
+    return 1;
+}
+
+static int test_switch_counts_match_status(void)
+{
+    for (int i = 0; i < nrep; i++) {
+        CHECK(counts_agree(&rep[i], 0));
+        CHECK(counts_agree(&rep[i], 1));
+    }
+    return 0;
+}
+
+static int test_on_off_cpu_match_thread_clock(void)
+{
+    for (int i = 0; i < nrep; i++) {
+        const struct wl_report *r = &rep[i];
+        uint64_t vol, invol, span = r->t1 - r->t0;
+        uint64_t off = perf_off(r->tid, r->t0, r->t1, &vol, &invol);
+        uint64_t on = span - off, on_true = r->cpu1 - r->cpu0, off_true = span - on_true;
+
+        if (!near(on, on_true, 2.0, span / 50) || !near(off, off_true, 2.0, span / 50))
+            fprintf(stderr, "tid %u %s: on %llu/%llu off %llu/%llu us\n", r->tid, r->comm,
+                    (unsigned long long)on / 1000, (unsigned long long)on_true / 1000,
+                    (unsigned long long)off / 1000, (unsigned long long)off_true / 1000);
+        CHECK(near(on, on_true, 2.0, span / 50));
+        CHECK(near(off, off_true, 2.0, span / 50));
+    }
+    return 0;
+}
+
+static int test_every_process_in_table_with_parent_and_comm(void)
+{
+    for (int i = 0; i < nrep; i++) {
+        const struct cs_proc *p = fake_proc(col, rep[i].pid);
+
+        CHECK(p != NULL);
+        if (!(p->flags & CS_PF_EXITED))
+        {
+            fprintf(stderr, "pid %u %s: flags %#x\n", p->pid, p->comm, p->flags);
+            for (size_t k = 0; k < col->nthreads; k++)
+                if (col->threads[k].pid == p->pid)
+                    fprintf(stderr, "  tid %u exit %llu\n", col->threads[k].tid,
+                            (unsigned long long)col->threads[k].exit_ns);
+        }
+        CHECK_EQ(p->ppid, rep[i].ppid);
+        if (rep[i].tid == rep[i].pid)
+            CHECK_STR(p->comm, rep[i].comm);
+        CHECK(p->flags & CS_PF_EXITED);
+        CHECK(p->exit_ns >= rep[i].t1);
+        CHECK_EQ(!!(p->flags & CS_PF_PREATTACH), rep[i].preattach || rep[i].pid == (uint32_t)root_pid);
+    }
+    CHECK(fake_proc(col, (uint32_t)root_pid)->flags & CS_PF_ROOT);
+    CHECK(fake_proc(col, (uint32_t)getpid()) == NULL);
+    return 0;
+}
+
+static int test_threads_have_names(void)
+{
+    for (int i = 0; i < nrep; i++) {
+        const struct cs_thread *t = fake_thread(col, rep[i].tid);
+
+        CHECK(t != NULL);
+        CHECK_EQ(t->pid, rep[i].pid);
+        CHECK(t->exit_ns >= rep[i].t1);
+    }
+    return 0;
+}
+
+static int test_page_allocs_match_touched_pages(void)
+{
+    const struct cs_rec_pwin *w;
+    uint32_t pid = 0;
+    uint64_t allocs = 0;
+
+    for (int i = 0; i < nrep; i++)
+        if (rep[i].kind == WL_PAGES)
+            pid = rep[i].pid;
+    CHECK(pid != 0);
+    for (size_t i = 0; (w = fake_rec(col, CS_REC_PWIN, i)) != NULL; i++)
+        if (w->pid == pid)
+            allocs += w->page_allocs;
+    fprintf(stderr, "page allocs %llu, touched %u\n", (unsigned long long)allocs, WL_PAGES_K);
+    CHECK(near(allocs, WL_PAGES_K, 10.0, 0));
+    return 0;
+}
+
+static int test_pwin_switches_sum_to_records(void)
+{
+    const struct cs_rec_pwin *w;
+    const struct cs_rec_offcpu *r;
+    uint64_t vw = 0, iw = 0, vr = 0, ir = 0;
+    uint32_t pid = rep[0].pid;
+
+    for (size_t i = 0; (w = fake_rec(col, CS_REC_PWIN, i)) != NULL; i++)
+        if (w->pid == pid) {
+            vw += w->vcsw;
+            iw += w->ivcsw;
+            CHECK(w->t_end_ns > w->t_start_ns);
+        }
+    for (size_t i = 0; (r = fake_rec(col, CS_REC_OFFCPU, i)) != NULL; i++)
+        if (r->pid == pid)
+            *(r->cls == CS_OFF_PREEMPT ? &ir : &vr) += 1;
+    CHECK(vw >= vr && vw <= vr + 3);
+    CHECK(iw >= ir && iw <= ir + 3);
+    return 0;
+}
+
+static int test_syswin_every_window(void)
+{
+    const struct cs_rec_syswin *w;
+    size_t n = 0;
+
+    for (size_t i = 0; (w = fake_rec(col, CS_REC_SYSWIN, i)) != NULL; i++, n++) {
+        CHECK(w->busy_permille <= 1000);
+        CHECK(w->ncpu >= 1);
+    }
+    CHECK(n > 10);
+    return 0;
+}
+
+static int test_meta_says_tier_a(void)
+{
+    CHECK_STR(fake_meta(col, "sampler_tier"), "A");
+    CHECK(fake_meta(col, "host_lost") != NULL);
+    CHECK_STR(fake_meta(col, "host_lost"), "0");
+    return 0;
+}
+
+int main(void)
+{
+    if (geteuid() != 0) {
+        fprintf(stderr, "skip: needs root for tier A\n");
+        return 77;
+    }
+    run_rc = run_tree('A', 1);
+    if (run_rc < 0)
+        return 1;
+    RUN(test_switch_counts_match_status);
+    RUN(test_on_off_cpu_match_thread_clock);
+    RUN(test_every_process_in_table_with_parent_and_comm);
+    RUN(test_threads_have_names);
+    RUN(test_page_allocs_match_touched_pages);
+    RUN(test_pwin_switches_sum_to_records);
+    RUN(test_syswin_every_window);
+    RUN(test_meta_says_tier_a);
+    fake_collector_free(col);
+    return check_status();
+}
