@@ -111,3 +111,14 @@ set_tests_properties(unit.fake_rtnext PROPERTIES LABELS unit PASS_REGULAR_EXPRES
   "RTLD_NEXT:puts libc[.]so[.]6 puts .*RTLD_DEFAULT:cuInit libcuda[.]so[.]1 cuInit")
 fake_test(fake_sim test_fake_sim.c)
 target_link_libraries(test_fake_sim PRIVATE fake_cuda)
+
+# The workload `make demo` traces (scripts/demo.sh): simulated GPU.
+fake_client(demo_workload demo_workload.c)
+target_link_libraries(demo_workload PRIVATE fake_cudart m)
+add_dependencies(demo_workload fake_cuda)
+foreach(mode workers direct)
+  add_test(NAME unit.fake_demo_${mode} COMMAND demo_workload ${mode} 24 4096
+    WORKING_DIRECTORY ${FAKE_OUT})
+  set_tests_properties(unit.fake_demo_${mode} PROPERTIES LABELS unit TIMEOUT 60
+    PASS_REGULAR_EXPRESSION "simulated GPU [(]fake driver[)].*24 steps in.*checksum [0-9a-f]+")
+endforeach()

@@ -27,7 +27,8 @@ static void expand_path(const char *path, char *buf, size_t n)
 static void write_driver(FILE *f)
 {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    fakecuda_expect_write_fn fn = lib ? (fakecuda_expect_write_fn)dlsym(lib, "fakecuda_expect_write") : NULL;
+    fakecuda_expect_write_fn fn =
+        lib ? (fakecuda_expect_write_fn)dlsym(lib, "fakecuda_expect_write") : NULL;
     if (fn)
         fn(f);
     else

@@ -101,7 +101,7 @@ static CUresult mem_alloc(void **p, size_t len, enum fake_mem_kind kind)
     size_t rounded = (len + 255) & ~(size_t)255;
     void *q = NULL;
     if (posix_memalign(&q, 256, rounded) != 0)
-        return kind == FAKE_MEM_PINNED ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_OUT_OF_MEMORY;
+        return CUDA_ERROR_OUT_OF_MEMORY;
     if (range_add(q, rounded, kind, 0) != 0) {
         free(q);
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -262,7 +262,8 @@ FAKE_API CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute 
         return CUDA_ERROR_INVALID_VALUE; /* pageable host memory is unknown to the driver */
     switch (attr) {
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-        *(unsigned int *)data = r.kind == FAKE_MEM_PINNED ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+        *(unsigned int *)data =
+            r.kind == FAKE_MEM_PINNED ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
         *(CUdeviceptr *)data = ptr;
@@ -300,7 +301,8 @@ FAKE_API CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t len, size
     FAKE_ENTER(cuMemAddressReserve);
     if (ptr == NULL || len == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    void *p = mmap((void *)addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *p = mmap((void *)addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+                   0);
     if (p == MAP_FAILED)
         return CUDA_ERROR_OUT_OF_MEMORY;
     *ptr = (CUdeviceptr)p;
@@ -392,7 +394,9 @@ static enum fake_dir copy_dir(void *dst, const void *src, enum fake_dir hint, in
     if (d == FAKE_DIR_N)
         d = is_dev(ks) ? (is_dev(kd) ? FAKE_DIR_DTOD : FAKE_DIR_DTOH)
                        : (is_dev(kd) ? FAKE_DIR_HTOD : FAKE_DIR_HTOH);
-    *is_pinned = d == FAKE_DIR_HTOD ? ks == FAKE_MEM_PINNED : d == FAKE_DIR_DTOH && kd == FAKE_MEM_PINNED;
+    *is_pinned = d == FAKE_DIR_HTOD   ? ks == FAKE_MEM_PINNED
+                 : d == FAKE_DIR_DTOH ? kd == FAKE_MEM_PINNED
+                                      : 0;
     return d;
 }
 
