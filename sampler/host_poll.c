@@ -43,7 +43,10 @@ static int has_thread(const struct host_poll *p, uint32_t tid)
     return 0;
 }
 
-static int add_thread(struct host_poll *p, pid_t pid, pid_t tid)
+/* Threads found after the first sweep were born after attach: their
+ * counters started at zero, so a zero baseline keeps what they did before
+ * we saw them. Threads of the first sweep start from what they show now. */
+static int add_thread(struct host_poll *p, pid_t pid, pid_t tid, int first)
 {
     struct pthr *t;
 
@@ -68,6 +71,7 @@ static int add_thread(struct host_poll *p, pid_t pid, pid_t tid)
         pthr_close(t);
         return 0;
     }
+    t->valid = !first;
     p->n++;
     return 0;
 }
@@ -93,7 +97,7 @@ static void rescan(struct host *h, uint64_t t, int first)
         }
         if (procfs_tids(pid, &tids) == 0)
             for (size_t k = 0; k < tids.n; k++)
-                add_thread(p, pid, tids.v[k]);
+                add_thread(p, pid, tids.v[k], first);
         procfs_pids_free(&tids);
     }
     procfs_pids_free(&tree);

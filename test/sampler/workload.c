@@ -19,7 +19,7 @@
 #define WL_WAITERS 3 /* root, pre-attach child, pre-attach grandchild */
 
 static int go_r = -1, rep_w = -1, ready_w = -1;
-static int scale_g = 1;
+static int scale_g = 1, linger_ms_g;
 
 static uint64_t clk(clockid_t id)
 {
@@ -160,6 +160,8 @@ static void run_job(const struct job *j)
     snap(&r.t1a, &r.t1, &r.cpu1, &r.ss_on1, &r.ss_rd1, &r.vol1, &r.invol1);
     if (write(rep_w, &r, sizeof(r)) != (ssize_t)sizeof(r))
         _exit(3);
+    if (linger_ms_g)
+        sleep_ns(linger_ms_g * 1000000l);
 }
 
 static void *thread_main(void *arg)
@@ -268,13 +270,14 @@ static void root_main(void)
     _exit(0);
 }
 
-int wl_start(struct wl *w, int scale)
+int wl_start(struct wl *w, int scale, int linger_ms)
 {
     int go[2], rep[2], ready[2];
     char buf[WL_WAITERS];
 
     memset(w, 0, sizeof(*w));
     w->scale = scale_g = scale > 0 ? scale : 1;
+    linger_ms_g = linger_ms;
     if (pipe(go) < 0 || pipe(rep) < 0 || pipe(ready) < 0)
         return -errno;
     go_r = go[0], rep_w = rep[1], ready_w = ready[1];

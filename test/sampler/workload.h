@@ -37,8 +37,9 @@ struct wl {
 };
 
 /** Fork the tree; returns once the pre-attach part is forked and waiting.
- * @return 0 or -errno */
-int wl_start(struct wl *w, int scale);
+ * Every process lingers @p linger_ms asleep after its report, so pollers
+ * see its final counters. @return 0 or -errno */
+int wl_start(struct wl *w, int scale, int linger_ms);
 
 /** Let the tree run. */
 void wl_go(struct wl *w);

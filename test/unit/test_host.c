@@ -2,140 +2,30 @@
  * Drives host_new/open/pollfds/drain/finish in-process with an in-memory
  * collector, then compares what it recorded with what each workload thread
  * measured about itself (/proc status, thread CPU clock, schedstat). */
-#include <errno.h>
-#include <math.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../check.h"
-#include "../sampler/fake_collector.h"
-#include "../sampler/workload.h"
-#include "host.h"
-#include "procfs.h"
+#include "../sampler/harness.h"
 
-#define MAX_REP 32
-
+static struct hrun run;
 static struct collector *col;
-static struct wl_report rep[MAX_REP];
+static struct wl_report *rep;
 static int nrep;
 static pid_t root_pid;
-static int run_rc;
 
-/* Trace the workload tree to its end with tier @p tier. */
-static int run_tree(char tier, int scale)
-{
-    struct host_opts o = {.force_tier = tier, .offcpu_min_ns = 1, .runq_min_ns = 1,
-                          .ring_pages = 2048};
-    struct cs_err err = {{0}};
-    struct wl w;
-    struct host *h;
-    int status, root_done = 0;
-    uint64_t deadline;
-
-    col = fake_collector_new();
-    CHECK_OK(wl_start(&w, scale));
-    root_pid = w.root;
-    o.root = w.root;
-    h = host_new(&o);
-    CHECK(h != NULL);
-    if (host_open(h, col, &err) < 0) {
-        fprintf(stderr, "host_open: %s\n", err.msg);
-        kill(w.root, SIGKILL);
-        return -1;
-    }
-    wl_go(&w);
-    deadline = procfs_now_ns() + 50000000000ull;
-    while ((nrep < w.nexpect || !root_done) && procfs_now_ns() < deadline) {
-        struct pollfd fds[64];
-        int n = host_pollfds(h, fds, 64);
-
-        poll(fds, (nfds_t)n, 50);
-        host_drain(h, procfs_now_ns());
-        wl_read(&w, rep, MAX_REP, &nrep);
-        if (!root_done && waitpid(w.root, &status, WNOHANG) == w.root)
-            root_done = 1;
-    }
-    for (int i = 0; i < 3; i++) {
-        usleep(20000);
-        host_drain(h, procfs_now_ns());
-    }
-    CHECK_OK(host_finish(h, procfs_now_ns()));
-    host_free(h);
-    CHECK_EQ(nrep, w.nexpect);
-    CHECK(root_done);
-    return 0;
-}
-
-/* Off-CPU time of @p tid inside [t0, t1] and switch-outs that started there. */
 static uint64_t perf_off(uint32_t tid, uint64_t t0, uint64_t t1, uint64_t *vol, uint64_t *invol)
 {
-    uint64_t off = 0;
-    const struct cs_rec_offcpu *r;
-
-    *vol = *invol = 0;
-    for (size_t i = 0; (r = fake_rec(col, CS_REC_OFFCPU, i)) != NULL; i++) {
-        uint64_t a = r->t_start_ns > t0 ? r->t_start_ns : t0;
-        uint64_t b = r->t_end_ns < t1 ? r->t_end_ns : t1;
-
-        if (r->tid != tid)
-            continue;
-        if (b > a)
-            off += b - a;
-        if (r->t_start_ns >= t0 && r->t_start_ns <= t1) {
-            if (r->cls == CS_OFF_PREEMPT)
-                (*invol)++;
-            else
-                (*vol)++;
-        }
-    }
-    return off;
+    return hrun_off(&run, tid, t0, t1, vol, invol);
 }
 
-/* |got - want| <= pct% of want, plus @p slack. */
-static int near(uint64_t got, uint64_t want, double pct, uint64_t slack)
-{
-    double d = fabs((double)got - (double)want);
-
-    return d <= (double)want * pct / 100.0 + (double)slack;
-}
-
-/* Switch-outs of @p tid that started in [t0, t1]. */
-static void perf_switches(uint32_t tid, uint64_t t0, uint64_t t1, uint64_t *vol, uint64_t *invol)
-{
-    perf_off(tid, t0, t1, vol, invol);
-}
-
-/* perf counts over [t0a, t1]; switches inside the two snapshot brackets
- * may or may not be in the status deltas, so they widen the interval. */
-static int counts_agree(const struct wl_report *r, int preempt)
-{
-    uint64_t v, i, va, ia, vb, ib, got, amb, want;
-
-    perf_switches(r->tid, r->t0a, r->t1, &v, &i);
-    perf_switches(r->tid, r->t0a, r->t0, &va, &ia);
-    perf_switches(r->tid, r->t1a, r->t1, &vb, &ib);
-    got = preempt ? i : v;
-    amb = preempt ? ia + ib : va + vb;
-    want = preempt ? r->invol1 - r->invol0 : r->vol1 - r->vol0;
-    if (want + amb + want / 100 < got || got + want / 100 < want) {
-        fprintf(stderr, "tid %u %s: %s perf %llu (+-%llu) status %llu\n", r->tid, r->comm,
-                preempt ? "invol" : "vol", (unsigned long long)got, (unsigned long long)amb,
-                (unsigned long long)want);
-        return 0;
-    }
-    return 1;
-}
+#define near hrun_near
 
 static int test_switch_counts_match_status(void)
 {
     for (int i = 0; i < nrep; i++) {
-        CHECK(counts_agree(&rep[i], 0));
-        CHECK(counts_agree(&rep[i], 1));
+        CHECK(hrun_counts_agree(&run, &rep[i], 0));
+        CHECK(hrun_counts_agree(&run, &rep[i], 1));
     }
     return 0;
 }
@@ -258,13 +148,19 @@ static int test_meta_says_tier_a(void)
 
 int main(void)
 {
+    struct host_opts o = {.force_tier = 'A', .offcpu_min_ns = 1, .runq_min_ns = 1,
+                          .ring_pages = 2048};
+
     if (geteuid() != 0) {
         fprintf(stderr, "skip: needs root for tier A\n");
         return 77;
     }
-    run_rc = run_tree('A', 1);
-    if (run_rc < 0)
+    if (hrun_tree(&run, o, 1, 0) < 0)
         return 1;
+    col = run.c;
+    rep = run.rep;
+    nrep = run.nrep;
+    root_pid = run.root;
     RUN(test_switch_counts_match_status);
     RUN(test_on_off_cpu_match_thread_clock);
     RUN(test_every_process_in_table_with_parent_and_comm);

@@ -1,0 +1,38 @@
+/* harness.h: runs the host sampler in-process over the workload tree
+ * (workload.h) into the in-memory collector, and the comparisons the
+ * host tests share. Test-only. */
+#ifndef CUDASPY_TEST_HARNESS_H
+#define CUDASPY_TEST_HARNESS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "fake_collector.h"
+#include "host.h"
+#include "workload.h"
+
+#define HRUN_MAX_REP 32
+
+struct hrun {
+    struct collector *c;
+    struct wl_report rep[HRUN_MAX_REP];
+    int nrep, nexpect;
+    pid_t root;
+};
+
+/** Trace the workload tree (scale, linger_ms: see wl_start) to its end with
+ * options @p o (root filled in). @return 0, or -1 with a message on stderr */
+int hrun_tree(struct hrun *r, struct host_opts o, int scale, int linger_ms);
+
+/** Off-CPU ns of @p tid clipped to [t0, t1]; switch-outs that began there. */
+uint64_t hrun_off(const struct hrun *r, uint32_t tid, uint64_t t0, uint64_t t1, uint64_t *vol,
+                  uint64_t *invol);
+
+/** Do perf's voluntary (@p preempt 0) or involuntary switch counts of report
+ * @p w agree with its /proc status deltas? Prints the numbers when not. */
+int hrun_counts_agree(const struct hrun *r, const struct wl_report *w, int preempt);
+
+/** |got - want| <= pct % of want + slack */
+int hrun_near(uint64_t got, uint64_t want, double pct, uint64_t slack);
+
+#endif
