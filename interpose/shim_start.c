@@ -136,7 +136,8 @@ static void spawn_child(const struct start_plan *p, int ready_fd, int null_fd)
     _exit(127);
 }
 
-/* Wait for the sampler's ready byte; EOF or timeout means it failed. */
+/* Wait for the sampler's ready byte. @return 0, -ETIMEDOUT, or -EPIPE when
+ * it closed the pipe first (could not exec, or failed to start). */
 static int wait_ready(int fd)
 {
     struct pollfd pfd = {.fd = fd, .events = POLLIN};
@@ -146,9 +147,11 @@ static int wait_ready(int fd)
     do
         r = poll(&pfd, 1, START_WAIT_MS);
     while (r < 0 && errno == EINTR);
-    if (r <= 0)
-        return -1;
-    return read(fd, &c, 1) == 1 ? 0 : -1;
+    if (r == 0)
+        return -ETIMEDOUT;
+    if (r < 0)
+        return -errno;
+    return read(fd, &c, 1) == 1 ? 0 : -EPIPE;
 }
 
 static int spawn(struct start_plan *p, int pipe_r, int pipe_w, int null_fd)
@@ -160,7 +163,7 @@ static int spawn(struct start_plan *p, int pipe_r, int pipe_w, int null_fd)
         spawn_child(p, pipe_w, null_fd);
     close(pipe_w);
     if (pid < 0)
-        return -1;
+        return -errno;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
     return wait_ready(pipe_r);
@@ -169,12 +172,14 @@ static int spawn(struct start_plan *p, int pipe_r, int pipe_w, int null_fd)
 int shim_start_collector(void)
 {
     struct start_plan p;
-    int fds[2], null_fd, rc = -1;
+    int fds[2], null_fd, rc = -EINVAL;
     char why[4400];
 
     memset(&p, 0, sizeof(p));
     null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (null_fd >= 0 && pipe2(fds, O_CLOEXEC) == 0) {
+    if (null_fd < 0 || pipe2(fds, O_CLOEXEC) != 0) {
+        rc = -errno;
+    } else {
         if (plan_make(&p, fds[1]) == 0)
             rc = spawn(&p, fds[0], fds[1], null_fd);
         else
@@ -189,8 +194,15 @@ int shim_start_collector(void)
         shim_ring_set_sock(p.addr);
         return 0;
     }
-    snprintf(why, sizeof(why), "cannot start %s (no ready signal within %d ms)",
-             p.sampler[0] ? p.sampler : "cudaspy-sampler", START_WAIT_MS);
+    if (rc == -ETIMEDOUT)
+        snprintf(why, sizeof(why), "cannot start %s (not ready within %d ms)",
+                 p.sampler[0] ? p.sampler : "cudaspy-sampler", START_WAIT_MS);
+    else if (rc == -EPIPE)
+        snprintf(why, sizeof(why), "cannot start %s (it exited before it was ready)",
+                 p.sampler[0] ? p.sampler : "cudaspy-sampler");
+    else
+        snprintf(why, sizeof(why), "cannot start %s (%s)",
+                 p.sampler[0] ? p.sampler : "cudaspy-sampler", strerror(-rc));
     shim_ring_stop(why);
     setenv("CUDASPY_DISABLE", "1", 1); /* descendants stay quiet too */
     return -1;

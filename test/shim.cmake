@@ -50,3 +50,11 @@ add_test(NAME cli.shim_dlsym_tailcall
          COMMAND ${SHIM_TEST_DIR}/cli/shim_dlsym_tailcall.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(cli.shim_rtld_next cli.shim_dlsym_tailcall PROPERTIES LABELS cli
                      TIMEOUT 60)
+
+foreach(case disable exec_child stacks)
+  add_test(NAME cli.shim_${case} COMMAND ${SHIM_TEST_DIR}/cli/shim_${case}.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(cli.shim_${case} PROPERTIES LABELS cli TIMEOUT 90)
+endforeach()
+add_test(NAME fault.shim_no_sampler
+         COMMAND ${SHIM_TEST_DIR}/cli/shim_no_sampler.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(fault.shim_no_sampler PROPERTIES LABELS fault TIMEOUT 60)

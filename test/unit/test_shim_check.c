@@ -32,6 +32,7 @@ struct expect {
     int nkernels;
     char kname[MAX_KERNELS][128];
     uint64_t klaunch[MAX_KERNELS];
+    uint64_t replays; /* graph replays of any kernel: some launch was captured */
 };
 
 static int failures;
@@ -77,9 +78,11 @@ static void expect_line(struct expect *e, const char *line)
         e->pageable = n;
     } else if (sscanf(line, "memset bytes %llu", &n) == 1) {
         e->memset_bytes = n;
-    } else if (sscanf(line, "kernel %127s %llu", a, &n) == 2 && e->nkernels < MAX_KERNELS) {
+    } else if (sscanf(line, "kernel %127s %llu %llu", a, &n, &m) == 3 &&
+               e->nkernels < MAX_KERNELS) {
         snprintf(e->kname[e->nkernels], sizeof(e->kname[0]), "%s", a);
         e->klaunch[e->nkernels++] = n;
+        e->replays += m;
     }
 }
 
@@ -175,9 +178,12 @@ static void check_calls(const struct expect *e, uint64_t got[2][CS_API_COUNT][3]
 struct tally {
     uint64_t calls[2][CS_API_COUNT][3];
     uint64_t copy_n[CS_DIR_DEFAULT + 1], copy_bytes[CS_DIR_DEFAULT + 1];
-    uint64_t pinned, pageable, unflagged, memset_bytes, launches, named;
+    uint64_t pinned, pageable, unflagged, memset_bytes, launches, named, captured;
+    uint64_t stacks_wanted, stacks_got;
     uint64_t klaunch[MAX_KERNELS];
 };
+
+static int want_stacks; /* --stacks: every synchronous call has a native stack */
 
 static void tally_rec(struct tally *t, const struct expect *e, struct cs_run *run,
                       const struct cs_rec_cuda *r)
@@ -201,8 +207,15 @@ static void tally_rec(struct tally *t, const struct expect *e, struct cs_run *ru
     }
     if (cs_api_table[api].family == CS_FAM_MEMSET && r->result == 0)
         t->memset_bytes += r->bytes;
+    if (want_stacks && cs_api_table[api].family == CS_FAM_SYNC) {
+        size_t nf = 0;
+        const struct cs_frame *f = r->stack_id ? cs_run_stack(run, r->stack_id, &nf) : NULL;
+        t->stacks_wanted++;
+        t->stacks_got += f && nf > 0 && f[0].module_id && cs_run_string(run, f[0].module_id)[0];
+    }
     if (is_kernel_launch(api) && r->result == 0) {
         t->launches++;
+        t->captured += (r->flags & CS_CF_CAPTURING) != 0;
         if (r->flags & CS_CF_HAS_NAME) {
             const char *name = cs_run_string(run, r->name_id);
             t->named += name[0] != '\0';
@@ -248,6 +261,12 @@ static void check_kernels(const struct expect *e, const struct tally *t)
         if (t->klaunch[k] != e->klaunch[k])
             FAIL("pid %u: kernel %s: got %llu named launches, want %llu", e->pid, e->kname[k],
                  (unsigned long long)t->klaunch[k], (unsigned long long)e->klaunch[k]);
+    if (e->replays && t->captured == 0)
+        FAIL("pid %u: captured launches: got none flagged, want some (graphs were replayed)",
+             e->pid);
+    if (t->stacks_wanted != t->stacks_got)
+        FAIL("pid %u: sync calls with a native stack: got %llu of %llu, want all", e->pid,
+             (unsigned long long)t->stacks_got, (unsigned long long)t->stacks_wanted);
     if (t->launches && t->named * 100 < t->launches * 99)
         FAIL("pid %u: named launches: got %llu of %llu, want >= 99 %%", e->pid,
              (unsigned long long)t->named, (unsigned long long)t->launches);
@@ -308,6 +327,32 @@ static void check_pid(const struct expect *e, struct cs_run *run, const struct r
     free(t);
 }
 
+static int pid_listed(const unsigned *pids, int n, unsigned pid)
+{
+    for (int k = 0; k < n; k++)
+        if (pids[k] == pid)
+            return 1;
+    return 0;
+}
+
+/* Processes that made no CUDA call (no expectation file) record nothing
+ * and register no ring. */
+static void check_other_pids(struct cs_run *run, const struct recs *all, const unsigned *pids,
+                             int n)
+{
+    size_t np = 0;
+    const struct cs_proc *p = cs_run_procs(run, &np);
+
+    for (size_t i = 0; i < all->n; i++)
+        if (!pid_listed(pids, n, all->r[i].pid)) {
+            FAIL("pid %u: has CUDA records but made no CUDA call", all->r[i].pid);
+            break;
+        }
+    for (size_t i = 0; i < np; i++)
+        if ((p[i].flags & CS_PF_CUDA) && !pid_listed(pids, n, p[i].pid))
+            FAIL("pid %u (%.16s): registered a ring but made no CUDA call", p[i].pid, p[i].comm);
+}
+
 int main(int argc, char **argv)
 {
     int wait_s = 0, runtime = 1, none = 0, i = 1;
@@ -321,6 +366,8 @@ int main(int argc, char **argv)
             runtime = strcmp(argv[++i], "shared") == 0;
         else if (strcmp(argv[i], "--none") == 0)
             none = 1;
+        else if (strcmp(argv[i], "--stacks") == 0)
+            want_stacks = 1;
         else
             break;
     }
@@ -335,12 +382,17 @@ int main(int argc, char **argv)
         return 1;
     if (none && all.n)
         FAIL("%s: got %zu CUDA records, want none", argv[i], all.n);
-    for (int k = i + 1; k < argc; k++) {
+    unsigned *pids = calloc((size_t)argc, sizeof(*pids));
+    for (int k = i + 1; k < argc && pids; k++) {
         struct expect *e = malloc(sizeof(*e));
-        if (e && expect_read(e, argv[k]) == 0)
+        if (e && expect_read(e, argv[k]) == 0) {
             check_pid(e, run, &all, runtime);
+            pids[k] = e->pid;
+        }
         free(e);
     }
+    check_other_pids(run, &all, pids, argc);
+    free(pids);
     free(all.r);
     cs_run_free(run);
     return failures ? 1 : 0;
