@@ -29,6 +29,9 @@ set_target_properties(fake_cuda PROPERTIES OUTPUT_NAME cuda SOVERSION 1
   C_VISIBILITY_PRESET hidden)
 target_compile_options(fake_cuda PRIVATE ${FAKE_NO_ICF})
 target_link_libraries(fake_cuda PRIVATE pthread)
+# The table's pointers must be the driver's own functions even when a
+# preloaded library exports the same names, as in the real driver.
+target_link_options(fake_cuda PRIVATE -Wl,-Bsymbolic-functions)
 
 
 # The fake runtime: shared (as the real libcudart.so.13) and static.
@@ -38,7 +41,8 @@ set_target_properties(fake_cudart PROPERTIES OUTPUT_NAME cudart SOVERSION 13
   C_VISIBILITY_PRESET hidden)
 target_compile_options(fake_cudart PRIVATE ${FAKE_NO_ICF})
 target_link_libraries(fake_cudart PRIVATE ${CMAKE_DL_LIBS} pthread)
-target_link_options(fake_cudart PRIVATE -Wl,--version-script=${FAKE_SRC}/fake_runtime.map)
+target_link_options(fake_cudart PRIVATE -Wl,--version-script=${FAKE_SRC}/fake_runtime.map
+  -Wl,-Bsymbolic-functions)
 set_target_properties(fake_cudart PROPERTIES LINK_DEPENDS ${FAKE_SRC}/fake_runtime.map)
 
 add_library(fake_cudart_static STATIC ${FAKE_SRC}/fake_runtime.c)
@@ -122,3 +126,12 @@ foreach(mode workers direct)
   set_tests_properties(unit.fake_demo_${mode} PROPERTIES LABELS unit TIMEOUT 60
     PASS_REGULAR_EXPRESSION "simulated GPU [(]fake driver[)].*24 steps in.*checksum [0-9a-f]+")
 endforeach()
+
+add_library(fake_interposer SHARED ${FAKE_SRC}/fake_interposer.c)
+fake_output(fake_interposer)
+target_link_libraries(fake_interposer PRIVATE ${CMAKE_DL_LIBS})
+add_dependencies(test_fake_procaddr fake_interposer)
+add_test(NAME unit.fake_procaddr_preloaded COMMAND test_fake_procaddr
+  WORKING_DIRECTORY ${FAKE_OUT})
+set_tests_properties(unit.fake_procaddr_preloaded PROPERTIES LABELS "unit;nosan" TIMEOUT 60
+  ENVIRONMENT "LD_PRELOAD=${FAKE_OUT}/libfake_interposer.so")

@@ -1,6 +1,8 @@
 /* test_fake_procaddr.c: unit.fake_procaddr: the fake driver's
  * cuGetProcAddress(_v2) answers (base name, version, flags) with the exact
- * export a real driver would, checked by name with dladdr. */
+ * export a real driver would, checked by name and object with dladdr.
+ * unit.fake_procaddr_preloaded runs it again under LD_PRELOAD of a library
+ * exporting some of the same names: the answers must not change. */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -23,6 +25,9 @@ static const char *resolved(const char *sym, int version, cuuint64_t flags)
         return "";
     if (dladdr(p, &info) == 0 || info.dli_sname == NULL || info.dli_saddr != p)
         return "";
+    const char *slash = strrchr(info.dli_fname, '/');
+    if (strcmp(slash ? slash + 1 : info.dli_fname, "libcuda.so.1") != 0)
+        return "(not in libcuda.so.1)";
     return info.dli_sname;
 }
 
