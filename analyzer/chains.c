@@ -1,5 +1,1156 @@
-/* chains.c: findings (chains.h). */
+/* chains.c: findings (chains.h). Two sources of evidence:
+ *  - tails: each outlier call (>= p99 of a heavy-tailed API) is decomposed
+ *    within its own [t_enter, t_exit] window, never over the whole run;
+ *  - the run: preemption, D-state and worker waits of the CUDA threads, the
+ *    GPU feed, copies, allocations, syncs and launches.
+ * Each cause becomes at most one finding; its impact is the time it cost
+ * (the excess, not the calls' whole duration), which sets the severity and
+ * the order. Text is built here; report.c only lays it out. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "chains.h"
+#include "cudaspy/api.h"
+#include "procs.h"
+
+#define MS 1000000ull
+#define HOLDERS 16
+#define TOP_EX 3
+
+enum cause {
+    C_PIPE, C_TREE, C_EXT, C_PAGE, C_PAGEABLE, C_SYNC, C_CHURN, C_LAUNCH, C_IO, C_GPU, C_COUNT
+};
+
+static const char *const cause_names[C_COUNT] = {
+    "data_pipeline_starvation", "cpu_contention_tree", "cpu_contention_external",
+    "page_alloc_pressure", "pageable_memcpy", "sync_per_iteration", "alloc_churn",
+    "launch_bound", "io_wait", "gpu_bound"};
+
+/* A process that held the CPU while a CUDA thread waited for it. */
+struct holder {
+    uint32_t run, pid, proc;
+    uint64_t ns, n;
+};
+
+/* The calls that show a cause best: the most cause time first. */
+struct examples {
+    uint64_t call[TOP_EX];
+    uint64_t ns[TOP_EX];
+};
+
+/* Outlier decomposition of one heavy-tailed API. */
+struct tail {
+    const struct stats_row *row;
+    uint64_t n, out_ns, excess_ns;
+    uint64_t cause_ns[C_COUNT]; /* C_TREE, C_EXT, C_PIPE (sleep woken by worker), C_IO, C_PAGE */
+    uint64_t oncpu_ns, sleep_ns, other_ns;
+    uint64_t busy_x_ns, busy_ns; /* syswin busy permille x overlap, overlap */
+    uint64_t pa_hot_n, pa_win_allocs, pa_win_ns;
+    struct examples ex[C_COUNT];
+};
+
+struct finding {
+    int cause;
+    uint64_t impact_ns;
+    const struct tail *tail; /* the API whose tail this cause explains most, or NULL */
+    const struct stats_row *row;
+    json_t *evidence, *timeline, *examples;
+    char summary[512], rec[640];
+};
+
+struct ctx {
+    const struct model *m;
+    struct stats_table *t;
+    const struct feed *f;
+    uint64_t wall_ns;
+    struct tail *tails;
+    uint64_t *pa_median; /* per process: page allocations per second, median window */
+    struct holder holders[2][HOLDERS]; /* [0] tree, [1] outside; over the whole run */
+    uint64_t run_pre[2], run_pre_n[2], run_disk, run_disk_n;
+    struct examples run_ex[C_COUNT];
+    struct finding fnd[C_COUNT];
+};
+
+/* ---- small helpers ---- */
+
+static const char *fmt_ns(char *buf, size_t n, uint64_t ns)
+{
+    if (ns < 1000)
+        snprintf(buf, n, "%" PRIu64 " ns", ns);
+    else if (ns < MS)
+        snprintf(buf, n, "%.1f us", (double)ns / 1e3);
+    else if (ns < 1000 * MS)
+        snprintf(buf, n, "%.1f ms", (double)ns / 1e6);
+    else
+        snprintf(buf, n, "%.2f s", (double)ns / 1e9);
+    return buf;
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+    return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static void jaddf(json_t *arr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void jaddf(json_t *arr, const char *fmt, ...)
+{
+    char buf[768];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    json_array_append_new(arr, json_string(buf));
+}
+
+static uint64_t rel(const struct model *m, uint32_t run, uint64_t t)
+{
+    uint64_t t0 = m->runs[run].t0_ns;
+    return t > t0 ? t - t0 : 0;
+}
+
+static void tl_add(json_t *tl, const struct model *m, uint32_t run, uint64_t t, const char *layer,
+                   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void tl_add(json_t *tl, const struct model *m, uint32_t run, uint64_t t, const char *layer,
+                   const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    uint64_t r = rel(m, run, t);
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    json_array_append_new(tl, json_pack("{s:I, s:f, s:s, s:s}", "t_ns", (json_int_t)r, "t_s",
+                                        (double)r / 1e9, "layer", layer, "text", buf));
+}
+
+static void ex_keep(struct examples *e, uint64_t call, uint64_t ns)
+{
+    int i = TOP_EX;
+
+    if (ns == 0)
+        return;
+    while (i > 0 && e->ns[i - 1] < ns) {
+        if (i < TOP_EX) {
+            e->ns[i] = e->ns[i - 1];
+            e->call[i] = e->call[i - 1];
+        }
+        i--;
+    }
+    if (i < TOP_EX) {
+        e->ns[i] = ns;
+        e->call[i] = call;
+    }
+}
+
+static void holder_add(struct holder *h, uint32_t run, uint32_t pid, uint32_t proc, uint64_t ns)
+{
+    int small = 0;
+
+    for (int i = 0; i < HOLDERS; i++) {
+        if (h[i].n && h[i].run == run && h[i].pid == pid) {
+            h[i].ns += ns;
+            h[i].n++;
+            return;
+        }
+        if (h[i].ns < h[small].ns)
+            small = i;
+    }
+    if (h[small].n == 0 || h[small].ns < ns)
+        h[small] = (struct holder){run, pid, proc, ns, 1};
+}
+
+static int cmp_holder(const void *a, const void *b)
+{
+    const struct holder *x = a, *y = b;
+    return x->ns > y->ns ? -1 : x->ns < y->ns;
+}
+
+static const char *api_name(const struct m_call *c, char *buf, size_t n)
+{
+    return cs_api_display((enum cs_api)c->api, (enum cs_variant)c->variant, buf, n);
+}
+
+/* ---- outliers, each in its own window ---- */
+
+/* Page allocations per second of each process's median pwin window. */
+static int pa_medians(struct ctx *x)
+{
+    const struct model *m = x->m;
+    uint64_t *v;
+
+    x->pa_median = calloc(m->nproc + 1, sizeof(*x->pa_median));
+    if (x->pa_median == NULL)
+        return -1;
+    for (uint32_t p = 0; p < m->nproc; p++) {
+        const struct m_proc *pr = &m->proc[p];
+        if (!pr->has_cuda || pr->npwin == 0)
+            continue;
+        if ((v = malloc(pr->npwin * sizeof(*v))) == NULL)
+            return -1;
+        for (uint64_t i = 0; i < pr->npwin; i++) {
+            const struct cs_rec_pwin *w = &m->pwin[pr->first_pwin + i];
+            uint64_t len = w->t_end_ns > w->t_start_ns ? w->t_end_ns - w->t_start_ns : 1;
+            v[i] = (uint64_t)((double)w->page_allocs * 1e9 / (double)len);
+        }
+        stats_sort(v, pr->npwin, NULL);
+        x->pa_median[p] = stats_rank(v, pr->npwin, 500);
+        free(v);
+    }
+    return 0;
+}
+
+/* Page allocations of process @p p within [t0, t1), pro rata of each window. */
+static double pa_in(const struct model *m, uint32_t p, uint64_t t0, uint64_t t1)
+{
+    const struct m_proc *pr = &m->proc[p];
+    uint64_t end = pr->first_pwin + pr->npwin;
+    double sum = 0;
+
+    for (uint64_t i = model_pwin_after(m, p, t0); i < end && m->pwin[i].t_start_ns < t1; i++) {
+        const struct cs_rec_pwin *w = &m->pwin[i];
+        uint64_t len = w->t_end_ns - w->t_start_ns;
+        if (len)
+            sum += (double)w->page_allocs *
+                   (double)model_overlap(w->t_start_ns, w->t_end_ns, t0, t1) / (double)len;
+    }
+    return sum;
+}
+
+static void sys_in(const struct model *m, uint32_t run, uint64_t t0, uint64_t t1, uint64_t *bx,
+                   uint64_t *bn)
+{
+    uint64_t end = m->runs[run].first_sys + m->runs[run].nsys;
+
+    for (uint64_t i = model_sys_after(m, run, t0); i < end && m->sys[i].t_start_ns < t1; i++) {
+        uint64_t d = model_overlap(m->sys[i].t_start_ns, m->sys[i].t_end_ns, t0, t1);
+        *bx += d * m->sys[i].busy_permille;
+        *bn += d;
+    }
+}
+
+static void outlier(struct ctx *x, struct tail *tl, uint64_t ci)
+{
+    const struct model *m = x->m;
+    const struct m_call *c = &m->call[ci];
+    const struct m_thread *th = &m->thr[c->thr];
+    const struct m_proc *p = &m->proc[th->proc];
+    uint64_t t0 = c->t_enter_ns, t1 = c->t_exit_ns, dur = t1 - t0, off = 0;
+    uint64_t cz[C_COUNT] = {0}, end = th->first_off + th->noff;
+
+    tl->n++;
+    tl->out_ns += dur;
+    tl->excess_ns += dur > tl->row->s.p50_ns ? dur - tl->row->s.p50_ns : 0;
+    for (uint64_t i = model_off_after(m, c->thr, t0); i < end && m->off[i].t_start_ns < t1; i++) {
+        const struct m_off *o = &m->off[i];
+        uint64_t d = model_overlap(o->t_start_ns, o->t_end_ns, t0, t1);
+        off += d;
+        if (o->cls == CS_OFF_PREEMPT) {
+            cz[(o->flags & CS_HF_HOLDER_IN_TREE) ? C_TREE : C_EXT] += d;
+        } else if (o->cls == CS_OFF_DISK) {
+            cz[C_IO] += d;
+        } else if (o->cls == CS_OFF_SLEEP || o->cls == CS_OFF_BLOCKED) {
+            uint32_t w = o->waker_pid ? model_find_proc(m, p->run, o->waker_pid) : M_NONE;
+            tl->sleep_ns += d;
+            if (w != M_NONE && m->proc[w].role == M_ROLE_WORKER)
+                cz[C_PIPE] += d;
+        } else {
+            tl->other_ns += d;
+        }
+    }
+    tl->oncpu_ns += dur > off ? dur - off : 0;
+    sys_in(m, p->run, t0, t1, &tl->busy_x_ns, &tl->busy_ns);
+    if (p->npwin && dur) {
+        double a = pa_in(m, th->proc, t0, t1), rate = a * 1e9 / (double)dur;
+        tl->pa_win_allocs += (uint64_t)a;
+        tl->pa_win_ns += dur;
+        if (a >= 64 && rate >= 4.0 * (double)x->pa_median[th->proc]) {
+            tl->pa_hot_n++;
+            cz[C_PAGE] = dur > off ? dur - off : 0; /* allocation work is done on CPU */
+        }
+    }
+    for (int k = 0; k < C_COUNT; k++) {
+        tl->cause_ns[k] += cz[k];
+        ex_keep(&tl->ex[k], ci, cz[k]);
+    }
+    ex_keep(&tl->ex[C_GPU], ci, dur); /* C_GPU slot: worst calls overall */
+}
+
+static int heavy(const struct analysis_opts *o, struct stats_row *r)
+{
+    if (r->is_nested || r->s.count < o->tail_min_calls || r->s.p50_ns == 0)
+        return 0;
+    return (double)r->s.p99_ns >= o->tail_ratio * (double)r->s.p50_ns;
+}
+
+static int tails(struct ctx *x)
+{
+    const struct model *m = x->m;
+
+    x->tails = calloc(x->t->nrow + 1, sizeof(*x->tails));
+    if (x->tails == NULL || pa_medians(x) < 0)
+        return -1;
+    for (uint32_t i = 0; i < x->t->nrow; i++) {
+        struct stats_row *r = &x->t->row[i];
+        r->p99_gate = heavy(&m->opts, r) ? r->s.p99_ns : 0;
+        x->tails[i].row = r;
+    }
+    for (uint64_t i = 0; i < m->ncall; i++) {
+        const struct m_call *c = &m->call[i];
+        const struct stats_row *r;
+        if (c->flags & CS_CF_NESTED || !m->proc[m->thr[c->thr].proc].selected)
+            continue;
+        r = stats_table_row(x->t, c);
+        if (r && r->p99_gate && model_dur(c) >= r->p99_gate)
+            outlier(x, &x->tails[r - x->t->row], i);
+    }
+    return 0;
+}
+
+/* ---- the whole run: CUDA threads' preemption and D-state ---- */
+
+/* Index of the call of thread @p t running at @p ts, or M_NONE-ish ~0. */
+static uint64_t call_at(const struct model *m, uint32_t t, uint64_t ts)
+{
+    const struct m_thread *th = &m->thr[t];
+    uint64_t lo = th->first_call, hi = lo + th->ncalls;
+
+    while (lo < hi) { /* first call entered after ts */
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (m->call[mid].t_enter_ns <= ts)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (uint64_t i = lo; i > th->first_call; i--) { /* outermost call containing ts */
+        const struct m_call *c = &m->call[i - 1];
+        if (c->t_exit_ns > ts && !(c->flags & CS_CF_NESTED))
+            return i - 1;
+        if (ts - c->t_enter_ns > 10000 * MS)
+            break;
+    }
+    return ~0ull;
+}
+
+static void run_host(struct ctx *x)
+{
+    const struct model *m = x->m;
+
+    for (uint32_t t = 0; t < m->nthr; t++) {
+        const struct m_thread *th = &m->thr[t];
+        const struct m_proc *p = &m->proc[th->proc];
+        const struct m_run *r = &m->runs[p->run];
+        if (th->ncalls == 0 || !p->selected)
+            continue;
+        for (uint64_t i = th->first_off; i < th->first_off + th->noff; i++) {
+            const struct m_off *o = &m->off[i];
+            uint64_t d = model_overlap(o->t_start_ns, o->t_end_ns, r->win_lo_ns, r->win_hi_ns);
+            uint64_t ci;
+            int k;
+            if (o->cls == CS_OFF_DISK) {
+                x->run_disk += d;
+                x->run_disk_n++;
+                if ((ci = call_at(m, t, o->t_start_ns)) != ~0ull)
+                    ex_keep(&x->run_ex[C_IO], ci, d);
+                continue;
+            }
+            if (o->cls != CS_OFF_PREEMPT)
+                continue;
+            k = (o->flags & CS_HF_HOLDER_IN_TREE) ? 0 : 1;
+            x->run_pre[k] += d;
+            x->run_pre_n[k]++;
+            if (o->holder_pid)
+                holder_add(x->holders[k], p->run, o->holder_pid,
+                           model_find_proc(m, p->run, o->holder_pid), d);
+            if ((ci = call_at(m, t, o->t_start_ns)) != ~0ull)
+                ex_keep(&x->run_ex[k ? C_EXT : C_TREE], ci, d);
+        }
+    }
+    for (int k = 0; k < 2; k++)
+        qsort(x->holders[k], HOLDERS, sizeof(x->holders[k][0]), cmp_holder);
+}
+
+/* ---- timelines and examples ---- */
+
+static int cmp_tl(const void *a, const void *b)
+{
+    json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, "t_ns"));
+    json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, "t_ns"));
+    return x < y ? -1 : x > y;
+}
+
+static json_t *tl_sorted(json_t *tl)
+{
+    size_t n = json_array_size(tl);
+    json_t **v = malloc((n + 1) * sizeof(*v)), *out = json_array();
+
+    for (size_t i = 0; v && i < n; i++)
+        v[i] = json_incref(json_array_get(tl, i));
+    if (v)
+        qsort(v, n, sizeof(*v), cmp_tl);
+    for (size_t i = 0; v && i < n; i++)
+        json_array_append_new(out, v[i]);
+    free(v);
+    json_decref(tl);
+    return out;
+}
+
+static void tl_system(json_t *tl, const struct model *m, uint32_t run, uint64_t t0, uint64_t t1)
+{
+    uint64_t end = m->runs[run].first_sys + m->runs[run].nsys, bx = 0, bn = 0, ext = 0;
+    uint32_t top = 0, running = 0;
+    uint64_t top_ns = 0, first = 0;
+
+    for (uint64_t i = model_sys_after(m, run, t0); i < end && m->sys[i].t_start_ns < t1; i++) {
+        const struct cs_rec_syswin *s = &m->sys[i];
+        uint64_t d = model_overlap(s->t_start_ns, s->t_end_ns, t0, t1);
+        if (bn == 0)
+            first = s->t_start_ns;
+        bx += d * s->busy_permille;
+        bn += d;
+        ext += s->ext_oncpu_ns;
+        running = s->procs_running > running ? s->procs_running : running;
+        if (s->top_pid[0] && s->top_ns[0] > top_ns) {
+            top = s->top_pid[0];
+            top_ns = s->top_ns[0];
+        }
+    }
+    if (bn == 0)
+        return;
+    char a[32], b[32];
+    tl_add(tl, m, run, first > t0 ? first : t0, "[SYSTEM]",
+           "CPU %.0f %% busy on %u CPUs, %u runnable; outside the tree %s of CPU (most: pid %u, "
+           "%s)",
+           (double)bx / (double)bn / 10.0, m->runs[run].ncpu, running, fmt_ns(a, 32, ext), top,
+           fmt_ns(b, 32, top_ns));
+}
+
+static void tl_host(json_t *tl, const struct model *m, uint32_t thr, uint64_t t0, uint64_t t1)
+{
+    const struct m_thread *th = &m->thr[thr];
+    const struct m_proc *p = &m->proc[th->proc];
+    uint64_t end = th->first_off + th->noff;
+    int shown = 0;
+    char a[32], who[64];
+
+    for (uint64_t i = model_off_after(m, thr, t0); i < end && m->off[i].t_start_ns < t1; i++) {
+        const struct m_off *o = &m->off[i];
+        uint64_t d = model_overlap(o->t_start_ns, o->t_end_ns, t0, t1);
+        uint32_t other = o->cls == CS_OFF_PREEMPT ? o->holder_pid : o->waker_pid;
+        if (shown++ == 6)
+            break;
+        snprintf(who, sizeof(who), "%s (pid %u%s)", procs_comm(m, p->run, other), other,
+                 o->cls == CS_OFF_PREEMPT && !(o->flags & CS_HF_HOLDER_IN_TREE)
+                     ? ", outside the tree" : "");
+        if (o->cls == CS_OFF_PREEMPT)
+            tl_add(tl, m, p->run, o->t_start_ns, "[HOST]",
+                   "%s tid %u preempted %s; CPU held by %s", p->comm, th->tid,
+                   fmt_ns(a, 32, d), other ? who : "an unknown process");
+        else if (o->cls == CS_OFF_DISK)
+            tl_add(tl, m, p->run, o->t_start_ns, "[HOST]",
+                   "%s tid %u in uninterruptible sleep (D) %s", p->comm, th->tid,
+                   fmt_ns(a, 32, d));
+        else
+            tl_add(tl, m, p->run, o->t_start_ns, "[HOST]", "%s tid %u asleep %s; woken by %s",
+                   p->comm, th->tid, fmt_ns(a, 32, d), other ? who : "an unknown thread");
+    }
+}
+
+static void tl_call(json_t *tl, const struct model *m, uint64_t ci, const struct stats_row *row)
+{
+    const struct m_call *c = &m->call[ci];
+    const struct m_proc *p = model_call_proc(m, c);
+    char n[96], a[32], b[32];
+
+    tl_add(tl, m, p->run, c->t_enter_ns, "[CUDA]", "%s entered (pid %u tid %u)",
+           api_name(c, n, sizeof(n)), p->pid, m->thr[c->thr].tid);
+    if (row && row->s.p50_ns)
+        tl_add(tl, m, p->run, c->t_exit_ns, "[CUDA]", "%s returned after %s (%.0fx p50 %s)", n,
+               fmt_ns(a, 32, model_dur(c)), (double)model_dur(c) / (double)row->s.p50_ns,
+               fmt_ns(b, 32, row->s.p50_ns));
+    else
+        tl_add(tl, m, p->run, c->t_exit_ns, "[CUDA]", "%s returned after %s", n,
+               fmt_ns(a, 32, model_dur(c)));
+}
+
+/* The full timeline around the worst example call: system, host, CUDA. */
+static json_t *tl_for_call(const struct model *m, const struct stats_table *t, uint64_t ci)
+{
+    json_t *tl = json_array();
+    const struct m_call *c = &m->call[ci];
+
+    tl_system(tl, m, model_call_proc(m, c)->run, c->t_enter_ns, c->t_exit_ns);
+    tl_host(tl, m, c->thr, c->t_enter_ns, c->t_exit_ns);
+    tl_call(tl, m, ci, stats_table_row(t, c));
+    return tl_sorted(tl);
+}
+
+/* What thread of call @p ci did in its window, in a few words. */
+static void call_note(const struct model *m, uint64_t ci, char *buf, size_t n)
+{
+    struct feed_split s = {0};
+    const struct m_call *c = &m->call[ci];
+    char a[32], b[32], d[32], e[32];
+
+    feed_split_add(&s, m, c->thr, c->t_enter_ns, c->t_exit_ns);
+    snprintf(buf, n, "on CPU %s, preempted %s, asleep %s, D %s", fmt_ns(a, 32, s.oncpu_ns),
+             fmt_ns(b, 32, s.preempt_ns), fmt_ns(d, 32, s.sleep_ns), fmt_ns(e, 32, s.disk_ns));
+    if (c->bytes && cs_api_table[c->api].family == CS_FAM_COPY) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, n - l, "; %.1f MiB %s at %.2f GB/s", (double)c->bytes / 1048576.0,
+                 c->flags & CS_CF_PAGEABLE ? "pageable" : c->flags & CS_CF_PINNED ? "pinned" : "",
+                 model_dur(c) ? (double)c->bytes / (double)model_dur(c) : 0.0);
+    }
+}
+
+static json_t *ex_json(const struct model *m, const struct examples *e)
+{
+    json_t *arr = json_array();
+    char n[96], note[256];
+
+    for (int i = 0; i < TOP_EX && e->ns[i]; i++) {
+        const struct m_call *c = &m->call[e->call[i]];
+        const struct m_proc *p = model_call_proc(m, c);
+        uint64_t r = rel(m, p->run, c->t_enter_ns);
+        call_note(m, e->call[i], note, sizeof(note));
+        json_array_append_new(
+            arr, json_pack("{s:I, s:f, s:I, s:s, s:i, s:i, s:I, s:s}", "t_ns", (json_int_t)r, "t_s",
+                           (double)r / 1e9, "dur_ns", (json_int_t)model_dur(c), "api",
+                           api_name(c, n, sizeof(n)), "pid", (int)p->pid, "tid",
+                           (int)m->thr[c->thr].tid, "cause_ns", (json_int_t)e->ns[i], "note",
+                           note));
+    }
+    return arr;
+}
+
+/* A GPU-idle gap as an example: the enqueue it delayed, the gap's length. */
+static json_t *gap_json(const struct model *m, const struct feed_gap *g)
+{
+    const struct m_call *c = &m->call[g->next_call];
+    const struct m_proc *p = model_call_proc(m, c);
+    uint64_t r = rel(m, p->run, g->t0_ns);
+    struct feed_split s = {0};
+    char n[96], note[256], a[32], b[32], d[32];
+    int top = 0;
+
+    feed_split_add(&s, m, c->thr, g->t0_ns, g->t1_ns);
+    for (int i = 1; i < FEED_WAKERS; i++)
+        top = s.waker[i].ns > s.waker[top].ns ? i : top;
+    snprintf(note, sizeof(note), "GPU idle %s before this enqueue: asleep %s, woken by %s (pid %u); "
+             "on CPU %s", fmt_ns(a, 32, g->t1_ns - g->t0_ns), fmt_ns(b, 32, s.sleep_ns),
+             s.waker[top].proc == M_NONE ? "?" : m->proc[s.waker[top].proc].comm,
+             s.waker[top].pid, fmt_ns(d, 32, s.oncpu_ns));
+    return json_pack("{s:I, s:f, s:I, s:s, s:i, s:i, s:I, s:s}", "t_ns", (json_int_t)r, "t_s",
+                     (double)r / 1e9, "dur_ns", (json_int_t)(g->t1_ns - g->t0_ns), "api",
+                     api_name(c, n, sizeof(n)), "pid", (int)p->pid, "tid",
+                     (int)m->thr[c->thr].tid, "cause_ns", (json_int_t)g->sleep_worker_ns, "note",
+                     note);
+}
+
+/* ---- findings ---- */
+
+static struct finding *fnew(struct ctx *x, int cause, uint64_t impact)
+{
+    struct finding *f = &x->fnd[cause];
+
+    f->cause = cause;
+    f->impact_ns = impact;
+    f->evidence = json_array();
+    return f;
+}
+
+/* The heavy-tailed API that cause @p k explains most, with its share. */
+static const struct tail *tail_for(const struct ctx *x, int k)
+{
+    const struct tail *best = NULL;
+
+    for (uint32_t i = 0; i < x->t->nrow; i++) {
+        const struct tail *t = &x->tails[i];
+        if (t->n && t->cause_ns[k] && (!best || t->cause_ns[k] > best->cause_ns[k]))
+            best = t;
+    }
+    return best;
+}
+
+static void tail_evidence(struct finding *f, const struct tail *t, int k)
+{
+    char n[96], a[32], b[32], d[32];
+
+    if (t == NULL)
+        return;
+    f->tail = t;
+    f->row = t->row;
+    jaddf(f->evidence,
+          "explains %.0f %% of %s outlier time: %" PRIu64 " calls >= p99 %s took %s, %s of it %s",
+          pct(t->cause_ns[k], t->out_ns), stats_row_name(t->row, n, sizeof(n)), t->n,
+          fmt_ns(a, 32, t->row->s.p99_ns), fmt_ns(b, 32, t->out_ns), fmt_ns(d, 32, t->cause_ns[k]),
+          k == C_TREE ? "preempted by the tree's own processes"
+          : k == C_EXT ? "preempted by processes outside the tree"
+          : k == C_PIPE ? "asleep waiting for worker processes"
+          : k == C_IO ? "in uninterruptible (disk) sleep"
+                      : "on CPU while page allocations ran at 4x the median rate or more");
+    jaddf(f->evidence, "outlier windows: on CPU %.0f %%, preempted %.0f %% (tree %.0f %%, outside "
+                       "%.0f %%), asleep %.0f %%, D-state %.0f %%; system CPU %.0f %% busy",
+          pct(t->oncpu_ns, t->out_ns), pct(t->cause_ns[C_TREE] + t->cause_ns[C_EXT], t->out_ns),
+          pct(t->cause_ns[C_TREE], t->out_ns), pct(t->cause_ns[C_EXT], t->out_ns),
+          pct(t->sleep_ns, t->out_ns), pct(t->cause_ns[C_IO], t->out_ns),
+          t->busy_ns ? (double)t->busy_x_ns / (double)t->busy_ns / 10.0 : 0.0);
+}
+
+static uint32_t count_role(const struct model *m, int role)
+{
+    uint32_t n = 0;
+
+    for (uint32_t i = 0; i < m->nproc; i++)
+        n += m->proc[i].role == role && m->proc[i].selected;
+    return n;
+}
+
+static uint32_t ncpu(const struct model *m)
+{
+    uint32_t n = 0;
+
+    for (int i = 0; i < m->nruns; i++)
+        n = m->runs[i].ncpu > n ? m->runs[i].ncpu : n;
+    return n;
+}
+
+static void holders_evidence(struct finding *f, const struct ctx *x, int k)
+{
+    const struct model *m = x->m;
+    char a[32], b[32];
+
+    for (int i = 0; i < 4 && x->holders[k][i].n; i++) {
+        const struct holder *h = &x->holders[k][i];
+        if (h->proc != M_NONE) {
+            const struct m_proc *p = &m->proc[h->proc];
+            jaddf(f->evidence,
+                  "%s (pid %u, %s) held the CPU %" PRIu64 " times for %s; it ran %s on CPU, %" PRIu64
+                  " context switches, %" PRIu64 " page allocations",
+                  p->comm, h->pid, procs_role_name(p->role), h->n, fmt_ns(a, 32, h->ns),
+                  fmt_ns(b, 32, p->st.oncpu_ns), p->st.vcsw + p->st.ivcsw, p->st.page_allocs);
+        } else {
+            jaddf(f->evidence, "pid %u (outside the traced tree) held the CPU %" PRIu64
+                               " times for %s",
+                  h->pid, h->n, fmt_ns(a, 32, h->ns));
+        }
+    }
+}
+
+static void f_tree(struct ctx *x)
+{
+    const struct model *m = x->m;
+    uint32_t nw = count_role(m, M_ROLE_WORKER), nm = count_role(m, M_ROLE_CUDA_MAIN);
+    uint32_t cpus = ncpu(m);
+    struct finding *f = fnew(x, C_TREE, x->run_pre[0]);
+    char a[32];
+
+    jaddf(f->evidence, "CUDA threads preempted %" PRIu64 " times for %s by processes of their "
+                       "own tree (runnable, not running)",
+          x->run_pre_n[0], fmt_ns(a, 32, x->run_pre[0]));
+    holders_evidence(f, x, 0);
+    jaddf(f->evidence, "%u worker process(es) + %u CUDA process(es) on %u CPUs", nw, nm, cpus);
+    tail_evidence(f, tail_for(x, C_TREE), C_TREE);
+    snprintf(f->summary, sizeof(f->summary),
+             "the traced tree's own processes took the CPU from the CUDA thread(s) for %s",
+             fmt_ns(a, 32, x->run_pre[0]));
+    if (cpus && nw + nm > cpus)
+        snprintf(f->rec, sizeof(f->rec),
+                 "%u worker(s) + main on %u CPUs: use num_workers <= %u (CPUs - 1), or reserve "
+                 "a core for the main process (taskset -c 0 for main, the rest for workers); "
+                 "make each batch cheaper to build (pre-shuffled index, no per-sample copies)",
+                 nw, cpus, cpus > 1 ? cpus - 1 : 1);
+    else
+        snprintf(f->rec, sizeof(f->rec),
+                 "give the CUDA process its own core (taskset/cpuset) and lower the workers' "
+                 "priority (nice -n 10) so they stop preempting it");
+}
+
+static void f_ext(struct ctx *x)
+{
+    struct finding *f = fnew(x, C_EXT, x->run_pre[1]);
+    char a[32], pids[128] = "";
+    size_t l = 0;
+
+    jaddf(f->evidence, "CUDA threads preempted %" PRIu64 " times for %s by processes outside "
+                       "the traced tree",
+          x->run_pre_n[1], fmt_ns(a, 32, x->run_pre[1]));
+    holders_evidence(f, x, 1);
+    for (int i = 0; i < 3 && x->holders[1][i].n; i++)
+        l += (size_t)snprintf(pids + l, sizeof(pids) - l, "%s%u", i ? ", " : "",
+                              x->holders[1][i].pid);
+    tail_evidence(f, tail_for(x, C_EXT), C_EXT);
+    snprintf(f->summary, sizeof(f->summary),
+             "processes outside the traced tree (pid %s) took the CPU from the CUDA thread(s) "
+             "for %s", pids[0] ? pids : "?", fmt_ns(a, 32, x->run_pre[1]));
+    snprintf(f->rec, sizeof(f->rec),
+             "move pid %s off the CPUs this job uses (cpuset/taskset), renice them (nice -n 19) "
+             "or stop them while training", pids[0] ? pids : "?");
+}
+
+static void f_io(struct ctx *x)
+{
+    struct finding *f = fnew(x, C_IO, x->run_disk);
+    char a[32];
+
+    jaddf(f->evidence, "CUDA threads in uninterruptible (D) sleep %" PRIu64 " times for %s",
+          x->run_disk_n, fmt_ns(a, 32, x->run_disk));
+    tail_evidence(f, tail_for(x, C_IO), C_IO);
+    snprintf(f->summary, sizeof(f->summary), "the CUDA thread(s) waited %s on disk or other "
+             "uninterruptible I/O", fmt_ns(a, 32, x->run_disk));
+    snprintf(f->rec, sizeof(f->rec),
+             "keep the data on local NVMe, in the page cache or /dev/shm; read ahead in worker "
+             "processes instead of the main thread; checkpoint asynchronously");
+}
+
+static void f_page(struct ctx *x)
+{
+    const struct tail *t = tail_for(x, C_PAGE);
+    struct finding *f;
+    char a[32];
+
+    if (t == NULL || t->pa_hot_n < 3)
+        return;
+    f = fnew(x, C_PAGE, t->excess_ns ? (uint64_t)((double)t->excess_ns *
+                                                  (double)t->cause_ns[C_PAGE] / (double)t->out_ns)
+                                     : 0);
+    jaddf(f->evidence, "%" PRIu64 " of %" PRIu64 " outlier calls ran while their process "
+                       "allocated pages at >= 4x its median rate",
+          t->pa_hot_n, t->n);
+    jaddf(f->evidence, "%" PRIu64 " page allocations in the outlier windows (%.0f per second)",
+          t->pa_win_allocs, t->pa_win_ns ? (double)t->pa_win_allocs * 1e9 / (double)t->pa_win_ns : 0.0);
+    tail_evidence(f, t, C_PAGE);
+    snprintf(f->summary, sizeof(f->summary), "slow calls coincide with bursts of page "
+             "allocations (%" PRIu64 " of %" PRIu64 " outliers)", t->pa_hot_n, t->n);
+    snprintf(f->rec, sizeof(f->rec),
+             "allocate host buffers once and reuse them (pinned staging buffers, a preallocated "
+             "batch tensor); avoid per-batch tensor creation and copies in collate; check for "
+             "transparent-hugepage compaction (/sys/kernel/mm/transparent_hugepage)");
+    (void)a;
+}
+
+static void f_pipe(struct ctx *x)
+{
+    const struct model *m = x->m;
+    uint64_t idle = 0, wait = 0, gaps = 0;
+    const struct feed_proc *worst = NULL;
+    struct finding *f;
+    uint32_t nw = count_role(m, M_ROLE_WORKER), cpus = ncpu(m);
+    char a[32], b[32], d[32];
+
+    for (uint32_t i = 0; i < x->f->np; i++) {
+        const struct feed_proc *fp = &x->f->p[i];
+        if (!m->proc[fp->proc].selected)
+            continue;
+        idle += fp->idle_ns;
+        gaps += fp->gaps;
+        wait += fp->split.sleep_worker_ns;
+        if (!worst || fp->split.sleep_worker_ns > worst->split.sleep_worker_ns)
+            worst = fp;
+    }
+    if (worst == NULL || wait == 0)
+        return;
+    f = fnew(x, C_PIPE, wait);
+    jaddf(f->evidence, "GPU idle >= %s in %" PRIu64 " gaps between a sync that drained the "
+                       "streams and the next enqueue",
+          fmt_ns(a, 32, idle), gaps);
+    jaddf(f->evidence, "in those gaps the feeding thread slept %s waiting for worker processes "
+                       "(%.0f %% of the idle time)",
+          fmt_ns(b, 32, wait), pct(wait, idle));
+    for (int i = 0; i < FEED_WAKERS && worst->split.waker[i].ns; i++) {
+        const struct feed_waker *w = &worst->split.waker[i];
+        if (w->proc == M_NONE || m->proc[w->proc].role != M_ROLE_WORKER)
+            continue;
+        jaddf(f->evidence, "woken by %s (pid %u): %s; it ran %s on CPU, %" PRIu64
+                           " page allocations",
+              m->proc[w->proc].comm, w->pid, fmt_ns(a, 32, w->ns),
+              fmt_ns(d, 32, m->proc[w->proc].st.oncpu_ns), m->proc[w->proc].st.page_allocs);
+    }
+    tail_evidence(f, tail_for(x, C_PIPE), C_PIPE);
+    snprintf(f->summary, sizeof(f->summary),
+             "the GPU sat idle %s while the main thread waited for its %u worker(s) to deliver "
+             "batches", fmt_ns(a, 32, wait), nw);
+    if (cpus && nw + 1 >= cpus)
+        snprintf(f->rec, sizeof(f->rec),
+                 "%u workers already fill %u CPUs: make batches cheaper to produce (for an "
+                 "in-memory dataset index tensors directly with a pre-shuffled index instead of "
+                 "a DataLoader; avoid per-sample collate copies); persistent_workers=True, "
+                 "pin_memory=True", nw, cpus);
+    else
+        snprintf(f->rec, sizeof(f->rec),
+                 "feed faster: raise num_workers (now %u, up to %u on %u CPUs), "
+                 "prefetch_factor, persistent_workers=True, pin_memory=True; or move "
+                 "preprocessing to the GPU", nw, cpus > 1 ? cpus - 1 : 1, cpus);
+    f->examples = json_array();
+    f->timeline = json_array();
+    for (int i = 0; i < FEED_TOP_GAPS && worst->starved[i].t1_ns; i++) {
+        const struct feed_gap *g = &worst->starved[i];
+        const struct m_call *c = &m->call[g->next_call];
+        if (i == 0) {
+            tl_system(f->timeline, m, model_call_proc(m, c)->run, g->t0_ns, g->t1_ns);
+            tl_call(f->timeline, m, g->drain_call, NULL);
+            tl_host(f->timeline, m, c->thr, g->t0_ns, g->t1_ns);
+            tl_add(f->timeline, m, model_call_proc(m, c)->run, c->t_enter_ns, "[CUDA]",
+                   "%s: next enqueue, GPU idle %s since the sync returned", api_name(c, a, 32),
+                   fmt_ns(b, 32, g->t1_ns - g->t0_ns));
+        }
+        json_array_append_new(f->examples, gap_json(m, g));
+    }    f->timeline = tl_sorted(f->timeline);
+}
+
+/* Copies: pageable against pinned bandwidth, for copies of 64 KiB or more. */
+static void f_pageable(struct ctx *x)
+{
+    const struct model *m = x->m;
+    uint64_t pg_b = 0, pg_ns = 0, pg_n = 0, pin_b = 0, pin_ns = 0, ex_ = 0;
+    struct examples e = {{0}, {0}};
+    struct finding *f;
+    char a[32], b[32], n[96];
+
+    for (uint64_t i = 0; i < m->ncall; i++) {
+        const struct m_call *c = &m->call[i];
+        if (c->flags & CS_CF_NESTED || cs_api_table[c->api].family != CS_FAM_COPY ||
+            c->bytes < 65536 || !model_call_proc(m, c)->selected)
+            continue;
+        if (c->flags & CS_CF_PAGEABLE) {
+            pg_b += c->bytes;
+            pg_ns += model_dur(c);
+            pg_n++;
+            ex_keep(&e, i, model_dur(c));
+        } else if (c->flags & CS_CF_PINNED) {
+            pin_b += c->bytes;
+            pin_ns += model_dur(c);
+        }
+    }
+    if (pg_n == 0)
+        return;
+    double pg_bw = pg_ns ? (double)pg_b / (double)pg_ns : 0, pin_bw = pin_ns ? (double)pin_b / (double)pin_ns : 0;
+    if (pin_bw > pg_bw && pin_bw > 0)
+        ex_ = pg_ns - (uint64_t)((double)pg_b / pin_bw);
+    else if (pin_bw == 0)
+        ex_ = pg_ns / 2; /* no pinned copy to compare: pinned is typically ~2x faster */
+    f = fnew(x, C_PAGEABLE, ex_);
+    jaddf(f->evidence, "%" PRIu64 " copies of >= 64 KiB from pageable host memory: %.1f MiB in "
+                       "%s, %.2f GB/s",
+          pg_n, (double)pg_b / 1048576.0, fmt_ns(a, 32, pg_ns), pg_bw);
+    if (pin_bw > 0)
+        jaddf(f->evidence, "pinned copies in the same run: %.1f MiB at %.2f GB/s (%.1fx faster)",
+              (double)pin_b / 1048576.0, pin_bw, pg_bw > 0 ? pin_bw / pg_bw : 0.0);
+    else
+        jaddf(f->evidence, "no pinned copy to compare; excess estimated as half the copy time");
+    jaddf(f->evidence, "async copies from pageable memory are staged by the driver and block "
+                       "the calling thread");
+    f->row = e.ns[0] ? stats_table_row(x->t, &m->call[e.call[0]]) : NULL;
+    snprintf(f->summary, sizeof(f->summary), "%.1f MiB copied from pageable memory at %.2f GB/s "
+             "cost %s more than pinned copies would", (double)pg_b / 1048576.0, pg_bw,
+             fmt_ns(b, 32, ex_));
+    snprintf(f->rec, sizeof(f->rec),
+             "allocate the host buffers pinned (cudaMallocHost/cudaHostAlloc, "
+             "DataLoader(pin_memory=True), tensor.pin_memory()) or register them once with "
+             "cudaHostRegister; %s",
+             f->row ? stats_row_name(f->row, n, sizeof(n)) : "");
+    size_t l = strlen(f->rec);
+    snprintf(f->rec + l, sizeof(f->rec) - l, " then overlaps with compute");
+    f->examples = ex_json(m, &e);
+    if (e.ns[0])
+        f->timeline = tl_for_call(m, x->t, e.call[0]);
+}
+
+static int is_churn_api(unsigned api)
+{
+    int fam = cs_api_table[api].family;
+    return fam == CS_FAM_ALLOC || fam == CS_FAM_FREE;
+}
+
+static void f_churn(struct ctx *x)
+{
+    const struct model *m = x->m;
+    uint64_t na = 0, nf = 0, ns = 0, bytes = 0;
+    struct examples e = {{0}, {0}};
+    struct finding *f;
+    char a[32];
+    double secs = (double)x->wall_ns / 1e9;
+
+    for (uint64_t i = 0; i < m->ncall; i++) {
+        const struct m_call *c = &m->call[i];
+        if (c->flags & CS_CF_NESTED || !is_churn_api(c->api) || !model_call_proc(m, c)->selected)
+            continue;
+        if (cs_api_table[c->api].family == CS_FAM_ALLOC) {
+            na++;
+            bytes += c->bytes;
+        } else {
+            nf++;
+        }
+        ns += model_dur(c);
+        ex_keep(&e, i, model_dur(c));
+    }
+    if (na + nf < 50 || secs <= 0 || (double)(na + nf) / secs < 5.0)
+        return;
+    f = fnew(x, C_CHURN, ns);
+    jaddf(f->evidence, "%" PRIu64 " allocations + %" PRIu64 " frees (%.0f per second), %s "
+                       "inside them",
+          na, nf, (double)(na + nf) / secs, fmt_ns(a, 32, ns));
+    jaddf(f->evidence, "%.1f MiB allocated in all (%.1f MiB per allocation)",
+          (double)bytes / 1048576.0, na ? (double)bytes / 1048576.0 / (double)na : 0.0);
+    jaddf(f->evidence, "cudaFree and cuMemFree synchronise the device before returning");
+    f->row = e.ns[0] ? stats_table_row(x->t, &m->call[e.call[0]]) : NULL;
+    snprintf(f->summary, sizeof(f->summary), "device memory is allocated and freed %.0f times "
+             "per second, %s in the allocator", (double)(na + nf) / secs, fmt_ns(a, 32, ns));
+    snprintf(f->rec, sizeof(f->rec),
+             "allocate once and reuse the buffers across steps, or use the stream-ordered "
+             "allocator (cudaMallocAsync/cudaFreeAsync with a memory pool) or a caching "
+             "allocator; in PyTorch avoid torch.cuda.empty_cache() in the loop");
+    f->examples = ex_json(m, &e);
+    if (e.ns[0])
+        f->timeline = tl_for_call(m, x->t, e.call[0]);
+}
+
+/* Syncs about as many as launches, with short gaps after them. */
+static void f_sync(struct ctx *x)
+{
+    const struct model *m = x->m;
+    const struct feed_proc *worst = NULL;
+    uint64_t impact = 0;
+    struct finding *f;
+    char a[32], b[32];
+
+    for (uint32_t i = 0; i < x->f->np; i++) {
+        const struct feed_proc *fp = &x->f->p[i];
+        if (!m->proc[fp->proc].selected || fp->syncs < 100 || fp->launches == 0 ||
+            fp->syncs * 2 < fp->launches || fp->short_gaps * 2 < fp->gaps)
+            continue;
+        impact += fp->idle_ns + fp->relaunch_ns;
+        if (!worst || fp->syncs > worst->syncs)
+            worst = fp;
+    }
+    if (worst == NULL)
+        return;
+    f = fnew(x, C_SYNC, impact);
+    jaddf(f->evidence, "%" PRIu64 " syncs for %" PRIu64 " kernel launches (one per %.1f "
+                       "launches), %s waiting in them",
+          worst->syncs, worst->launches, (double)worst->launches / (double)worst->syncs,
+          fmt_ns(a, 32, worst->sync_ns));
+    jaddf(f->evidence, "after each drain the GPU sat idle until the next enqueue returned: %s "
+                       "over %" PRIu64 " gaps (%" PRIu64 " under 1 ms)",
+          fmt_ns(b, 32, worst->idle_ns + worst->relaunch_ns), worst->gaps, worst->short_gaps);
+    snprintf(f->summary, sizeof(f->summary), "the host synchronises after almost every launch "
+             "(%" PRIu64 " syncs, %" PRIu64 " launches), so the GPU drains and waits for each "
+             "next launch", worst->syncs, worst->launches);
+    snprintf(f->rec, sizeof(f->rec),
+             "remove the per-step synchronisation: no .item(), .cpu(), print() or "
+             "torch.cuda.synchronize() of GPU values inside the loop; accumulate on the GPU and "
+             "read once per N steps; order streams with events (cudaStreamWaitEvent) instead");
+    f->examples = json_array();
+    for (int i = 0; i < FEED_TOP_GAPS && worst->longest[i].t1_ns; i++) {
+        struct examples e = {{worst->longest[i].drain_call}, {1}};
+        json_array_extend(f->examples, ex_json(m, &e));
+    }
+    if (worst->longest[0].t1_ns) {
+        const struct feed_gap *g = &worst->longest[0];
+        const struct m_call *c = &m->call[g->next_call];
+        f->timeline = json_array();
+        tl_call(f->timeline, m, g->drain_call, stats_table_row(x->t, &m->call[g->drain_call]));
+        tl_add(f->timeline, m, model_call_proc(m, c)->run, c->t_enter_ns, "[CUDA]",
+               "%s enqueued after the GPU sat idle %s", api_name(c, a, 32),
+               fmt_ns(b, 32, g->t1_ns - g->t0_ns));
+        f->timeline = tl_sorted(f->timeline);
+        f->row = stats_table_row(x->t, &m->call[g->drain_call]);
+    }
+}
+
+static void f_launch(struct ctx *x)
+{
+    const struct model *m = x->m;
+    const struct feed_proc *worst = NULL;
+    uint64_t impact = 0;
+    struct finding *f;
+    char a[32], b[32], d[32];
+
+    for (uint32_t i = 0; i < x->f->np; i++) {
+        const struct feed_proc *fp = &x->f->p[i];
+        uint64_t span = fp->busy_last_ns - fp->busy_first_ns;
+        if (!m->proc[fp->proc].selected || fp->launches < 1000 || span == 0 ||
+            fp->launch_ns * 10 < span * 3 || fp->launch_gap_p50_ns > 2 * fp->launch_p50_ns ||
+            fp->idle_ns * 10 > span)
+            continue;
+        impact += fp->launch_ns;
+        if (!worst || fp->launches > worst->launches)
+            worst = fp;
+    }
+    if (worst == NULL)
+        return;
+    uint64_t span = worst->busy_last_ns - worst->busy_first_ns;
+    f = fnew(x, C_LAUNCH, impact);
+    jaddf(f->evidence, "%" PRIu64 " launches in %s (%.0f per second); %s (%.0f %%) of that time "
+                       "inside launch calls",
+          worst->launches, fmt_ns(a, 32, span), (double)worst->launches * 1e9 / (double)span,
+          fmt_ns(b, 32, worst->launch_ns), pct(worst->launch_ns, span));
+    jaddf(f->evidence, "median launch call %s, median host gap between launches %s: the host "
+                       "issues kernels back to back",
+          fmt_ns(a, 32, worst->launch_p50_ns), fmt_ns(b, 32, worst->launch_gap_p50_ns));
+    jaddf(f->evidence, "known GPU idle only %s (%.1f %% of the busy span): the GPU is fed as "
+                       "fast as the host can launch",
+          fmt_ns(d, 32, worst->idle_ns), pct(worst->idle_ns, span));
+    snprintf(f->summary, sizeof(f->summary), "launch-bound: %" PRIu64 " small kernels at %.0f "
+             "per second, the host's launch cost sets the pace", worst->launches,
+             (double)worst->launches * 1e9 / (double)span);
+    snprintf(f->rec, sizeof(f->rec),
+             "launch fewer, larger kernels: capture the step in a CUDA graph (cudaGraphLaunch; "
+             "torch.compile(mode=\"reduce-overhead\")), fuse elementwise kernels, raise the "
+             "batch size");
+}
+
+/* Healthy: the host mostly waits for the GPU and is otherwise on CPU. */
+static void f_gpu(struct ctx *x)
+{
+    const struct model *m = x->m;
+    uint64_t sync = 0;
+    const struct feed_proc *worst = NULL;
+    struct finding *f;
+    char a[32];
+
+    for (uint32_t i = 0; i < x->f->np; i++) {
+        const struct feed_proc *fp = &x->f->p[i];
+        if (!m->proc[fp->proc].selected)
+            continue;
+        sync += fp->sync_ns;
+        if (!worst || fp->sync_ns > worst->sync_ns)
+            worst = fp;
+    }
+    if (worst == NULL || sync * 10 < x->wall_ns * 4)
+        return;
+    for (int k = 0; k < C_COUNT; k++)
+        if (x->fnd[k].evidence && chains_severity(x->fnd[k].impact_ns, x->wall_ns) > CHAIN_LOW)
+            return;
+    f = fnew(x, C_GPU, 0);
+    jaddf(f->evidence, "%s (%.0f %% of wall time) in synchronisation, waiting for the GPU",
+          fmt_ns(a, 32, sync), pct(sync, x->wall_ns));
+    jaddf(f->evidence, "no host cause above the thresholds (preemption %.1f %%, worker waits, "
+                       "D-state %.1f %% of wall time)",
+          pct(x->run_pre[0] + x->run_pre[1], x->wall_ns), pct(x->run_disk, x->wall_ns));
+    snprintf(f->summary, sizeof(f->summary), "GPU-bound: the host spends %.0f %% of the run "
+             "waiting for the GPU and is on CPU otherwise", pct(sync, x->wall_ns));
+    snprintf(f->rec, sizeof(f->rec),
+             "nothing to fix on the host: profile the kernels (Nsight Compute, nsys) — mixed "
+             "precision, larger fused kernels, better occupancy");
+}
+
+/* ---- assembly ---- */
+
+static json_t *finding_json(const struct ctx *x, const struct finding *f)
+{
+    const struct model *m = x->m;
+    const struct stats_row *r = f->row;
+    char n[96] = "";
+    json_t *ex = f->examples, *tl = f->timeline;
+
+    if (ex == NULL) {
+        const struct examples *e = f->tail ? &f->tail->ex[f->cause] : &x->run_ex[f->cause];
+        if (f->tail == NULL && e->ns[0] == 0)
+            e = &x->run_ex[f->cause];
+        ex = ex_json(m, e);
+        if (tl == NULL && e->ns[0])
+            tl = tl_for_call(m, x->t, e->call[0]);
+    } else {
+        json_incref(ex);
+    }
+    if (tl == NULL)
+        tl = json_array();
+    else if (tl == f->timeline)
+        json_incref(tl);
+    if (r)
+        stats_row_name(r, n, sizeof(n));
+    json_t *o = json_pack(
+        "{s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:I, s:f, s:f, s:s, s:O, s:o, s:o, s:s}", "severity",
+        chains_sev_name(f->cause == C_GPU ? CHAIN_LOW : chains_severity(f->impact_ns, x->wall_ns)),
+        "cause", cause_names[f->cause], "api", n, "count", (json_int_t)(r ? r->s.count : 0),
+        "p50_ns", (json_int_t)(r ? r->s.p50_ns : 0), "p99_ns", (json_int_t)(r ? r->s.p99_ns : 0),
+        "ratio", r && r->s.p50_ns ? (double)r->s.p99_ns / (double)r->s.p50_ns : 0.0, "impact_ns",
+        (json_int_t)f->impact_ns, "impact_pct", pct(f->impact_ns, x->wall_ns), "outlier_share",
+        f->tail && f->tail->out_ns ? (double)f->tail->cause_ns[f->cause] / (double)f->tail->out_ns
+                                   : 0.0,
+        "summary", f->summary, "evidence", f->evidence, "timeline", tl, "examples", ex,
+        "recommendation", f->rec);
+    return o;
+}
+
+static int cmp_finding(const void *a, const void *b)
+{
+    const struct finding *x = *(const struct finding *const *)a;
+    const struct finding *y = *(const struct finding *const *)b;
+    if (x->impact_ns != y->impact_ns)
+        return x->impact_ns > y->impact_ns ? -1 : 1;
+    return x->cause - y->cause;
+}
+
+/* Causes below this share of wall time are not reported (gpu_bound aside). */
+static int worth(const struct ctx *x, uint64_t ns)
+{
+    return ns > 0 && ns * 200 >= x->wall_ns; /* 0.5 % */
+}
+
+json_t *chains_build(const struct model *m, struct stats_table *t, const struct feed *f,
+                     uint64_t wall_ns)
+{
+    struct ctx *x = calloc(1, sizeof(*x));
+    struct finding *order[C_COUNT];
+    json_t *arr = json_array();
+    int n = 0;
+
+    if (x == NULL || arr == NULL)
+        goto out;
+    x->m = m;
+    x->t = t;
+    x->f = f;
+    x->wall_ns = wall_ns;
+    if (tails(x) < 0)
+        goto out;
+    run_host(x);
+    if (worth(x, x->run_pre[0]))
+        f_tree(x);
+    if (worth(x, x->run_pre[1]))
+        f_ext(x);
+    if (worth(x, x->run_disk))
+        f_io(x);
+    f_pipe(x);
+    f_page(x);
+    f_pageable(x);
+    f_churn(x);
+    f_sync(x);
+    f_launch(x);
+    for (int k = 0; k < C_COUNT; k++) {
+        struct finding *fd = &x->fnd[k];
+        if (fd->evidence && !worth(x, fd->impact_ns)) {
+            json_decref(fd->evidence);
+            json_decref(fd->examples);
+            json_decref(fd->timeline);
+            memset(fd, 0, sizeof(*fd));
+        }
+    }
+    f_gpu(x);
+    for (int k = 0; k < C_COUNT; k++)
+        if (x->fnd[k].evidence)
+            order[n++] = &x->fnd[k];
+    qsort(order, (size_t)n, sizeof(order[0]), cmp_finding);
+    for (int i = 0; i < n && (m->opts.top <= 0 || i < m->opts.top); i++)
+        json_array_append_new(arr, finding_json(x, order[i]));
+out:
+    if (x) {
+        for (int k = 0; k < C_COUNT; k++) {
+            json_decref(x->fnd[k].evidence);
+            json_decref(x->fnd[k].examples);
+            json_decref(x->fnd[k].timeline);
+        }
+        free(x->tails);
+        free(x->pa_median);
+        free(x);
+    }
+    return arr;
+}
 
 const char *chains_sev_name(int sev)
 {
@@ -15,14 +1166,4 @@ int chains_severity(uint64_t impact_ns, uint64_t wall_ns)
     if (impact_ns * 50 >= wall_ns)
         return CHAIN_MEDIUM;
     return CHAIN_LOW;
-}
-
-json_t *chains_build(const struct model *m, struct stats_table *t, const struct feed *f,
-                     uint64_t wall_ns)
-{
-    (void)m;
-    (void)t;
-    (void)f;
-    (void)wall_ns;
-    return json_array();
 }

@@ -76,6 +76,7 @@ struct walk {
     uint32_t nst, cap;
     uint32_t pending;       /* streams with queued work */
     uint64_t idle_since;    /* context drained at, 0 = not known idle */
+    uint64_t drain_call;    /* the call that drained it */
     int any_enqueue;
 };
 
@@ -128,10 +129,49 @@ static void drain(struct walk *w, struct walk_stream *s, uint64_t t)
     s->drained_at = t;
 }
 
-static void after_drain(struct walk *w, uint64_t t)
+static void after_drain(struct walk *w, const struct m_call *c)
 {
-    if (w->pending == 0 && w->any_enqueue && w->idle_since == 0)
-        w->idle_since = t;
+    if (w->pending == 0 && w->any_enqueue && w->idle_since == 0) {
+        w->idle_since = c->t_exit_ns;
+        w->drain_call = (uint64_t)(c - w->m->call);
+    }
+}
+
+/* Keeps the @p n largest gaps by @p key, largest first. */
+static void top_gap(struct feed_gap *top, const struct feed_gap *g, int by_sleep)
+{
+    uint64_t k = by_sleep ? g->sleep_worker_ns : g->t1_ns - g->t0_ns;
+    int i = FEED_TOP_GAPS;
+
+    if (by_sleep && k == 0)
+        return;
+    while (i > 0) {
+        const struct feed_gap *p = &top[i - 1];
+        uint64_t pk = by_sleep ? p->sleep_worker_ns : p->t1_ns - p->t0_ns;
+        if (p->t1_ns && pk >= k)
+            break;
+        if (i < FEED_TOP_GAPS)
+            top[i] = top[i - 1];
+        i--;
+    }
+    if (i < FEED_TOP_GAPS)
+        top[i] = *g;
+}
+
+static void ctx_gap(struct walk *w, const struct m_call *c)
+{
+    struct feed_proc *fp = w->fp;
+    struct feed_gap g = {w->idle_since, c->t_enter_ns, w->drain_call,
+                         (uint64_t)(c - w->m->call), 0};
+    uint64_t before = fp->split.sleep_worker_ns;
+
+    gap_add(&fp->idle_ns, &fp->gaps, &fp->max_gap_ns, &fp->max_gap_at_ns, g.t0_ns, g.t1_ns);
+    fp->short_gaps += g.t1_ns - g.t0_ns < 1000000;
+    fp->relaunch_ns += model_dur(c);
+    feed_split_add(&fp->split, w->m, c->thr, g.t0_ns, g.t1_ns);
+    g.sleep_worker_ns = fp->split.sleep_worker_ns - before;
+    top_gap(fp->longest, &g, 0);
+    top_gap(fp->starved, &g, 1);
 }
 
 static int enqueue(struct walk *w, const struct m_call *c)
@@ -146,13 +186,8 @@ static int enqueue(struct walk *w, const struct m_call *c)
     if (!s->pending && s->drained_at && c->t_enter_ns > s->drained_at)
         gap_add(&fs->idle_ns, &fs->gaps, &fs->max_gap_ns, &fs->max_gap_at_ns, s->drained_at,
                 c->t_enter_ns);
-    if (w->idle_since && c->t_enter_ns > w->idle_since) {
-        struct feed_proc *fp = w->fp;
-        gap_add(&fp->idle_ns, &fp->gaps, &fp->max_gap_ns, &fp->max_gap_at_ns, w->idle_since,
-                c->t_enter_ns);
-        fp->short_gaps += c->t_enter_ns - w->idle_since < 1000000;
-        feed_split_add(&fp->split, w->m, c->thr, w->idle_since, c->t_enter_ns);
-    }
+    if (w->idle_since && c->t_enter_ns > w->idle_since)
+        ctx_gap(w, c);
     w->idle_since = 0;
     w->any_enqueue = 1;
     if (!s->pending) {
@@ -162,7 +197,7 @@ static int enqueue(struct walk *w, const struct m_call *c)
     s->drained_at = 0;
     if (cs_api_table[c->api].is_sync) { /* synchronous copy or memset */
         drain(w, s, c->t_exit_ns);
-        after_drain(w, c->t_exit_ns);
+        after_drain(w, c);
     }
     return 0;
 }
@@ -210,7 +245,7 @@ static int step(struct walk *w, const struct m_call *c)
     } else {
         return 0;
     }
-    after_drain(w, c->t_exit_ns);
+    after_drain(w, c);
     return 0;
 }
 

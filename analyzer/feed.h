@@ -29,6 +29,15 @@ struct feed_split {
     struct feed_waker waker[FEED_WAKERS]; /* most sleep time woken first */
 };
 
+/* One known-idle gap of a context: from the drain's return to the enqueue. */
+struct feed_gap {
+    uint64_t t0_ns, t1_ns;
+    uint64_t drain_call, next_call; /* indices in model.call */
+    uint64_t sleep_worker_ns;       /* feeding thread asleep, woken by a worker */
+};
+
+#define FEED_TOP_GAPS 3
+
 struct feed_stream {
     uint32_t proc;
     uint64_t stream;
@@ -41,6 +50,9 @@ struct feed_proc {
     uint64_t enqueues, launches, syncs, sync_ns, launch_ns;
     uint64_t idle_ns, gaps, max_gap_ns, max_gap_at_ns; /* whole context idle */
     uint64_t short_gaps;            /* gaps under 1 ms */
+    uint64_t relaunch_ns;           /* duration of the enqueue calls that ended the gaps */
+    struct feed_gap longest[FEED_TOP_GAPS];  /* longest gaps, longest first */
+    struct feed_gap starved[FEED_TOP_GAPS];  /* most worker-wait, most first */
     uint64_t launch_gap_p50_ns;     /* exit of a launch to the next launch, same thread */
     uint64_t launch_p50_ns;         /* launch call duration */
     uint64_t busy_first_ns, busy_last_ns; /* first enqueue, last call exit */

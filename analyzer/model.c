@@ -9,6 +9,15 @@
 #include "cudaspy/api.h"
 #include "model.h"
 
+/* The file being read; a corrupt page can fault inside LMDB, and the CLI's
+ * signal handler names the file from here. */
+static const char *volatile reading;
+
+const char *model_reading(void)
+{
+    return reading;
+}
+
 /* ---- a small open-addressing map u64 -> u32 ---- */
 
 struct m_hash {
@@ -254,7 +263,10 @@ static int each_block(struct model *m, unsigned kind, block_fn fn, void *arg, st
         struct cs_cursor *c = NULL;
         const struct cs_blk_hdr *h;
         const void *recs;
-        int rc = cs_cursor_open(mr->run, kind, mr->win_lo_ns, mr->win_hi_ns, &c);
+        int rc;
+
+        reading = mr->path;
+        rc = cs_cursor_open(mr->run, kind, mr->win_lo_ns, mr->win_hi_ns, &c);
 
         while (rc == 0 && (rc = cs_cursor_next(c, &h, &recs, err)) == 1) {
             if (h->kind != kind || h->rec_size != cs_rec_size(kind))
@@ -262,6 +274,7 @@ static int each_block(struct model *m, unsigned kind, block_fn fn, void *arg, st
             rc = fn(m, (uint32_t)r, h, recs, arg);
         }
         cs_cursor_close(c);
+        reading = NULL;
         if (rc < 0) {
             if (err && err->msg[0] == '\0')
                 cs_err_set(err, rc, "%s", cs_strerror(rc));
@@ -606,7 +619,9 @@ static int open_run(struct model *m, int i, const char *path, struct cs_err *err
         return -ENOMEM;
     if (err)
         err->msg[0] = '\0';
+    reading = path;
     rc = cs_run_open(r->run, path, err);
+    reading = NULL;
     if (rc < 0) {
         char tmp[sizeof(((struct cs_err *)0)->msg)];
         snprintf(tmp, sizeof(tmp), "%s", err && err->msg[0] ? err->msg : cs_strerror(rc));

@@ -121,6 +121,10 @@ int m_hash_put(struct m_hash *h, uint64_t key, uint32_t val); /* 0 or -ENOMEM */
 int model_load(struct model *m, const char *const *paths, int n,
                const struct analysis_opts *o, struct cs_err *err);
 
+/** Path of the run file being read right now (for a fatal-signal message),
+ * NULL when none is. */
+const char *model_reading(void);
+
 /** Free everything model_load() took; the struct itself is the caller's. */
 void model_exit(struct model *m);
 

@@ -5,12 +5,14 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "analysis.h"
 #include "commands.h"
+#include "model.h"
 #include "cudaspy/version.h"
 
 #define PROG "cudaspy-analyze"
@@ -85,7 +87,10 @@ static void print_run(const struct out *o, const json_t *j)
     json_array_foreach(files, i, v) {
         fprintf(o->f, "%srun%s     %s\n", col(o, C_BOLD), col(o, C_OFF), gets_(v, "path"));
         fprintf(o->f, "command  %s\n", *gets_(v, "command") ? gets_(v, "command") : "(unknown)");
-        fprintf(o->f, "duration %s   CUDA calls %s   host records %s   sampler tier %s   CPUs %d\n",
+        char cpus[16] = "?";
+        if (geti(v, "ncpu"))
+            snprintf(cpus, sizeof(cpus), "%d", (int)geti(v, "ncpu"));
+        fprintf(o->f, "duration %s   CUDA calls %s   host records %s   sampler tier %s   CPUs %s\n",
                 fmt_ns(a, sizeof(a), geti(v, "window_end_ns") - geti(v, "window_start_ns")),
                 fmt_count(b, sizeof(b), geti(json_object_get(v, "counts"), "cuda")),
                 fmt_count(c, sizeof(c),
@@ -93,7 +98,7 @@ static void print_run(const struct out *o, const json_t *j)
                               geti(json_object_get(v, "counts"), "runq") +
                               geti(json_object_get(v, "counts"), "pwin") +
                               geti(json_object_get(v, "counts"), "syswin")),
-                gets_(v, "sampler_tier"), (int)geti(v, "ncpu"));
+                gets_(v, "sampler_tier"), cpus);
         if (json_is_true(json_object_get(v, "degraded")))
             fprintf(o->f, "%sWARNING: degraded run:%s %s CUDA records dropped, %s host records "
                           "lost%s; figures are lower bounds\n",
@@ -112,7 +117,7 @@ static void print_chain(const struct out *o, const json_t *c)
     const char *sev = gets_(c, "severity");
     const char *sc = !strcmp(sev, "HIGH") ? C_RED : !strcmp(sev, "MEDIUM") ? C_YEL : C_CYAN;
     const json_t *v;
-    char a[32], b[32];
+    char a[32], b[32], d[32];
     size_t i;
 
     fprintf(o->f, "%s[%s]%s %s%s%s  impact %s (%.1f %% of wall time)\n", col(o, sc), sev,
@@ -123,7 +128,7 @@ static void print_chain(const struct out *o, const json_t *c)
     if (*gets_(c, "api") && geti(c, "count"))
         fprintf(o->f, "  api %s: p50 %s, p99 %s (%.1fx), %s calls\n", gets_(c, "api"),
                 fmt_ns(a, sizeof(a), geti(c, "p50_ns")), fmt_ns(b, sizeof(b), geti(c, "p99_ns")),
-                json_real_value(json_object_get(c, "ratio")), fmt_count(a, sizeof(a), geti(c, "count")));
+                json_real_value(json_object_get(c, "ratio")), fmt_count(d, sizeof(d), geti(c, "count")));
     fprintf(o->f, "  evidence:\n");
     json_array_foreach(json_object_get(c, "evidence"), i, v)
         fprintf(o->f, "    - %s\n", json_string_value(v));
@@ -260,6 +265,10 @@ static void print_procs(const struct out *o, const json_t *j)
     size_t i;
 
     fprintf(o->f, "\n%sPROCESSES%s\n", col(o, C_BOLD), col(o, C_OFF));
+    if (json_array_size(json_object_get(j, "processes")) == 0) {
+        fprintf(o->f, "  none recorded\n");
+        return;
+    }
     fprintf(o->f, "  %7s %7s %-15s %-9s %9s %8s %8s %8s %8s %8s %8s %8s %8s %9s %9s %8s\n", "pid",
             "ppid", "comm", "role", "cuda", "cuda t", "on-CPU", "sleep", "disk", "preempt", "runq",
             "stall", "vcsw", "ivcsw", "pg alloc", "faults");
@@ -488,6 +497,41 @@ static int parse(int argc, char **argv, struct report_opts *r)
     return 0;
 }
 
+/* LMDB follows page numbers without checking them, so a corrupt page can
+ * fault inside the reader. The file is then bad input: say so, exit 2. */
+static void put_err(const char *s)
+{
+    if (write(STDERR_FILENO, s, strlen(s)) < 0)
+        _exit(2);
+}
+
+static void on_fault(int sig)
+{
+    const char *path = model_reading();
+
+    if (path == NULL) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    put_err(PROG ": "); /* only write(2) here: we are in a signal handler */
+    put_err(path);
+    put_err(sig == SIGBUS ? ": corrupt run file (bus error reading a page)\n"
+                          : ": corrupt run file (segmentation fault reading a page)\n");
+    _exit(2);
+}
+
+static void catch_faults(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_fault;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+    sigaction(SIGSEGV, &sa, NULL);
+}
+
 /* Exit status for a load failure: bad input is 2, the system's fault 3. */
 static int load_status(int rc)
 {
@@ -518,6 +562,7 @@ int report_main(int argc, char **argv)
 
     if (rc != 0)
         return rc < 0 ? 0 : rc;
+    catch_faults();
     rc = analysis_load((const char *const *)argv + optind, argc - optind, &r.a, &a, &err);
     if (rc < 0) {
         fprintf(stderr, PROG ": %s\n", err.msg[0] ? err.msg : cs_strerror(rc));

@@ -1,11 +1,55 @@
 # Analyzer tests (issue 5): exact statistics, the run-file error paths of
 # cudaspy-analyze, and planted causes in synthetic runs written through the
-# real writer (test/analyzer/gen_run.c).
-add_executable(gen_run ${CMAKE_CURRENT_SOURCE_DIR}/analyzer/gen_run.c)
+# real writer (test/analyzer/gen_run.c). json_expect + expect_cause.sh are
+# reusable on real runs (CS_ANALYZE, CS_JSON_EXPECT).
+set(CS_AN_DIR ${CMAKE_CURRENT_SOURCE_DIR}/analyzer)
+set(CS_AN_WORK ${CMAKE_CURRENT_BINARY_DIR}/analyzer-work)
+
+add_executable(gen_run ${CS_AN_DIR}/gen_run.c)
 target_link_libraries(gen_run PRIVATE cs_runfile cs_core)
+
+add_executable(json_expect ${CS_AN_DIR}/json_expect.c)
+target_include_directories(json_expect PRIVATE ${CS_JANSSON_INC})
+target_link_libraries(json_expect PRIVATE ${CS_JANSSON_LIB})
 
 add_executable(test_stats ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_stats.c)
 target_include_directories(test_stats PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_stats PRIVATE cs_analysis)
 add_test(NAME unit.stats COMMAND test_stats)
 set_tests_properties(unit.stats PROPERTIES LABELS unit)
+
+# cli.analyze_<case>: test/cli/analyze_<case>.sh ANALYZE GEN_RUN WORKDIR
+foreach(case missing_file random_bytes truncated corrupt future_version empty_run no_sampler
+        usage help fail_on)
+  add_test(NAME cli.analyze_${case}
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cli/analyze_${case}.sh
+                   $<TARGET_FILE:cudaspy-analyze> $<TARGET_FILE:gen_run> ${CS_AN_WORK}/cli_${case})
+  set_tests_properties(cli.analyze_${case} PROPERTIES LABELS unit TIMEOUT 60)
+endforeach()
+
+add_test(NAME fault.analyze_cut_and_flip
+         COMMAND sh ${CS_AN_DIR}/fault_sweep.sh $<TARGET_FILE:cudaspy-analyze>
+                 $<TARGET_FILE:gen_run> ${CS_AN_WORK}/fault)
+set_tests_properties(fault.analyze_cut_and_flip PROPERTIES LABELS fault TIMEOUT 120)
+
+# data.planted.<scenario>: the planted cause is the top finding
+set(CS_AN_PLANTED
+    "cpu_contention_tree\;top=cpu_contention_tree"
+    "cpu_contention_external\;top=cpu_contention_external"
+    "data_pipeline_starvation\;top=data_pipeline_starvation"
+    "pageable_memcpy\;top=pageable_memcpy"
+    "alloc_churn\;top=alloc_churn"
+    "sync_per_iteration\;top=sync_per_iteration"
+    "launch_bound\;top=launch_bound"
+    "io_wait\;top=io_wait"
+    "clean\;nohigh\;nomissing"
+    "nohost\;missing=no host data (sampler tier none: perf_event_open: permission denied)")
+foreach(entry ${CS_AN_PLANTED})
+  list(GET entry 0 scen)
+  list(REMOVE_AT entry 0)
+  add_test(NAME data.planted.${scen}
+           COMMAND sh ${CS_AN_DIR}/planted.sh $<TARGET_FILE:gen_run> ${CS_AN_WORK}/planted
+                   ${scen} ${entry})
+  set_tests_properties(data.planted.${scen} PROPERTIES LABELS unit TIMEOUT 60
+    ENVIRONMENT "CS_ANALYZE=$<TARGET_FILE:cudaspy-analyze>;CS_JSON_EXPECT=$<TARGET_FILE:json_expect>")
+endforeach()

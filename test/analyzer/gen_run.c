@@ -3,7 +3,8 @@
  * an otherwise ordinary training loop: a main process (pid 1000) with CUDA
  * calls, four DataLoader-like workers (1001-1004), sometimes an outside CPU
  * hog (pid 2000), on 2 CPUs. Deterministic for a given seed.
- * Usage: gen_run SCENARIO OUT.lmdb [--steps N] [--seed S] [--big N] */
+ * Usage: gen_run SCENARIO OUT.lmdb [--steps N] [--seed S] [--big N]
+ *        [--format-version V] (V overrides the stored format version) */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -384,7 +385,7 @@ int main(int argc, char **argv)
 {
     int sc = -1, rc;
     unsigned steps = 600;
-    uint64_t nbig = 0, t_end;
+    uint64_t nbig = 0, t_end, fmt_version = 0;
 
     rng_state = 42;
     for (int i = 0; i < (int)(sizeof(scen_names) / sizeof(scen_names[0])); i++)
@@ -401,6 +402,8 @@ int main(int argc, char **argv)
             rng_state = strtoull(argv[i + 1], NULL, 0);
         else if (!strcmp(argv[i], "--big"))
             nbig = strtoull(argv[i + 1], NULL, 0);
+        else if (!strcmp(argv[i], "--format-version"))
+            fmt_version = strtoull(argv[i + 1], NULL, 0);
     }
     st = cs_store_new();
     struct cs_store_opts so = {.map_bytes = nbig ? (4ull << 30) : 0};
@@ -431,6 +434,8 @@ int main(int argc, char **argv)
     if (sc != S_EMPTY)
         procs((enum scen)sc, t_end);
     meta((enum scen)sc, t_end);
+    if (fmt_version)
+        cs_store_put_meta_u64(st, "format_version", fmt_version);
     if ((rc = cs_store_commit(st)) < 0)
         die("commit", rc);
     cs_store_free(st);

@@ -1,0 +1,99 @@
+/* json_expect.c: checks a cudaspy-analyze --json report (docs/json.md) read
+ * from stdin, for the planted-cause tests and for the lead's checks on real
+ * runs. Each argument is one check; the first failing one prints a line and
+ * the program exits 1 (2 for unreadable JSON or an unknown check).
+ *   top=CAUSE      the first chain (largest impact) has this cause
+ *   has=CAUSE      some chain has this cause
+ *   nohigh         no chain is HIGH
+ *   missing=TEXT   "missing" holds exactly TEXT
+ *   nomissing      "missing" is empty */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+static void list_causes(const json_t *chains, char *buf, size_t n)
+{
+    const json_t *c;
+    size_t i, l = 0;
+
+    buf[0] = '\0';
+    json_array_foreach(chains, i, c)
+        l += (size_t)snprintf(buf + l, n > l ? n - l : 0, "%s%s %s", i ? ", " : "",
+                              json_string_value(json_object_get(c, "severity")),
+                              json_string_value(json_object_get(c, "cause")));
+    if (l == 0)
+        snprintf(buf, n, "(none)");
+}
+
+static int has_string(const json_t *arr, const char *key, const char *want)
+{
+    const json_t *v;
+    size_t i;
+
+    json_array_foreach(arr, i, v) {
+        const json_t *s = key ? json_object_get(v, key) : v;
+        if (json_is_string(s) && strcmp(json_string_value(s), want) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* @return 0 when check @p arg holds, 1 when not, 2 when unknown. */
+static int check(const json_t *j, const char *arg, const char *causes)
+{
+    const json_t *chains = json_object_get(j, "chains"), *missing = json_object_get(j, "missing");
+
+    if (strncmp(arg, "top=", 4) == 0) {
+        const char *top = json_string_value(json_object_get(json_array_get(chains, 0), "cause"));
+        if (top && strcmp(top, arg + 4) == 0)
+            return 0;
+        fprintf(stderr, "json_expect: top cause is %s, want %s (chains: %s)\n", top ? top : "none",
+                arg + 4, causes);
+        return 1;
+    }
+    if (strncmp(arg, "has=", 4) == 0) {
+        if (has_string(chains, "cause", arg + 4))
+            return 0;
+        fprintf(stderr, "json_expect: no %s chain (chains: %s)\n", arg + 4, causes);
+        return 1;
+    }
+    if (strcmp(arg, "nohigh") == 0) {
+        if (!has_string(chains, "severity", "HIGH"))
+            return 0;
+        fprintf(stderr, "json_expect: a HIGH finding (chains: %s)\n", causes);
+        return 1;
+    }
+    if (strncmp(arg, "missing=", 8) == 0) {
+        if (has_string(missing, NULL, arg + 8))
+            return 0;
+        fprintf(stderr, "json_expect: missing lacks \"%s\"\n", arg + 8);
+        return 1;
+    }
+    if (strcmp(arg, "nomissing") == 0) {
+        if (json_array_size(missing) == 0)
+            return 0;
+        fprintf(stderr, "json_expect: missing is not empty: %s\n",
+                json_string_value(json_array_get(missing, 0)));
+        return 1;
+    }
+    fprintf(stderr, "json_expect: unknown check '%s'\n", arg);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    json_error_t e;
+    json_t *j = json_loadf(stdin, 0, &e);
+    char causes[1024];
+    int rc = 0;
+
+    if (j == NULL) {
+        fprintf(stderr, "json_expect: stdin: malformed JSON (line %d: %s)\n", e.line, e.text);
+        return 2;
+    }
+    list_causes(json_object_get(j, "chains"), causes, sizeof(causes));
+    for (int i = 1; i < argc && rc == 0; i++)
+        rc = check(j, argv[i], causes);
+    json_decref(j);
+    return rc;
+}

@@ -1,0 +1,11 @@
+# CUDA calls but no host sampler: the report says what is missing, exit 0.
+. "$(dirname "$0")/analyze_common.sh"
+gen nohost run.lmdb --steps 50
+run "$A" run.lmdb
+want_rc 0
+want_err ""
+want_out "run     run.lmdb
+command  python train.py
+duration 161.9ms   CUDA calls 2,200   host records 0   sampler tier none   CPUs ?
+missing: no host data (sampler tier none: perf_event_open: permission denied)" 4
+finish
