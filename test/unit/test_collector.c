@@ -251,12 +251,18 @@ static int test_collector_sigkill_keeps_committed_blocks(void)
                     "-p", "2", "-t", "2", "-m", "forever", "-r", "100", NULL};
     struct cs_run *r = cs_run_new();
     struct cs_err err = {""};
-    struct landed l;
+    struct landed l = {0};
     pid_t pid;
     int st;
 
+    unlink(path); /* never read the previous test's file */
     CHECK_EQ(run_argv(argv, &pid, 0), 0);
-    usleep(1500 * 1000);
+    /* read it live until some blocks are committed, then kill mid-stream */
+    for (int i = 0; i < 400 && l.n < 50000; i++) {
+        usleep(50 * 1000);
+        l.n = cs_run_open(r, path, NULL) == 0 ? cs_run_count(r, CS_REC_CUDA) : 0;
+    }
+    CHECK(l.n >= 50000);
     CHECK_EQ(kill(-pid, SIGKILL), 0); /* the sampler and its tree */
     CHECK(waitpid(pid, &st, 0) == pid);
     CHECK(WIFSIGNALED(st));
