@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define LAUNCH_MAX_OPTS 8
+#define LAUNCH_EXTRA_ARGS 4 /* sampler path, --preload SO, NULL; options reuse argv's slots */
 
 static const char usage_text[] =
     "Usage: cudaspy record [-o FILE] [--no-host] [-q] -- COMMAND [ARGS...]\n"
@@ -58,7 +58,7 @@ static int record(int argc, char **argv)
 {
     char dir[PATH_MAX], sampler[PATH_MAX + 32], preload[PATH_MAX + 32];
     const char *env = getenv("CUDASPY_SAMPLER");
-    char **av = calloc((size_t)argc + LAUNCH_MAX_OPTS, sizeof(*av));
+    char **av = calloc((size_t)argc + LAUNCH_EXTRA_ARGS, sizeof(*av));
     int i, n = 1;
 
     if (av == NULL || self_dir(dir, sizeof(dir)) < 0) {
@@ -84,8 +84,6 @@ static int record(int argc, char **argv)
             snprintf(msg, sizeof(msg), "unknown option '%.200s'", argv[i]);
             return usage_error(msg);
         }
-        if (n > LAUNCH_MAX_OPTS - 4)
-            return usage_error("too many options");
     }
     if (i + 1 >= argc)
         return usage_error("no command to record (put it after --)");

@@ -58,3 +58,11 @@ endforeach()
 add_test(NAME fault.shim_no_sampler
          COMMAND ${SHIM_TEST_DIR}/cli/shim_no_sampler.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(fault.shim_no_sampler PROPERTIES LABELS fault TIMEOUT 60)
+
+# unit.shim_track: the pinned-range table and capture set, compiled in.
+add_executable(test_shim_track ${SHIM_TEST_DIR}/unit/test_shim_track.c
+                               ${CMAKE_SOURCE_DIR}/interpose/shim_track.c)
+target_include_directories(test_shim_track PRIVATE ${SHIM_TEST_DIR} ${CMAKE_SOURCE_DIR}/interpose)
+target_link_libraries(test_shim_track PRIVATE cs_core pthread)
+add_test(NAME unit.shim_track COMMAND test_shim_track)
+set_tests_properties(unit.shim_track PROPERTIES LABELS unit TIMEOUT 60)
