@@ -677,6 +677,8 @@ static void write_finish_meta(struct host *h, uint64_t read_lost)
     collector_meta_u64(h->c, "host_checks", st->checks);
     collector_meta_u64(h->c, "host_diverged", st->diverged);
     collector_meta_u64(h->c, "host_wake_unknown", st->wake_unknown);
+    collector_meta_u64(h->c, "host_block_tp", st->block_tp);
+    collector_meta_u64(h->c, "host_block_unlabelled", st->block_unlabelled);
     collector_meta_u64(h->c, "host_procs", st->procs);
     collector_meta_u64(h->c, "host_threads", st->threads);
 }

@@ -20,6 +20,7 @@ enum { TS_UNKNOWN = 0, TS_ON, TS_BLOCKED, TS_RUNNABLE };
 #define SEG_LOG 4096          /* run segments remembered per CPU (power of two) */
 #define SYS_SAMPLES 32        /* /proc/stat readings kept for window rates */
 #define PEND_WAKE_NS 1000000  /* a wakeup this close before a switch-out counts */
+#define TP_MATCH_NS 200000    /* sched_switch sample to switch-out record */
 #define CHK_MIN_NS 20000000   /* compare schedstat only over >= 20 ms of CPU */
 #define CHK_SLACK_NS 4000000  /* a tick of schedstat lag */
 
@@ -780,7 +781,6 @@ static void on_switch_out(struct sched_fsm *s, const struct pe_ev *ev_out)
     }
     th->partial = th->state != TS_ON ? 1 : 0; /* we missed its switch-in */
     th->cpu = ev->cpu;
-    th->t_since = ev->t_ns;
     if (ev->flags & PE_F_PREEMPT) {
         th->state = TS_RUNNABLE;
         th->cls = CS_OFF_PREEMPT;
@@ -788,6 +788,8 @@ static void on_switch_out(struct sched_fsm *s, const struct pe_ev *ev_out)
     } else {
         th->state = TS_BLOCKED;
         th->cls = block_class(s, th);
+        if (th->cls == CS_OFF_BLOCKED && s->o.has_block_tp)
+            s->st.block_unlabelled++;
         th->t_enqueue = 0;
         if (th->pend_wake && ev->t_ns - th->t_pend_wake <= PEND_WAKE_NS) {
             th->state = TS_RUNNABLE; /* woken while still switching out */
@@ -796,6 +798,7 @@ static void on_switch_out(struct sched_fsm *s, const struct pe_ev *ev_out)
             th->waker_tid = th->pend_tid;
         }
     }
+    th->t_since = ev->t_ns; /* after block_class, which compares with the switch-in */
     th->pend_wake = 0;
     th->t_block_tp = 0;
 }
@@ -832,10 +835,20 @@ static void on_block_tp(struct sched_fsm *s, const struct pe_ev *ev)
 {
     struct thr *th = thr_get(s, ev->tid);
 
-    if (th) {
-        th->t_block_tp = ev->t_ns;
-        th->block_state = (uint32_t)ev->a;
+    if (!th)
+        return;
+    s->st.block_tp++;
+    /* On this kernel the sample lands just after perf's switch-out record
+     * of the same switch; older ones write it just before. Take both. */
+    if (th->state == TS_BLOCKED && th->cls == CS_OFF_BLOCKED && ev->t_ns >= th->t_since &&
+        ev->t_ns - th->t_since <= TP_MATCH_NS) {
+        th->cls = class_of_state((uint32_t)ev->a);
+        if (s->st.block_unlabelled)
+            s->st.block_unlabelled--;
+        return;
     }
+    th->t_block_tp = ev->t_ns;
+    th->block_state = (uint32_t)ev->a;
 }
 
 static void on_fork(struct sched_fsm *s, const struct pe_ev *ev)

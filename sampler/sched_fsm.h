@@ -37,6 +37,8 @@ struct sched_fsm_stats {
     uint64_t diverged;      /* of which disagreed */
     uint64_t procs, threads;
     uint64_t wake_unknown;  /* switch-ins after a block with no wakeup seen */
+    uint64_t block_tp;      /* sched_switch samples of tracked threads */
+    uint64_t block_unlabelled; /* voluntary switch-outs the tracepoint missed */
 };
 
 /** @return NULL on ENOMEM */

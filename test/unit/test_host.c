@@ -3,6 +3,8 @@
  * collector, then compares what it recorded with what each workload thread
  * measured about itself (/proc status, thread CPU clock, schedstat). */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "../check.h"
@@ -140,9 +142,81 @@ static int test_syswin_every_window(void)
 
 static int test_meta_says_tier_a(void)
 {
+    fprintf(stderr, "reason: %s\n", fake_meta(col, "sampler_tier_reason"));
     CHECK_STR(fake_meta(col, "sampler_tier"), "A");
     CHECK(fake_meta(col, "host_lost") != NULL);
     CHECK_STR(fake_meta(col, "host_lost"), "0");
+    return 0;
+}
+
+static uint32_t pid_of_kind_comm(const char *comm)
+{
+    for (int i = 0; i < nrep; i++)
+        if (strcmp(rep[i].comm, comm) == 0)
+            return rep[i].pid;
+    return 0;
+}
+
+static int test_pipe_sleeps_are_s_and_name_the_partner_as_waker(void)
+{
+    uint32_t a = pid_of_kind_comm("wl_ping_a"), b = pid_of_kind_comm("wl_ping_b");
+    const struct cs_rec_offcpu *o;
+    unsigned sleeps = 0, by_partner = 0;
+
+    CHECK(a && b);
+    for (size_t i = 0; (o = fake_rec(col, CS_REC_OFFCPU, i)) != NULL; i++) {
+        if (o->pid != a || o->cls == CS_OFF_PREEMPT)
+            continue;
+        CHECK_EQ(o->cls, CS_OFF_SLEEP);
+        sleeps++;
+        by_partner += o->waker_pid == b;
+    }
+    fprintf(stderr, "ping_a sleeps %u, woken by ping_b %u\n", sleeps, by_partner);
+    CHECK(sleeps >= 300); /* a read finds the byte there now and then */
+    CHECK(by_partner * 10 >= sleeps * 9);
+    return 0;
+}
+
+static int test_preempted_intervals_name_a_holder(void)
+{
+    const struct cs_rec_offcpu *o;
+    unsigned n = 0, named = 0, in_tree = 0;
+
+    for (size_t i = 0; (o = fake_rec(col, CS_REC_OFFCPU, i)) != NULL; i++) {
+        if (o->cls != CS_OFF_PREEMPT)
+            continue;
+        n++;
+        named += o->holder_pid != 0;
+        CHECK(o->holder_permille <= 1000);
+        if (o->flags & CS_HF_HOLDER_IN_TREE) {
+            CHECK(fake_proc(col, o->holder_pid) != NULL);
+            in_tree++;
+        }
+    }
+    fprintf(stderr, "preempted %u, holder named %u, in tree %u\n", n, named, in_tree);
+    CHECK(n > 0);
+    CHECK(named * 10 >= n * 9);
+    CHECK(in_tree > 0);
+    return 0;
+}
+
+static int test_runq_waits_are_ordered(void)
+{
+    const struct cs_rec_runq *q;
+    size_t n = 0;
+
+    for (size_t i = 0; (q = fake_rec(col, CS_REC_RUNQ, i)) != NULL; i++, n++)
+        CHECK(q->t_run_ns >= q->t_enqueue_ns);
+    CHECK(n > 100);
+    return 0;
+}
+
+static int test_schedstat_cross_check_agrees(void)
+{
+    fprintf(stderr, "checks %s diverged %s wake_unknown %s block_tp %s unlabelled %s\n", fake_meta(col, "host_checks"),
+            fake_meta(col, "host_diverged"), fake_meta(col, "host_wake_unknown"), fake_meta(col, "host_block_tp"), fake_meta(col, "host_block_unlabelled"));
+    CHECK(strtoull(fake_meta(col, "host_checks"), NULL, 10) > 0);
+    CHECK_STR(fake_meta(col, "host_diverged"), "0");
     return 0;
 }
 
@@ -169,6 +243,10 @@ int main(void)
     RUN(test_pwin_switches_sum_to_records);
     RUN(test_syswin_every_window);
     RUN(test_meta_says_tier_a);
+    RUN(test_pipe_sleeps_are_s_and_name_the_partner_as_waker);
+    RUN(test_preempted_intervals_name_a_holder);
+    RUN(test_runq_waits_are_ordered);
+    RUN(test_schedstat_cross_check_agrees);
     fake_collector_free(col);
     return check_status();
 }
