@@ -14,3 +14,17 @@ foreach(t host host_tiers)
   add_test(NAME unit.${t} COMMAND test_${t})
   set_tests_properties(unit.${t} PROPERTIES LABELS "unit;slow" TIMEOUT 120 SKIP_RETURN_CODE 77)
 endforeach()
+
+# End to end through the real binary and run file, once the collector exists.
+if(TARGET cudaspy-sampler)
+  add_executable(cs_wl_main ${CMAKE_CURRENT_LIST_DIR}/sampler/wl_main.c
+                            ${CMAKE_CURRENT_LIST_DIR}/sampler/workload.c)
+  target_link_libraries(cs_wl_main Threads::Threads)
+  add_executable(test_host_e2e ${CMAKE_CURRENT_LIST_DIR}/unit/test_host_e2e.c
+                               ${CMAKE_CURRENT_LIST_DIR}/sampler/workload.c)
+  target_link_libraries(test_host_e2e cs_runfile Threads::Threads)
+  add_test(NAME unit.host_e2e
+           COMMAND test_host_e2e $<TARGET_FILE:cudaspy-sampler> $<TARGET_FILE:cs_wl_main>)
+  set_tests_properties(unit.host_e2e PROPERTIES LABELS "unit;slow" TIMEOUT 120
+                       SKIP_RETURN_CODE 77)
+endif()
