@@ -16,3 +16,11 @@ target_link_libraries(test_collector PRIVATE cs_runfile)
 add_test(NAME unit.collector
          COMMAND test_collector $<TARGET_FILE:cudaspy-sampler> $<TARGET_FILE:cs_producer>)
 set_tests_properties(unit.collector PROPERTIES LABELS unit TIMEOUT 240)
+
+# Map growth from 1 MiB past 1 GiB (writes ~1.1 GiB to /dev/shm or /tmp; skips when
+# less than 3 GiB are free) and cuts at every page boundary.
+add_executable(test_store_growth ${CMAKE_CURRENT_LIST_DIR}/fault/test_store_growth.c)
+target_include_directories(test_store_growth PRIVATE ${CMAKE_CURRENT_LIST_DIR})
+target_link_libraries(test_store_growth PRIVATE cs_runfile)
+add_test(NAME fault.store_growth COMMAND test_store_growth)
+set_tests_properties(fault.store_growth PROPERTIES LABELS "fault;slow" TIMEOUT 300)
