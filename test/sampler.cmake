@@ -8,12 +8,18 @@ add_library(cs_test_sampler STATIC
 target_include_directories(cs_test_sampler PUBLIC ${CMAKE_SOURCE_DIR}/sampler)
 find_package(Threads REQUIRED)
 
-foreach(t host host_tiers)
+foreach(t host host_tiers host_pfm)
   add_executable(test_${t} ${CMAKE_CURRENT_LIST_DIR}/unit/test_${t}.c)
   target_link_libraries(test_${t} cs_test_sampler cs_host cs_test_sampler Threads::Threads m)
   add_test(NAME unit.${t} COMMAND test_${t})
   set_tests_properties(unit.${t} PROPERTIES LABELS "unit;slow" TIMEOUT 120 SKIP_RETURN_CODE 77)
 endforeach()
+
+add_executable(test_host_lost ${CMAKE_CURRENT_LIST_DIR}/fault/test_host_lost.c)
+target_link_libraries(test_host_lost cs_test_sampler cs_host cs_test_sampler Threads::Threads m)
+add_test(NAME fault.host_lost COMMAND test_host_lost)
+set_tests_properties(fault.host_lost PROPERTIES LABELS "fault;slow" TIMEOUT 120
+                     SKIP_RETURN_CODE 77)
 
 # End to end through the real binary and run file, once the collector exists.
 if(TARGET cudaspy-sampler)

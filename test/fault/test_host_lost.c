@@ -1,0 +1,73 @@
+/* test_host_lost.c: the host sampler when its rings overflow. One data
+ * page per CPU cannot hold the workload's bursts: LOST records must become
+ * CS_REC_LOST spans, degraded windows and a host_lost total, and the run
+ * must still finish with every process in the table. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "../sampler/harness.h"
+
+static struct hrun run;
+
+static int test_lost_spans_are_emitted(void)
+{
+    const struct cs_rec_lost *l;
+    size_t n = 0;
+
+    for (size_t i = 0; (l = fake_rec(run.c, CS_REC_LOST, i)) != NULL; i++, n++) {
+        CHECK_EQ(l->what, 1);
+        CHECK(l->source < (uint32_t)sysconf(_SC_NPROCESSORS_ONLN));
+        CHECK(l->t_end_ns >= l->t_start_ns);
+        CHECK(l->count > 0);
+    }
+    CHECK(n > 0);
+    return 0;
+}
+
+static int test_lost_total_in_meta(void)
+{
+    fprintf(stderr, "host_lost %s (records %s, read %s)\n", fake_meta(run.c, "host_lost"),
+            fake_meta(run.c, "host_lost_records"), fake_meta(run.c, "host_lost_read"));
+    CHECK(strtoull(fake_meta(run.c, "host_lost"), NULL, 10) > 0);
+    CHECK(strtoull(fake_meta(run.c, "host_lost_read"), NULL, 10) > 0);
+    return 0;
+}
+
+static int test_windows_flagged_degraded(void)
+{
+    const struct cs_rec_pwin *w;
+    size_t n = 0;
+
+    for (size_t i = 0; (w = fake_rec(run.c, CS_REC_PWIN, i)) != NULL; i++)
+        n += (w->flags & CS_HF_DEGRADED) != 0;
+    CHECK(n > 0);
+    return 0;
+}
+
+static int test_processes_still_in_table(void)
+{
+    for (int i = 0; i < run.nrep; i++)
+        CHECK(fake_proc(run.c, run.rep[i].pid) != NULL || run.rep[i].preattach == 0);
+    CHECK(fake_proc(run.c, (uint32_t)run.root) != NULL);
+    return 0;
+}
+
+int main(void)
+{
+    struct host_opts o = {.force_tier = 'A', .ring_pages = 1};
+
+    if (geteuid() != 0) {
+        fprintf(stderr, "skip: needs root for tier A\n");
+        return 77;
+    }
+    if (hrun_tree(&run, o, 2, 0) < 0)
+        return 1;
+    RUN(test_lost_spans_are_emitted);
+    RUN(test_lost_total_in_meta);
+    RUN(test_windows_flagged_degraded);
+    RUN(test_processes_still_in_table);
+    fake_collector_free(run.c);
+    return check_status();
+}
