@@ -356,7 +356,7 @@ static const char gate_usage[] =
     "  --max-p99-ratio R     fail above new/base ratio R (default 1.5)\n"
     "  --min-delta-us D      ... and above an increase of D microseconds (default 50)\n"
     "  --min-calls N         judge only APIs with N calls on both sides (default 100)\n"
-    "  --api NAME[,NAME]     only these APIs (repeatable)\n"
+    "  --api NAME[,NAME]     only these APIs (repeatable; an unknown name is an error)\n"
     "  --by-kernel           also one row per (API, kernel name)\n"
     "  --no-ci               no bootstrap; fail on the thresholds alone\n"
     "  --resamples N         bootstrap resamples (default 1000)\n"
@@ -516,6 +516,18 @@ static int load_side(const char *path, size_t samples, struct summary **s)
     return (rc == -ENOMEM || rc == -EIO) ? 3 : 2;
 }
 
+/* A misspelt --api must not pass silently. @return 0 or 2 after a message */
+static int check_apis(const struct gate_opts *o, const struct summary *b, const struct summary *c)
+{
+    for (int i = 0; i < o->napis; i++) {
+        if (summary_find(b, o->apis[i], NULL) || summary_find(c, o->apis[i], NULL))
+            continue;
+        fprintf(stderr, PROG ": gate: --api %s: no such API in either run\n", o->apis[i]);
+        return 2;
+    }
+    return 0;
+}
+
 static void count_verdicts(struct gate_result *g)
 {
     for (size_t i = 0; i < g->n; i++) {
@@ -565,7 +577,7 @@ int gate_main(int argc, char **argv)
         goto out;
     }
     if (rc || (rc = load_side(c.baseline, c.samples, &base)) ||
-        (rc = load_side(c.run, c.samples, &cand)))
+        (rc = load_side(c.run, c.samples, &cand)) || (rc = check_apis(&c.o, base, cand)))
         goto out;
     if (gate_eval(base, cand, &c.o, &g.rows, &g.n) < 0) {
         fprintf(stderr, PROG ": gate: out of memory\n");

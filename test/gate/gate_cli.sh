@@ -80,6 +80,9 @@ usage)
     grep -qx "cudaspy-analyze: gate: --baseline BASE is required" err.txt || fail msg
     expect_rc 2 "$analyze" gate --baseline base.lmdb --metric p42 base.lmdb
     expect_rc 2 "$analyze" gate --baseline base.lmdb --frobnicate base.lmdb
+    expect_rc 2 "$analyze" gate --baseline base.lmdb --api cuStreamSynchronise base.lmdb
+    grep -qx "cudaspy-analyze: gate: --api cuStreamSynchronise: no such API in either run" err.txt ||
+        fail "misspelt --api"
     expect_rc 0 "$analyze" gate --help
     grep -q '^Exit status: 0 pass, 1 regression, 2 usage' out.txt || fail help
     ;;
