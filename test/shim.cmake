@@ -66,3 +66,6 @@ target_include_directories(test_shim_track PRIVATE ${SHIM_TEST_DIR} ${CMAKE_SOUR
 target_link_libraries(test_shim_track PRIVATE cs_core pthread)
 add_test(NAME unit.shim_track COMMAND test_shim_track)
 set_tests_properties(unit.shim_track PROPERTIES LABELS unit TIMEOUT 60)
+add_test(NAME fault.shim_collector_dies
+         COMMAND ${SHIM_TEST_DIR}/cli/shim_collector_dies.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(fault.shim_collector_dies PROPERTIES LABELS fault TIMEOUT 60)
