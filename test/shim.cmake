@@ -20,6 +20,10 @@ endfunction()
 shim_client_test(rt_shared client_rt_shared shared)
 shim_client_test(rt_static client_rt_static static)
 shim_client_test(rt_ptds client_rt_ptds shared)
+shim_client_test(dlsym client_dlsym static)
+shim_client_test(gpa client_gpa static)
+shim_client_test(gpa_pt client_gpa static 4 64 pt)
+shim_client_test(direct client_direct static)
 
 # Our own clients, next to the fakes (they find libcuda.so.1 through $ORIGIN).
 function(shim_client name src)
@@ -29,13 +33,18 @@ function(shim_client name src)
 endfunction()
 shim_client(test_shim_errno test_shim_errno.c)
 shim_client(test_shim_fork test_shim_fork.c)
-shim_client_test(direct test_shim_errno static)
+shim_client_test(direct_errno test_shim_errno static)
 
 add_test(NAME cli.shim_errno
          COMMAND ${SHIM_TEST_DIR}/cli/shim_errno.sh ${CMAKE_BINARY_DIR})
 add_test(NAME cli.shim_fork
-         COMMAND ${SHIM_TEST_DIR}/cli/shim_fork.sh ${CMAKE_BINARY_DIR} 64 4 25)
-set_tests_properties(cli.shim_errno cli.shim_fork PROPERTIES LABELS cli TIMEOUT 120)
+         COMMAND ${SHIM_TEST_DIR}/cli/shim_fork.sh ${CMAKE_BINARY_DIR} test_shim_fork 64 4 25)
+add_test(NAME cli.shim_fork_forker
+         COMMAND ${SHIM_TEST_DIR}/cli/shim_fork.sh ${CMAKE_BINARY_DIR} client_forker 64 3 20)
+add_test(NAME cli.shim_rtnext
+         COMMAND ${SHIM_TEST_DIR}/cli/shim_rtnext.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(cli.shim_errno cli.shim_fork cli.shim_fork_forker cli.shim_rtnext
+                     PROPERTIES LABELS cli TIMEOUT 120)
 
 # dlsym(RTLD_NEXT) stays relative to its real caller.
 add_library(shim_rtld_a SHARED ${SHIM_TEST_DIR}/unit/test_shim_rtld_a.c)
