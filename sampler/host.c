@@ -208,12 +208,12 @@ static int open_cpu_ring(struct host *h, int cpu, struct perf_event_attr *a, pid
 
 /* Open the members on every CPU; one that fails on CPU 0 is left out
  * everywhere (and said in the reason), one that fails later is fatal. */
-static int open_members(struct host *h, int *has_switch_tp)
+static int open_members(struct host *h, int *has_switch_tp, int *has_wake_tp)
 {
     struct member m[8];
     int n = members(h, m);
 
-    *has_switch_tp = 0;
+    *has_switch_tp = *has_wake_tp = 0;
     for (int i = 0; i < n; i++) {
         struct perf_event_attr a;
         int rc = 0;
@@ -234,6 +234,8 @@ static int open_members(struct host *h, int *has_switch_tp)
         }
         if (m[i].role == PE_ROLE_TP_SWITCH)
             *has_switch_tp = 1;
+        if (m[i].role == PE_ROLE_TP_WAKING)
+            *has_wake_tp = 1;
     }
     return 0;
 }
@@ -249,7 +251,7 @@ static int enable_all(struct host *h)
     return 0;
 }
 
-static int new_sched(struct host *h, int cpuwide, int has_block_tp)
+static int new_sched(struct host *h, int cpuwide, int has_block_tp, int has_wake_tp)
 {
     struct sched_fsm_opts so = {
         .c = h->c,
@@ -259,6 +261,7 @@ static int new_sched(struct host *h, int cpuwide, int has_block_tp)
         .ncpu = h->ncpu,
         .cpuwide = cpuwide,
         .has_block_tp = has_block_tp,
+        .has_wake_tp = has_wake_tp,
         .self = getpid(),
     };
 
@@ -289,7 +292,7 @@ static int seed_tree(struct host *h)
 static int open_tier_a(struct host *h)
 {
     struct perf_event_attr a;
-    int has_tp = 0, rc = pe_tracefs_load(&h->tf);
+    int has_tp = 0, has_wake = 0, rc = pe_tracefs_load(&h->tf);
 
     if (rc < 0)
         host_reason(h, "tracefs: %s (running without tracepoints)", errname(rc));
@@ -300,7 +303,8 @@ static int open_tier_a(struct host *h)
         if (rc < 0)
             return rc;
     }
-    if ((rc = open_members(h, &has_tp)) < 0 || (rc = new_sched(h, 1, has_tp)) < 0)
+    if ((rc = open_members(h, &has_tp, &has_wake)) < 0 ||
+        (rc = new_sched(h, 1, has_tp, has_wake)) < 0)
         return rc;
     /* Enable first, then seed: no fork can fall between the two. */
     if ((rc = enable_all(h)) < 0)
@@ -397,7 +401,7 @@ static int open_tier_b(struct host *h)
     int rc;
 
     h->dec.tf = &h->tf;
-    if ((rc = new_sched(h, 0, 0)) < 0)
+    if ((rc = new_sched(h, 0, 0, 0)) < 0)
         return rc;
     rc = attach_tree(h, &done);
     procfs_pids_free(&done);

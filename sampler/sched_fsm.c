@@ -35,7 +35,8 @@ struct thr {
     uint64_t t_pend_wake;
     uint32_t pend_pid, pend_tid, waker_pid, waker_tid;
     uint64_t on_total;            /* on-CPU ns since first seen */
-    uint64_t chk_perf, chk_sched;
+    uint64_t runq_total;          /* run-queue ns seen in events */
+    uint64_t chk_perf, chk_sched, chk_rd, chk_runq;
     int chk_valid;
     uint64_t win_idx;             /* last window counted in nthreads */
 };
@@ -71,7 +72,7 @@ struct sys_sample {
 
 struct chk {
     uint32_t tid;
-    uint64_t t, sched_on;
+    uint64_t t, sched_on, run_delay;
 };
 
 struct sched_fsm {
@@ -723,6 +724,8 @@ static void on_switch_in(struct sched_fsm *s, const struct pe_ev *ev_in)
         if (th->t_enqueue && ev->t_ns - th->t_enqueue >= s->o.runq_min_ns)
             emit_runq(s, th, ev);
     }
+    if (th->t_enqueue && ev->t_ns > th->t_enqueue)
+        th->runq_total += ev->t_ns - th->t_enqueue;
     if (p && th->in_cpu >= 0 && th->in_cpu != ev->cpu) {
         p->win.migrations++;
         win_touch(s, p, th);
@@ -1019,7 +1022,26 @@ void sched_fsm_check(struct sched_fsm *s, uint32_t tid, uint64_t t, const struct
         s->chks = v;
         s->capchk = cap;
     }
-    s->chks[s->nchk++] = (struct chk){tid, t, ss->oncpu_ns};
+    s->chks[s->nchk++] = (struct chk){tid, t, ss->oncpu_ns, ss->run_delay_ns};
+}
+
+/* Without wakeup events (tier B) perf sees only preempted waits: add the
+ * rest of schedstat's run delay since the last reading to the window. */
+static void runq_from_schedstat(struct sched_fsm *s, struct thr *th, const struct chk *k)
+{
+    struct proc *p = proc_get(s, th->pid);
+    uint64_t d_rd, d_known;
+
+    if (th->chk_valid && p && k->run_delay >= th->chk_rd && th->runq_total >= th->chk_runq) {
+        d_rd = k->run_delay - th->chk_rd;
+        d_known = th->runq_total - th->chk_runq;
+        if (d_rd > d_known) {
+            p->win.runq_ns += d_rd - d_known;
+            win_touch(s, p, th);
+        }
+    }
+    th->chk_rd = k->run_delay;
+    th->chk_runq = th->runq_total;
 }
 
 static void check_one(struct sched_fsm *s, const struct chk *k)
@@ -1030,6 +1052,8 @@ static void check_one(struct sched_fsm *s, const struct chk *k)
 
     if (!th)
         return;
+    if (!s->o.has_wake_tp)
+        runq_from_schedstat(s, th, k);
     perf_on = th->on_total;
     if (th->state == TS_ON && k->t > th->t_since)
         perf_on += k->t - th->t_since;

@@ -25,6 +25,7 @@ struct sched_fsm_opts {
     int ncpu;
     int cpuwide;            /* CPU-wide switch records: holders, idle, outsiders */
     int has_block_tp;       /* sched_switch labels S/D */
+    int has_wake_tp;        /* sched_waking: run-queue waits after sleeps */
     pid_t self;             /* never tracked */
 };
 
