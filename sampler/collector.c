@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,10 @@
 
 #define CUDA_PER_BLK   ((CS_BLK_MAX_BYTES - sizeof(struct cs_blk_hdr)) / sizeof(struct cs_rec_cuda))
 #define CUDA_BUF_MAX   (1u << 20)      /* records buffered per process before forced cuts */
+#define SUB_BUDGET     (256u << 10)    /* ring bytes taken per sub-ring per pass: keeps the
+                                          staging buffers small and cache-warm */
+#define TRANS_WAIT_NS  50000000ull     /* how long a record waits for its name definition */
+#define COMMIT_BYTES   (8u << 20)      /* commit early when this much is staged */
 #define LOCAL_ID_MAX   (1u << 24)      /* largest process-local name/stack id accepted */
 #define SEG_NSUB_MAX   1024
 #define SEG_BYTES_MAX  (16ull << 30)
@@ -463,16 +468,26 @@ static uint32_t map_id(const uint32_t *map, uint32_t n, uint32_t local)
     return local < n ? map[local] : 0;
 }
 
-/* Give staged records run-wide string and stack ids. Done after a whole
- * drain pass, so definitions pushed from other threads' rings are known. */
-static void conn_translate(struct conn *k)
+/* Give staged records run-wide string and stack ids. A definition is pushed
+ * before its first use but possibly into another thread's ring, which this
+ * pass may not have reached: a record with an unknown id waits (and the ones
+ * after it) until the definition arrives, or TRANS_WAIT_NS, or @p force;
+ * then the id becomes 0. */
+static void conn_translate(struct conn *k, uint64_t now_ns, int force)
 {
+    force |= now_ns - k->blk_t0_ns >= TRANS_WAIT_NS;
     for (size_t i = k->ntrans; i < k->n; i++) {
         struct cs_rec_cuda *r = &k->buf[i];
-        r->name_id = map_id(k->names, k->nnames, r->name_id);
-        if (r->name_id == 0)
+        uint32_t name = map_id(k->names, k->nnames, r->name_id);
+        uint32_t stack = map_id(k->stacks, k->nstacks, r->stack_id);
+        if (!force && ((r->name_id && !name) || (r->stack_id && !stack))) {
+            k->ntrans = i;
+            return;
+        }
+        r->name_id = name;
+        if (name == 0)
             r->flags &= (uint16_t)~CS_CF_HAS_NAME;
-        r->stack_id = map_id(k->stacks, k->nstacks, r->stack_id);
+        r->stack_id = stack;
     }
     k->ntrans = k->n;
 }
@@ -524,6 +539,7 @@ struct drain_ctx {
     const struct seg *s;
     uint64_t now_ns;
     int malformed;
+    long budget; /* bytes this sub-ring may still give in this pass */
 };
 
 static int map_set(uint32_t **map, uint32_t *n, uint32_t local, uint32_t id)
@@ -548,7 +564,7 @@ static int ent_cuda(struct drain_ctx *d, const struct cs_ring_ent *e)
         return -1;
     if (k->n == k->cap) {
         if (k->cap >= CUDA_BUF_MAX) {
-            conn_translate(k);
+            conn_translate(k, d->now_ns, 1);
             conn_cut(d->c, k, d->now_ns, 1);
         } else if (grow((void **)&k->buf, &k->cap, k->n + 1, sizeof(*k->buf)) < 0) {
             return 0; /* out of memory: this record is lost */
@@ -628,6 +644,9 @@ static int on_entry(const struct cs_ring_ent *e, void *arg)
     struct drain_ctx *d = arg;
     int rc = 0;
 
+    if (d->budget <= 0)
+        return -1; /* leave it for the next pass */
+    d->budget -= e->len;
     switch (e->type) {
     case CS_ENT_CUDA: rc = ent_cuda(d, e); break;
     case CS_ENT_NAME: rc = ent_name(d, e); break;
@@ -660,16 +679,21 @@ static void seg_drops(struct collector *c, struct conn *k, struct seg *s, uint32
     collector_emit(c, CS_REC_LOST, k->pid, &l);
 }
 
-static void conn_drain(struct collector *c, struct conn *k, uint64_t now_ns)
+/* One pass over every sub-ring of @p k (SUB_BUDGET bytes each), then stage
+ * what translated; with @p final, stage everything. @return entries seen. */
+static long conn_drain(struct collector *c, struct conn *k, uint64_t now_ns, int final)
 {
+    long seen = 0;
+
     for (uint32_t si = 0; si < k->nseg; si++) {
         struct seg *s = &k->segs[si];
-        struct drain_ctx d = {c, k, s, now_ns, 0};
+        struct drain_ctx d = {c, k, s, now_ns, 0, 0};
 
         for (uint32_t i = 0; i < s->nsub; i++) {
             long r;
             if (s->bad[i])
                 continue;
+            d.budget = SUB_BUDGET;
             r = cs_ring_consume(cs_seg_sub(s->base, i), cs_seg_data(s->base, i), s->sub_bytes,
                                 on_entry, &d);
             if (r < 0) {
@@ -678,14 +702,16 @@ static void conn_drain(struct collector *c, struct conn *k, uint64_t now_ns)
                      ": malformed entry; ignoring the rest of this ring",
                      k->pid, si, i);
             }
+            seen += r > 0 ? r : 0;
             seg_drops(c, k, s, i, now_ns);
         }
         if (d.malformed)
             warn("cudaspy-sampler: pid %" PRIu32 ": %d malformed ring entries skipped", k->pid,
                  d.malformed);
     }
-    conn_translate(k);
-    conn_cut(c, k, now_ns, 0);
+    conn_translate(k, now_ns, final);
+    conn_cut(c, k, now_ns, final);
+    return seen;
 }
 
 /* ---- connections ---- */
@@ -724,13 +750,14 @@ static void conn_end(struct collector *c, size_t i, uint64_t now_ns, int final)
         k->fd = -1;
     }
     k->state = CONN_DETACHED;
-    conn_drain(c, k, now_ns);
     if (!final && k->pid && pid_alive(k->pid, k->start_ticks)) {
+        conn_drain(c, k, now_ns, 0);
         k->next_check_ns = now_ns + CS_BLK_MAX_AGE_NS;
         return;
     }
-    conn_translate(k);
-    conn_cut(c, k, now_ns, 1);
+    while (conn_drain(c, k, now_ns, 0) > 0)
+        ;
+    conn_drain(c, k, now_ns, 1);
     if (k->pid && !final)
         collector_exited(c, (pid_t)k->pid, -1, now_ns);
     conn_free(k);
@@ -955,7 +982,7 @@ int collector_step(struct collector *c, uint64_t now_ns)
         if (k->state == CONN_DETACHED && now_ns >= k->next_check_ns)
             conn_end(c, i, now_ns, 0);
         else
-            conn_drain(c, k, now_ns);
+            conn_drain(c, k, now_ns, 0);
     }
     return c->store_failed ? CS_E_LMDB : 0;
 }
@@ -1017,7 +1044,7 @@ int collector_tick(struct collector *c, uint64_t now_ns)
     for (unsigned k = CS_REC_CUDA + 1; k < CS_REC_KIND_COUNT; k++)
         if (c->host[k].n && now_ns - c->host[k].t0_ns >= CS_BLK_MAX_AGE_NS)
             host_flush(c, k);
-    if (now_ns - c->last_commit_ns >= c->o.commit_ns)
+    if (now_ns - c->last_commit_ns >= c->o.commit_ns || cs_store_pending(c->st) >= COMMIT_BYTES)
         rc = commit(c, now_ns);
     if (rc == 0 && now_ns - c->last_sync_ns >= c->o.sync_ns) {
         rc = cs_store_sync(c->st);
@@ -1127,7 +1154,7 @@ static void meta_start(struct collector *c)
 
 int collector_open(struct collector *c, const struct collector_opts *o, struct cs_err *err)
 {
-    struct cs_store_opts so = {.map_bytes = o->map_bytes};
+    struct cs_store_opts so = {.map_bytes = o->map_bytes, .max_map_bytes = o->max_map_bytes};
     int rc;
 
     c->o = *o;
