@@ -19,6 +19,7 @@ struct collector_opts {
     uint64_t map_bytes;    /* initial LMDB map; 0 = default */
     uint64_t commit_ns;    /* commit interval; default 100 ms */
     uint64_t sync_ns;      /* sync interval; default 5 s */
+    uint64_t max_map_bytes; /* the map never grows past this; 0 = no limit */
 };
 
 /* Totals for the end-of-run line and meta. */

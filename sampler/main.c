@@ -34,7 +34,7 @@ struct sampler_args {
     char **cmd;       /* launch mode */
     pid_t pid;        /* attach mode */
     int ready_fd, quiet, no_host, tier;
-    uint64_t window_ns, offcpu_ns, runq_ns, map_bytes;
+    uint64_t window_ns, offcpu_ns, runq_ns, map_bytes, max_map_bytes;
     unsigned page_period, ring_pages;
 };
 
@@ -76,6 +76,8 @@ static void usage(FILE *f)
 "      --events LIST   extra libpfm4 counters, comma-separated\n"
 "      --ring-pages N  perf ring data pages per CPU (default 512)\n"
 "      --map-mb N      initial run-file map size in MiB (default 1024; grows)\n"
+"      --max-map-mb N  the map never grows past N MiB: recording stops there\n"
+"                      (also CUDASPY_MAX_MAP_MB; default no limit)\n"
 "  -q, --quiet         no end-of-run line (also CUDASPY_QUIET=1)\n"
 "      --version       print the version and exit\n"
 "      --help          print this help and exit\n"
@@ -120,7 +122,8 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 
 enum {
     OPT_LISTEN = 256, OPT_READY, OPT_PRELOAD, OPT_NOHOST, OPT_TIER, OPT_WINDOW, OPT_OFFCPU,
-    OPT_RUNQ, OPT_PAGE, OPT_EVENTS, OPT_RING, OPT_PID, OPT_MAP, OPT_VERSION, OPT_HELP
+    OPT_RUNQ, OPT_PAGE, OPT_EVENTS, OPT_RING, OPT_PID, OPT_MAP, OPT_VERSION, OPT_HELP,
+    OPT_MAXMAP
 };
 
 static const struct option long_opts[] = {
@@ -132,7 +135,8 @@ static const struct option long_opts[] = {
     {"events", required_argument, 0, OPT_EVENTS}, {"ring-pages", required_argument, 0, OPT_RING},
     {"pid", required_argument, 0, OPT_PID},  {"map-mb", required_argument, 0, OPT_MAP},
     {"quiet", no_argument, 0, 'q'},          {"version", no_argument, 0, OPT_VERSION},
-    {"help", no_argument, 0, OPT_HELP},      {0, 0, 0, 0}};
+    {"help", no_argument, 0, OPT_HELP},      {"max-map-mb", required_argument, 0, OPT_MAXMAP},
+    {0, 0, 0, 0}};
 
 /* Numeric option @p opt into @p a. */
 static int parse_num(struct sampler_args *a, int opt, const char *arg)
@@ -150,8 +154,11 @@ static int parse_num(struct sampler_args *a, int opt, const char *arg)
     case OPT_RING: a->ring_pages = (unsigned)v; break;
     case OPT_PID: a->pid = (pid_t)v; break;
     case OPT_MAP: a->map_bytes = v << 20; break;
+    case OPT_MAXMAP: a->max_map_bytes = v << 20; break;
     }
-    if ((opt == OPT_PID && v == 0) || (opt == OPT_MAP && v == 0) || v > INT_MAX)
+    if ((opt == OPT_PID || opt == OPT_MAP || opt == OPT_MAXMAP) && v == 0)
+        return usage_error("invalid number '%s'", arg);
+    if (v > INT_MAX)
         return usage_error("invalid number '%s'", arg);
     return 0;
 }
@@ -195,6 +202,14 @@ static int parse_args(int argc, char **argv, struct sampler_args *a)
         a->no_host = 1;
     if ((env = getenv("CUDASPY_QUIET")) && strcmp(env, "1") == 0)
         a->quiet = 1;
+    if (a->max_map_bytes == 0 && (env = getenv("CUDASPY_MAX_MAP_MB")) && *env) {
+        uint64_t mb;
+        if (parse_u64(env, 1ull << 30, &mb) == 0 && mb > 0)
+            a->max_map_bytes = mb << 20;
+        else
+            fprintf(stderr, PROG ": warning: CUDASPY_MAX_MAP_MB='%s' is not a size in MiB; "
+                            "no limit\n", env);
+    }
     return 0;
 }
 
@@ -502,7 +517,8 @@ static void gate_release(int *gate, int go)
 static int setup(struct loop *l, char *path, size_t n, int *gate)
 {
     struct sampler_args *a = l->a;
-    struct collector_opts co = {.path = path, .listen = a->listen, .map_bytes = a->map_bytes};
+    struct collector_opts co = {.path = path, .listen = a->listen, .map_bytes = a->map_bytes,
+                                .max_map_bytes = a->max_map_bytes};
     struct cs_err err = {""};
     char addr[64];
 
