@@ -1,0 +1,24 @@
+#!/bin/bash
+# disk_full.sh BUILD: the run file lives on a 2 MiB tmpfs that fills up while
+# a program makes 60,000 CUDA calls (about 6 MB of records): recording stops with one stderr line
+# from the sampler, the program's stdout and exit status are those of an
+# untraced run, and what was committed before still opens. Needs root (mount);
+# skipped (77) otherwise.
+. "$(dirname "$0")/fault_common.sh"
+mkdir "$T/mnt"
+mount -t tmpfs -o size=2m tmpfs "$T/mnt" 2>/dev/null || { say "skipped: cannot mount tmpfs"; exit 77; }
+trap 'rc=$?; umount "$T/mnt"; [ $rc -eq 0 ] && rm -rf "$T"; exit $rc' EXIT
+ITERS=30000
+export FAKECUDA_LAT_NS=cuStreamSynchronize=20000 # the collector keeps up: no ring drops
+"$C" loop "$T/count.plain" $ITERS >"$T/plain.out" || fail "untraced run failed"
+"$B/cudaspy" record -o "$T/mnt/run.lmdb" --no-host -- "$C" loop "$T/count" $ITERS \
+    >"$T/out" 2>"$T/err"
+st=$?
+[ $st -eq 0 ] || { cat "$T/err" >&2; fail "traced program exited $st"; }
+cmp -s "$T/plain.out" "$T/out" || fail "stdout differs from the untraced run"
+grep -v '^kernel name' "$T/err" >"$T/err2" || true
+[ "$(wc -l <"$T/err2")" -eq 1 ] || { cat "$T/err2" >&2; fail "want exactly one stderr line"; }
+say "stderr: $(cat "$T/err2")"
+grep -q 'recording stopped' "$T/err2" || fail "the line does not say recording stopped"
+line=$("$B/fault_check" "$T/mnt/run.lmdb" "$T/count" 1e12) || fail "committed part does not open: $line"
+say "$line"
