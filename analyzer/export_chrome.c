@@ -280,7 +280,8 @@ static uint64_t next_cut(const struct exporter *x, uint32_t tid, uint64_t from, 
     return cut;
 }
 
-/* Innermost loaded call of @p tid containing [s, e], or NULL. */
+/* Innermost loaded call of @p tid that contains [s, e] and runs on after
+ * @p e (so a flow can end inside it, after the slice), or NULL. */
 static const struct cs_rec_cuda *enclosing_call(const struct exporter *x, uint32_t tid,
                                                 uint64_t s, uint64_t e)
 {
@@ -289,7 +290,7 @@ static const struct cs_rec_cuda *enclosing_call(const struct exporter *x, uint32
         const struct cs_rec_cuda *c = &x->calls[i];
         if (c->t_enter_ns > s)
             break;
-        if (c->t_exit_ns >= e && (!best || c->t_enter_ns >= best->t_enter_ns))
+        if (c->t_exit_ns > e && (!best || c->t_enter_ns >= best->t_enter_ns))
             best = c;
     }
     return best;
@@ -323,19 +324,12 @@ static int off_is_cause(const struct cs_rec_offcpu *o, uint64_t dur)
 }
 
 /* Flow arrow from the off-CPU slice [s, e] to the call it delayed: the
- * finish sits inside the call after (or before) the slice, bound to it with
- * bp "e". */
+ * finish sits inside the call, after the slice (the call runs on past e),
+ * and binds to it with bp "e". */
 static void write_flow(struct exporter *x, const struct cs_rec_offcpu *o, uint64_t s, uint64_t e,
                        const struct cs_rec_cuda *c)
 {
-    uint64_t at;
-    if (c->t_exit_ns > e)
-        at = e + (c->t_exit_ns - e) / 2;
-    else if (s > c->t_enter_ns)
-        at = c->t_enter_ns + (s - c->t_enter_ns) / 2;
-    else
-        return; /* the slice covers the call: no point in the call outside it */
-    uint64_t id = ++x->flow_id;
+    uint64_t at = e + (c->t_exit_ns - e) / 2, id = ++x->flow_id;
     ev_begin(x, "s", o->pid, o->tid, s);
     fprintf(x->out, ",\"cat\":\"cudaspy.cause\",\"name\":\"delayed\",\"id\":%" PRIu64 "}", id);
     ev_begin(x, "f", c->pid, c->tid, at);

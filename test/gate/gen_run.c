@@ -117,6 +117,8 @@ static int put_iter(struct gen *g, unsigned i, double sync_us)
                             sync_ns, 0, 0, 0);
     if (rc == 0 && i % 10 == 3) /* preempted; starts 1 us before the sync (clock skew) */
         rc = put_off(g, PID_MAIN, ts - 1000, ts + sync_ns / 2, CS_OFF_PREEMPT, PID_WORKER);
+    else if (rc == 0 && i % 10 == 7) /* preempted until the very end of the sync */
+        rc = put_off(g, PID_MAIN, ts + sync_ns / 2, ts + sync_ns, CS_OFF_PREEMPT, PID_WORKER);
     else if (rc == 0 && sync_ns > 4000)
         rc = put_off(g, PID_MAIN, ts + 1000, ts + sync_ns - 1000, CS_OFF_SLEEP, 0);
     if (rc == 0 && i % 50 == 0) /* the loader sleeps 300 us */
