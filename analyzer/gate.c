@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -457,8 +458,10 @@ static int gate_opt(struct gate_cli *c, int opt, char *arg)
     case OPT_RES:
     case OPT_SEED:
     case OPT_SAMPLES:
-        if (parse_num(arg, &v) < 0 || v != floor(v) || (opt == OPT_RES && v < 10) ||
-            (opt == OPT_SAMPLES && v < 1))
+        /* 2^53: past it a double holds no exact whole number, and casting
+         * one past UINT64_MAX (or UINT_MAX for resamples) is undefined */
+        if (parse_num(arg, &v) < 0 || v != floor(v) || v > 9007199254740992.0 ||
+            (opt == OPT_RES && (v < 10 || v > UINT_MAX)) || (opt == OPT_SAMPLES && v < 1))
             return usage_error("gate", "expected a whole number (resamples >= 10, samples >= 1)");
         if (opt == OPT_CALLS)
             c->o.min_calls = (uint64_t)v;

@@ -40,3 +40,6 @@ fault_test(attach_other_user attach_other_user.sh 60)
 # No shell-outs in product code: a grep over the sources.
 add_test(NAME fault.no_shell_outs COMMAND ${FAULT_DIR}/no_shell_outs.sh ${CMAKE_SOURCE_DIR})
 set_tests_properties(fault.no_shell_outs PROPERTIES LABELS fault TIMEOUT 30)
+# Regression tests for bugs the fuzzers found (docs/reliability.md).
+add_test(NAME cli.big_numbers COMMAND ${FAULT_DIR}/cli_big_numbers.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(cli.big_numbers PROPERTIES LABELS "cli;fault" TIMEOUT 30)
