@@ -366,7 +366,7 @@ static int call_matches(const struct model *m, const struct m_call *c, enum cs_a
     p = model_call_proc(m, c);
     if (pid && p->pid != pid)
         return 0;
-    if (kernel && strcmp(cs_run_string(m->runs[p->run].run, c->name_id), kernel) != 0)
+    if (kernel && strcmp(cs_run_string(m->runs[p->run].run, model_name_id(c)), kernel) != 0)
         return 0;
     return 1;
 }

@@ -499,11 +499,11 @@ static void call_note(const struct model *m, uint64_t ci, char *buf, size_t n)
     feed_split_add(&s, m, c->thr, c->t_enter_ns, c->t_exit_ns);
     snprintf(buf, n, "on CPU %s, preempted %s, asleep %s, D %s", fmt_ns(a, 32, s.oncpu_ns),
              fmt_ns(b, 32, s.preempt_ns), fmt_ns(d, 32, s.sleep_ns), fmt_ns(e, 32, s.disk_ns));
-    if (c->bytes && cs_api_table[c->api].family == CS_FAM_COPY) {
+    if (model_bytes(c) && cs_api_table[c->api].family == CS_FAM_COPY) {
         size_t l = strlen(buf);
-        snprintf(buf + l, n - l, "; %.1f MiB %s at %.2f GB/s", (double)c->bytes / 1048576.0,
+        snprintf(buf + l, n - l, "; %.1f MiB %s at %.2f GB/s", (double)model_bytes(c) / 1048576.0,
                  c->flags & CS_CF_PAGEABLE ? "pageable" : c->flags & CS_CF_PINNED ? "pinned" : "",
-                 model_dur(c) ? (double)c->bytes / (double)model_dur(c) : 0.0);
+                 model_dur(c) ? (double)model_bytes(c) / (double)model_dur(c) : 0.0);
     }
 }
 
@@ -814,15 +814,15 @@ static void f_pageable(struct ctx *x)
     for (uint64_t i = 0; i < m->ncall; i++) {
         const struct m_call *c = &m->call[i];
         if (c->flags & CS_CF_NESTED || cs_api_table[c->api].family != CS_FAM_COPY ||
-            c->bytes < 65536 || !model_call_proc(m, c)->selected)
+            model_bytes(c) < 65536 || !model_call_proc(m, c)->selected)
             continue;
         if (c->flags & CS_CF_PAGEABLE) {
-            pg_b += c->bytes;
+            pg_b += model_bytes(c);
             pg_ns += model_dur(c);
             pg_n++;
             ex_keep(&e, i, model_dur(c));
         } else if (c->flags & CS_CF_PINNED) {
-            pin_b += c->bytes;
+            pin_b += model_bytes(c);
             pin_ns += model_dur(c);
         }
     }
@@ -881,7 +881,7 @@ static void f_churn(struct ctx *x)
             continue;
         if (cs_api_table[c->api].family == CS_FAM_ALLOC) {
             na++;
-            bytes += c->bytes;
+            bytes += model_bytes(c);
         } else {
             nf++;
         }

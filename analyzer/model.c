@@ -5,6 +5,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "cudaspy/api.h"
 #include "model.h"
@@ -16,6 +21,33 @@ static const char *volatile reading;
 const char *model_reading(void)
 {
     return reading;
+}
+
+/* ---- big arrays ---- */
+
+#define BIG_HDR 64 /* keeps the length; the array stays 64-byte aligned */
+
+void *model_alloc_big(size_t bytes)
+{
+    size_t len = bytes + BIG_HDR;
+    uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (p == MAP_FAILED)
+        return NULL;
+    if (len >= (2u << 20))
+        madvise(p, len, MADV_HUGEPAGE); /* advice only: fine if refused */
+    memcpy(p, &len, sizeof(len));
+    return p + BIG_HDR;
+}
+
+void model_free_big(void *p)
+{
+    size_t len;
+
+    if (p == NULL)
+        return;
+    memcpy(&len, (uint8_t *)p - BIG_HDR, sizeof(len));
+    munmap((uint8_t *)p - BIG_HDR, len);
 }
 
 /* ---- a small open-addressing map u64 -> u32 ---- */
@@ -250,19 +282,83 @@ static void link_parents(struct model *m)
     }
 }
 
+/* ---- the run file's pages ---- */
+
+/* Finds where the reader mapped @p r's file (/proc/self/maps, by device and
+ * inode), so pages of blocks already placed can be handed back: a read-only
+ * shared file mapping refaults them from the page cache if needed, and peak
+ * RSS stays near the model's own size instead of model + file. */
+static void find_map(struct m_run *r)
+{
+    struct stat st;
+    FILE *f;
+    char line[4096];
+
+    if (stat(r->path, &st) < 0 || (f = fopen("/proc/self/maps", "r")) == NULL)
+        return;
+    while (fgets(line, sizeof(line), f)) {
+        unsigned long lo, hi, off, ino;
+        unsigned maj, min;
+        if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu", &lo, &hi, &off, &maj, &min, &ino) != 6)
+            continue;
+        if (ino == st.st_ino && maj == major(st.st_dev) && min == minor(st.st_dev) &&
+            hi - lo > r->map_hi - r->map_lo) {
+            r->map_lo = lo;
+            r->map_hi = hi;
+        }
+    }
+    fclose(f);
+}
+
+/* Pages to hand back, gathered so one madvise covers many blocks (each call
+ * costs a TLB shootdown). */
+struct drop {
+    uintptr_t lo, hi;
+};
+
+static void drop_flush(struct drop *d)
+{
+    if (d->hi > d->lo)
+        madvise((void *)d->lo, d->hi - d->lo, MADV_DONTNEED);
+    d->lo = d->hi = 0;
+}
+
+static void drop_add(struct drop *d, const struct m_run *r, const void *from, size_t len)
+{
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)from + page - 1) & ~(page - 1);
+    uintptr_t hi = ((uintptr_t)from + len) & ~(page - 1);
+
+    if (lo < r->map_lo || hi > r->map_hi || hi <= lo)
+        return;
+    if (d->hi > d->lo && (lo > d->hi + 64 * page || hi + 64 * page < d->lo))
+        drop_flush(d); /* not near the gathered range */
+    if (d->hi <= d->lo) {
+        d->lo = lo;
+        d->hi = hi;
+    } else {
+        d->lo = lo < d->lo ? lo : d->lo;
+        d->hi = hi > d->hi ? hi : d->hi;
+    }
+    if (d->hi - d->lo >= (64u << 20))
+        drop_flush(d);
+}
+
 /* ---- blocks ---- */
 
 /* Calls fn(m, run, hdr, recs) for every block of @p kind in every run. */
 typedef int (*block_fn)(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
                         const void *recs, void *arg);
 
-static int each_block(struct model *m, unsigned kind, block_fn fn, void *arg, struct cs_err *err)
+static int each_block(struct model *m, unsigned kind, block_fn fn, void *arg, int drop,
+                      struct cs_err *err)
 {
     for (int r = 0; r < m->nruns; r++) {
         struct m_run *mr = &m->runs[r];
         struct cs_cursor *c = NULL;
         const struct cs_blk_hdr *h;
         const void *recs;
+        struct drop d = {0, 0};
         int rc;
 
         reading = mr->path;
@@ -272,7 +368,10 @@ static int each_block(struct model *m, unsigned kind, block_fn fn, void *arg, st
             if (h->kind != kind || h->rec_size != cs_rec_size(kind))
                 continue;
             rc = fn(m, (uint32_t)r, h, recs, arg);
+            if (drop)
+                drop_add(&d, mr, h, sizeof(*h) + (size_t)h->n * h->rec_size);
         }
+        drop_flush(&d);
         cs_cursor_close(c);
         reading = NULL;
         if (rc < 0) {
@@ -361,14 +460,12 @@ static int call_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
             c->t_enter_ns = r->t_enter_ns;
             c->t_exit_ns = r->t_exit_ns < r->t_enter_ns ? r->t_enter_ns : r->t_exit_ns;
             c->stream = r->stream;
-            c->bytes = r->bytes;
+            c->bytes_or_name = (r->flags & CS_CF_HAS_NAME) ? r->name_id : r->bytes;
             c->thr = t;
-            c->name_id = (r->flags & CS_CF_HAS_NAME) ? r->name_id : 0;
-            c->api = r->api;
-            c->variant = r->variant;
-            c->dir = r->dir;
+            c->api = r->api & 0x7ff;
+            c->variant = r->variant & 3;
+            c->dir = r->dir & 7;
             c->flags = r->flags;
-            c->pad = 0;
         }
     }
     return 0;
@@ -418,27 +515,42 @@ static int cmp_off(const void *a, const void *b)
     return x->t_start_ns < y->t_start_ns ? -1 : x->t_start_ns > y->t_start_ns;
 }
 
-/* Sorts each thread's slice unless it already is sorted (the common case:
- * one thread's records arrive in order, apart from nested calls). */
+/* Insertion sort for slices that are nearly in order (a thread's records
+ * arrive in order, except a nested call that returns before its parent).
+ * @return 0, or -1 after too many moves: then the caller sorts properly. */
+#define NEARLY_SORT(name, type, key)                                                           \
+    static int name(type *v, uint64_t n)                                                       \
+    {                                                                                          \
+        uint64_t moves = 0;                                                                    \
+        for (uint64_t i = 1; i < n; i++) {                                                     \
+            type x;                                                                            \
+            uint64_t j = i;                                                                    \
+            if (v[i].key >= v[i - 1].key)                                                      \
+                continue;                                                                      \
+            x = v[i];                                                                          \
+            while (j > 0 && v[j - 1].key > x.key) {                                            \
+                v[j] = v[j - 1];                                                               \
+                j--;                                                                           \
+                if (++moves > 16 * n + 64) {                                                   \
+                    v[j] = x;                                                                  \
+                    return -1;                                                                 \
+                }                                                                              \
+            }                                                                                  \
+            v[j] = x;                                                                          \
+        }                                                                                      \
+        return 0;                                                                              \
+    }
+NEARLY_SORT(nearly_calls, struct m_call, t_enter_ns)
+NEARLY_SORT(nearly_offs, struct m_off, t_start_ns)
+
 static void sort_slices(struct model *m, int calls)
 {
     for (uint32_t t = 0; t < m->nthr; t++) {
         struct m_thread *th = &m->thr[t];
-        if (calls) {
-            struct m_call *c = m->call + th->first_call;
-            for (uint64_t i = 1; i < th->ncalls; i++)
-                if (c[i].t_enter_ns < c[i - 1].t_enter_ns) {
-                    qsort(c, th->ncalls, sizeof(*c), cmp_call);
-                    break;
-                }
-        } else {
-            struct m_off *o = m->off + th->first_off;
-            for (uint64_t i = 1; i < th->noff; i++)
-                if (o[i].t_start_ns < o[i - 1].t_start_ns) {
-                    qsort(o, th->noff, sizeof(*o), cmp_off);
-                    break;
-                }
-        }
+        if (calls && nearly_calls(m->call + th->first_call, th->ncalls) < 0)
+            qsort(m->call + th->first_call, th->ncalls, sizeof(struct m_call), cmp_call);
+        if (!calls && nearly_offs(m->off + th->first_off, th->noff) < 0)
+            qsort(m->off + th->first_off, th->noff, sizeof(struct m_off), cmp_off);
     }
 }
 
@@ -453,7 +565,7 @@ static int load_grouped(struct model *m, unsigned kind, block_fn fn, void **arr,
     if (base == NULL)
         return -ENOMEM;
     pl.pos = base + 1;
-    rc = each_block(m, kind, fn, &pl, err);
+    rc = each_block(m, kind, fn, &pl, 0, err);
     if (rc < 0)
         goto out;
     for (uint32_t t = 0; t < m->nthr; t++) {
@@ -469,7 +581,7 @@ static int load_grouped(struct model *m, unsigned kind, block_fn fn, void **arr,
             pl.pos[t] = sum;
         sum += n;
     }
-    *arr = malloc(sum ? sum * size : 1);
+    *arr = model_alloc_big(sum ? sum * size : 1);
     rc = *arr ? 0 : -ENOMEM;
     if (rc < 0)
         goto out;
@@ -477,7 +589,7 @@ static int load_grouped(struct model *m, unsigned kind, block_fn fn, void **arr,
     pl.pass = 1;
     pl.last_thr = M_NONE;
     pl.last_proc = M_NONE;
-    rc = each_block(m, kind, fn, &pl, err);
+    rc = each_block(m, kind, fn, &pl, 1, err);
 out:
     free(pl.pos - 1);
     return rc;
@@ -579,12 +691,12 @@ static int cmp_sys(const void *a, const void *b)
 static int load_windows(struct model *m, struct cs_err *err)
 {
     struct vec pw = {0}, sw = {0};
-    int rc = each_block(m, CS_REC_PWIN, pwin_block, &pw, err);
+    int rc = each_block(m, CS_REC_PWIN, pwin_block, &pw, 1, err);
 
     if (rc == 0)
-        rc = each_block(m, CS_REC_SYSWIN, sys_block, &sw, err);
+        rc = each_block(m, CS_REC_SYSWIN, sys_block, &sw, 1, err);
     if (rc == 0)
-        rc = each_block(m, CS_REC_LOST, lost_block, NULL, err);
+        rc = each_block(m, CS_REC_LOST, lost_block, NULL, 1, err);
     m->pwin = pw.p;
     m->npwin = pw.n;
     m->sys = sw.p;
@@ -633,6 +745,7 @@ static int open_run(struct model *m, int i, const char *path, struct cs_err *err
     }
     for (unsigned k = 1; k < CS_REC_KIND_COUNT; k++)
         r->counts[k] = cs_run_count(r->run, k);
+    find_map(r);
     r->t0_ns = cs_run_meta_u64(r->run, "t_start_ns", 0);
     r->t_end_ns = cs_run_meta_u64(r->run, "t_end_ns", 0);
     if (r->t_end_ns < r->t0_ns)
@@ -649,7 +762,11 @@ static int open_run(struct model *m, int i, const char *path, struct cs_err *err
 /* Runs without t_end_ns meta (a crashed collector) end at their last record. */
 static void fix_extent(struct model *m)
 {
-    for (uint32_t t = 0; t < m->nthr; t++) {
+    int open_ended = 0;
+
+    for (int i = 0; i < m->nruns; i++)
+        open_ended |= m->runs[i].t_end_ns == m->runs[i].t0_ns;
+    for (uint32_t t = 0; open_ended && t < m->nthr; t++) {
         struct m_run *r = &m->runs[m->proc[m->thr[t].proc].run];
         const struct m_thread *th = &m->thr[t];
         for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++)
@@ -706,8 +823,8 @@ void model_exit(struct model *m)
     free(m->runs);
     free(m->proc);
     free(m->thr);
-    free(m->call);
-    free(m->off);
+    model_free_big(m->call);
+    model_free_big(m->off);
     free(m->pwin);
     free(m->sys);
     m_hash_free(m->proc_ix);

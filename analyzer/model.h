@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cudaspy/api.h"
 #include "analysis.h"
 #include "cudaspy/record.h"
 #include "cudaspy/runfile.h"
@@ -17,19 +18,21 @@
 
 enum m_role { M_ROLE_OTHER = 0, M_ROLE_CUDA_MAIN = 1, M_ROLE_WORKER = 2 };
 
-/* One CUDA call, as much of struct cs_rec_cuda as the analysis reads. */
+/* One CUDA call, as much of struct cs_rec_cuda as the analysis reads, in 40
+ * bytes (10 M calls = 400 MB). A launch has no bytes, so the kernel name id
+ * shares that field: read it through model_name_id() / model_bytes(). */
 struct m_call {
     uint64_t t_enter_ns, t_exit_ns;
     uint64_t stream;
-    uint64_t bytes;
-    uint32_t thr;     /* index in model.thr */
-    uint32_t name_id; /* kernel name (strings of the call's run) */
-    uint16_t api;     /* enum cs_api */
-    uint8_t variant;  /* enum cs_variant */
-    uint8_t dir;      /* enum cs_dir */
-    uint16_t flags;   /* CS_CF_* */
-    uint16_t pad;
+    uint64_t bytes_or_name; /* bytes moved, or the kernel name id (CS_CF_HAS_NAME) */
+    uint32_t thr;           /* index in model.thr */
+    uint16_t api : 11;      /* enum cs_api */
+    uint16_t variant : 2;   /* enum cs_variant */
+    uint16_t dir : 3;       /* enum cs_dir */
+    uint16_t flags;         /* CS_CF_* */
 };
+_Static_assert(sizeof(struct m_call) == 40, "m_call is 40 bytes");
+_Static_assert(CS_API_COUNT <= 2048, "enum cs_api fits m_call.api");
 
 /* One off-CPU interval (struct cs_rec_offcpu without pid/tid/cpu). */
 struct m_off {
@@ -84,6 +87,7 @@ struct m_run {
     uint64_t t0_ns, t_end_ns;  /* meta t_start_ns / t_end_ns (or record extent) */
     uint64_t win_lo_ns, win_hi_ns; /* analysed window, absolute */
     uint64_t first_sys, nsys;  /* range in model.sys */
+    uintptr_t map_lo, map_hi;  /* the run file's mapping, to release pages once read */
     uint64_t counts[CS_REC_KIND_COUNT];
     uint64_t lost_perf, lost_shim, lost_spans;
     uint64_t degraded_blocks;
@@ -115,6 +119,14 @@ struct m_hash *m_hash_new(void);
 void m_hash_free(struct m_hash *h);
 uint32_t m_hash_get(const struct m_hash *h, uint64_t key);
 int m_hash_put(struct m_hash *h, uint64_t key, uint32_t val); /* 0 or -ENOMEM */
+
+/** Allocate @p bytes for a big array: anonymous pages advised as huge pages,
+ * so filling 10 M records costs a few thousand page faults, not millions.
+ * @return the memory, or NULL; release with model_free_big(). */
+void *model_alloc_big(size_t bytes);
+
+/** Free what model_alloc_big() returned. Accepts NULL. */
+void model_free_big(void *p);
 
 /** Open and load @p n run files. @return 0, a run-file error (@p err says
  * which file), -ENOMEM */
@@ -154,6 +166,18 @@ static inline uint64_t model_overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint
 {
     uint64_t lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
     return hi > lo ? hi - lo : 0;
+}
+
+/** Bytes a copy, memset or allocation moved (0 for launches). */
+static inline uint64_t model_bytes(const struct m_call *c)
+{
+    return (c->flags & CS_CF_HAS_NAME) ? 0 : c->bytes_or_name;
+}
+
+/** Kernel name id (strings of the call's run), 0 if none. */
+static inline uint32_t model_name_id(const struct m_call *c)
+{
+    return (c->flags & CS_CF_HAS_NAME) ? (uint32_t)c->bytes_or_name : 0;
 }
 
 /** Call duration (ns). */

@@ -107,7 +107,7 @@ static uint64_t row_key(const struct model *m, const struct m_call *c, enum stat
     case STATS_BY_STREAM:
         return mix64(k ^ mix64(c->stream) ^ (uint64_t)m->thr[c->thr].proc << 40);
     case STATS_BY_KERNEL:
-        return mix64(k ^ mix64((uint64_t)model_call_proc(m, c)->run << 32 | c->name_id));
+        return mix64(k ^ mix64((uint64_t)model_call_proc(m, c)->run << 32 | model_name_id(c)));
     default:
         return k;
     }
@@ -124,7 +124,7 @@ static int row_matches(const struct model *m, const struct stats_row *r, const s
     case STATS_BY_STREAM:
         return r->proc == m->thr[c->thr].proc && r->stream == c->stream;
     case STATS_BY_KERNEL:
-        return r->name_run == model_call_proc(m, c)->run && r->name_id == c->name_id;
+        return r->name_run == model_call_proc(m, c)->run && r->name_id == model_name_id(c);
     default:
         return 1;
     }
@@ -151,16 +151,31 @@ static struct stats_row *row_new(struct stats_table *t, const struct model *m,
     r->proc = t->by == STATS_BY_API ? M_NONE : m->thr[c->thr].proc;
     r->stream = t->by == STATS_BY_STREAM ? c->stream : 0;
     r->name_run = model_call_proc(m, c)->run;
-    r->name_id = t->by == STATS_BY_KERNEL ? c->name_id : 0;
+    r->name_id = t->by == STATS_BY_KERNEL ? model_name_id(c) : 0;
     return r;
+}
+
+static uint32_t api_slot(const struct m_call *c)
+{
+    return ((uint32_t)c->api * 3 + (c->variant < 3 ? c->variant : 0)) * 2 +
+           !!(c->flags & CS_CF_NESTED);
 }
 
 static struct stats_row *row_find(struct stats_table *t, const struct model *m,
                                   const struct m_call *c, int create)
 {
-    uint64_t k = row_key(m, c, t->by);
+    uint64_t k;
 
-    for (;; k++) {
+    if (t->by == STATS_BY_API) {
+        uint32_t s = api_slot(c);
+        if (t->api_ix[s] != M_NONE)
+            return &t->row[t->api_ix[s]];
+        if (!create || row_new(t, m, c) == NULL)
+            return NULL;
+        t->api_ix[s] = t->nrow - 1;
+        return &t->row[t->nrow - 1];
+    }
+    for (k = row_key(m, c, t->by);; k++) {
         uint32_t i = m_hash_get(t->ix, k);
         if (i == M_NONE)
             break;
@@ -175,20 +190,6 @@ static struct stats_row *row_find(struct stats_table *t, const struct model *m,
     return r;
 }
 
-static int row_push(struct stats_row *r, uint64_t d)
-{
-    if (r->n == r->cap) {
-        uint64_t cap = r->cap ? r->cap * 2 : 64;
-        void *q = realloc(r->dur, cap * sizeof(*r->dur));
-        if (q == NULL)
-            return -ENOMEM;
-        r->dur = q;
-        r->cap = cap;
-    }
-    r->dur[r->n++] = d;
-    return 0;
-}
-
 static int cmp_row(const void *a, const void *b)
 {
     const struct stats_row *x = a, *y = b;
@@ -199,79 +200,86 @@ static int cmp_row(const void *a, const void *b)
     return x->api - y->api;
 }
 
-/* Rows move when sorted; only the per-API table is looked up afterwards
- * (stats_table_row), so only it is indexed again. */
-static int reindex(struct stats_table *t)
+/* Rows move when sorted; only the per-API table is looked up afterwards. */
+static void reindex(struct stats_table *t)
 {
-    m_hash_free(t->ix);
-    if ((t->ix = m_hash_new()) == NULL)
-        return -ENOMEM;
+    struct m_call c = {0};
+
     for (uint32_t i = 0; t->by == STATS_BY_API && i < t->nrow; i++) {
-        const struct stats_row *r = &t->row[i];
-        struct m_call c = {.api = r->api, .variant = r->variant,
-                           .flags = r->is_nested ? CS_CF_NESTED : 0};
-        uint64_t k = api_key(&c);
-        while (m_hash_get(t->ix, k) != M_NONE)
-            k++;
-        if (m_hash_put(t->ix, k, i) < 0)
-            return -ENOMEM;
+        c.api = t->row[i].api;
+        c.variant = t->row[i].variant;
+        c.flags = t->row[i].is_nested ? CS_CF_NESTED : 0;
+        t->api_ix[api_slot(&c)] = i;
     }
-    return 0;
 }
 
+static int skip(const struct stats_table *t, const struct m_call *c)
+{
+    if (t->by == STATS_BY_KERNEL && model_name_id(c) == 0)
+        return 1;
+    return t->by == STATS_BY_STREAM && cs_api_table[c->api].family == CS_FAM_ALLOC;
+}
+
+/* Two passes: count the calls of each row, then fill arrays of exact size
+ * (10 M durations are never copied by a growing realloc). */
 int stats_table_build(struct stats_table *t, const struct model *m, enum stats_by by)
 {
     uint64_t max_n = 0, *tmp;
+    struct stats_row *r;
 
     memset(t, 0, sizeof(*t));
+    memset(t->api_ix, 0xff, sizeof(t->api_ix));
     t->by = by;
     if ((t->ix = m_hash_new()) == NULL)
         return -ENOMEM;
     for (uint64_t i = 0; i < m->ncall; i++) {
-        const struct m_call *c = &m->call[i];
-        struct stats_row *r;
-        if (by == STATS_BY_KERNEL && c->name_id == 0)
+        if (skip(t, &m->call[i]))
             continue;
-        if (by == STATS_BY_STREAM && cs_api_table[c->api].family == CS_FAM_ALLOC)
-            continue;
-        if ((r = row_find(t, m, c, 1)) == NULL || row_push(r, model_dur(c)) < 0)
+        if ((r = row_find(t, m, &m->call[i], 1)) == NULL)
             return -ENOMEM;
+        r->cap++;
+    }
+    for (uint32_t i = 0; i < t->nrow; i++) {
+        r = &t->row[i];
+        r->dur = model_alloc_big((r->cap ? r->cap : 1) * sizeof(*r->dur));
+        if (r->dur == NULL)
+            return -ENOMEM;
+        max_n = r->cap > max_n ? r->cap : max_n;
+    }
+    for (uint64_t i = 0; i < m->ncall; i++) {
+        const struct m_call *c = &m->call[i];
+        if (skip(t, c))
+            continue;
+        r = row_find(t, m, c, 0);
+        r->dur[r->n++] = model_dur(c);
         r->errors += !!(c->flags & CS_CF_ERROR);
     }
-    for (uint32_t i = 0; i < t->nrow; i++)
-        max_n = t->row[i].n > max_n ? t->row[i].n : max_n;
-    if ((tmp = malloc((max_n ? max_n : 1) * sizeof(*tmp))) == NULL)
+    if ((tmp = model_alloc_big((max_n ? max_n : 1) * sizeof(*tmp))) == NULL)
         return -ENOMEM;
     for (uint32_t i = 0; i < t->nrow; i++) {
         stats_sort(t->row[i].dur, t->row[i].n, tmp);
         stats_summarize(t->row[i].dur, t->row[i].n, &t->row[i].s);
     }
-    free(tmp);
+    model_free_big(tmp);
     qsort(t->row, t->nrow, sizeof(*t->row), cmp_row);
-    return reindex(t);
+    reindex(t);
+    return 0;
 }
 
 const struct stats_row *stats_table_row(const struct stats_table *t, const struct m_call *c)
 {
-    uint64_t k = api_key(c);
+    uint32_t i;
 
     if (t->by != STATS_BY_API)
         return NULL;
-    for (;; k++) {
-        uint32_t i = m_hash_get(t->ix, k);
-        if (i == M_NONE)
-            return NULL;
-        const struct stats_row *r = &t->row[i];
-        if (r->api == c->api && r->variant == c->variant &&
-            r->is_nested == !!(c->flags & CS_CF_NESTED))
-            return r;
-    }
+    i = t->api_ix[api_slot(c)];
+    return i == M_NONE ? NULL : &t->row[i];
 }
 
 void stats_table_exit(struct stats_table *t)
 {
     for (uint32_t i = 0; i < t->nrow; i++)
-        free(t->row[i].dur);
+        model_free_big(t->row[i].dur);
     free(t->row);
     m_hash_free(t->ix);
     memset(t, 0, sizeof(*t));

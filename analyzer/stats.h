@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cudaspy/api.h"
 #include "model.h"
 
 struct stats_summary {
@@ -46,11 +47,14 @@ struct stats_row {
     struct stats_summary s;
 };
 
+#define STATS_API_SLOTS (CS_API_COUNT * 3 * 2) /* api x variant x nested */
+
 struct stats_table {
     enum stats_by by;
     struct stats_row *row;
     uint32_t nrow, cap;
-    struct m_hash *ix;
+    struct m_hash *ix;                 /* rows of the split tables */
+    uint32_t api_ix[STATS_API_SLOTS];  /* STATS_BY_API: row of each slot, M_NONE */
 };
 
 /** Build the table for @p by over every call of @p m (nested driver calls get
