@@ -23,6 +23,7 @@
 #define PROG "cudaspy-analyze"
 #define HTML_HIST_BINS 48   /* log-spaced latency bins per API */
 #define HTML_HIST_APIS 12   /* histograms drawn, most total time first */
+#define HTML_HIST_MIN 10    /* calls an API needs for a histogram */
 #define HTML_TL_BINS 400    /* timeline columns */
 #define HTML_TL_PROCS 32    /* processes tracked on the timeline */
 
@@ -73,7 +74,7 @@ static int hists_json(struct cs_run *r, const char *path, json_t **out, struct c
     uint64_t(*order)[2] = calloc(s->n + 1, sizeof(*order));
     size_t n = 0;
     for (size_t i = 0; order && i < s->n; i++)
-        if (!s->groups[i].kernel) {
+        if (!s->groups[i].kernel && s->groups[i].count >= HTML_HIST_MIN) {
             order[n][0] = group_total(&s->groups[i]);
             order[n++][1] = i;
         }
@@ -289,8 +290,9 @@ static const char html_usage[] =
     "Usage: cudaspy-analyze report --html OUT.html RUN\n"
     "\n"
     "Write one self-contained HTML page (no network access needed) with the run\n"
-    "summary, the findings, latency histograms per API, a timeline of CUDA\n"
-    "activity against CPU use and off-CPU time per process, and the process table.\n"
+    "summary, the findings, latency histograms of the 12 APIs with the most time\n"
+    "(at least 10 calls each), a timeline of CUDA activity against CPU use and\n"
+    "off-CPU time per process, and the process table.\n"
     "\n"
     "Exit status: 0 ok, 2 usage or input error, 3 system failure.\n"
     "\n"
