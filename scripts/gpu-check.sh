@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# gpu-check.sh: the GPU proof of cudaspy, run on a machine with an NVIDIA GPU
+# (the lent H200 here). Runs every workload of scripts/gpu/ untraced and traced,
+# interleaved, analyses each traced run, and writes results under $OUT:
+#   results.json, results.md     per workload: planted cause, top finding,
+#                                overhead, outputs identical, API families seen
+#   report-*.txt                 full analyzer reports of the seed runs
+#   seed-w4.html                 HTML report of the seed run (W=4)
+# Usage: scripts/gpu-check.sh [PART...]   parts: smoke seed suite profiler (default: seed suite)
+# Needs: a cudaspy build in $CS_BUILD (default build-gpu, built elsewhere with
+# -DCS_STATIC_DEPS=ON so no packages are needed here), python3 with torch and
+# triton, nvcc. Reproducible by anyone with a GPU and our README.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+B=$(cd "${CS_BUILD:-$top/build-gpu}" && pwd)
+OUT=${OUT:-/tmp/cudaspy-gpu-out}
+RUNS=${RUNS_DIR:-/tmp/cudaspy-gpu-runs}
+REPS=${REPS:-2}
+PY=${PYTHON:-python3}
+W="$here/gpu/workloads.py"
+mkdir -p "$OUT" "$RUNS"
+LOG="$OUT/log.txt"
+export PYTHONUNBUFFERED=1 CUDASPY_QUIET=1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
+log() { echo "$*" | tee -a "$LOG" >&2; }
+
+# tracefs is not mounted on the GPU host; the sampler mounts it too, but do it
+# once here so every run sees the same state.
+if [ "$(id -u)" = 0 ] && [ ! -e /sys/kernel/tracing/events ]; then
+    mount -t tracefs nodev /sys/kernel/tracing 2>>"$LOG" || log "gpu-check: tracefs: mount failed"
+fi
+
+now_ns() { date +%s%N; }
+
+# run_one NAME MODE TRACED ENV... -- CMD...: one run; appends a JSON line to $RUNS/runs.jsonl
+run_one() {
+    local name=$1 mode=$2 traced=$3 i=$4; shift 4
+    local envs=() cmd=()
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
+    cmd=("$@")
+    local run="$RUNS/$name-$mode-$i.lmdb" out="$RUNS/$name-$mode-$i-$traced.out"
+    local t0 t1 rc
+    t0=$(now_ns)
+    if [ "$traced" = 1 ]; then
+        rm -f "$run" "$run-lock"
+        env "${envs[@]}" timeout 300 "$B/cudaspy" record -q -o "$run" -- "${cmd[@]}" >"$out" 2>>"$LOG"
+    else
+        env "${envs[@]}" timeout 300 "${cmd[@]}" >"$out" 2>>"$LOG"
+    fi
+    rc=$?
+    t1=$(now_ns)
+    local json=""
+    if [ "$traced" = 1 ] && [ -f "$run" ]; then
+        json="$RUNS/$name-$mode-$i.json"
+        timeout 120 "$B/cudaspy-analyze" --json "$run" >"$json" 2>>"$LOG" || log "gpu-check: $name: analyze failed"
+        timeout 120 "$B/cudaspy-analyze" "$run" >"$RUNS/$name-$mode-$i.txt" 2>>"$LOG"
+    fi
+    printf '{"name":"%s","mode":"%s","traced":%s,"rep":%s,"rc":%s,"wall_ns":%s,"out":"%s","json":"%s","run":"%s"}\n' \
+        "$name" "$mode" "$traced" "$i" "$rc" "$((t1 - t0))" "$out" "$json" "$run" >>"$RUNS/runs.jsonl"
+    log "gpu-check: $name $mode traced=$traced rep=$i rc=$rc wall=$(((t1 - t0) / 1000000)) ms"
+}
+
+# interleave NAME MODE ENV... -- CMD...: REPS x (untraced, traced), alternating order
+interleave() {
+    local name=$1 mode=$2; shift 2
+    for i in $(seq 1 "$REPS"); do
+        if [ $((i % 2)) = 1 ]; then
+            run_one "$name" "$mode" 0 "$i" "$@"; run_one "$name" "$mode" 1 "$i" "$@"
+        else
+            run_one "$name" "$mode" 1 "$i" "$@"; run_one "$name" "$mode" 0 "$i" "$@"
+        fi
+    done
+}
+
+hogs_start() { # CPU hogs outside the traced tree (own session, not our children's tree)
+    HOGS=()
+    for _ in $(seq 1 $(($(nproc) * 2))); do
+        setsid sh -c 'while :; do :; done' & HOGS+=($!)
+    done
+}
+hogs_stop() { kill "${HOGS[@]}" 2>/dev/null; wait "${HOGS[@]}" 2>/dev/null; }
+
+part_smoke() {
+    REPS=1 interleave train mlp -- "$PY" "$W" train mlp
+    REPS=1 interleave seed small N=1000000 -- "$PY" "$W" seed loader 4
+}
+
+part_seed() {
+    interleave seed direct -- "$PY" "$W" seed direct
+    interleave seed w4 -- "$PY" "$W" seed loader 4
+    REPS=1 interleave seed w12 -- "$PY" "$W" seed loader 12
+    REPS=1 interleave seed w0 -- "$PY" "$W" seed loader 0
+}
+
+part_profiler() { # torch.profiler (CUPTI) on the seed workload, for comparison
+    for i in 1 2; do
+        run_one seed w4-profiler 0 "$i" CS_TORCH_PROFILER=1 -- "$PY" "$here/gpu/profiled.py" seed loader 4
+    done
+}
+
+part_suite() {
+    nvcc -O2 -o "$RUNS/static_app" "$here/gpu/static_app.cu" 2>>"$LOG"
+    nvcc -O2 --default-stream per-thread -o "$RUNS/static_app_ptds" "$here/gpu/static_app.cu" 2>>"$LOG"
+    interleave copies pageable -- "$PY" "$W" copies pageable
+    interleave copies pinned -- "$PY" "$W" copies pinned
+    interleave sync every -- "$PY" "$W" sync every
+    interleave sync none -- "$PY" "$W" sync none
+    interleave alloc churn PYTORCH_NO_CUDA_MEMORY_CACHING=1 -- "$PY" "$W" alloc churn
+    interleave alloc cached -- "$PY" "$W" alloc cached
+    hogs_start; interleave hogged hogs -- "$PY" "$W" hogged x; hogs_stop
+    interleave hogged quiet -- "$PY" "$W" hogged x
+    interleave tiny loop -- "$PY" "$W" tiny x
+    interleave matmul big -- "$PY" "$W" matmul x
+    interleave triton tiny -- "$PY" "$W" triton tiny
+    interleave train mlp -- "$PY" "$W" train mlp
+    REPS=1 interleave train expandable PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True -- "$PY" "$W" train mlp
+    REPS=1 interleave graph replay -- "$PY" "$W" graph x
+    interleave nvcc sync -- "$RUNS/static_app" sync
+    REPS=1 interleave nvcc nosync -- "$RUNS/static_app" nosync
+    REPS=1 interleave nvcc ptds -- "$RUNS/static_app_ptds" sync
+    REPS=1 interleave twoproc pair -- "$PY" "$here/gpu/twoproc.py"
+}
+
+parts=("$@")
+[ ${#parts[@]} -gt 0 ] || parts=(seed suite)
+log "gpu-check: parts ${parts[*]} build $B reps $REPS $(date -u +%FT%TZ)"
+for p in "${parts[@]}"; do "part_$p"; done
+"$PY" "$here/gpu/collect.py" "$RUNS/runs.jsonl" "$OUT" "$B" 2>>"$LOG"

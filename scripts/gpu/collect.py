@@ -1,0 +1,175 @@
+"""collect.py: turn scripts/gpu-check.sh's runs.jsonl into results.json and
+results.md (one row per workload: planted cause, top finding, overhead,
+outputs identical), and copy the seed reports. Numbers come only from the
+runs listed; nothing is filled in.
+Usage: python3 collect.py RUNS.jsonl OUTDIR BUILDDIR"""
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+# (name, mode) -> planted cause; None = control (expect no HIGH finding);
+# "coverage" = run for API coverage only.
+PLANTED = {
+    ("seed", "w4"): ["data_pipeline_starvation", "cpu_contention_tree"],
+    ("seed", "w12"): ["data_pipeline_starvation", "cpu_contention_tree"],
+    ("seed", "w0"): ["data_pipeline_starvation", "cpu_contention_tree"],
+    ("seed", "small"): ["data_pipeline_starvation", "cpu_contention_tree"],
+    ("seed", "direct"): None,
+    ("copies", "pageable"): ["pageable_memcpy"],
+    ("copies", "pinned"): None,
+    ("sync", "every"): ["sync_per_iteration"],
+    ("sync", "none"): None,
+    ("alloc", "churn"): ["alloc_churn"],
+    ("alloc", "cached"): None,
+    ("hogged", "hogs"): ["cpu_contention_external"],
+    ("hogged", "quiet"): None,
+    ("tiny", "loop"): ["launch_bound"],
+    ("matmul", "big"): None,
+    ("triton", "tiny"): ["launch_bound"],
+    ("nvcc", "sync"): ["sync_per_iteration"],
+    ("nvcc", "nosync"): None,
+}
+
+FAMILIES = [
+    ("launch", re.compile(r"Launch|GraphLaunch")),
+    ("copy", re.compile(r"[Mm]emcpy")),
+    ("memset", re.compile(r"[Mm]emset")),
+    ("sync", re.compile(r"Synchronize|WaitEvent")),
+    ("alloc", re.compile(r"Alloc|Malloc|MemCreate|MemMap")),
+    ("free", re.compile(r"Free|MemRelease|MemUnmap")),
+]
+
+
+def parse_out(path):
+    res, el = None, None
+    try:
+        for line in open(path):
+            if line.startswith("result:"):
+                res = line.split(":", 1)[1].strip()
+            elif line.startswith("elapsed:"):
+                el = float(line.split(":", 1)[1])
+    except OSError:
+        pass
+    return res, el
+
+
+def load_json(path):
+    try:
+        return json.load(open(path)) if path else None
+    except (OSError, ValueError):
+        return None
+
+
+def families(js):
+    fam = {}
+    for a in (js or {}).get("apis", []):
+        for f, rx in FAMILIES:
+            if rx.search(a.get("api", "")):
+                fam[f] = fam.get(f, 0) + int(a.get("count", 0))
+                break
+    return fam
+
+
+def ratio(traced, plain):
+    if not traced or not plain:
+        return None
+    return statistics.median(traced) / statistics.median(plain) - 1.0
+
+
+def summarise(group):
+    name, mode = group[0]["name"], group[0]["mode"]
+    plain = [r for r in group if r["traced"] == 0]
+    traced = [r for r in group if r["traced"] == 1]
+    outs = {r["traced"]: parse_out(r["out"]) for r in group}
+    res_plain = {parse_out(r["out"])[0] for r in plain}
+    res_traced = {parse_out(r["out"])[0] for r in traced}
+    js = load_json(traced[-1]["json"]) if traced else None
+    chains = (js or {}).get("chains", [])
+    top = chains[0] if chains else None
+    planted = PLANTED.get((name, mode), "coverage")
+    highs = [c for c in chains if c.get("severity") == "HIGH"]
+    if planted == "coverage":
+        verdict = "n/a"
+    elif planted is None:
+        verdict = "ok" if not highs else "HIGH finding on control"
+    else:
+        verdict = "ok" if top and top.get("cause") in planted else "missed"
+    el_p = [parse_out(r["out"])[1] for r in plain if parse_out(r["out"])[1] is not None]
+    el_t = [parse_out(r["out"])[1] for r in traced if parse_out(r["out"])[1] is not None]
+    launches = sum(int(a.get("count", 0)) for a in (js or {}).get("apis", [])
+                   if a.get("layer") == "driver" and "Launch" in a.get("api", ""))
+    return {
+        "workload": name, "mode": mode,
+        "planted": planted if planted != "coverage" else "coverage only",
+        "runs_untraced": len(plain), "runs_traced": len(traced),
+        "rc": sorted({r["rc"] for r in group}),
+        "wall_untraced_s": [r["wall_ns"] / 1e9 for r in plain],
+        "wall_traced_s": [r["wall_ns"] / 1e9 for r in traced],
+        "elapsed_untraced_s": el_p, "elapsed_traced_s": el_t,
+        "overhead_wall_pct": None if ratio([r["wall_ns"] for r in traced], [r["wall_ns"] for r in plain]) is None
+        else 100 * ratio([r["wall_ns"] for r in traced], [r["wall_ns"] for r in plain]),
+        "overhead_elapsed_pct": None if ratio(el_t, el_p) is None else 100 * ratio(el_t, el_p),
+        "outputs_identical": bool(res_plain) and res_plain == res_traced and None not in res_plain,
+        "top_cause": top.get("cause") if top else None,
+        "top_severity": top.get("severity") if top else None,
+        "findings": [(c.get("severity"), c.get("cause")) for c in chains],
+        "verdict": verdict,
+        "families": families(js),
+        "driver_launches": launches,
+        "kernel_names": (js or {}).get("run", {}).get("kernel_names"),
+        "sampler_tier": (js or {}).get("run", {}).get("sampler_tier"),
+        "json": traced[-1]["json"] if traced else None,
+        "run": traced[-1]["run"] if traced else None,
+    }
+
+
+def fmt(v, f="{:+.1f}%"):
+    return "-" if v is None else f.format(v)
+
+
+def write_md(rows, path, host):
+    with open(path, "w") as f:
+        f.write(f"# cudaspy GPU check\n\n{host}\n\n")
+        f.write("| workload | planted cause | top finding | verdict | overhead (in-process) | overhead (wall) | outputs identical | families seen |\n")
+        f.write("|---|---|---|---|---|---|---|---|\n")
+        for r in rows:
+            planted = r["planted"] if r["planted"] else "none (control)"
+            if isinstance(planted, list):
+                planted = " or ".join(planted)
+            top = f"{r['top_severity']} {r['top_cause']}" if r["top_cause"] else "no finding"
+            fam = ", ".join(f"{k} {v}" for k, v in sorted(r["families"].items()))
+            f.write(f"| {r['workload']} {r['mode']} | {planted} | {top} | {r['verdict']} | "
+                    f"{fmt(r['overhead_elapsed_pct'])} | {fmt(r['overhead_wall_pct'])} | "
+                    f"{'yes' if r['outputs_identical'] else 'NO'} | {fam} |\n")
+
+
+def main():
+    runs_path, out, build = sys.argv[1], sys.argv[2], sys.argv[3]
+    runs = [json.loads(l) for l in open(runs_path) if l.strip()]
+    groups = {}
+    for r in runs:
+        groups.setdefault((r["name"], r["mode"]), []).append(r)
+    rows = [summarise(g) for g in groups.values()]
+    host = subprocess.run("nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; uname -r",
+                          shell=True, capture_output=True, text=True).stdout.replace("\n", " · ").strip(" ·")
+    meta = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": host, "rows": rows}
+    json.dump(meta, open(os.path.join(out, "results.json"), "w"), indent=1)
+    write_md(rows, os.path.join(out, "results.md"), host)
+    for r in rows:
+        if r["workload"] == "seed" and r["mode"] in ("w4", "direct") and r["json"]:
+            txt = r["json"][:-5] + ".txt"
+            if os.path.exists(txt):
+                shutil.copy(txt, os.path.join(out, f"report-seed-{r['mode']}.txt"))
+            if r["mode"] == "w4" and r["run"]:
+                subprocess.run([os.path.join(build, "cudaspy-analyze"), "report", "--html",
+                                os.path.join(out, "seed-w4.html"), r["run"]])
+    print(open(os.path.join(out, "results.md")).read())
+
+
+if __name__ == "__main__":
+    main()

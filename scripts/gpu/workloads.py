@@ -1,0 +1,225 @@
+"""workloads.py: GPU workloads with known, planted causes (and their controls)
+for scripts/gpu-check.sh. One workload per process, chosen by name, so each
+traced run holds exactly one. Every workload prints `result: <checksum>`
+(identical traced and untraced) and `elapsed: <seconds>` on stdout.
+
+Usage: python3 workloads.py NAME [ARGS]   (python3 workloads.py list)
+"""
+import os
+import sys
+import time
+
+import torch
+
+DEV = "cuda"
+
+
+def checksum(t):
+    return f"{float(t.double().sum().item()):.6e}"
+
+
+def mlp(d_in=100, hidden=512, d_out=10):
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Linear(d_in, hidden), torch.nn.ReLU(),
+        torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
+        torch.nn.Linear(hidden, d_out)).to(DEV)
+
+
+def seed_data(n):
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(n, 100, generator=g)
+
+
+def w_seed(mode="loader", workers="4"):
+    """The seed story: DataLoader(shuffle) over an in-RAM tensor vs direct
+    indexing (../shared/seed/seed_bench.py). Planted: data pipeline starvation."""
+    from torch.utils.data import DataLoader
+    n = int(os.environ.get("N", "7000000"))
+    b = 1_048_576
+    x = seed_data(n)
+    model = mlp()
+    out = torch.zeros(10, device=DEV)
+    with torch.no_grad():
+        model(x[:b].to(DEV))
+        torch.cuda.synchronize()
+        t = time.time()
+        if mode == "direct":
+            for i in range(0, n, b):
+                out += model(x[i:i + b].to(DEV)).sum(0)
+        else:
+            g = torch.Generator().manual_seed(1)
+            loader = DataLoader(x, batch_size=b, shuffle=True,
+                                num_workers=int(workers), generator=g)
+            for batch in loader:
+                out += model(batch.to(DEV)).sum(0)
+        torch.cuda.synchronize()
+        el = time.time() - t
+    return out, el
+
+
+def w_copies(mode="pageable"):
+    """Large host-to-device copies from pageable vs pinned memory."""
+    host = torch.ones(64 * 1024 * 1024 // 4 * 4, dtype=torch.float32)  # 256 MiB
+    if mode == "pinned":
+        host = host.pin_memory()
+    dev = torch.empty_like(host, device=DEV)
+    acc = torch.zeros(1, device=DEV)
+    t = time.time()
+    for _ in range(60):
+        dev.copy_(host, non_blocking=True)
+        acc += dev[:1024].sum()
+    torch.cuda.synchronize()
+    return acc, time.time() - t
+
+
+def w_sync(mode="every"):
+    """A host synchronisation after every step vs one at the end."""
+    torch.manual_seed(0)
+    a = torch.randn(256, 256, device=DEV)
+    acc = torch.zeros(256, 256, device=DEV)
+    t = time.time()
+    for _ in range(60000):
+        acc = acc * 0.5 + a
+        if mode == "every":
+            torch.cuda.synchronize()
+    torch.cuda.synchronize()
+    return acc, time.time() - t
+
+
+def w_alloc(mode="churn"):
+    """Device-memory allocation every step (caching allocator bypassed with
+    PYTORCH_NO_CUDA_MEMORY_CACHING=1 by the caller) vs cached."""
+    torch.manual_seed(0)
+    a = torch.randn(1024, 1024, device=DEV)
+    acc = torch.zeros(1024, 1024, device=DEV)
+    t = time.time()
+    for _ in range(12000):
+        tmp = torch.empty(4 * 1024 * 1024, device=DEV)  # 16 MiB, new each step
+        tmp.fill_(1.0)
+        acc += a * tmp[:1024 * 1024].view(1024, 1024)
+        del tmp
+    torch.cuda.synchronize()
+    return acc, time.time() - t
+
+
+def w_hogged(mode="hogged"):
+    """Small kernels + a sync each step; gpu-check.sh runs CPU hogs outside
+    the traced tree around the 'hogged' run."""
+    torch.manual_seed(0)
+    a = torch.randn(512, 512, device=DEV)
+    acc = torch.zeros(512, 512, device=DEV)
+    t = time.time()
+    for _ in range(15000):
+        for _ in range(4):
+            acc = acc * 0.9 + a
+        torch.cuda.synchronize()
+    return acc, time.time() - t
+
+
+def w_tiny(mode="tiny"):
+    """Launch-bound loop of tiny kernels."""
+    a = torch.ones(16, device=DEV)
+    t = time.time()
+    for _ in range(150000):
+        a.add_(1.0)
+    torch.cuda.synchronize()
+    return a, time.time() - t
+
+
+def w_matmul(mode="big"):
+    """GPU-bound run of large matmuls (healthy)."""
+    torch.manual_seed(0)
+    a = torch.randn(8192, 8192, device=DEV, dtype=torch.bfloat16)
+    b = torch.randn(8192, 8192, device=DEV, dtype=torch.bfloat16)
+    acc = torch.zeros(8192, 8192, device=DEV, dtype=torch.float32)
+    t = time.time()
+    for _ in range(400):
+        acc += (a @ b).float()
+    torch.cuda.synchronize()
+    return acc, time.time() - t
+
+
+def w_triton(mode="tiny"):
+    """A Triton kernel in a loop (launches through Triton's own dlsym'd
+    cuLaunchKernelEx)."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
+
+    n = 4096 if mode == "tiny" else 64 * 1024 * 1024
+    x = torch.ones(n, device=DEV)
+    y = torch.ones(n, device=DEV)
+    out = torch.empty_like(x)
+    grid = (triton.cdiv(n, 1024),)
+    add_kernel[grid](x, y, out, n, BLOCK=1024)
+    torch.cuda.synchronize()
+    t = time.time()
+    for _ in range(90000 if mode == "tiny" else 300):
+        add_kernel[grid](x, y, out, n, BLOCK=1024)
+        x, out = out, x
+    torch.cuda.synchronize()
+    return x[:4096], time.time() - t
+
+
+def w_train(mode="mlp"):
+    """PyTorch MLP forward/backward with an optimizer (cuBLAS GEMMs)."""
+    model = mlp(1024, 2048, 1024)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    torch.manual_seed(1)
+    x = torch.randn(4096, 1024, device=DEV)
+    t = time.time()
+    for _ in range(300):
+        opt.zero_grad()
+        loss = model(x).square().mean()
+        loss.backward()
+        opt.step()
+    torch.cuda.synchronize()
+    return loss.detach().reshape(1), time.time() - t
+
+
+def w_graph(mode="replay"):
+    """CUDA graph capture + replay."""
+    torch.manual_seed(0)
+    a = torch.randn(1024, 1024, device=DEV)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        b = a * 2
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(10):
+            b = b * 0.5 + a
+    t = time.time()
+    for _ in range(20000):
+        g.replay()
+    torch.cuda.synchronize()
+    return b, time.time() - t
+
+
+WORKLOADS = {
+    "seed": w_seed, "copies": w_copies, "sync": w_sync, "alloc": w_alloc,
+    "hogged": w_hogged, "tiny": w_tiny, "matmul": w_matmul, "triton": w_triton,
+    "train": w_train, "graph": w_graph,
+}
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1] not in WORKLOADS:
+        print("workloads: " + " ".join(sorted(WORKLOADS)), file=sys.stderr)
+        return 2
+    out, el = WORKLOADS[sys.argv[1]](*sys.argv[2:])
+    print(f"result: {checksum(out)}")
+    print(f"elapsed: {el:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
