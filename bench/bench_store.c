@@ -1,0 +1,204 @@
+/* bench_store.c: the storage path's throughput, one figure per line.
+ *   store.ring_to_lmdb  a producer process pushing cs_rec_cuda records as
+ *                       fast as it can through the real ring client into a
+ *                       real cudaspy-sampler: records landed per second of
+ *                       the whole run (launch to exit)
+ *   store.put_commit    cs_store alone: 64 KiB blocks staged and committed
+ *   store.full_scan     cs_run cursor over every CUDA block of the first
+ *                       file, reading every record
+ * Usage: bench_store [RECORDS] [DIR]   (defaults 10000000, /dev/shm or /tmp)
+ * cudaspy-sampler and cs_producer are taken from this binary's directory. */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cudaspy/runfile.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* CPU seconds used so far by this process (@p who = RUSAGE_SELF) or by its
+ * waited-for children (RUSAGE_CHILDREN). */
+static double cpu_s(int who)
+{
+    struct rusage ru;
+
+    getrusage(who, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static double loadavg(void)
+{
+    double l = 0;
+    FILE *f = fopen("/proc/loadavg", "r");
+
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = 0;
+        fclose(f);
+    }
+    return l;
+}
+
+static const char *scratch_dir(uint64_t need)
+{
+    struct statvfs fs;
+
+    if (statvfs("/dev/shm", &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize > need)
+        return "/dev/shm";
+    return "/tmp";
+}
+
+static int run_wait(char *const argv[])
+{
+    pid_t pid = fork();
+    int st;
+
+    if (pid == 0) {
+        if (freopen("/dev/null", "w", stdout) == NULL)
+            _exit(127);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    if (pid < 0 || waitpid(pid, &st, 0) != pid)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int bench_ring_to_lmdb(const char *bindir, const char *file, long n)
+{
+    char sampler[PATH_MAX], producer[PATH_MAX], nbuf[32];
+    struct cs_run *r = cs_run_new();
+    uint64_t landed, dropped;
+    double t0, dt, c0 = cpu_s(RUSAGE_CHILDREN);
+
+    snprintf(sampler, sizeof(sampler), "%s/cudaspy-sampler", bindir);
+    snprintf(producer, sizeof(producer), "%s/cs_producer", bindir);
+    snprintf(nbuf, sizeof(nbuf), "%ld", n);
+    {
+        char *argv[] = {sampler, "--no-host", "-q", "-o", (char *)file, "--", producer,
+                        "-p", "1", "-t", "1", "-n", nbuf, NULL};
+        setenv("CUDASPY_RING_KB", "65536", 1);
+        t0 = now_s();
+        if (run_wait(argv) != 0) {
+            fprintf(stderr, "bench_store: %s failed\n", sampler);
+            return -1;
+        }
+        dt = now_s() - t0;
+    }
+    if (r == NULL || cs_run_open(r, file, NULL) < 0)
+        return -1;
+    landed = cs_run_count(r, CS_REC_CUDA);
+    dropped = cs_run_meta_u64(r, "cuda_dropped", 0);
+    printf("store.ring_to_lmdb      throughput   %6.2f  Mev/s  n=%llu produced=%ld dropped=%llu "
+           "cpu_s=%.2f load=%.1f ring_kb=65536 procs=1 threads=1 dir=%s\n",
+           (double)landed / dt / 1e6, (unsigned long long)landed, n,
+           (unsigned long long)dropped, cpu_s(RUSAGE_CHILDREN) - c0, loadavg(),
+           dirname(strdup(file)));
+    cs_run_free(r);
+    return 0;
+}
+
+static int bench_put_commit(const char *file, long n)
+{
+    enum { PER = (CS_BLK_MAX_BYTES - sizeof(struct cs_blk_hdr)) / sizeof(struct cs_rec_cuda) };
+    static struct cs_rec_cuda recs[PER];
+    struct cs_store *s = cs_store_new();
+    struct cs_blk_hdr h = {.n = PER, .kind = CS_REC_CUDA};
+    long done = 0;
+    double t0, dt, c0 = cpu_s(RUSAGE_SELF);
+
+    if (s == NULL || cs_store_open(s, file, NULL, NULL) < 0)
+        return -1;
+    t0 = now_s();
+    for (uint64_t b = 0; done < n; b++, done += PER) {
+        h.ts_first_ns = b * 1000;
+        h.ts_last_ns = b * 1000 + 999;
+        recs[0].seq = (uint32_t)b;
+        if (cs_store_put_block(s, 1, &h, recs) < 0)
+            return -1;
+        if (cs_store_pending(s) >= (8u << 20) && cs_store_commit(s) < 0)
+            return -1;
+    }
+    if (cs_store_commit(s) < 0)
+        return -1;
+    dt = now_s() - t0;
+    cs_store_free(s);
+    printf("store.put_commit        throughput   %6.2f  Mrec/s n=%ld cpu_s=%.2f load=%.1f "
+           "block=64KiB txn=8MiB\n",
+           (double)done / dt / 1e6, done, cpu_s(RUSAGE_SELF) - c0, loadavg());
+    unlink(file);
+    return 0;
+}
+
+static int bench_full_scan(const char *file)
+{
+    struct cs_run *r = cs_run_new();
+    struct cs_cursor *c;
+    const struct cs_blk_hdr *h;
+    const void *recs;
+    uint64_t n = 0, sum = 0;
+    double t0, dt, c0 = cpu_s(RUSAGE_SELF);
+
+    t0 = now_s();
+    if (r == NULL || cs_run_open(r, file, NULL) < 0 ||
+        cs_cursor_open(r, CS_REC_CUDA, 0, UINT64_MAX, &c) < 0)
+        return -1;
+    while (cs_cursor_next(c, &h, &recs, NULL) == 1) {
+        const struct cs_rec_cuda *rec = recs;
+        for (uint32_t i = 0; i < h->n; i++)
+            sum += rec[i].t_exit_ns - rec[i].t_enter_ns;
+        n += h->n;
+    }
+    cs_cursor_close(c);
+    dt = now_s() - t0;
+    cs_run_free(r);
+    printf("store.full_scan         throughput   %6.2f  Mrec/s n=%llu cpu_s=%.2f load=%.1f "
+           "open_included=1 check=%llu\n",
+           (double)n / dt / 1e6, (unsigned long long)n, cpu_s(RUSAGE_SELF) - c0, loadavg(),
+           (unsigned long long)(sum & 0xff));
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    long n = argc > 1 ? atol(argv[1]) : 10000000;
+    const char *dir = argc > 2 ? argv[2] : scratch_dir((uint64_t)n * 200);
+    char self[PATH_MAX], file[PATH_MAX - 16], file2[PATH_MAX - 16];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    char host[64] = "";
+    int rc = 0;
+
+    if (len <= 0 || n <= 0)
+        return 2;
+    self[len] = '\0';
+    gethostname(host, sizeof(host) - 1);
+    printf("# cudaspy-bench host=%s cmd=\"bench_store %ld %s\"\n", host, n, dir);
+    snprintf(file, sizeof(file), "%s/bench_store-%d.lmdb", dir, (int)getpid());
+    snprintf(file2, sizeof(file2), "%s/bench_store-%d-b.lmdb", dir, (int)getpid());
+    fflush(stdout);
+    rc |= bench_ring_to_lmdb(dirname(self), file, n);
+    rc |= bench_full_scan(file);
+    rc |= bench_put_commit(file2, n);
+    unlink(file);
+    snprintf(self, sizeof(self), "%s-lock", file);
+    unlink(self);
+    snprintf(self, sizeof(self), "%s-lock", file2);
+    unlink(self);
+    return rc ? 1 : 0;
+}
