@@ -4,6 +4,7 @@
  * stdio, no stdout, errno preserved, fds O_CLOEXEC, sends never raise
  * SIGPIPE. The protocol is include/cudaspy/ring.h (docs/ring.md). */
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -77,29 +78,37 @@ int shim_ring_enabled(void)
     return !atomic_load_explicit(&shim_ring_off_, memory_order_relaxed);
 }
 
-void shim_ring_stop(const char *why)
+/* One line "cudaspy[PID]: <what><msg>" on stderr, without stdio; errno kept. */
+static void ring_say(const char *what, const char *msg)
 {
     char line[256], *p = line;
-    size_t n = strlen(why);
+    size_t w = strlen(what), n = strlen(msg);
     int e = errno;
 
-    atomic_store(&shim_ring_off_, 1);
-    if (atomic_exchange(&g.warned, 1)) {
-        errno = e;
-        return;
-    }
+    if (w > 40)
+        w = 40;
     if (n > 180)
         n = 180;
     memcpy(p, "cudaspy[", 8);
     p = put_u64(p + 8, (uint64_t)getpid());
-    memcpy(p, "]: recording stopped: ", 22);
-    p += 22;
-    memcpy(p, why, n);
+    memcpy(p, "]: ", 3);
+    p += 3;
+    memcpy(p, what, w);
+    p += w;
+    memcpy(p, msg, n);
     p += n;
     *p++ = '\n';
     if (write(2, line, (size_t)(p - line)) < 0)
         (void)0;
     errno = e;
+}
+
+void shim_ring_stop(const char *why)
+{
+    atomic_store(&shim_ring_off_, 1);
+    if (atomic_exchange(&g.warned, 1))
+        return;
+    ring_say("recording stopped: ", why);
 }
 
 void shim_ring_set_sock(const char *addr)
@@ -306,16 +315,35 @@ static int connect_collector(void)
     return rc;
 }
 
-static uint32_t ring_bytes(void)
+/* $CUDASPY_RING_KB, 4..1048576 KiB; anything else (letters, a sign, out
+ * of range) gets one warning and the default. */
+static unsigned long ring_kb(void)
 {
     const char *v = getenv("CUDASPY_RING_KB");
-    unsigned long kb = v ? strtoul(v, NULL, 10) : RING_KB_DEF;
+    unsigned long kb;
+    char *end, msg[128];
+    int e = errno;
+
+    if (v == NULL || *v == '\0')
+        return RING_KB_DEF;
+    errno = 0;
+    kb = strtoul(v, &end, 10);
+    if (*v >= '0' && *v <= '9' && *end == '\0' && errno == 0 && kb >= 4 && kb <= (1ul << 20)) {
+        errno = e;
+        return kb;
+    }
+    snprintf(msg, sizeof(msg), "'%.32s' is not a size from 4 to 1048576 KiB; using %d", v,
+             RING_KB_DEF);
+    ring_say("warning: CUDASPY_RING_KB=", msg);
+    errno = e;
+    return RING_KB_DEF;
+}
+
+static uint32_t ring_bytes(void)
+{
+    unsigned long kb = ring_kb();
     uint32_t b = 4096;
 
-    if (kb < 4)
-        kb = 4;
-    if (kb > (1ul << 20))
-        kb = 1ul << 20;
     while ((uint64_t)b < (uint64_t)kb * 1024)
         b <<= 1;
     return b;

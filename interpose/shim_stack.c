@@ -4,6 +4,7 @@
  * -> name id). Frames leave as (module name id, offset in module) so the
  * analyzer can symbolise offline; everything here is slow path. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 
 #define STACK_MAX 1024u   /* distinct stacks per process */
 #define STACK_FRAMES 32   /* frames kept per stack */
+#define STACK_US_MAX 60000000ull /* CUDASPY_STACK_US at most (60 s) */
 #define MOD_MAX 256u      /* distinct objects */
 
 struct stack_ent {
@@ -53,10 +55,31 @@ static uint64_t tsc_per_us(void)
     return ns ? (t1 - t0) * 1000 / ns : 1;
 }
 
-void shim_stack_init(void)
+/* $CUDASPY_STACK_US: 0 (off, the default) to 60000000 us; anything else
+ * gets one warning and stays off. */
+static uint64_t stack_us(void)
 {
     const char *v = getenv("CUDASPY_STACK_US");
-    uint64_t us = v ? strtoull(v, NULL, 10) : 0;
+    char *end;
+    uint64_t us;
+    int e = errno;
+
+    if (v == NULL || *v == '\0')
+        return 0;
+    errno = 0;
+    us = strtoull(v, &end, 10);
+    if (*v < '0' || *v > '9' || *end != '\0' || errno || us > STACK_US_MAX) {
+        shim_log("warning: CUDASPY_STACK_US is not a number of microseconds from 0 to "
+                 "60000000; stacks off");
+        us = 0;
+    }
+    errno = e;
+    return us;
+}
+
+void shim_stack_init(void)
+{
+    uint64_t us = stack_us();
 
     if (us == 0)
         return;
