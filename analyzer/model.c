@@ -183,6 +183,7 @@ static uint32_t proc_get(struct model *m, uint32_t run, uint32_t pid)
     p->run = run;
     p->parent = M_NONE;
     p->rank = CS_RANK_NONE;
+    p->selected = m->opts.pid == 0 || m->opts.pid == pid;
     snprintf(p->comm, sizeof(p->comm), "?");
     if (m_hash_put(m->proc_ix, (uint64_t)run << 32 | pid, i) < 0)
         return M_NONE;
@@ -453,6 +454,8 @@ static int call_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
         if (r->api == CS_API_NONE || r->api >= CS_API_COUNT)
             continue;
         t = place_thr(m, pl, run, r->pid, r->tid);
+        if (t != M_NONE && !m->proc[m->thr[t].proc].selected)
+            continue; /* --pid: only that process and its descendants */
         if (place_count(pl, m, t) < 0)
             return -ENOMEM;
         if (pl->pass == 1) {

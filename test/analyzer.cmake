@@ -53,3 +53,9 @@ foreach(entry ${CS_AN_PLANTED})
   set_tests_properties(data.planted.${scen} PROPERTIES LABELS unit TIMEOUT 60
     ENVIRONMENT "CS_ANALYZE=$<TARGET_FILE:cudaspy-analyze>;CS_JSON_EXPECT=$<TARGET_FILE:json_expect>")
 endforeach()
+
+add_executable(test_analysis ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_analysis.c)
+target_include_directories(test_analysis PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_analysis PRIVATE cs_analysis)
+add_test(NAME unit.analysis COMMAND test_analysis)
+set_tests_properties(unit.analysis PROPERTIES LABELS unit)
