@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "collector_priv.h"
 #include "cudaspy/version.h"
+#include "privs.h"
 #ifdef CS_HAVE_HOST
 #include "host.h"
 #endif
@@ -88,7 +89,7 @@ static void usage(FILE *f)
 "  launch mode: CMD's exit code, 128+N if CMD died of signal N, 127 if CMD\n"
 "               could not be executed\n"
 "  0  attach mode finished\n"
-"  2  usage error\n"
+"  2  usage error; --pid of another user's process (only root may)\n"
 "  3  system failure (run file cannot be created, socket, fork)\n"
 "\n"
 "Examples:\n"
@@ -550,9 +551,14 @@ int main(int argc, char **argv)
     struct loop l = {.a = &a, .root_status = -1};
     char path[PATH_MAX];
     int rc = parse_args(argc, argv, &a), gate = -1;
+    char why[160];
 
     if (rc)
         return rc > 0 ? 0 : -rc;
+    if (a.pid && privs_may_trace(a.pid, why, sizeof(why)) < 0) {
+        fprintf(stderr, PROG ": %s\n", why);
+        return EXIT_USAGE;
+    }
     signals_setup();
     if (a.cmd)
         prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -567,6 +573,8 @@ int main(int argc, char **argv)
     meta_cmdline(&l);
     root_row(&l);
     host_start(&l);
+    if ((rc = privs_drop()) < 0)
+        fprintf(stderr, PROG ": warning: cannot drop privileges (%s)\n", strerror(-rc));
     ready(&a);
     gate_release(&gate, 1);
     loop_run(&l);
