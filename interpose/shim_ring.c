@@ -39,6 +39,7 @@ static struct {
     uint32_t sub_bytes;
     char addr[108];
     int (*autostart)(char *addr, size_t n);
+    _Atomic uint32_t epoch; /* registrations so far (see shim_ring_epoch) */
     pthread_key_t key;
     int key_ok;
     int atfork_ok;
@@ -172,6 +173,11 @@ uint32_t shim_ring_clock(void)
 {
     uint32_t c = __atomic_load_n(&shim_ring_clock_, __ATOMIC_RELAXED);
     return c ? c : shim_ring_clock_init_slow();
+}
+
+uint32_t shim_ring_epoch(void)
+{
+    return atomic_load_explicit(&g.epoch, memory_order_acquire);
 }
 
 uint64_t shim_ring_dropped(void)
@@ -308,6 +314,8 @@ static int connect_collector(void)
         rc = send_hello();
     else
         rc = -errno;
+    if (rc == 0)
+        atomic_fetch_add(&g.epoch, 1);
     if (rc < 0) {
         close(g.fd);
         g.fd = -1;

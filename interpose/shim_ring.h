@@ -67,6 +67,12 @@ uint32_t shim_ring_clock(void);
 /** Records this process dropped because its ring was full (all threads). */
 uint64_t shim_ring_dropped(void);
 
+/** Registration epoch: changes each time this process registers with a
+ * collector (its first event, and again in a fork child). Process-local
+ * name and stack ids sent under an older epoch are unknown to the new
+ * registration: compare a cached epoch and push the definitions again. */
+uint32_t shim_ring_epoch(void);
+
 /* ---- hot path ---- */
 
 /** Timestamp in this process's clock (raw TSC ticks or CLOCK_MONOTONIC ns),

@@ -6,9 +6,14 @@
  *
  *   producer [-p PROCS] [-t THREADS] [-n RECORDS] [-m MODE] [-r PER_MS]
  *   MODE: exit (return normally, default), _exit (no cleanup at all),
- *         kill (SIGKILL itself), forever (push until killed)
+ *         kill (SIGKILL itself), forever (push until killed),
+ *         fork (push N, fork a child that pushes N, push N more),
+ *         churn (threads one after another: each must reuse the first
+ *                segment's sub-rings; exit 4 if a second segment appears)
+ * Exits 5 if a push changed errno.
  *   PER_MS: pace each thread to about this many records per millisecond
  * Prints "produced <records> dropped <drops>" per process to stdout. */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,6 +35,33 @@ static struct prod_args A = {1, 1, 1000, 0, "exit"};
 static pthread_barrier_t done_bar;
 
 static const char kernel_name[] = "test_kernel_with_a_name";
+static _Atomic int errno_bad;
+static void pace(long pushed, long per_ms, struct timespec *t0);
+
+/* Push records seq first..last from the calling thread. */
+static void push_range(long first, long last, int forever, struct timespec *t0)
+{
+    struct cs_rec_cuda r;
+
+    memset(&r, 0, sizeof(r));
+    r.pid = (uint32_t)getpid();
+    r.tid = shim_ring_tid();
+    r.api = 1;
+    r.name_id = 1;
+    r.stack_id = 1;
+    r.flags = CS_CF_HAS_NAME;
+    for (long k = first; forever || k <= last; k++) {
+        r.seq = (uint32_t)k;
+        r.t_enter_ns = shim_ring_now();
+        r.bytes = (uint64_t)k;
+        r.t_exit_ns = shim_ring_now();
+        errno = 4242;
+        shim_ring_push_cuda(&r);
+        if (errno != 4242)
+            errno_bad = 1;
+        pace(k, A.per_ms, t0);
+    }
+}
 
 static void pace(long pushed, long per_ms, struct timespec *t0)
 {
@@ -48,32 +80,61 @@ static void pace(long pushed, long per_ms, struct timespec *t0)
 
 static void *thread_main(void *arg)
 {
-    struct cs_rec_cuda r;
     struct timespec t0;
     char name[16];
-    int forever = strcmp(A.mode, "forever") == 0;
 
     snprintf(name, sizeof(name), "prod-%ld", (long)(intptr_t)arg);
     pthread_setname_np(pthread_self(), name);
-    memset(&r, 0, sizeof(r));
-    r.pid = (uint32_t)getpid();
-    r.tid = shim_ring_tid();
-    r.api = 1;
-    r.name_id = 1;
-    r.stack_id = 1;
-    r.flags = CS_CF_HAS_NAME;
-    r.device = 0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (long k = 1; forever || k <= A.n; k++) {
-        r.seq = (uint32_t)k;
-        r.t_enter_ns = shim_ring_now();
-        r.bytes = (uint64_t)k;
-        r.t_exit_ns = shim_ring_now();
-        shim_ring_push_cuda(&r);
-        pace(k, A.per_ms, &t0);
-    }
-    pthread_barrier_wait(&done_bar);
+    push_range(1, A.n, strcmp(A.mode, "forever") == 0, &t0);
+    if (strcmp(A.mode, "churn") != 0)
+        pthread_barrier_wait(&done_bar);
     return NULL;
+}
+
+/* Ring segments mapped in this process. */
+static int count_segments(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int n = 0;
+
+    while (f && fgets(line, sizeof(line), f))
+        n += strstr(line, "memfd:cudaspy-ring") != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* fork mode: the child must register its own ring, never use ours. */
+static void fork_main(void)
+{
+    struct timespec t0;
+    pid_t pid;
+    int st;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    push_range(1, A.n, 0, &t0);
+    pid = fork();
+    if (pid == 0) {
+        push_range(1, A.n, 0, &t0);
+        _exit(errno_bad ? 5 : 0);
+    }
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+        exit(6);
+    push_range(A.n + 1, 2 * A.n, 0, &t0);
+    exit(errno_bad ? 5 : 0);
+}
+
+/* churn mode: threads one after another give their sub-rings back. */
+static void churn_main(void)
+{
+    for (int i = 0; i < A.threads; i++) {
+        pthread_t t;
+        pthread_create(&t, NULL, thread_main, (void *)(intptr_t)i);
+        pthread_join(t, NULL);
+    }
+    exit(errno_bad ? 5 : count_segments() == 1 ? 0 : 4);
 }
 
 /* One traced process: define name 1 and stack 1, run the threads. */
@@ -85,6 +146,10 @@ static void proc_main(void)
     pthread_barrier_init(&done_bar, NULL, (unsigned)A.threads + 1);
     shim_ring_push_name(1, 0xabc, CS_NAME_KERNEL, kernel_name, strlen(kernel_name));
     shim_ring_push_stack(1, f, 2);
+    if (strcmp(A.mode, "fork") == 0)
+        fork_main();
+    if (strcmp(A.mode, "churn") == 0)
+        churn_main();
     for (int i = 0; i < A.threads; i++)
         pthread_create(&th[i], NULL, thread_main, (void *)(intptr_t)i);
     if (strcmp(A.mode, "forever") == 0)
@@ -100,7 +165,7 @@ static void proc_main(void)
         _exit(0);
     for (int i = 0; i < A.threads; i++)
         pthread_join(th[i], NULL);
-    exit(0);
+    exit(errno_bad ? 5 : 0);
 }
 
 int main(int argc, char **argv)

@@ -278,6 +278,46 @@ static int test_collector_sigkill_keeps_committed_blocks(void)
     return 0;
 }
 
+/* A forked child registers its own rings: no record of its thread may
+ * appear under the parent's pid, and both sequences are whole. */
+static int test_fork_child_never_writes_parent_ring(void)
+{
+    struct cs_run *r = cs_run_new();
+    struct landed l;
+
+    CHECK_EQ(run_producer("1", "1", "3000", "fork"), 0); /* 5: a push changed errno */
+    CHECK_OK(cs_run_open(r, path, NULL));
+    CHECK_OK(landed_read(r, &l));
+    CHECK_EQ(l.n, 3 * 3000);
+    CHECK_EQ(l.unique, 1);
+    CHECK_EQ(l.threads, 2);
+    CHECK_EQ(l.all_prefixes, 1);
+    CHECK_EQ(l.min_per_thread, 3000);
+    CHECK_EQ(l.max_per_thread, 6000);
+    CHECK_EQ(count_flag(r, CS_PF_CUDA), 2);
+    free(l.keys);
+    cs_run_free(r);
+    return 0;
+}
+
+/* 40 threads one after another: each exiting thread gives its sub-ring
+ * back, so one segment serves them all (the producer checks its maps). */
+static int test_thread_exit_releases_sub_ring(void)
+{
+    struct cs_run *r = cs_run_new();
+    struct landed l;
+
+    CHECK_EQ(run_producer("1", "40", "500", "churn"), 0); /* 4: a second segment */
+    CHECK_OK(cs_run_open(r, path, NULL));
+    CHECK_OK(landed_read(r, &l));
+    CHECK_EQ(l.n, 40 * 500);
+    CHECK_EQ(l.threads, 40);
+    CHECK_EQ(l.all_prefixes, 1);
+    free(l.keys);
+    cs_run_free(r);
+    return 0;
+}
+
 static int test_exit_status_is_the_commands(void)
 {
     char *a1[] = {(char *)sampler, "--no-host", "-q", "-o", path, "--", "/bin/sh", "-c",
@@ -425,6 +465,8 @@ int main(int argc, char **argv)
     RUN(test_producer_exit_without_flush_keeps_records);
     RUN(test_producer_sigkill_keeps_records);
     RUN(test_collector_sigkill_keeps_committed_blocks);
+    RUN(test_fork_child_never_writes_parent_ring);
+    RUN(test_thread_exit_releases_sub_ring);
     RUN(test_exit_status_is_the_commands);
     RUN(test_tsc_records_become_monotonic_ns);
     RUN(test_malformed_clients_are_dropped);
