@@ -10,6 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifndef LAUNCH_BIN_TO_LIB
+#define LAUNCH_BIN_TO_LIB "../lib"
+#endif
 #define LAUNCH_EXTRA_ARGS 4 /* sampler path, --preload SO, NULL; options reuse argv's slots */
 
 static const char usage_text[] =
@@ -67,6 +70,8 @@ static int record(int argc, char **argv)
     }
     snprintf(sampler, sizeof(sampler), "%s/cudaspy-sampler", dir);
     snprintf(preload, sizeof(preload), "%s/libcudaspy.so", dir);
+    if (access(preload, R_OK) != 0) /* installed tree: bindir -> libdir */
+        snprintf(preload, sizeof(preload), "%s/%s/libcudaspy.so", dir, LAUNCH_BIN_TO_LIB);
     av[0] = env && *env ? (char *)env : sampler;
     for (i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (strcmp(argv[i], "-o") == 0) {

@@ -40,6 +40,9 @@ extern __thread struct shim_thread shim_t_
 /* 1 = every wrapper passes through (CUDASPY_DISABLE=1, inside the sampler). */
 extern _Atomic int shim_off_ __attribute__((visibility("hidden")));
 extern uint32_t shim_pid_ __attribute__((visibility("hidden"))); /* getpid(), reset at fork */
+/* CS_CF_STATIC_RT once a runtime we cannot interpose asked for driver
+ * functions (shim_dlsym.c), else 0; ORed into every record. */
+extern uint16_t shim_static_rt_ __attribute__((visibility("hidden")));
 /* Calls at least this many clock units long get a native stack; 0 = off. */
 extern uint64_t shim_stack_min_ __attribute__((visibility("hidden")));
 
@@ -74,6 +77,7 @@ static inline void shim_rec_end(struct cs_rec_cuda *r, int result)
 {
     r->t_exit_ns = shim_ring_now();
     r->result = result;
+    r->flags |= shim_static_rt_;
     if (result != 0)
         r->flags |= CS_CF_ERROR;
     r->pid = shim_pid_;

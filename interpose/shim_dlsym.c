@@ -109,13 +109,35 @@ static inline void *gpa_get(int i)
     return SHIM_LIKELY(p != NULL) ? p : gpa_real_slow(i);
 }
 
+uint16_t shim_static_rt_;
+
+/* A runtime asks the driver for its functions through cuGetProcAddress. When
+ * the asking object is not a shared libcudart (a static runtime in the
+ * executable, cuBLAS's own copy), the process runs CUDA code whose runtime
+ * calls the shim cannot see: mark its records CS_CF_STATIC_RT. */
+static void gpa_note_caller(const void *caller)
+{
+    Dl_info di;
+    const char *base;
+
+    if (shim_static_rt_ || caller == NULL || !dladdr(caller, &di) || di.dli_fname == NULL ||
+        shim_is_self(caller))
+        return;
+    base = strrchr(di.dli_fname, '/');
+    base = base ? base + 1 : di.dli_fname;
+    if (strncmp(base, "libcudart.so", 12) != 0 && strncmp(base, "libcuda.so", 10) != 0)
+        __atomic_store_n(&shim_static_rt_, CS_CF_STATIC_RT, __ATOMIC_RELAXED);
+}
+
 /* After a successful lookup: hand back our wrapper for the exact function. */
-static void gpa_wrap_result(int rc, void **pfn)
+static void gpa_wrap_result(int rc, void **pfn, const void *caller)
 {
     int err = errno;
 
-    if (rc == 0 && pfn && *pfn && !atomic_load_explicit(&shim_off_, memory_order_relaxed))
+    if (rc == 0 && pfn && *pfn && !atomic_load_explicit(&shim_off_, memory_order_relaxed)) {
         *pfn = shim_wrap_slow(*pfn);
+        gpa_note_caller(caller);
+    }
     errno = err;
 }
 
@@ -127,7 +149,7 @@ int shim_gpa_v1(const char *sym, void **pfn, int ver, uint64_t flags)
     if (real == NULL)
         return SHIM_CUDA_ERROR_NOT_FOUND;
     rc = real(sym, pfn, ver, flags);
-    gpa_wrap_result(rc, pfn);
+    gpa_wrap_result(rc, pfn, __builtin_return_address(0));
     return rc;
 }
 
@@ -139,7 +161,7 @@ int shim_gpa_v2(const char *sym, void **pfn, int ver, uint64_t flags, void *stat
     if (real == NULL)
         return SHIM_CUDA_ERROR_NOT_FOUND;
     rc = real(sym, pfn, ver, flags, status);
-    gpa_wrap_result(rc, pfn);
+    gpa_wrap_result(rc, pfn, __builtin_return_address(0));
     return rc;
 }
 

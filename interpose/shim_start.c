@@ -46,12 +46,18 @@ static int env_off(const char *name)
     return v && strcmp(v, "0") == 0;
 }
 
-/* <directory of libcudaspy.so>/cudaspy-sampler, or $CUDASPY_SAMPLER. */
+#ifndef SHIM_LIB_TO_BIN
+#define SHIM_LIB_TO_BIN "../bin" /* installed layout: libdir -> bindir */
+#endif
+
+/* $CUDASPY_SAMPLER, else cudaspy-sampler next to libcudaspy.so (build
+ * tree), else in the bindir of an installed tree. */
 static int sampler_path(char *buf, size_t n)
 {
     const char *env = getenv("CUDASPY_SAMPLER");
     Dl_info di;
     const char *slash;
+    int dir_len;
 
     if (env && *env)
         return snprintf(buf, n, "%s", env) < (int)n ? 0 : -1;
@@ -60,8 +66,13 @@ static int sampler_path(char *buf, size_t n)
     slash = strrchr(di.dli_fname, '/');
     if (slash == NULL)
         return snprintf(buf, n, "./cudaspy-sampler") < (int)n ? 0 : -1;
-    return snprintf(buf, n, "%.*s/cudaspy-sampler", (int)(slash - di.dli_fname),
-                    di.dli_fname) < (int)n
+    dir_len = (int)(slash - di.dli_fname);
+    if (snprintf(buf, n, "%.*s/cudaspy-sampler", dir_len, di.dli_fname) >= (int)n)
+        return -1;
+    if (access(buf, X_OK) == 0)
+        return 0;
+    return snprintf(buf, n, "%.*s/%s/cudaspy-sampler", dir_len, di.dli_fname,
+                    SHIM_LIB_TO_BIN) < (int)n
                ? 0
                : -1;
 }

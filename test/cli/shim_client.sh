@@ -1,13 +1,16 @@
 #!/bin/bash
 # shim_client.sh BUILD MODE RUNTIME CLIENT [ARGS...]: run a fake client under
 # the shim (MODE record|preload) and check the run file holds exactly what
-# the fake driver saw (RUNTIME shared: runtime-layer records too), that
-# stdout is unchanged and that names were resolved.
+# the fake driver saw (RUNTIME shared: runtime-layer records too; static_rt:
+# none, and every record flagged CS_CF_STATIC_RT), that stdout is unchanged
+# and that names were resolved.
 . "$(dirname "$0")/shim_common.sh"
 MODE=$1 RUNTIME=$2 CLIENT=$3
 shift 3
 run_plain "$T/plain.out" "$T/plain.exp" "$B/$CLIENT" "$@"
 run_traced "$MODE" "$T/run.lmdb" "$T/traced.out" "$T/traced.exp" "$B/$CLIENT" "$@"
 same_stdout "$T/plain.out" "$T/traced.out"
-"$B/test_shim_check" --wait 30 --runtime "$RUNTIME" "$T/run.lmdb" "$T/traced.exp" ||
+FLAGS=(--runtime "$RUNTIME")
+[ "$RUNTIME" = static_rt ] && FLAGS=(--runtime static --static-rt)
+"$B/test_shim_check" --wait 30 "${FLAGS[@]}" "$T/run.lmdb" "$T/traced.exp" ||
     fail "run file does not match what $CLIENT did"

@@ -7,7 +7,7 @@
  * no duplicate records; nested records point at a runtime record.
  *
  * Usage: test_shim_check [--wait SEC] [--runtime shared|static] [--none]
- *                        RUN EXPECT...
+ *                        [--stacks] [--static-rt] RUN EXPECT...
  * --none: the run must hold no CUDA record at all (or not exist).
  * Exit 0 when everything matches; 1 with one line per mismatch. */
 #include <errno.h>
@@ -179,11 +179,12 @@ struct tally {
     uint64_t calls[2][CS_API_COUNT][3];
     uint64_t copy_n[CS_DIR_DEFAULT + 1], copy_bytes[CS_DIR_DEFAULT + 1];
     uint64_t pinned, pageable, unflagged, memset_bytes, launches, named, captured;
-    uint64_t stacks_wanted, stacks_got;
+    uint64_t stacks_wanted, stacks_got, static_rt, driver;
     uint64_t klaunch[MAX_KERNELS];
 };
 
 static int want_stacks; /* --stacks: every synchronous call has a native stack */
+static int want_static; /* --runtime static: driver records say CS_CF_STATIC_RT */
 
 static void tally_rec(struct tally *t, const struct expect *e, struct cs_run *run,
                       const struct cs_rec_cuda *r)
@@ -194,6 +195,8 @@ static void tally_rec(struct tally *t, const struct expect *e, struct cs_run *ru
     t->calls[layer][api][r->variant % 3]++;
     if (layer != CS_LAYER_DRIVER)
         return;
+    t->static_rt += (r->flags & CS_CF_STATIC_RT) != 0;
+    t->driver++;
     if (cs_api_table[api].family == CS_FAM_COPY && r->result == 0) {
         int batch = api == CS_API_cuMemcpyBatchAsync || api == CS_API_cuMemcpyBatchAsync_v2;
         t->copy_n[r->dir <= CS_DIR_DEFAULT ? r->dir : 0] += batch ? r->aux : 1;
@@ -322,6 +325,12 @@ static void check_pid(const struct expect *e, struct cs_run *run, const struct r
         FAIL("pid %u: memset bytes: got %llu, want %llu", e->pid,
              (unsigned long long)t->memset_bytes, (unsigned long long)e->memset_bytes);
     check_kernels(e, t);
+    if (want_static && t->static_rt != t->driver)
+        FAIL("pid %u: driver records flagged static runtime: got %llu of %llu, want all",
+             e->pid, (unsigned long long)t->static_rt, (unsigned long long)t->driver);
+    if (runtime && t->static_rt)
+        FAIL("pid %u: records flagged static runtime: got %llu, want none (shared runtime)",
+             e->pid, (unsigned long long)t->static_rt);
     check_seq(e, mine, n, runtime);
     free(mine);
     free(t);
@@ -368,6 +377,8 @@ int main(int argc, char **argv)
             none = 1;
         else if (strcmp(argv[i], "--stacks") == 0)
             want_stacks = 1;
+        else if (strcmp(argv[i], "--static-rt") == 0)
+            want_static = 1;
         else
             break;
     }
