@@ -296,5 +296,11 @@ int main(int argc, char **argv)
                c.nflows, c.ncounters);
     else
         fprintf(stderr, "check_trace: %s: %d problems\n", argv[1], c.errors);
+    json_decref(c.pnames);
+    json_decref(c.tnames);
+    json_decref(c.pids_used);
+    json_decref(root);
+    free(c.sl);
+    free(c.fl);
     return c.errors ? 1 : 0;
 }
