@@ -59,22 +59,28 @@ static void server_free(struct mcp_server *s)
     free(s->names);
 }
 
-/* Load run @p i: analysis, JSON, index, gate summary. */
-static int server_load_run(struct mcp_server *s, int i, struct cs_err *err)
+/* Load run @p i: analysis, JSON, index, gate summary; @p took gets the
+ * seconds each part took (the startup cost stated in docs/mcp.md). */
+static int server_load_run(struct mcp_server *s, int i, double took[3], struct cs_err *err)
 {
     struct analysis_opts o;
     analysis_opts_init(&o);
     o.top = 0;
+    double t = now_s();
     int rc = analysis_load(&s->paths[i], 1, &o, &s->an[i], err);
     if (rc < 0)
         return rc;
     if (!(s->aj[i] = analysis_json(s->an[i])))
         return -ENOMEM;
+    took[0] = now_s() - t;
     struct cs_run *r = analysis_run(s->an[i], 0);
     rc = mcp_index_build(r, analysis_t0(s->an[i], 0), &s->idx[i], err);
     if (rc < 0)
         return rc;
-    return summary_from_run(r, s->names[i], SUMMARY_SAMPLES_DEFAULT, 0, &s->sum[i], err);
+    took[1] = now_s() - t - took[0];
+    rc = summary_from_run(r, s->names[i], SUMMARY_SAMPLES_DEFAULT, 0, &s->sum[i], err);
+    took[2] = now_s() - t - took[0] - took[1];
+    return rc;
 }
 
 static int server_load(struct mcp_server *s, int n, char **paths)
@@ -98,16 +104,18 @@ static int server_load(struct mcp_server *s, int n, char **paths)
     }
     for (int i = 0; i < n; i++) {
         struct cs_err err = {""};
-        double t = now_s();
-        int rc = server_load_run(s, i, &err);
+        double took[3] = {0, 0, 0};
+        int rc = server_load_run(s, i, took, &err);
         if (rc < 0) {
             fprintf(stderr, "cudaspy-analyze: %s: %s\n", paths[i],
                     err.msg[0] ? err.msg : cs_strerror(rc));
             return rc;
         }
-        fprintf(stderr, "cudaspy-analyze: mcp: run %d %s: loaded in %.2f s (%llu CUDA calls, "
-                        "%llu off-CPU intervals)\n", i, s->names[i], now_s() - t,
-                (unsigned long long)s->idx[i]->ncalls, (unsigned long long)s->idx[i]->noffs);
+        fprintf(stderr, "cudaspy-analyze: mcp: run %d %s: loaded in %.2f s (analysis %.2f, "
+                        "index %.2f, gate summary %.2f; %llu CUDA calls, %llu off-CPU "
+                        "intervals)\n", i, s->names[i], took[0] + took[1] + took[2], took[0],
+                took[1], took[2], (unsigned long long)s->idx[i]->ncalls,
+                (unsigned long long)s->idx[i]->noffs);
     }
     return 0;
 }

@@ -68,6 +68,7 @@ struct mcp_lat {
 };
 
 #define MCP_LAT_KEYS (CS_API_COUNT * 6)
+#define MCP_OFF_CLASSES 6 /* enum cs_off_class values 0..5 */
 
 static inline unsigned mcp_lat_key(unsigned api, unsigned variant, int is_nested)
 {
@@ -96,6 +97,8 @@ struct mcp_index {
     struct cs_rec_offcpu *offs;  /* by (pid, t_start_ns) */
     uint64_t noffs;
     uint32_t *off_by_dur;        /* indexes in offs, longest first */
+    uint32_t *off_by_cls;        /* the same, grouped by class (stable) */
+    uint64_t off_cls_lo[MCP_OFF_CLASSES + 1]; /* class c is [lo[c], lo[c+1]) */
     struct mcp_pid *pids;        /* by pid */
     uint32_t npids;
 };

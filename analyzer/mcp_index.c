@@ -5,33 +5,53 @@
  * the latency statistics the tools print. The analysis proper (chains,
  * breakdowns, GPU feed) is analysis.c's; this file only re-slices records. */
 #include <errno.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mcp.h"
 #include "stats.h"
 
-/* ---- growable arrays and pid grouping ---- */
+/* ---- allocation and sorting helpers ---- */
 
-static int grow(void **p, uint64_t *cap, uint64_t need, size_t size)
+/* An array of @p n elements of @p size; big ones 2 MiB-aligned and marked
+ * for transparent huge pages, so filling hundreds of MiB costs few page
+ * faults. Freed with free(). */
+static void *big_alloc(uint64_t n, size_t size)
 {
-    if (need <= *cap)
-        return 0;
-    uint64_t c = *cap ? *cap * 2 : 4096;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * size);
-    if (!q)
-        return -ENOMEM;
-    *p = q;
-    *cap = c;
-    return 0;
+    size_t bytes = (size_t)(n ? n : 1) * size, huge = 2u << 20;
+    void *p = NULL;
+    if (bytes < 4 * huge)
+        return malloc(bytes);
+    if (posix_memalign(&p, huge, bytes) != 0)
+        return NULL;
+    madvise(p, bytes & ~(huge - 1), MADV_HUGEPAGE);
+    return p;
 }
 
-static int cmp_u32(const void *a, const void *b)
+/* Sort a nearly sorted range in place: insertion sort while records move
+ * little (a nested call is written just before its parent), qsort once they
+ * move far. @p size is at most 64. */
+static void sort_nearly(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
 {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
+    char *b = base, tmp[64];
+    size_t moves = 0, budget = 8 * n + 1024;
+    for (size_t i = 1; i < n; i++) {
+        if (cmp(b + (i - 1) * size, b + i * size) <= 0)
+            continue;
+        memcpy(tmp, b + i * size, size);
+        size_t j = i;
+        while (j > 0 && cmp(b + (j - 1) * size, tmp) > 0) {
+            j--;
+            if (++moves > budget) {
+                memcpy(b + i * size, tmp, size); /* i..j+1 untouched so far */
+                qsort(base, n, size, cmp);
+                return;
+            }
+        }
+        memmove(b + (j + 1) * size, b + j * size, (i - j) * size);
+        memcpy(b + j * size, tmp, size);
+    }
 }
 
 /* Slot of @p pid in the sorted pid list. */
@@ -48,30 +68,26 @@ static uint32_t pid_slot(const struct mcp_index *x, uint32_t pid)
     return lo;
 }
 
-/* The sorted distinct pids of calls and intervals. */
-static int index_pids(struct mcp_index *x, const struct mcp_call *c, uint64_t nc,
-                      const struct cs_rec_offcpu *o, uint64_t no)
+/* Slot of @p pid, added (kept sorted) if new; @p memo caches the last one. */
+static int pid_add(struct mcp_index *x, uint32_t *cap, uint32_t pid, uint32_t *memo)
 {
-    uint32_t *all = malloc((nc + no + 1) * sizeof(*all));
-    if (!all)
-        return -ENOMEM;
-    uint64_t n = 0;
-    for (uint64_t i = 0; i < nc; i++)
-        if (n == 0 || all[n - 1] != c[i].pid)
-            all[n++] = c[i].pid;
-    for (uint64_t i = 0; i < no; i++)
-        if (n == 0 || all[n - 1] != o[i].pid)
-            all[n++] = o[i].pid;
-    qsort(all, n, sizeof(*all), cmp_u32);
-    x->pids = calloc(n + 1, sizeof(*x->pids));
-    if (!x->pids) {
-        free(all);
-        return -ENOMEM;
+    if (*memo < x->npids && x->pids[*memo].pid == pid)
+        return 0;
+    uint32_t s = pid_slot(x, pid);
+    if (s == x->npids || x->pids[s].pid != pid) {
+        if (x->npids == *cap) {
+            uint32_t c = *cap ? *cap * 2 : 64;
+            struct mcp_pid *q = realloc(x->pids, (c + 1) * sizeof(*q));
+            if (!q)
+                return -ENOMEM;
+            x->pids = q;
+            *cap = c;
+        }
+        memmove(&x->pids[s + 1], &x->pids[s], (x->npids - s) * sizeof(*x->pids));
+        x->pids[s] = (struct mcp_pid){pid, 0, 0, 0, 0};
+        x->npids++;
     }
-    for (uint64_t i = 0; i < n; i++)
-        if (i == 0 || all[i] != all[i - 1])
-            x->pids[x->npids++].pid = all[i];
-    free(all);
+    *memo = s;
     return 0;
 }
 
@@ -91,60 +107,111 @@ static int cmp_off_t(const void *a, const void *b)
     return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
-/* Counting sort of calls by pid (stable: blocks arrive roughly by time), then
- * a sort of each process's range unless it is already in time order. */
-static int index_group_calls(struct mcp_index *x, struct mcp_call *raw)
+/* ---- reading the run: two passes, no staging copy ----
+ * Pass 1 counts each process's calls and intervals (call_hi / off_hi hold
+ * the counts), then ranges are laid out; pass 2 copies each record to its
+ * process's next slot (call_lo / off_lo advance, and are reset after). */
+
+static int read_calls(struct mcp_index *x, int pass, uint32_t *cap, struct cs_err *err)
 {
-    uint64_t *at = calloc(x->npids + 1, sizeof(*at));
-    if (!at)
-        return -ENOMEM;
-    for (uint64_t i = 0; i < x->ncalls; i++)
-        at[pid_slot(x, raw[i].pid) + 1]++;
-    for (uint32_t p = 0; p < x->npids; p++) {
-        at[p + 1] += at[p];
-        x->pids[p].call_lo = at[p];
-        x->pids[p].call_hi = at[p + 1];
-    }
-    for (uint64_t i = 0; i < x->ncalls; i++)
-        x->calls[at[pid_slot(x, raw[i].pid)]++] = raw[i];
-    free(at);
-    for (uint32_t p = 0; p < x->npids; p++) {
-        struct mcp_call *c = x->calls + x->pids[p].call_lo;
-        uint64_t n = x->pids[p].call_hi - x->pids[p].call_lo;
-        for (uint64_t i = 1; i < n; i++)
-            if (cmp_call_t(&c[i - 1], &c[i]) > 0) {
-                qsort(c, n, sizeof(*c), cmp_call_t);
-                break;
+    struct cs_cursor *cur;
+    int rc = cs_cursor_open(x->run, CS_REC_CUDA, 0, UINT64_MAX, &cur);
+    if (rc < 0)
+        return rc;
+    const struct cs_blk_hdr *h;
+    const void *recs;
+    uint32_t memo = UINT32_MAX;
+    while ((rc = cs_cursor_next(cur, &h, &recs, err)) == 1) {
+        const struct cs_rec_cuda *c = recs;
+        for (uint32_t i = 0; i < h->n; i++, c++) {
+            if (pass == 1) {
+                if ((rc = pid_add(x, cap, c->pid, &memo)) < 0)
+                    break;
+                x->pids[memo].call_hi++;
+                continue;
             }
+            if (!(memo < x->npids && x->pids[memo].pid == c->pid))
+                memo = pid_slot(x, c->pid);
+            uint64_t dur = c->t_exit_ns > c->t_enter_ns ? c->t_exit_ns - c->t_enter_ns : 0;
+            x->calls[x->pids[memo].call_lo++] = (struct mcp_call){
+                c->t_enter_ns, dur, c->stream, c->bytes, c->pid, c->tid, c->name_id,
+                c->result, c->api, c->flags, c->variant, c->dir, 0};
+            x->t_min_ns = c->t_enter_ns < x->t_min_ns ? c->t_enter_ns : x->t_min_ns;
+            x->t_max_ns = c->t_enter_ns > x->t_max_ns ? c->t_enter_ns : x->t_max_ns;
+        }
+        if (rc < 0)
+            break;
     }
-    return 0;
+    cs_cursor_close(cur);
+    return rc < 0 ? rc : 0;
 }
 
-static int index_group_offs(struct mcp_index *x, struct cs_rec_offcpu *raw)
+static int read_offs(struct mcp_index *x, int pass, uint32_t *cap, struct cs_err *err)
 {
-    uint64_t *at = calloc(x->npids + 1, sizeof(*at));
-    if (!at)
-        return -ENOMEM;
-    for (uint64_t i = 0; i < x->noffs; i++)
-        at[pid_slot(x, raw[i].pid) + 1]++;
-    for (uint32_t p = 0; p < x->npids; p++) {
-        at[p + 1] += at[p];
-        x->pids[p].off_lo = at[p];
-        x->pids[p].off_hi = at[p + 1];
-    }
-    for (uint64_t i = 0; i < x->noffs; i++)
-        x->offs[at[pid_slot(x, raw[i].pid)]++] = raw[i];
-    free(at);
-    for (uint32_t p = 0; p < x->npids; p++) {
-        struct cs_rec_offcpu *o = x->offs + x->pids[p].off_lo;
-        uint64_t n = x->pids[p].off_hi - x->pids[p].off_lo;
-        for (uint64_t i = 1; i < n; i++)
-            if (cmp_off_t(&o[i - 1], &o[i]) > 0) {
-                qsort(o, n, sizeof(*o), cmp_off_t);
-                break;
+    struct cs_cursor *cur;
+    int rc = cs_cursor_open(x->run, CS_REC_OFFCPU, 0, UINT64_MAX, &cur);
+    if (rc < 0)
+        return rc;
+    const struct cs_blk_hdr *h;
+    const void *recs;
+    uint32_t memo = UINT32_MAX;
+    while ((rc = cs_cursor_next(cur, &h, &recs, err)) == 1) {
+        const struct cs_rec_offcpu *o = recs;
+        if (h->kind != CS_REC_OFFCPU)
+            continue;
+        for (uint32_t i = 0; i < h->n; i++, o++) {
+            if (pass == 1) {
+                if ((rc = pid_add(x, cap, o->pid, &memo)) < 0)
+                    break;
+                x->pids[memo].off_hi++;
+                continue;
             }
+            if (!(memo < x->npids && x->pids[memo].pid == o->pid))
+                memo = pid_slot(x, o->pid);
+            x->offs[x->pids[memo].off_lo++] = *o;
+        }
+        if (rc < 0)
+            break;
     }
-    return 0;
+    cs_cursor_close(cur);
+    return rc < 0 ? rc : 0;
+}
+
+/* Counts (in *_hi after pass 1) to ranges; pass 2 fills from *_lo. */
+static int index_layout(struct mcp_index *x)
+{
+    uint64_t nc = 0, no = 0;
+    for (uint32_t p = 0; p < x->npids; p++) {
+        struct mcp_pid *q = &x->pids[p];
+        q->call_lo = nc;
+        nc += q->call_hi;
+        q->off_lo = no;
+        no += q->off_hi;
+    }
+    x->ncalls = nc;
+    x->noffs = no;
+    x->calls = big_alloc(nc + 1, sizeof(*x->calls));
+    x->offs = big_alloc(no + 1, sizeof(*x->offs));
+    return x->calls && x->offs ? 0 : -ENOMEM;
+}
+
+/* After pass 2 *_lo point at each range's end: restore them, put each
+ * process's rows in time order. */
+static void index_finish_ranges(struct mcp_index *x)
+{
+    uint64_t nc = 0, no = 0;
+    for (uint32_t p = 0; p < x->npids; p++) {
+        struct mcp_pid *q = &x->pids[p];
+        q->call_hi = q->call_lo;
+        q->call_lo = nc;
+        nc = q->call_hi;
+        q->off_hi = q->off_lo;
+        q->off_lo = no;
+        no = q->off_hi;
+        sort_nearly(x->calls + q->call_lo, q->call_hi - q->call_lo, sizeof(*x->calls),
+                    cmp_call_t);
+        sort_nearly(x->offs + q->off_lo, q->off_hi - q->off_lo, sizeof(*x->offs), cmp_off_t);
+    }
 }
 
 static unsigned call_key(const struct mcp_call *c)
@@ -162,7 +229,7 @@ static int index_lat(struct mcp_index *x)
         x->lat_lo[call_key(&x->calls[i]) + 1]++;
     for (unsigned k = 0; k < MCP_LAT_KEYS; k++)
         x->lat_lo[k + 1] += x->lat_lo[k];
-    x->lat = malloc((x->ncalls + 1) * sizeof(*x->lat));
+    x->lat = big_alloc(x->ncalls + 1, sizeof(*x->lat));
     uint64_t *at = malloc(sizeof(x->lat_lo));
     if (!x->lat || !at) {
         free(at);
@@ -182,11 +249,11 @@ static int index_lat(struct mcp_index *x)
 static int index_lat_sums(struct mcp_index *x)
 {
     uint64_t n = x->ncalls;
-    x->cum_ns = malloc((n + 1) * sizeof(uint64_t));
-    x->cum_err = malloc((n + 1) * sizeof(uint64_t));
-    x->dur_key = malloc((n + 1) * sizeof(uint64_t));
-    x->dur_pid = malloc((n + 1) * sizeof(uint64_t));
-    uint64_t *tmp = malloc((n + 1) * sizeof(uint64_t));
+    x->cum_ns = big_alloc(n + 1, sizeof(uint64_t));
+    x->cum_err = big_alloc(n + 1, sizeof(uint64_t));
+    x->dur_key = big_alloc(n + 1, sizeof(uint64_t));
+    x->dur_pid = big_alloc(n + 1, sizeof(uint64_t));
+    uint64_t *tmp = big_alloc(n + 1, sizeof(uint64_t));
     int rc = x->cum_ns && x->cum_err && x->dur_key && x->dur_pid && tmp ? 0 : -ENOMEM;
     if (rc == 0)
         x->cum_ns[0] = x->cum_err[0] = 0;
@@ -210,121 +277,87 @@ static int index_lat_sums(struct mcp_index *x)
     return rc;
 }
 
-struct dur_ix {
-    uint64_t dur_ns;
-    uint32_t i;
-};
-
-static int cmp_dur_desc(const void *a, const void *b)
+/* Off-CPU intervals longest first (ties: earlier index first), then the
+ * same order split by class. Radix-sorts (duration << 24 | ~index) keys
+ * when there are fewer than 2^24 intervals, else falls back to qsort. */
+static int cmp_off_desc_dur(const void *a, const void *b, void *arg)
 {
-    const struct dur_ix *x = a, *y = b;
-    if (x->dur_ns != y->dur_ns)
-        return x->dur_ns > y->dur_ns ? -1 : 1;
-    return x->i < y->i ? -1 : x->i > y->i;
+    const struct cs_rec_offcpu *o = arg;
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    uint64_t di = o[i].t_end_ns - o[i].t_start_ns, dj = o[j].t_end_ns - o[j].t_start_ns;
+    if (di != dj)
+        return di > dj ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+
+static uint64_t off_dur(const struct cs_rec_offcpu *o)
+{
+    return o->t_end_ns > o->t_start_ns ? o->t_end_ns - o->t_start_ns : 0;
 }
 
 static int index_off_by_dur(struct mcp_index *x)
 {
-    struct dur_ix *d = malloc((x->noffs + 1) * sizeof(*d));
-    x->off_by_dur = malloc((x->noffs + 1) * sizeof(*x->off_by_dur));
-    if (!d || !x->off_by_dur) {
-        free(d);
+    uint64_t n = x->noffs, mask = (1ull << 24) - 1;
+    x->off_by_dur = big_alloc(n + 1, sizeof(uint32_t));
+    x->off_by_cls = big_alloc(n + 1, sizeof(uint32_t));
+    if (!x->off_by_dur || !x->off_by_cls)
         return -ENOMEM;
-    }
-    for (uint64_t i = 0; i < x->noffs; i++) {
-        const struct cs_rec_offcpu *o = &x->offs[i];
-        d[i] = (struct dur_ix){o->t_end_ns > o->t_start_ns ? o->t_end_ns - o->t_start_ns : 0,
-                               (uint32_t)i};
-    }
-    qsort(d, x->noffs, sizeof(*d), cmp_dur_desc);
-    for (uint64_t i = 0; i < x->noffs; i++)
-        x->off_by_dur[i] = d[i].i;
-    free(d);
-    return 0;
-}
-
-/* ---- reading the run ---- */
-
-static int index_read_calls(struct cs_run *r, struct mcp_call **out, uint64_t *n,
-                            struct cs_err *err)
-{
-    struct cs_cursor *cur;
-    int rc = cs_cursor_open(r, CS_REC_CUDA, 0, UINT64_MAX, &cur);
-    if (rc < 0)
-        return rc;
-    uint64_t cap = 0;
-    const struct cs_blk_hdr *h;
-    const void *recs;
-    while ((rc = cs_cursor_next(cur, &h, &recs, err)) == 1) {
-        const struct cs_rec_cuda *c = recs;
-        if ((rc = grow((void **)out, &cap, *n + h->n, sizeof(**out))) < 0)
-            break;
-        for (uint32_t i = 0; i < h->n; i++, c++) {
-            uint64_t dur = c->t_exit_ns > c->t_enter_ns ? c->t_exit_ns - c->t_enter_ns : 0;
-            (*out)[(*n)++] = (struct mcp_call){
-                c->t_enter_ns, dur, c->stream, c->bytes, c->pid, c->tid, c->name_id,
-                c->result, c->api, c->flags, c->variant, c->dir, 0};
+    if (n <= mask) {
+        uint64_t *k = big_alloc(n + 1, sizeof(uint64_t));
+        if (!k)
+            return -ENOMEM;
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t d = off_dur(&x->offs[i]);
+            k[i] = (d > (1ull << 40) - 1 ? (1ull << 40) - 1 : d) << 24 | (mask - i);
         }
+        int rc = stats_sort(k, n, NULL);
+        for (uint64_t i = 0; rc == 0 && i < n; i++)
+            x->off_by_dur[i] = (uint32_t)(mask - (k[n - 1 - i] & mask));
+        free(k);
+        if (rc < 0)
+            return rc;
+    } else {
+        for (uint64_t i = 0; i < n; i++)
+            x->off_by_dur[i] = (uint32_t)i;
+        qsort_r(x->off_by_dur, n, sizeof(uint32_t), cmp_off_desc_dur, x->offs);
     }
-    cs_cursor_close(cur);
-    return rc < 0 ? rc : 0;
-}
-
-static int index_read_offs(struct cs_run *r, struct cs_rec_offcpu **out, uint64_t *n,
-                           struct cs_err *err)
-{
-    struct cs_cursor *cur;
-    int rc = cs_cursor_open(r, CS_REC_OFFCPU, 0, UINT64_MAX, &cur);
-    if (rc < 0)
-        return rc;
-    uint64_t cap = 0;
-    const struct cs_blk_hdr *h;
-    const void *recs;
-    while ((rc = cs_cursor_next(cur, &h, &recs, err)) == 1) {
-        if (h->kind != CS_REC_OFFCPU)
-            continue;
-        if ((rc = grow((void **)out, &cap, *n + h->n, sizeof(**out))) < 0)
-            break;
-        memcpy(*out + *n, recs, (size_t)h->n * sizeof(**out));
-        *n += h->n;
+    memset(x->off_cls_lo, 0, sizeof(x->off_cls_lo));
+    for (uint64_t i = 0; i < n; i++)
+        x->off_cls_lo[(x->offs[i].cls < MCP_OFF_CLASSES ? x->offs[i].cls : 0) + 1]++;
+    for (unsigned c = 0; c < MCP_OFF_CLASSES; c++)
+        x->off_cls_lo[c + 1] += x->off_cls_lo[c];
+    uint64_t at[MCP_OFF_CLASSES];
+    memcpy(at, x->off_cls_lo, sizeof(at));
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t j = x->off_by_dur[i];
+        x->off_by_cls[at[x->offs[j].cls < MCP_OFF_CLASSES ? x->offs[j].cls : 0]++] = j;
     }
-    cs_cursor_close(cur);
-    return rc < 0 ? rc : 0;
+    return 0;
 }
 
 int mcp_index_build(struct cs_run *r, uint64_t t0_ns, struct mcp_index **out,
                     struct cs_err *err)
 {
     struct mcp_index *x = calloc(1, sizeof(*x));
-    struct mcp_call *rawc = NULL;
-    struct cs_rec_offcpu *rawo = NULL;
+    uint32_t cap = 0;
     if (!x)
         return -ENOMEM;
     x->run = r;
     x->t0_ns = t0_ns;
-    int rc = index_read_calls(r, &rawc, &x->ncalls, err);
-    if (rc == 0)
-        rc = index_read_offs(r, &rawo, &x->noffs, err);
-    if (rc == 0)
-        rc = index_pids(x, rawc, x->ncalls, rawo, x->noffs);
-    if (rc == 0) {
-        x->calls = malloc((x->ncalls + 1) * sizeof(*x->calls));
-        x->offs = malloc((x->noffs + 1) * sizeof(*x->offs));
-        rc = x->calls && x->offs ? 0 : -ENOMEM;
-    }
     x->t_min_ns = UINT64_MAX;
-    for (uint64_t i = 0; i < x->ncalls; i++) {
-        x->t_min_ns = rawc[i].t_ns < x->t_min_ns ? rawc[i].t_ns : x->t_min_ns;
-        x->t_max_ns = rawc[i].t_ns > x->t_max_ns ? rawc[i].t_ns : x->t_max_ns;
-    }
+    int rc = read_calls(x, 1, &cap, err);
     if (rc == 0)
-        rc = index_group_calls(x, rawc);
-    free(rawc);
+        rc = read_offs(x, 1, &cap, err);
     if (rc == 0)
-        rc = index_group_offs(x, rawo);
-    free(rawo);
+        rc = index_layout(x);
     if (rc == 0)
+        rc = read_calls(x, 2, &cap, err);
+    if (rc == 0)
+        rc = read_offs(x, 2, &cap, err);
+    if (rc == 0) {
+        index_finish_ranges(x);
         rc = index_lat(x);
+    }
     if (rc == 0)
         rc = index_lat_sums(x);
     if (rc == 0)
@@ -349,6 +382,7 @@ void mcp_index_free(struct mcp_index *x)
     free(x->dur_pid);
     free(x->offs);
     free(x->off_by_dur);
+    free(x->off_by_cls);
     free(x->pids);
     free(x);
 }

@@ -12,6 +12,7 @@
 #include "analysis.h"
 #include "gate.h"
 #include "mcp.h"
+#include "stats.h"
 #include "summary.h"
 
 #define TEXT_ROWS 40 /* rows of a table printed in the text block */
@@ -348,11 +349,7 @@ int mcp_q_trace_stats(struct mcp_call_ctx *c, json_t **out)
         return -EINVAL;
     uint32_t pid = (uint32_t)mcp_arg_u64(c, "pid", 0);
     json_t *run = run_summary(c);
-    json_t *rows = latency_table(c, pid, mcp_arg_str(c, "api"), lo, hi, is_full && !pid);
-    if (pid && is_full) {
-        json_decref(rows); /* per-process sorted durations apply too */
-        rows = latency_table(c, pid, mcp_arg_str(c, "api"), lo, hi, 1);
-    }
+    json_t *rows = latency_table(c, pid, mcp_arg_str(c, "api"), lo, hi, is_full);
     q_text_head(c, "Trace stats");
     text_run_summary(c, run);
     mcp_text_printf(c->t, "latency (nearest-rank percentiles over every call%s):\n",
@@ -398,49 +395,143 @@ static void text_hist(struct mcp_text *t, const struct mcp_stats *st)
     }
 }
 
-int mcp_q_api_latency(struct mcp_call_ctx *c, json_t **out)
+/* Sorted durations of a filtered whole-run query (stream, kernel, or
+ * several variants), kept so repeated questions cost no scan. The runs
+ * never change while the server lives; a few entries are enough. */
+#define LAT_MEMO 16
+
+struct lat_memo {
+    char key[400];
+    uint64_t *v; /* ascending */
+    size_t n;
+    uint64_t total_ns, errors;
+};
+
+static struct lat_memo lat_memo[LAT_MEMO];
+static unsigned lat_memo_next;
+
+static struct lat_memo *memo_find(const char *key)
 {
+    for (unsigned i = 0; i < LAT_MEMO; i++)
+        if (lat_memo[i].v && strcmp(lat_memo[i].key, key) == 0)
+            return &lat_memo[i];
+    return NULL;
+}
+
+static struct lat_memo *memo_put(const char *key, uint64_t *v, size_t n, uint64_t errors)
+{
+    struct lat_memo *m = &lat_memo[lat_memo_next++ % LAT_MEMO];
+    free(m->v);
+    snprintf(m->key, sizeof(m->key), "%s", key);
+    m->v = v;
+    m->n = n;
+    m->total_ns = 0;
+    for (size_t i = 0; i < n; i++)
+        m->total_ns += v[i];
+    m->errors = errors;
+    return m;
+}
+
+/* Durations of every matching call of the keys matching @p api (nesting
+ * @p nested) into @p all; *nkeys gets how many keys matched. */
+static int api_collect(const struct mcp_index *x, const char *api, int nested, uint32_t pid,
+                       uint64_t lo, uint64_t hi, struct q_callf *f, struct q_scratch *all,
+                       uint64_t *errors, int *nkeys)
+{
+    struct q_scratch sc = {0};
+    int rc = 0;
+    *errors = 0;
+    *nkeys = 0;
+    for (unsigned k = (unsigned)nested; k < MCP_LAT_KEYS && rc == 0; k += 2) {
+        struct mcp_stats st;
+        uint64_t err;
+        if (!key_matches(k, api) || x->lat_lo[k] == x->lat_lo[k + 1])
+            continue;
+        ++*nkeys;
+        rc = key_stats(x, k, pid, lo, hi, 0, f, &sc, &st, &err);
+        for (size_t i = 0; rc == 0 && i < sc.n; i++)
+            rc = scratch_push(all, sc.v[i]);
+        *errors += err;
+    }
+    free(sc.v);
+    return rc;
+}
+
+/* The only key matching @p api, or -1 when none or several do. */
+static int api_single_key(const struct mcp_index *x, const char *api, int nested)
+{
+    int found = -1;
+    for (unsigned k = (unsigned)nested; k < MCP_LAT_KEYS; k += 2) {
+        if (!key_matches(k, api) || x->lat_lo[k] == x->lat_lo[k + 1])
+            continue;
+        if (found >= 0)
+            return -1;
+        found = (int)k;
+    }
+    return found;
+}
+
+/* Statistics for get_api_latency: precomputed sorted durations for one
+ * key over the whole run, a memo for other whole-run queries, a linear
+ * selection for time windows. @return 0, -ENOENT (no such API), -ENOMEM */
+static int api_stats(struct mcp_call_ctx *c, const char *api, int nested, uint32_t pid,
+                     struct q_callf *f, struct mcp_stats *st, uint64_t *errors)
+{
+    const struct mcp_index *x = q_idx(c);
     uint64_t lo, hi;
-    int is_full;
+    int is_full, nkeys;
     if (q_window(c, &lo, &hi, &is_full) < 0)
         return -EINVAL;
+    int k = api_single_key(x, api, nested);
+    struct q_scratch sc = {0};
+    if (is_full && !f && k >= 0)
+        return key_stats(x, (unsigned)k, pid, lo, hi, 1, NULL, &sc, st, errors);
+    char key[400];
+    snprintf(key, sizeof(key), "%d|%d|%s|%u|%d|%llu|%s", c->run, nested, api, pid,
+             f ? f->has_stream : 0, f ? (unsigned long long)f->stream : 0ull,
+             f && f->kernel ? f->kernel : "");
+    struct lat_memo *m = is_full ? memo_find(key) : NULL;
+    if (!m) {
+        int rc = api_collect(x, api, nested, pid, lo, hi, f, &sc, errors, &nkeys);
+        if (rc < 0 || nkeys == 0) {
+            free(sc.v);
+            return rc < 0 ? rc : -ENOENT;
+        }
+        if (!is_full) {
+            mcp_stats_unsorted(sc.v, sc.n, st);
+            free(sc.v);
+            return 0;
+        }
+        if (stats_sort(sc.v, sc.n, NULL) < 0) {
+            free(sc.v);
+            return -ENOMEM;
+        }
+        m = memo_put(key, sc.v, sc.n, *errors);
+    }
+    mcp_stats_sorted(m->v, m->n, m->total_ns, st);
+    *errors = m->errors;
+    return 0;
+}
+
+int mcp_q_api_latency(struct mcp_call_ctx *c, json_t **out)
+{
     const char *api = mcp_arg_str(c, "api");
     const char *nesting = mcp_arg_str(c, "nested");
     int want_nested = nesting && strcmp(nesting, "nested") == 0;
     uint32_t pid = (uint32_t)mcp_arg_u64(c, "pid", 0);
     struct q_callf f = {mcp_arg_has(c, "stream"), mcp_arg_u64(c, "stream", 0),
                         mcp_arg_str(c, "kernel"), 0, 0};
-    int has_f = f.has_stream || f.kernel;
-    const struct mcp_index *x = q_idx(c);
-    /* Every variant of a base name, or the one display name. */
-    struct q_scratch sc = {0}, all = {0};
+    struct mcp_stats st;
     uint64_t errors = 0;
-    int nkeys = 0, rc = 0;
-    for (unsigned k = want_nested; k < MCP_LAT_KEYS && rc == 0; k += 2) {
-        struct mcp_stats st;
-        uint64_t err;
-        if (!key_matches(k, api) || x->lat_lo[k] == x->lat_lo[k + 1])
-            continue;
-        nkeys++;
-        rc = key_stats(x, k, pid, lo, hi, 0, has_f ? &f : NULL, &sc, &st, &err);
-        for (size_t i = 0; rc == 0 && i < sc.n; i++)
-            rc = scratch_push(&all, sc.v[i]);
-        errors += err;
-    }
-    free(sc.v);
-    if (rc < 0) {
-        free(all.v);
-        return mcp_bad(c, "out of memory");
-    }
-    if (nkeys == 0) {
-        free(all.v);
+    int rc = api_stats(c, api, want_nested, pid, f.has_stream || f.kernel ? &f : NULL, &st,
+                       &errors);
+    if (rc == -EINVAL)
+        return rc;
+    if (rc == -ENOENT)
         return mcp_bad(c, "no calls of API \"%.96s\" in this run (names as in get_trace_stats)",
                        api);
-    }
-    (void)is_full;
-    struct mcp_stats st;
-    mcp_stats_unsorted(all.v, all.n, &st);
-    free(all.v);
+    if (rc < 0)
+        return mcp_bad(c, "out of memory");
     q_text_head(c, "API latency");
     mcp_text_printf(c->t, "%s%s: n=%llu total=%s mean=%s min=%s p50=%s p90=%s p99=%s p99.9=%s "
                           "max=%s errors=%llu\nlog2 histogram (bucket lower bound, calls):\n",
@@ -770,27 +861,30 @@ int mcp_q_top_stalls(struct mcp_call_ctx *c, json_t **out)
     uint32_t pid = (uint32_t)mcp_arg_u64(c, "pid", 0), tid = (uint32_t)mcp_arg_u64(c, "tid", 0);
     int cls = class_parse(mcp_arg_str(c, "class"));
     size_t top = mcp_arg_u64(c, "top", 20), total = 0;
+    /* Longest first, from the class's own list when a class is asked for;
+     * only pid, tid or window filters make it scan (until the top is full). */
+    const uint32_t *list = cls ? x->off_by_cls + x->off_cls_lo[cls] : x->off_by_dur;
+    uint64_t n = cls ? x->off_cls_lo[cls + 1] - x->off_cls_lo[cls] : x->noffs;
+    int is_scan = pid || tid || mcp_arg_has(c, "since_ms") || mcp_arg_has(c, "until_ms");
+    (void)is_full;
     json_t *stalls = json_array();
     q_text_head(c, "Longest off-CPU intervals");
-    for (uint64_t i = 0; i < x->noffs; i++) {
-        const struct cs_rec_offcpu *o = &x->offs[x->off_by_dur[i]];
-        if ((pid && o->pid != pid) || (tid && o->tid != tid) || (cls && o->cls != cls) ||
-            o->t_start_ns < lo || o->t_start_ns >= hi)
+    for (uint64_t i = 0; i < n && json_array_size(stalls) < top; i++) {
+        const struct cs_rec_offcpu *o = &x->offs[list[i]];
+        if ((pid && o->pid != pid) || (tid && o->tid != tid) || o->t_start_ns < lo ||
+            o->t_start_ns >= hi)
             continue;
-        if (total++ < top) {
-            text_stall(c->t, json_array_size(stalls), o, x);
-            json_array_append_new(stalls, stall_json(x, o));
-        } else if (!pid && !tid && !cls && is_full) {
-            total = x->noffs; /* nothing filtered: every interval counts */
-            break;
-        }
+        text_stall(c->t, json_array_size(stalls), o, x);
+        json_array_append_new(stalls, stall_json(x, o));
     }
-    if (total == 0)
+    total = is_scan ? json_array_size(stalls) : n;
+    if (json_array_size(stalls) == 0)
         mcp_text_printf(c->t, "none recorded (the sampler records intervals above its "
                               "threshold; tier none records none)\n");
     json_t *o = q_head(c);
     json_object_set_new(o, "filter", q_filter_json(c));
-    json_object_set_new(o, "total", json_integer((json_int_t)total));
+    if (!is_scan)
+        json_object_set_new(o, "total", json_integer((json_int_t)total));
     json_object_set_new(o, "stalls", stalls);
     *out = o;
     return 0;

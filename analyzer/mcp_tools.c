@@ -32,6 +32,7 @@ struct tool {
     const struct param *params;  /* terminated by a NULL name */
     const char *const *required; /* NULL-terminated, or NULL */
     mcp_tool_fn fn;
+    int is_memo;                 /* keep results: costly and fully determined by arguments */
 };
 
 #define PID_MAX 4194304.0 /* kernel pid_max limit */
@@ -90,35 +91,35 @@ static const struct tool tools[] = {
      "Run summary (duration, processes, record counts, losses) and the latency table: count, "
      "total, mean and nearest-rank p50/p90/p99/p99.9/max of every CUDA API. Optional filters: "
      "pid, api, time window. Start here.",
-     p_stats, NULL, mcp_q_trace_stats},
+     p_stats, NULL, mcp_q_trace_stats, 0},
     {"get_causal_chains", "Causal chains (findings)",
      "The analyzer's findings, most severe first: a latency symptom (e.g. a p99 far above p50) "
      "linked to the host events that explain it (CPU contention, off-CPU time, GPU starvation).",
-     p_chains, NULL, mcp_q_causal_chains},
+     p_chains, NULL, mcp_q_causal_chains, 0},
     {"get_per_process_breakdown", "Per-process breakdown",
      "Per process: role (CUDA main, worker), CUDA calls and time, on/off-CPU split, run-queue "
      "delay, longest stall, context switches, page allocations and faults.",
-     p_procs, NULL, mcp_q_per_process},
+     p_procs, NULL, mcp_q_per_process, 0},
     {"get_api_latency", "Latency of one API",
      "Nearest-rank percentiles and a log2 histogram of one API's call durations, optionally "
      "for one process, stream, kernel name or time window.",
-     p_latency, req_api, mcp_q_api_latency},
+     p_latency, req_api, mcp_q_api_latency, 0},
     {"get_gpu_feed", "GPU feed",
      "Lower bound of GPU idle time (no launch or copy in flight) and what the threads feeding "
      "the GPU were doing meanwhile (on CPU, sleeping, preempted, in sync calls).",
-     p_feed, NULL, mcp_q_gpu_feed},
+     p_feed, NULL, mcp_q_gpu_feed, 0},
     {"get_timeline", "Timeline of a process or thread",
      "CUDA calls and off-CPU intervals of one process or thread in time order, paged: pass "
      "nextCursor back as cursor (with the same other arguments) for the next page.",
-     p_timeline, NULL, mcp_q_timeline},
+     p_timeline, NULL, mcp_q_timeline, 0},
     {"get_top_stalls", "Longest off-CPU intervals",
      "Longest off-CPU intervals, with class (sleep, disk, preempt...), who woke the thread and "
      "which process held the CPU meanwhile.",
-     p_stalls, NULL, mcp_q_top_stalls},
+     p_stalls, NULL, mcp_q_top_stalls, 0},
     {"compare_runs", "Regression gate between two runs",
      "Gate verdict between two of the run files given to the server: per API, the chosen "
      "statistic of each run, their ratio with a bootstrap interval, and pass/fail.",
-     p_compare, req_compare, mcp_q_compare_runs},
+     p_compare, req_compare, mcp_q_compare_runs, 1},
 };
 #define NTOOLS (sizeof(tools) / sizeof(tools[0]))
 
@@ -451,6 +452,45 @@ static json_t *result_ok(struct mcp_text *t, json_t *structured)
     return r;
 }
 
+/* Results of memo tools (compare_runs: a seeded bootstrap over immutable
+ * runs, so the same arguments always give the same answer). */
+#define TOOL_MEMO 8
+
+static struct {
+    char *key; /* "tool|canonical arguments" */
+    json_t *res;
+} tool_memo[TOOL_MEMO];
+static unsigned tool_memo_next;
+
+static char *memo_key(const struct tool *t, json_t *args)
+{
+    char *a = args ? json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS) : strdup("{}");
+    char *k = a ? malloc(strlen(t->name) + strlen(a) + 2) : NULL;
+    if (k)
+        sprintf(k, "%s|%s", t->name, a);
+    free(a);
+    return k;
+}
+
+static json_t *memo_get(const char *key)
+{
+    for (unsigned i = 0; key && i < TOOL_MEMO; i++)
+        if (tool_memo[i].key && strcmp(tool_memo[i].key, key) == 0)
+            return json_deep_copy(tool_memo[i].res);
+    return NULL;
+}
+
+static void memo_keep(char *key, json_t *res)
+{
+    unsigned i = tool_memo_next++ % TOOL_MEMO;
+    free(tool_memo[i].key);
+    json_decref(tool_memo[i].res);
+    tool_memo[i].key = key; /* consumed */
+    tool_memo[i].res = json_deep_copy(res);
+}
+
+static int tool_run(struct mcp_server *s, const struct tool *t, json_t *args, json_t **res);
+
 int mcp_tools_call(struct mcp_server *s, const char *name, json_t *args, json_t **res)
 {
     const struct tool *t = NULL;
@@ -459,6 +499,21 @@ int mcp_tools_call(struct mcp_server *s, const char *name, json_t *args, json_t 
             t = &tools[i];
     if (!t)
         return -ENOENT;
+    char *key = t->is_memo ? memo_key(t, args) : NULL;
+    if ((*res = memo_get(key))) {
+        free(key);
+        return 0;
+    }
+    tool_run(s, t, args, res);
+    if (key && !json_is_true(json_object_get(*res, "isError")))
+        memo_keep(key, *res);
+    else
+        free(key);
+    return 0;
+}
+
+static int tool_run(struct mcp_server *s, const struct tool *t, json_t *args, json_t **res)
+{
     struct mcp_text text = {0};
     struct mcp_call_ctx c = {s, 0, NULL, &text, ""};
     json_t *empty = json_object();

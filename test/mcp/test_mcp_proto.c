@@ -4,100 +4,19 @@
  * notifications...), checks the exact error, then checks the server is
  * still alive with a ping. The end-to-end test with the SDK client is
  * test/mcp/e2e.mjs. Usage: test_mcp_proto CUDASPY_ANALYZE RUN.lmdb NASTY.lmdb */
-#include <errno.h>
-#include <fcntl.h>
-#include <jansson.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "check.h"
+#include "mcp/mcp_pipe.h"
 
 static const char *bin, *run_path, *nasty_path;
 
-struct srv {
-    pid_t pid;
-    int in, out; /* our ends: write requests to in, read answers from out */
-    char buf[1 << 20];
-    size_t len;
-};
-
-static int srv_start(struct srv *s, const char *run)
-{
-    int to[2], from[2];
-    if (pipe(to) < 0 || pipe(from) < 0)
-        return -errno;
-    s->len = 0;
-    s->pid = fork();
-    if (s->pid == 0) {
-        dup2(to[0], 0);
-        dup2(from[1], 1);
-        int devnull = open("/dev/null", O_WRONLY);
-        dup2(devnull, 2); /* the server's logs are not under test here */
-        close(to[1]);
-        close(from[0]);
-        execl(bin, bin, "mcp", run, (char *)NULL);
-        _exit(127);
-    }
-    close(to[0]);
-    close(from[1]);
-    s->in = to[1];
-    s->out = from[0];
-    return s->pid > 0 ? 0 : -errno;
-}
-
-static int srv_send(struct srv *s, const char *line)
-{
-    size_t n = strlen(line);
-    for (size_t off = 0; off < n;) {
-        ssize_t k = write(s->in, line + off, n - off);
-        if (k < 0)
-            return -errno;
-        off += (size_t)k;
-    }
-    return write(s->in, "\n", 1) == 1 ? 0 : -errno;
-}
-
-/* Next answer line, parsed; NULL on timeout (10 s), EOF or bad JSON. */
-static json_t *srv_recv(struct srv *s)
-{
-    for (;;) {
-        char *nl = memchr(s->buf, '\n', s->len);
-        if (nl) {
-            json_t *j = json_loadb(s->buf, (size_t)(nl - s->buf), 0, NULL);
-            s->len -= (size_t)(nl - s->buf) + 1;
-            memmove(s->buf, nl + 1, s->len);
-            return j;
-        }
-        struct pollfd p = {s->out, POLLIN, 0};
-        if (poll(&p, 1, 10000) <= 0 || s->len == sizeof(s->buf))
-            return NULL;
-        ssize_t k = read(s->out, s->buf + s->len, sizeof(s->buf) - s->len);
-        if (k <= 0)
-            return NULL;
-        s->len += (size_t)k;
-    }
-}
-
-/* Send @p line and return the answer. */
-static json_t *srv_call(struct srv *s, const char *line)
-{
-    return srv_send(s, line) < 0 ? NULL : srv_recv(s);
-}
-
-/* Close stdin and reap: the exit status, or -1. */
-static int srv_stop(struct srv *s)
-{
-    int st;
-    close(s->in);
-    close(s->out);
-    if (waitpid(s->pid, &st, 0) < 0)
-        return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
+#define srv mcp_pipe
+#define srv_start(s, run) mcp_pipe_start((s), bin, (run), -1)
+#define srv_send mcp_pipe_send
+#define srv_call mcp_pipe_call
+#define srv_stop mcp_pipe_stop
 
 static int error_code(json_t *r)
 {
