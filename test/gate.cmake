@@ -32,3 +32,10 @@ if(TARGET cudaspy-analyze AND TARGET cudaspy_launcher AND TARGET client_rt_share
     set_tests_properties(cli.gate_${case} PROPERTIES LABELS unit TIMEOUT 60)
   endforeach()
 endif()
+
+add_executable(test_summary ${CS_GATE_DIR}/test_summary.c ${CMAKE_SOURCE_DIR}/analyzer/summary.c
+               ${CMAKE_SOURCE_DIR}/analyzer/bootstrap.c)
+target_include_directories(test_summary PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${CS_JANSSON_INC})
+target_link_libraries(test_summary cs_runfile ${CS_JANSSON_LIB} m)
+add_test(NAME unit.summary COMMAND test_summary)
+set_tests_properties(unit.summary PROPERTIES LABELS unit)

@@ -1,0 +1,112 @@
+/* test_summary.c: unit.summary: the saved gate summary (summary.c) reads
+ * back what it wrote and refuses everything else with CS_E_CORRUPT or
+ * CS_E_VERSION, never a crash: wrong format or version, bad fields, samples
+ * out of order, and every truncation of a valid file. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../analyzer/summary.h"
+#include "check.h"
+
+static const char good[] =
+    "{\"format\":\"cudaspy-gate-summary\",\"version\":1,\"source\":\"b.lmdb\",\"groups\":["
+    "{\"api\":\"cuStreamSynchronize\",\"kernel\":null,\"count\":5,\"min_ns\":10,\"max_ns\":50,"
+    "\"p50_ns\":30,\"p90_ns\":50,\"p99_ns\":50,\"p999_ns\":50,\"samples_ns\":[10,20,30,40,50]},"
+    "{\"api\":\"cudaLaunchKernel\",\"kernel\":\"gemm\",\"count\":3,\"min_ns\":1,\"max_ns\":3,"
+    "\"p50_ns\":2,\"p90_ns\":3,\"p99_ns\":3,\"p999_ns\":3,\"samples_ns\":[1,2,3]}]}";
+
+/* Parse @p text as a summary. @return summary_from_json's code (-1: not JSON) */
+static int parse(const char *text, struct summary **s)
+{
+    struct cs_err err = {{0}};
+    json_t *j = json_loads(text, 0, NULL);
+    if (!j)
+        return -1;
+    int rc = summary_from_json(j, "t.json", s, &err);
+    json_decref(j);
+    if (rc == 0)
+        CHECK(err.msg[0] == '\0');
+    return rc;
+}
+
+/* @p good with the first @p from replaced by @p to. */
+static char *edit(const char *from, const char *to)
+{
+    static char buf[sizeof(good) + 64];
+    const char *p = strstr(good, from);
+    snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(p - good), good, to, p + strlen(from));
+    return buf;
+}
+
+static int test_round_trip_keeps_every_field(void)
+{
+    struct summary *s = NULL, *t = NULL;
+    CHECK_OK(parse(good, &s));
+    CHECK_EQ(s->n, 2);
+    json_t *j = summary_to_json(s);
+    char *txt = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    CHECK_OK(parse(txt, &t));
+    free(txt);
+    const struct summary_group *g = summary_find(t, "cudaLaunchKernel", "gemm");
+    CHECK(g != NULL);
+    CHECK_EQ(g->count, 3);
+    CHECK_EQ(g->q_ns[SUMMARY_P50], 2);
+    CHECK_EQ(g->nsamples, 3);
+    CHECK_EQ(g->samples_ns[2], 3);
+    CHECK(summary_find(t, "cuStreamSynchronize", NULL) != NULL);
+    CHECK(summary_find(t, "cuStreamSynchronize", "gemm") == NULL);
+    summary_free(s);
+    summary_free(t);
+    return 0;
+}
+
+static int test_other_version_is_cs_e_version(void)
+{
+    struct summary *s = NULL;
+    CHECK_ERR(parse(edit("\"version\":1", "\"version\":2"), &s), CS_E_VERSION);
+    CHECK_ERR(parse(edit("\"version\":1", "\"version\":\"1\""), &s), CS_E_VERSION);
+    return 0;
+}
+
+static int test_bad_fields_are_cs_e_corrupt(void)
+{
+    struct summary *s = NULL;
+    CHECK_ERR(parse(edit("cudaspy-gate-summary", "cudaspy-run"), &s), CS_E_CORRUPT);
+    CHECK_ERR(parse(edit("\"groups\":[", "\"groupz\":["), &s), CS_E_CORRUPT);
+    CHECK_ERR(parse(edit("\"count\":5", "\"count\":-5"), &s), CS_E_CORRUPT);
+    CHECK_ERR(parse(edit("\"count\":5", "\"count\":4"), &s), CS_E_CORRUPT); /* 5 samples */
+    CHECK_ERR(parse(edit("\"count\":5", "\"count\":0"), &s), CS_E_CORRUPT);
+    CHECK_ERR(parse(edit("[10,20,30,40,50]", "[10,30,20,40,50]"), &s), CS_E_CORRUPT);
+    CHECK_ERR(parse(edit("[10,20,30,40,50]", "[]"), &s), CS_E_CORRUPT);
+    CHECK_ERR(parse(edit("\"p99_ns\":50", "\"p99_ns\":5.5"), &s), CS_E_CORRUPT);
+    CHECK_ERR(parse(edit("\"kernel\":\"gemm\"", "\"kernel\":7"), &s), CS_E_CORRUPT);
+    CHECK_ERR(parse(edit("\"api\":\"cudaLaunchKernel\",", ""), &s), CS_E_CORRUPT);
+    return 0;
+}
+
+/* Every prefix of a valid file is refused cleanly (JSON error or CS_E_*). */
+static int test_every_truncation_is_refused(void)
+{
+    char buf[sizeof(good)];
+    for (size_t n = 0; n + 1 < sizeof(good); n++) {
+        struct summary *s = NULL;
+        memcpy(buf, good, n);
+        buf[n] = '\0';
+        int rc = parse(buf, &s);
+        if (rc == 0)
+            summary_free(s);
+        CHECK(rc == -1 || rc == CS_E_CORRUPT || rc == CS_E_VERSION);
+    }
+    return 0;
+}
+
+int main(void)
+{
+    RUN(test_round_trip_keeps_every_field);
+    RUN(test_other_version_is_cs_e_version);
+    RUN(test_bad_fields_are_cs_e_corrupt);
+    RUN(test_every_truncation_is_refused);
+    return check_status();
+}
