@@ -15,9 +15,9 @@
 
 #include "shim.h"
 
-#define NAME_SLOTS 8192u     /* per cache; power of two */
+#define NAME_SLOTS 65536u    /* per cache; power of two (BSS: touched pages only) */
 #define NAME_PROBES 32u      /* linear probes before giving up */
-#define NAME_MAX_IDS 65536u  /* process-local string ids */
+#define NAME_MAX_IDS 262144u /* process-local string ids (kernels and modules) */
 #define ARENA_CHUNK (1u << 20)
 
 struct name_slot {
@@ -50,7 +50,7 @@ static _Atomic(uintptr_t) fn_func_name, fn_kernel_name, fn_rt_name;
 
 static inline uint32_t slot_of(uint64_t h)
 {
-    return (uint32_t)((h * 0x9e3779b97f4a7c15ull) >> 40) & (NAME_SLOTS - 1);
+    return (uint32_t)((h * 0x9e3779b97f4a7c15ull) >> 32) & (NAME_SLOTS - 1);
 }
 
 /* @return 1 and *id on a hit of the current epoch, 0 on a miss. */

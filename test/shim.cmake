@@ -33,6 +33,8 @@ function(shim_client name src)
 endfunction()
 shim_client(test_shim_errno test_shim_errno.c)
 shim_client(test_shim_fork test_shim_fork.c)
+shim_client(test_shim_kernels test_shim_kernels.c)
+shim_client_test(kernels test_shim_kernels static 10000)
 shim_client_test(direct_errno test_shim_errno static)
 
 add_test(NAME cli.shim_errno

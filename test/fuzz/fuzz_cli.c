@@ -1,0 +1,68 @@
+/* fuzz_cli.c: libFuzzer target for the command lines of cudaspy-analyze
+ * (analyzer/main.c and each subcommand's option parser: report, gate,
+ * summary, export, report --html) and cudaspy-sampler (sampler/main.c
+ * parse_args, through fuzz_cli_sampler.c). The first input byte picks the
+ * program (odd, e.g. 'A': the analyzer; even, 'B': the sampler), the rest is split at NUL bytes into argv.
+ *
+ * The analyzer's entry points run for real: after parsing they try to load
+ * the run files named, which in the empty scratch directory this target
+ * works in fail with a message (no file the fuzzer can name is a valid run).
+ * `mcp` is skipped: with a valid run it would serve stdin. stdout and
+ * stderr are closed to the fuzzer's output with -close_fd_mask=3. */
+#include <getopt.h>
+#include <sys/stat.h>
+
+#include "fuzz_common.h"
+
+#define ARGS_MAX 64
+
+int cs_analyze_main(int argc, char **argv); /* analyzer/main.c, renamed */
+int fuzz_sampler_parse(int argc, char **argv); /* fuzz_cli_sampler.c */
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    char dir[] = "/tmp/cs-fuzz-cli-XXXXXX";
+
+    (void)argc;
+    (void)argv;
+    if (mkdtemp(dir) == NULL || chdir(dir) < 0) {
+        perror("fuzz_cli: scratch directory");
+        exit(1);
+    }
+    return 0;
+}
+
+/* glibc's getopt keeps a pointer into the previous argv unless optind is 0
+ * at the next call; a real process parses once, the fuzzer many times. */
+static void getopt_reset(void)
+{
+    char *av[] = {"x", NULL};
+
+    optind = 0;
+    opterr = 0;
+    (void)getopt(1, av, "");
+    optind = 1;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
+{
+    char *argv[ARGS_MAX + 1], *buf;
+    int argc;
+
+    if (n < 1 || n > 4096)
+        return 0;
+    buf = malloc(n);
+    if (buf == NULL)
+        return 0;
+    getopt_reset();
+    if (d[0] & 1) { /* 'A' */
+        argc = fuzz_argv(d + 1, n - 1, buf, argv, ARGS_MAX, "cudaspy-analyze");
+        if (argc < 2 || strcmp(argv[1], "mcp") != 0)
+            (void)cs_analyze_main(argc, argv);
+    } else { /* 'B' */
+        argc = fuzz_argv(d + 1, n - 1, buf, argv, ARGS_MAX, "cudaspy-sampler");
+        (void)fuzz_sampler_parse(argc, argv);
+    }
+    free(buf);
+    return 0;
+}
