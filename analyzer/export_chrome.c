@@ -35,7 +35,12 @@ struct exporter {
     size_t ncalls, capcalls;
     struct cs_rec_offcpu *offs; /* pending off-CPU remainders + new ones */
     size_t noffs, capoffs;
+    /* tracks already named: pid << 32 | tid, or pid << 32 | NAMED_PROC */
+    uint64_t *named;
+    size_t cap_named, n_named;
 };
+
+#define NAMED_PROC 0xffffffffu
 
 /* ---- JSON writing ---- */
 
@@ -100,6 +105,55 @@ static void meta_name(struct exporter *x, const char *what, uint32_t pid, uint32
     fputs("}}", x->out);
 }
 
+/* Slot of @p key in an open-addressing set of @p cap (a power of two):
+ * the key itself or the empty slot where it goes. */
+static uint64_t *named_slot(uint64_t *set, size_t cap, uint64_t key)
+{
+    size_t j = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 40);
+    while (set[j & (cap - 1)] != 0 && set[j & (cap - 1)] != key)
+        j++;
+    return &set[j & (cap - 1)];
+}
+
+/* Remember that track @p key (never 0) has a name. @return 1 if it had none */
+static int named_add(struct exporter *x, uint64_t key)
+{
+    if ((x->n_named + 1) * 2 > x->cap_named) {
+        size_t cap = x->cap_named ? x->cap_named * 2 : 256;
+        uint64_t *t = calloc(cap, sizeof(*t));
+        if (!t)
+            return 0; /* out of memory: at worst a track stays unnamed */
+        for (size_t i = 0; i < x->cap_named; i++)
+            if (x->named[i])
+                *named_slot(t, cap, x->named[i]) = x->named[i];
+        free(x->named);
+        x->named = t;
+        x->cap_named = cap;
+    }
+    uint64_t *slot = named_slot(x->named, x->cap_named, key);
+    if (*slot == key)
+        return 0;
+    *slot = key;
+    x->n_named++;
+    return 1;
+}
+
+/* Name the tracks of a thread the tables did not know (the viewers would
+ * show bare numbers, and check_trace wants every track named). */
+static void ensure_named(struct exporter *x, uint32_t pid, uint32_t tid)
+{
+    char buf[48];
+    if (named_add(x, (uint64_t)pid << 32 | NAMED_PROC)) {
+        const char *comm = proc_comm(x, pid);
+        snprintf(buf, sizeof(buf), "%s", comm ? comm : "process");
+        meta_name(x, "process_name", pid, 0, buf);
+    }
+    if (tid != NAMED_PROC && named_add(x, (uint64_t)pid << 32 | tid)) {
+        snprintf(buf, sizeof(buf), "thread %" PRIu32, tid);
+        meta_name(x, "thread_name", pid, tid, buf);
+    }
+}
+
 static void write_metadata(struct exporter *x)
 {
     size_t n;
@@ -112,6 +166,7 @@ static void write_metadata(struct exporter *x)
         snprintf(buf, sizeof(buf), "%.16s%s", p[i].comm,
                  (p[i].flags & CS_PF_CUDA) ? " (CUDA)" : "");
         meta_name(x, "process_name", p[i].pid, 0, buf);
+        named_add(x, (uint64_t)p[i].pid << 32 | NAMED_PROC);
     }
     const struct cs_thread *t = cs_run_threads(x->run, &n);
     for (size_t i = 0; i < n; i++) {
@@ -119,6 +174,7 @@ static void write_metadata(struct exporter *x)
             continue;
         snprintf(buf, sizeof(buf), "%.16s", t[i].name[0] ? t[i].name : "thread");
         meta_name(x, "thread_name", t[i].pid, t[i].tid, buf);
+        named_add(x, (uint64_t)t[i].pid << 32 | t[i].tid);
     }
 }
 
@@ -164,6 +220,7 @@ static void write_call(struct exporter *x, const struct cs_rec_cuda *c)
     char name[96];
     uint64_t end = c->t_exit_ns > c->t_enter_ns ? c->t_exit_ns : c->t_enter_ns;
     cs_api_display(c->api, c->variant, name, sizeof(name));
+    ensure_named(x, c->pid, c->tid);
     ev_begin(x, "X", c->pid, c->tid, c->t_enter_ns);
     put_dur(x, end - c->t_enter_ns);
     fputs(",\"cat\":\"cuda.", x->out);
@@ -342,6 +399,7 @@ static void write_off_piece(struct exporter *x, const struct cs_rec_offcpu *o, u
 {
     char name[96];
     off_name(x, o, name, sizeof(name));
+    ensure_named(x, o->pid, o->tid);
     ev_begin(x, "X", o->pid, o->tid, s);
     put_dur(x, e - s);
     fputs(",\"cat\":\"offcpu\",\"name\":", x->out);
@@ -461,6 +519,7 @@ static int write_offcpu(struct exporter *x)
 
 static void write_pwin(struct exporter *x, const struct cs_rec_pwin *w)
 {
+    ensure_named(x, w->pid, NAMED_PROC);
     ev_begin(x, "C", w->pid, 0, w->t_start_ns);
     fprintf(x->out, ",\"name\":\"page allocations\",\"args\":{\"pages\":%u}}", w->page_allocs);
     ev_begin(x, "C", w->pid, 0, w->t_start_ns);
@@ -641,6 +700,7 @@ int export_main(int argc, char **argv)
     }
     free(x.calls);
     free(x.offs);
+    free(x.named);
     cs_run_free(x.run);
     return rc == 0 ? 0 : (rc == -ENOMEM || rc == -EIO || rc == -ENOSPC) ? 3 : 2;
 }

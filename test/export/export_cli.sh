@@ -20,6 +20,8 @@ valid)  # the strict checker accepts the whole export
     grep -q '"name":"cudaMemcpyAsync","args":{.*"bytes":1048576,"direction":"HtoD","pinned":true' t.json ||
         fail "copy args"
     grep -q '"kernel":"gemm_kernel<float, 128>"' t.json || fail "kernel arg"
+    grep -q '"pid":4242,"tid":4251,"ts":0,"name":"thread_name","args":{"name":"thread 4251"}' t.json ||
+        fail "no fallback name for a thread missing from the table"
     grep -q '"name":"off-cpu: preempted by worker 4243"' t.json || fail "off-cpu name"
     grep -q '"ph":"C".*"name":"system cpu %"' t.json || fail "cpu counter"
     grep -q '"ph":"C","pid":4242.*"name":"page allocations"' t.json || fail "page counter"

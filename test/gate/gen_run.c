@@ -14,6 +14,7 @@
 
 #define PID_MAIN 4242
 #define TID_LOADER 4250
+#define TID_UNNAMED 4251 /* a thread missing from the threads table */
 #define PID_WORKER 4243
 #define T0 1000000000ull
 #define ITER_NS 1000000ull /* one loop iteration: 1 ms */
@@ -123,6 +124,8 @@ static int put_iter(struct gen *g, unsigned i, double sync_us)
         rc = put_off(g, PID_MAIN, ts + 1000, ts + sync_ns - 1000, CS_OFF_SLEEP, 0);
     if (rc == 0 && i % 50 == 0) /* the loader sleeps 300 us */
         rc = put_off(g, TID_LOADER, t + 100000, t + 400000, CS_OFF_SLEEP, 0);
+    if (rc == 0 && i % 100 == 1)
+        rc = put_off(g, TID_UNNAMED, t + 500000, t + 600000, CS_OFF_DISK, 0);
     return rc;
 }
 
