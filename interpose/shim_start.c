@@ -21,6 +21,7 @@
 
 #define START_WAIT_MS 3000
 #define START_MAX_ARGS 16
+#define START_READY_FD 3  /* the sampler's --ready-fd */
 
 extern char **environ;
 
@@ -95,7 +96,7 @@ static char **child_env(void)
     return e;
 }
 
-static int plan_make(struct start_plan *p, int ready_fd)
+static int plan_make(struct start_plan *p)
 {
     const char *out = getenv("CUDASPY_OUTPUT");
     struct timespec ts;
@@ -105,7 +106,7 @@ static int plan_make(struct start_plan *p, int ready_fd)
         return -1;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     snprintf(p->pid, sizeof(p->pid), "%u", shim_pid_);
-    snprintf(p->fd, sizeof(p->fd), "%d", ready_fd);
+    snprintf(p->fd, sizeof(p->fd), "%d", START_READY_FD);
     snprintf(p->addr, sizeof(p->addr), "@cudaspy-%u-%08lx", shim_pid_,
              (unsigned long)((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20)) & 0xfffffffful);
     if (out && *out)
@@ -131,18 +132,26 @@ static int plan_make(struct start_plan *p, int ready_fd)
 }
 
 /* In the intermediate child: new session, fork the sampler, exit. Only
- * async-signal-safe calls from here on. */
+ * async-signal-safe calls from here on. The sampler keeps stderr, gets
+ * /dev/null as stdin and stdout (nothing of ours reaches the program's
+ * stdout) and the ready pipe as fd 3; every other inherited descriptor is
+ * closed, so it holds none of the program's pipes open. */
 static void spawn_child(const struct start_plan *p, int ready_fd, int null_fd)
 {
     pid_t pid;
+    int r;
 
     setsid();
     pid = fork();
     if (pid != 0)
         _exit(pid < 0 ? 1 : 0);
-    fcntl(ready_fd, F_SETFD, 0); /* the one fd the sampler inherits on purpose */
+    r = fcntl(ready_fd, F_DUPFD, START_READY_FD + 1);
+    if (r < 0)
+        _exit(127);
     dup2(null_fd, 0);
-    dup2(null_fd, 1); /* nothing of ours ever reaches the program's stdout */
+    dup2(null_fd, 1);
+    dup2(r, START_READY_FD); /* dup2 clears close-on-exec */
+    close_range(START_READY_FD + 1, ~0u, 0);
     execve(p->sampler, p->argv, p->envp);
     _exit(127);
 }
@@ -191,7 +200,7 @@ int shim_start_collector(void)
     if (null_fd < 0 || pipe2(fds, O_CLOEXEC) != 0) {
         rc = -errno;
     } else {
-        if (plan_make(&p, fds[1]) == 0)
+        if (plan_make(&p) == 0)
             rc = spawn(&p, fds[0], fds[1], null_fd);
         else
             close(fds[1]);

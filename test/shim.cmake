@@ -1,7 +1,8 @@
 # test/shim.cmake: tests of libcudaspy.so and the cudaspy launcher
 # (interpose/). Clients are the fake driver's (test/fake.cmake) plus a few
 # of our own; test_shim_check compares a run file with a client's
-# FAKECUDA_EXPECT file.
+# FAKECUDA_EXPECT file. Tests that preload the shim into uninstrumented
+# programs carry label nosan (a sanitizer runtime must be loaded first).
 set(SHIM_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 
 add_executable(test_shim_check ${SHIM_TEST_DIR}/unit/test_shim_check.c)
@@ -14,7 +15,7 @@ function(shim_client_test label client runtime)
     add_test(NAME cli.shim_${mode}_${label}
              COMMAND ${SHIM_TEST_DIR}/cli/shim_client.sh ${CMAKE_BINARY_DIR} ${mode}
                      ${runtime} fake/${client} ${ARGN})
-    set_tests_properties(cli.shim_${mode}_${label} PROPERTIES LABELS cli TIMEOUT 90)
+    set_tests_properties(cli.shim_${mode}_${label} PROPERTIES LABELS "cli;nosan" TIMEOUT 90)
   endforeach()
 endfunction()
 shim_client_test(rt_shared client_rt_shared shared)
@@ -46,7 +47,7 @@ add_test(NAME cli.shim_fork_forker
 add_test(NAME cli.shim_rtnext
          COMMAND ${SHIM_TEST_DIR}/cli/shim_rtnext.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(cli.shim_errno cli.shim_fork cli.shim_fork_forker cli.shim_rtnext
-                     PROPERTIES LABELS cli TIMEOUT 120)
+                     PROPERTIES LABELS "cli;nosan" TIMEOUT 120)
 
 # dlsym(RTLD_NEXT) stays relative to its real caller.
 add_library(shim_rtld_a SHARED ${SHIM_TEST_DIR}/unit/test_shim_rtld_a.c)
@@ -59,16 +60,16 @@ add_test(NAME cli.shim_rtld_next
          COMMAND ${SHIM_TEST_DIR}/cli/shim_rtld_next.sh ${CMAKE_BINARY_DIR})
 add_test(NAME cli.shim_dlsym_tailcall
          COMMAND ${SHIM_TEST_DIR}/cli/shim_dlsym_tailcall.sh ${CMAKE_BINARY_DIR})
-set_tests_properties(cli.shim_rtld_next cli.shim_dlsym_tailcall PROPERTIES LABELS cli
+set_tests_properties(cli.shim_rtld_next cli.shim_dlsym_tailcall PROPERTIES LABELS "cli;nosan"
                      TIMEOUT 60)
 
 foreach(case disable exec_child stacks)
   add_test(NAME cli.shim_${case} COMMAND ${SHIM_TEST_DIR}/cli/shim_${case}.sh ${CMAKE_BINARY_DIR})
-  set_tests_properties(cli.shim_${case} PROPERTIES LABELS cli TIMEOUT 90)
+  set_tests_properties(cli.shim_${case} PROPERTIES LABELS "cli;nosan" TIMEOUT 90)
 endforeach()
 add_test(NAME fault.shim_no_sampler
          COMMAND ${SHIM_TEST_DIR}/cli/shim_no_sampler.sh ${CMAKE_BINARY_DIR})
-set_tests_properties(fault.shim_no_sampler PROPERTIES LABELS fault TIMEOUT 60)
+set_tests_properties(fault.shim_no_sampler PROPERTIES LABELS "fault;nosan" TIMEOUT 60)
 
 # unit.shim_track: the pinned-range table and capture set, compiled in.
 add_executable(test_shim_track ${SHIM_TEST_DIR}/unit/test_shim_track.c
@@ -79,4 +80,4 @@ add_test(NAME unit.shim_track COMMAND test_shim_track)
 set_tests_properties(unit.shim_track PROPERTIES LABELS unit TIMEOUT 60)
 add_test(NAME fault.shim_collector_dies
          COMMAND ${SHIM_TEST_DIR}/cli/shim_collector_dies.sh ${CMAKE_BINARY_DIR})
-set_tests_properties(fault.shim_collector_dies PROPERTIES LABELS fault TIMEOUT 60)
+set_tests_properties(fault.shim_collector_dies PROPERTIES LABELS "fault;nosan" TIMEOUT 60)
