@@ -557,8 +557,23 @@ static void emit_syswin(struct sched_fsm *s, uint64_t ws, uint64_t we)
     s->idle_ns = s->busy_ns = s->tree_ns = s->ext_ns = 0;
 }
 
+/* Forget exited processes once their last window is out, so windows cost
+ * O(live processes) however many have come and gone. */
+static void drop_dead(struct sched_fsm *s, const uint32_t *pids, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct proc *p = proc_get(s, pids[i]);
+
+        sched_tab_del(&s->procs, pids[i]);
+        free(p);
+    }
+}
+
 static void emit_pwins(struct sched_fsm *s, uint64_t ws, uint64_t we)
 {
+    uint32_t dead[64];
+    size_t ndead = 0;
+
     for (size_t i = 0; i < s->procs.cap; i++) {
         struct proc *p;
 
@@ -570,11 +585,14 @@ static void emit_pwins(struct sched_fsm *s, uint64_t ws, uint64_t we)
             p->win.t_end_ns = we;
             p->win.flags |= s->win_flags;
             collector_emit(s->o.c, CS_REC_PWIN, p->win.pid, &p->win);
+        } else if (p->dead && p->nlive == 0 && ndead < 64) {
+            dead[ndead++] = p->row.pid;
         }
         memset(&p->win, 0, sizeof(p->win));
         p->win.pid = p->row.pid;
         p->active = 0;
     }
+    drop_dead(s, dead, ndead);
 }
 
 static void flush_window(struct sched_fsm *s, uint64_t we)
@@ -1054,9 +1072,11 @@ static void check_one(struct sched_fsm *s, const struct chk *k)
         return;
     if (!s->o.has_wake_tp)
         runq_from_schedstat(s, th, k);
+    /* schedstat of a running thread lags up to a tick (4 ms at HZ=250):
+     * compare only readings taken while the thread was off CPU. */
+    if (th->state == TS_ON || th->state == TS_UNKNOWN)
+        return;
     perf_on = th->on_total;
-    if (th->state == TS_ON && k->t > th->t_since)
-        perf_on += k->t - th->t_since;
     if (th->chk_valid && k->sched_on >= th->chk_sched && perf_on >= th->chk_perf) {
         dp = perf_on - th->chk_perf;
         ds = k->sched_on - th->chk_sched;
