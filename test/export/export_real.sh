@@ -19,8 +19,11 @@ html_real)
     command -v chromium >/dev/null || { echo "skip: no chromium"; exit 77; }
     "$analyze" report --html r.html run.lmdb || fail report
     timeout 90 chromium --headless=new --disable-gpu --no-sandbox --no-first-run \
-        --user-data-dir="$dir/profile" --dump-dom "file://$dir/r.html" >dom.html 2>chromium.log ||
-        fail chromium
+        --enable-logging=stderr --v=0 --user-data-dir="$dir/profile" \
+        --dump-dom "file://$dir/r.html" >dom.html 2>chromium.log || fail chromium
+    if grep -q ':CONSOLE' chromium.log; then
+        grep ':CONSOLE' chromium.log >&2; fail "the page wrote to the console"
+    fi
     grep -q '<title>cudaspy report: ok</title>' dom.html ||
         { grep -o '<title>[^<]*</title>' dom.html >&2; fail "page did not finish rendering"; }
     ;;

@@ -14,7 +14,8 @@ expect_rc() { # want cmd...
 }
 chromium_() {
     timeout 90 chromium --headless=new --disable-gpu --no-sandbox --no-first-run \
-        --user-data-dir="$dir/profile" --hide-scrollbars "$@" 2>>chromium.log
+        --enable-logging=stderr --v=0 --user-data-dir="$dir/profile" --hide-scrollbars \
+        "$@" 2>>chromium.log
 }
 case $case_ in
 renders)
@@ -26,6 +27,9 @@ renders)
     chromium_ --dump-dom "file://$dir/r.html" > dom.html || fail "chromium --dump-dom failed"
     grep -q '<title>cudaspy report: ok</title>' dom.html ||
         { grep -o '<title>[^<]*</title>' dom.html >&2; fail "page did not finish rendering"; }
+    if grep -q ':CONSOLE' chromium.log; then
+        grep ':CONSOLE' chromium.log >&2; fail "the page wrote to the console"
+    fi
     grep -q 'cudaStreamSynchronize' dom.html || fail "no histogram for the syncs"
     grep -q '>trainer</td>' dom.html || fail "no process row"
     chromium_ --window-size=1366,1400 --screenshot="$dir/r.png" "file://$dir/r.html" || fail screenshot
