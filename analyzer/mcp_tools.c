@@ -379,9 +379,10 @@ static void clean_strings(json_t *j)
             if (json_is_string(v)) {
                 const char *s = json_string_value(v);
                 size_t n = json_string_length(v);
-                int dirty = strlen(s) != n;
+                int dirty = strlen(s) != n; /* embedded NUL */
                 for (size_t k = 0; k < n && !dirty; k++)
-                    dirty = (unsigned char)s[k] < 0x20 || s[k] == 0x7f;
+                    dirty = (unsigned char)s[k] < 0x20 || s[k] == 0x7f ||
+                            (unsigned char)s[k] == 0xc2; /* C1 controls, « » */
                 if (dirty) {
                     char *c = mcp_clean(s, n);
                     json_object_set_new(j, key, json_string(c ? c : ""));

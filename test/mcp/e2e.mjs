@@ -17,6 +17,8 @@ const Ajv2020 = require('ajv/dist/2020').default;
 
 const [bin, tree, clean] = process.argv.slice(2);
 let failed = 0;
+// Taken from tree's --json so the same checks run on synthetic and recorded runs.
+let mainPid, api, nestedApi;
 
 function check(name, ok, detail) {
   console.error(`${ok ? 'ok  ' : 'FAIL'} ${name}${ok || detail === undefined ? '' : ': ' + detail}`);
@@ -75,6 +77,10 @@ async function toolsAndSchemas(client) {
 
 async function traceStats(client) {
   const want = analyze('--json', tree);
+  const main = want.processes.find((p) => p.role === 'cuda_main') || want.processes[0];
+  mainPid = main.pid;
+  api = want.apis.find((r) => !r.nested).api;
+  nestedApi = (want.apis.find((r) => r.nested) || {}).api;
   let r = await call(client, 'get_trace_stats', {});
   const s = r.structuredContent;
   check('get_trace_stats has text and JSON', !r.isError && r.content[0].type === 'text' &&
@@ -84,15 +90,17 @@ async function traceStats(client) {
   let d = sameRows(s.apis, want.apis);
   check('get_trace_stats latency table equals --json', d === null, d);
 
-  r = await call(client, 'get_trace_stats', { pid: 1000 });
-  d = sameRows(r.structuredContent.apis, analyze('--json', '--pid', '1000', tree).apis);
-  check('get_trace_stats pid=1000 equals --json --pid 1000', d === null, d);
+  r = await call(client, 'get_trace_stats', { pid: mainPid });
+  d = sameRows(r.structuredContent.apis, analyze('--json', '--pid', String(mainPid), tree).apis);
+  check('get_trace_stats pid equals --json --pid', d === null, d);
 
-  r = await call(client, 'get_trace_stats', { since_ms: 500, until_ms: 1500 });
-  d = sameRows(r.structuredContent.apis, analyze('--json', '--since', '0.5', '--until', '1.5', tree).apis);
-  check('get_trace_stats window equals --json --since 0.5 --until 1.5', d === null, d);
+  const half = want.run.duration_ns / 2e6; // ms
+  r = await call(client, 'get_trace_stats', { since_ms: half / 2, until_ms: half * 1.5 });
+  d = sameRows(r.structuredContent.apis, analyze('--json', '--since', String(half / 2e3),
+    '--until', String(half * 1.5e-3), tree).apis);
+  check('get_trace_stats window equals --json --since --until', d === null, d);
 
-  r = await call(client, 'get_trace_stats', { api: 'cudaStreamSynchronize' });
+  r = await call(client, 'get_trace_stats', { api });
   check('get_trace_stats api filter keeps one row', r.structuredContent.apis.length === 1);
   return want;
 }
@@ -105,9 +113,10 @@ async function slices(client, want) {
   r = await call(client, 'get_per_process_breakdown', {});
   check('get_per_process_breakdown equals --json processes',
     isDeepStrictEqual(r.structuredContent.processes, want.processes.slice(0, 50)));
-  r = await call(client, 'get_per_process_breakdown', { pid: 1001 });
-  check('get_per_process_breakdown pid=1001', isDeepStrictEqual(r.structuredContent.processes,
-    want.processes.filter((p) => p.pid === 1001)));
+  const other = want.processes[want.processes.length - 1].pid;
+  r = await call(client, 'get_per_process_breakdown', { pid: other });
+  check('get_per_process_breakdown pid filter', isDeepStrictEqual(r.structuredContent.processes,
+    want.processes.filter((p) => p.pid === other)));
 
   r = await call(client, 'get_gpu_feed', {});
   check('get_gpu_feed equals --json gpu_feed', isDeepStrictEqual(r.structuredContent.processes,
@@ -115,9 +124,9 @@ async function slices(client, want) {
 }
 
 async function apiLatency(client, want) {
-  for (const [args, nested] of [[{ api: 'cudaStreamSynchronize' }, false],
-    [{ api: 'cudaStreamSynchronize', pid: 1000 }, false],
-    [{ api: 'cuStreamSynchronize', nested: 'nested' }, true]]) {
+  const cases = [[{ api }, false], [{ api, pid: mainPid }, false]];
+  if (nestedApi) cases.push([{ api: nestedApi, nested: 'nested' }, true]);
+  for (const [args, nested] of cases) {
     const r = await call(client, 'get_api_latency', args);
     const s = r.structuredContent;
     const row = want.apis.find((a) => a.api === args.api && a.nested === nested);
@@ -128,32 +137,40 @@ async function apiLatency(client, want) {
   }
 }
 
-async function timeline(client) {
-  const full = (await call(client, 'get_timeline', { pid: 1000, until_ms: 40, limit: 500 })).structuredContent;
-  check('get_timeline one page holds the window', full.nextCursor === undefined && full.events.length > 0,
-    `${full.events.length} events, cursor ${full.nextCursor}`);
-  const paged = [];
+// Every event of the main process in 40 ms from its first event, @p limit a page.
+async function pages(client, win, limit) {
+  const events = [];
   let cursor;
-  for (let pages = 0; pages < 100; pages++) {
-    const args = { pid: 1000, until_ms: 40, limit: 37 };
+  for (let n = 0; n < 400; n++) {
+    const args = { pid: mainPid, since_ms: win[0], until_ms: win[1], limit };
     if (cursor) args.cursor = cursor;
     const p = (await call(client, 'get_timeline', args)).structuredContent;
-    paged.push(...p.events);
+    events.push(...p.events);
     cursor = p.nextCursor;
     if (!cursor) break;
   }
-  check('get_timeline pages concatenate to the whole window', isDeepStrictEqual(paged, full.events));
-  check('get_timeline is in time order', full.events.every((e, i) => i === 0 || full.events[i - 1].t_ns <= e.t_ns));
-  const launches = full.events.filter((e) => e.kind === 'cuda' && e.api === 'cudaLaunchKernel' && !e.nested).length;
-  const row = analyze('--json', '--until', '0.04', tree).apis.find((a) => a.api === 'cudaLaunchKernel' && !a.nested);
-  check('get_timeline launches equal --json --until 0.04 count', launches === row.count, `${launches} vs ${row.count}`);
+  return events;
+}
+
+async function timeline(client) {
+  const first = (await call(client, 'get_timeline', { pid: mainPid, limit: 1 })).structuredContent.events[0];
+  const since = Math.floor(first.t_ns / 1e6), win = [since, since + 40];
+  const big = await pages(client, win, 500), small = await pages(client, win, 37);
+  check('get_timeline pages of 37 and of 500 give the same events', big.length > 0 &&
+    isDeepStrictEqual(small, big), `${small.length} vs ${big.length}`);
+  check('get_timeline is in time order', big.every((e, i) => i === 0 || big[i - 1].t_ns <= e.t_ns));
+  const calls = big.filter((e) => e.kind === 'cuda' && e.api === api && !e.nested).length;
+  const row = analyze('--json', '--pid', String(mainPid), '--since', String(win[0] / 1e3),
+    '--until', String(win[1] / 1e3), tree).apis.find((a) => a.api === api && !a.nested);
+  check('get_timeline calls equal --json --since --until count', calls === (row ? row.count : 0),
+    `${calls} vs ${row && row.count}`);
 }
 
 async function stalls(client, want) {
-  const r = await call(client, 'get_top_stalls', { pid: 1000, top: 5 });
+  const r = await call(client, 'get_top_stalls', { pid: mainPid, top: 5 });
   const s = r.structuredContent.stalls;
-  const p = want.processes.find((q) => q.pid === 1000);
-  check('get_top_stalls longest equals --json max_stall_ns', s.length > 0 && s[0].dur_ns === p.max_stall_ns,
+  const p = want.processes.find((q) => q.pid === mainPid);
+  check('get_top_stalls longest equals --json max_stall_ns', (s.length ? s[0].dur_ns : 0) === p.max_stall_ns,
     `${s[0] && s[0].dur_ns} vs ${p.max_stall_ns}`);
   check('get_top_stalls sorted longest first', s.every((e, i) => i === 0 || s[i - 1].dur_ns >= e.dur_ns));
 }
@@ -161,6 +178,8 @@ async function stalls(client, want) {
 async function compare(client) {
   const want = analyze('gate', '--baseline', clean, tree, '--json');
   const r = await call(client, 'compare_runs', { base: path.basename(clean), new: 0 });
+  const again = await call(client, 'compare_runs', { new: 0, base: 1 });
+  check('compare_runs by index equals by basename', isDeepStrictEqual(again.structuredContent, r.structuredContent));
   const s = r.structuredContent;
   const pick = (rows) => rows.map((x) => [x.api, x.base_calls, x.new_calls, x.base_ns, x.new_ns, x.verdict, x.ci]);
   check('compare_runs verdict equals gate --json', s.verdict === want.verdict && s.regressed === want.regressed,
@@ -181,7 +200,7 @@ async function prompt(client) {
 async function badArguments(client) {
   const cases = [['get_api_latency', {}], ['get_trace_stats', { pid: 'x' }], ['get_trace_stats', { bogus: 1 }],
     ['get_trace_stats', { run: 9 }], ['get_trace_stats', { run: '../tree.lmdb' }], ['get_timeline', {}],
-    ['get_timeline', { pid: 1000, cursor: 'junk' }], ['get_trace_stats', { since_ms: 5, until_ms: 1 }],
+    ['get_timeline', { pid: mainPid, cursor: 'junk' }], ['get_trace_stats', { since_ms: 5, until_ms: 1 }],
     ['compare_runs', { base: 0 }], ['get_top_stalls', { class: 'nap' }]];
   for (const [name, args] of cases) {
     const r = await call(client, name, args);
