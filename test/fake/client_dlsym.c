@@ -6,6 +6,7 @@
 #include <cudaTypedefs.h>
 
 #include "fake_client.h"
+#include "fake_dlopen.h"
 #include "fakecuda.h"
 
 #include <dlfcn.h>
@@ -38,7 +39,7 @@ static struct {
 /* Exact export names, as Triton's launcher and cuBLAS's tables use. */
 static void load(void)
 {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *lib = fake_dlopen_cuda((const void *)load, RTLD_NOW | RTLD_LOCAL);
     if (lib == NULL) {
         fprintf(stderr, "%s: libcuda.so.1: %s\n", NAME, dlerror());
         exit(3);

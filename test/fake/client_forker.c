@@ -130,6 +130,7 @@ int main(int argc, char **argv)
         return 3;
     }
     totals(mine);
+    CHECK_CU(cuModuleUnload(mod));
     printf("processes %ld\ndriver calls %llu\nlaunches %llu\n", workers + 1,
            (unsigned long long)(sum[0] + mine[0]), (unsigned long long)(sum[1] + mine[1]));
     printf("checksum %016llx\n", (unsigned long long)(sum[1] + mine[1]));

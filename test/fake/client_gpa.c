@@ -9,6 +9,7 @@
 #include <cudaTypedefs.h>
 
 #include "fake_client.h"
+#include "fake_dlopen.h"
 #include "fakecuda.h"
 
 #include <dlfcn.h>
@@ -59,7 +60,7 @@ static struct {
 
 static void resolve(cuuint64_t flags)
 {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *lib = fake_dlopen_cuda((const void *)resolve, RTLD_NOW | RTLD_LOCAL);
     PFN_cuGetProcAddress_v12000 gpa =
         lib ? (PFN_cuGetProcAddress_v12000)dlsym(lib, "cuGetProcAddress_v2") : NULL;
     CUdriverProcAddressQueryResult st;

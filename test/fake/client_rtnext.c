@@ -3,6 +3,8 @@
  * +<offset in object>" lines that do not depend on ASLR, so a run under
  * LD_PRELOAD can be compared with a plain run. Usage: client_rtnext [load]
  * "load" first dlopens libcuda.so.1 with RTLD_GLOBAL. */
+#include "fake_dlopen.h"
+
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,7 +25,7 @@ static void show(const char *lookup, void *p)
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "load") == 0 &&
-        dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL) == NULL) {
+        fake_dlopen_cuda((const void *)show, RTLD_NOW | RTLD_GLOBAL) == NULL) {
         fprintf(stderr, "client_rtnext: libcuda.so.1: %s\n", dlerror());
         return 3;
     }

@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 #include <cudaTypedefs.h>
 
+#include "fake_dlopen.h"
 #include "fakecuda.h"
 
 #include <dlfcn.h>
@@ -139,7 +140,7 @@ static void init_run(void)
 {
     int saved = errno, version = 0;
     CUdevice dev;
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+    void *lib = fake_dlopen_cuda((const void *)init_run, RTLD_NOW);
     init_rc = cudaErrorInsufficientDriver;
     if (lib == NULL || find_gateway(lib) != 0 || resolve_table() != 0)
         goto out;
@@ -241,12 +242,14 @@ RT_API int fakert_expect_write(FILE *f)
     return ferror(f) ? -EIO : 0;
 }
 
-/* ---- kernel registry: host stub -> CUkernel; appended, never removed ---- */
+/* ---- kernel registry: host stub -> CUkernel; appended, never removed
+ * (the libraries stay loaded for the life of the process) ---- */
 
 #define KERNELS_MAX 256
 static struct {
     const void *host_fn;
     CUkernel kernel;
+    CUlibrary lib;
 } kernels[KERNELS_MAX];
 static _Atomic int n_kernels;
 static pthread_mutex_t kernels_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -275,6 +278,7 @@ RT_API int fakert_register_kernel(const void *host_fn, const char *name)
     if (n < KERNELS_MAX) {
         kernels[n].host_fn = host_fn;
         kernels[n].kernel = k;
+        kernels[n].lib = lib;
         atomic_store_explicit(&n_kernels, n + 1, memory_order_release);
         rc = cudaSuccess;
     }

@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include "check.h"
+#include "fake_dlopen.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -70,7 +71,7 @@ int main(void)
 {
     setenv("FAKECUDA_FAIL", "cuMemAlloc_v2@3=2,cuMemAlloc_v2@6=2,cuMemsetD8_v2@*=1", 1);
     setenv("FAKECUDA_LAT_NS", "cuStreamQuery=2000000", 1);
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+    void *lib = fake_dlopen_cuda((const void *)test_latency_delays_the_call, RTLD_NOW);
     if (lib == NULL)
         return 1;
     mem_alloc = (PFN_cuMemAlloc_v3020)dlsym(lib, "cuMemAlloc_v2");

@@ -8,6 +8,7 @@
 #include <cudaTypedefs.h>
 
 #include "check.h"
+#include "fake_dlopen.h"
 
 #include <dlfcn.h>
 
@@ -135,7 +136,7 @@ static int test_exports_are_distinct(void)
 
 int main(void)
 {
-    lib = dlopen("libcuda.so.1", RTLD_NOW);
+    lib = fake_dlopen_cuda((const void *)resolved, RTLD_NOW);
     if (lib == NULL) {
         fprintf(stderr, "test_fake_procaddr: libcuda.so.1: %s\n", dlerror());
         return 1;
