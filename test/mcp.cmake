@@ -2,6 +2,13 @@
 # `cudaspy-analyze mcp` over pipes (test/mcp/test_mcp_proto.c), and an
 # end-to-end test with the real MCP SDK client from npm (test/mcp/e2e.mjs),
 # installed by the test into the build dir and reused on later runs.
+add_executable(test_mcp_index ${CMAKE_CURRENT_SOURCE_DIR}/mcp/test_mcp_index.c
+               ${CMAKE_SOURCE_DIR}/analyzer/mcp_index.c)
+target_include_directories(test_mcp_index PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_mcp_index PRIVATE cs_analysis)
+add_test(NAME unit.mcp_index COMMAND test_mcp_index)
+set_tests_properties(unit.mcp_index PROPERTIES LABELS unit)
+
 add_executable(mcp_gen ${CMAKE_CURRENT_SOURCE_DIR}/mcp/mcp_gen.c)
 target_link_libraries(mcp_gen PRIVATE cs_runfile cs_core)
 
