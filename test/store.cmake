@@ -24,3 +24,8 @@ target_include_directories(test_store_growth PRIVATE ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(test_store_growth PRIVATE cs_runfile)
 add_test(NAME fault.store_growth COMMAND test_store_growth)
 set_tests_properties(fault.store_growth PROPERTIES LABELS "fault;slow" TIMEOUT 300)
+
+# cudaspy-sampler's command line: --version, --help, exit codes 2 and 3.
+add_test(NAME cli.sampler COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/store/cli_sampler.sh
+                                  $<TARGET_FILE:cudaspy-sampler>)
+set_tests_properties(cli.sampler PROPERTIES LABELS unit TIMEOUT 60)
