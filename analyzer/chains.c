@@ -70,6 +70,7 @@ struct ctx {
     uint64_t *pa_median; /* per process: page allocations per second, median window */
     struct holder holders[2][HOLDERS]; /* [0] tree, [1] outside; over the whole run */
     uint64_t run_pre[2], run_pre_n[2], run_disk, run_disk_n;
+    uint64_t run_pre_anon[2]; /* preempted with no holder known */
     struct examples run_ex[C_COUNT];
     struct finding fnd[C_COUNT];
 };
@@ -88,6 +89,8 @@ static const char *fmt_ns(char *buf, size_t n, uint64_t ns)
         snprintf(buf, n, "%.2f s", (double)ns / 1e9);
     return buf;
 }
+
+static const char *fmt_bw(char *buf, size_t n, uint64_t bytes, uint64_t ns);
 
 static double pct(uint64_t part, uint64_t whole)
 {
@@ -366,6 +369,8 @@ static void run_host(struct ctx *x)
             if (o->holder_pid)
                 holder_add(x->holders[k], p->run, o->holder_pid,
                            model_find_proc(m, p->run, o->holder_pid), d);
+            else
+                x->run_pre_anon[k] += d;
             if ((ci = call_at(m, t, o->t_start_ns)) != ~0ull)
                 ex_keep(&x->run_ex[k ? C_EXT : C_TREE], ci, d);
         }
@@ -443,9 +448,12 @@ static void tl_host(json_t *tl, const struct model *m, uint32_t thr, uint64_t t0
         uint32_t other = o->cls == CS_OFF_PREEMPT ? o->holder_pid : o->waker_pid;
         if (shown++ == 6)
             break;
-        snprintf(who, sizeof(who), "%s (pid %u%s)", procs_comm(m, p->run, other), other,
-                 o->cls == CS_OFF_PREEMPT && !(o->flags & CS_HF_HOLDER_IN_TREE)
-                     ? ", outside the tree" : "");
+        if (model_find_proc(m, p->run, other) == M_NONE)
+            snprintf(who, sizeof(who), "pid %u (%s)", other,
+                     o->cls == CS_OFF_PREEMPT && !(o->flags & CS_HF_HOLDER_IN_TREE)
+                         ? "outside the tree" : "not in the process table");
+        else
+            snprintf(who, sizeof(who), "%s (pid %u)", procs_comm(m, p->run, other), other);
         if (o->cls == CS_OFF_PREEMPT)
             tl_add(tl, m, p->run, o->t_start_ns, "[HOST]",
                    "%s tid %u preempted %s; CPU held by %s", p->comm, th->tid,
@@ -501,9 +509,10 @@ static void call_note(const struct model *m, uint64_t ci, char *buf, size_t n)
              fmt_ns(b, 32, s.preempt_ns), fmt_ns(d, 32, s.sleep_ns), fmt_ns(e, 32, s.disk_ns));
     if (model_bytes(c) && cs_api_table[c->api].family == CS_FAM_COPY) {
         size_t l = strlen(buf);
-        snprintf(buf + l, n - l, "; %.1f MiB %s at %.2f GB/s", (double)model_bytes(c) / 1048576.0,
+        char bw[32];
+        snprintf(buf + l, n - l, "; %.1f MiB %s at %s", (double)model_bytes(c) / 1048576.0,
                  c->flags & CS_CF_PAGEABLE ? "pageable" : c->flags & CS_CF_PINNED ? "pinned" : "",
-                 model_dur(c) ? (double)model_bytes(c) / (double)model_dur(c) : 0.0);
+                 fmt_bw(bw, sizeof(bw), model_bytes(c), model_dur(c)));
     }
 }
 
@@ -623,6 +632,20 @@ static void holders_evidence(struct finding *f, const struct ctx *x, int k)
 {
     const struct model *m = x->m;
     char a[32], b[32];
+    uint64_t named = 0;
+    int nh = 0;
+
+    for (int i = 0; i < HOLDERS; i++) {
+        named += x->holders[k][i].ns;
+        nh += x->holders[k][i].n > 0;
+    }
+    if (x->run_pre[k] > named + x->run_pre_anon[k] + x->run_pre[k] / 20)
+        jaddf(f->evidence, "the CPU went to many processes: the %d largest holders took %s of it%s",
+              nh, fmt_ns(a, 32, named),
+              x->run_pre_anon[k] ? ", the holder is unknown for part of the rest" : "");
+    else if (x->run_pre_anon[k])
+        jaddf(f->evidence, "holder unknown for %s (sampler saw no switch-in on that CPU)",
+              fmt_ns(a, 32, x->run_pre_anon[k]));
 
     for (int i = 0; i < 4 && x->holders[k][i].n; i++) {
         const struct holder *h = &x->holders[k][i];
@@ -802,14 +825,30 @@ static void f_pipe(struct ctx *x)
     }    f->timeline = tl_sorted(f->timeline);
 }
 
-/* Copies: pageable against pinned bandwidth, for copies of 64 KiB or more. */
+/* Bandwidth of @p bytes in @p ns, in GB/s or MB/s. */
+static const char *fmt_bw(char *buf, size_t n, uint64_t bytes, uint64_t ns)
+{
+    double gbs = ns ? (double)bytes / (double)ns : 0.0;
+
+    if (gbs >= 1.0)
+        snprintf(buf, n, "%.2f GB/s", gbs);
+    else
+        snprintf(buf, n, "%.1f MB/s", gbs * 1e3);
+    return buf;
+}
+
+/* Copies of 64 KiB or more from pageable memory. The driver stages them
+ * through a pinned buffer on the calling thread, so their cost is on-CPU
+ * time; off-CPU time inside them belongs to other causes. The excess is that
+ * on-CPU time minus what the same bytes cost in this run's pinned copy calls
+ * (half of it when there is no pinned copy to compare). */
 static void f_pageable(struct ctx *x)
 {
     const struct model *m = x->m;
-    uint64_t pg_b = 0, pg_ns = 0, pg_n = 0, pin_b = 0, pin_ns = 0, ex_ = 0;
+    uint64_t pg_b = 0, pg_ns = 0, pg_cpu = 0, pg_n = 0, pin_b = 0, pin_ns = 0, ex_ = 0;
     struct examples e = {{0}, {0}};
     struct finding *f;
-    char a[32], b[32], n[96];
+    char a[32], b[32], d[32], n[96];
 
     for (uint64_t i = 0; i < m->ncall; i++) {
         const struct m_call *c = &m->call[i];
@@ -817,10 +856,13 @@ static void f_pageable(struct ctx *x)
             model_bytes(c) < 65536 || !model_call_proc(m, c)->selected)
             continue;
         if (c->flags & CS_CF_PAGEABLE) {
+            struct feed_split sp = {0};
+            feed_split_add(&sp, m, c->thr, c->t_enter_ns, c->t_exit_ns);
             pg_b += model_bytes(c);
             pg_ns += model_dur(c);
+            pg_cpu += sp.oncpu_ns;
             pg_n++;
-            ex_keep(&e, i, model_dur(c));
+            ex_keep(&e, i, sp.oncpu_ns);
         } else if (c->flags & CS_CF_PINNED) {
             pin_b += model_bytes(c);
             pin_ns += model_dur(c);
@@ -828,33 +870,36 @@ static void f_pageable(struct ctx *x)
     }
     if (pg_n == 0)
         return;
-    double pg_bw = pg_ns ? (double)pg_b / (double)pg_ns : 0, pin_bw = pin_ns ? (double)pin_b / (double)pin_ns : 0;
-    if (pin_bw > pg_bw && pin_bw > 0)
-        ex_ = pg_ns - (uint64_t)((double)pg_b / pin_bw);
-    else if (pin_bw == 0)
-        ex_ = pg_ns / 2; /* no pinned copy to compare: pinned is typically ~2x faster */
+    if (pin_b) {
+        uint64_t expect = (uint64_t)((double)pg_b * (double)pin_ns / (double)pin_b);
+        ex_ = pg_cpu > expect ? pg_cpu - expect : 0;
+    } else {
+        ex_ = pg_cpu / 2;
+    }
     f = fnew(x, C_PAGEABLE, ex_);
     jaddf(f->evidence, "%" PRIu64 " copies of >= 64 KiB from pageable host memory: %.1f MiB in "
-                       "%s, %.2f GB/s",
-          pg_n, (double)pg_b / 1048576.0, fmt_ns(a, 32, pg_ns), pg_bw);
-    if (pin_bw > 0)
-        jaddf(f->evidence, "pinned copies in the same run: %.1f MiB at %.2f GB/s (%.1fx faster)",
-              (double)pin_b / 1048576.0, pin_bw, pg_bw > 0 ? pin_bw / pg_bw : 0.0);
+                       "%s (%s), %s of it on CPU staging the data",
+          pg_n, (double)pg_b / 1048576.0, fmt_ns(a, 32, pg_ns), fmt_bw(b, 32, pg_b, pg_ns),
+          fmt_ns(d, 32, pg_cpu));
+    if (pin_b)
+        jaddf(f->evidence, "pinned copy calls in the same run: %.1f MiB in %s (%s, %.1fx the "
+                           "pageable rate)",
+              (double)pin_b / 1048576.0, fmt_ns(a, 32, pin_ns), fmt_bw(b, 32, pin_b, pin_ns),
+              pg_b && pin_ns ? ((double)pin_b / (double)pin_ns) / ((double)pg_b / (double)pg_ns)
+                             : 0.0);
     else
-        jaddf(f->evidence, "no pinned copy to compare; excess estimated as half the copy time");
+        jaddf(f->evidence, "no pinned copy to compare; excess estimated as half the on-CPU time");
     jaddf(f->evidence, "async copies from pageable memory are staged by the driver and block "
                        "the calling thread");
     f->row = e.ns[0] ? stats_table_row(x->t, &m->call[e.call[0]]) : NULL;
-    snprintf(f->summary, sizeof(f->summary), "%.1f MiB copied from pageable memory at %.2f GB/s "
-             "cost %s more than pinned copies would", (double)pg_b / 1048576.0, pg_bw,
-             fmt_ns(b, 32, ex_));
+    snprintf(f->summary, sizeof(f->summary), "%.1f MiB copied from pageable memory (%s) cost %s "
+             "more than pinned copies would", (double)pg_b / 1048576.0,
+             fmt_bw(a, 32, pg_b, pg_ns), fmt_ns(b, 32, ex_));
     snprintf(f->rec, sizeof(f->rec),
              "allocate the host buffers pinned (cudaMallocHost/cudaHostAlloc, "
              "DataLoader(pin_memory=True), tensor.pin_memory()) or register them once with "
-             "cudaHostRegister; %s",
-             f->row ? stats_row_name(f->row, n, sizeof(n)) : "");
-    size_t l = strlen(f->rec);
-    snprintf(f->rec + l, sizeof(f->rec) - l, " then overlaps with compute");
+             "cudaHostRegister; %s then returns at once and overlaps with compute",
+             f->row ? stats_row_name(f->row, n, sizeof(n)) : "the copy");
     f->examples = ex_json(m, &e);
     if (e.ns[0])
         f->timeline = tl_for_call(m, x->t, e.call[0]);
