@@ -19,6 +19,9 @@
 #include "cudaspy/runfile.h"
 #include "fakecuda.h"
 
+#ifndef BENCH_SRC_DIR
+#define BENCH_SRC_DIR "."
+#endif
 #define MAX_ROUNDS 64
 #define MAX_BATCHES 4096
 
@@ -225,7 +228,7 @@ static void run_dropped(struct bench *b)
 static void header(int argc, char **argv)
 {
     char commit[64] = "unknown", host[256] = "unknown";
-    FILE *f = popen("git rev-parse --short HEAD 2>/dev/null", "r");
+    FILE *f = popen("git -C '" BENCH_SRC_DIR "' rev-parse --short HEAD 2>/dev/null", "r");
 
     if (f) {
         if (fscanf(f, "%63s", commit) != 1)
