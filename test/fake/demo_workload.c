@@ -1,14 +1,15 @@
 /* demo_workload.c: the workload `make demo` traces: a training loop on the
  * simulated GPU of the fake driver (FAKECUDA_SIM=1, set here unless already
  * set), fed like a PyTorch DataLoader with fork workers.
- *   demo_workload [workers] [steps=2000] [rows=2097152]   4 forked workers gather random rows
- *       of a 2M x 100 float array into freshly allocated batches and send them
- *       over pipes; the main process copies each batch from pageable memory,
- *       launches mlp_fwd_1..3 and synchronises. Workers and main compete for
- *       the CPUs: the GPU starves.
- *   demo_workload direct [steps=2000] [rows]   control: the main process slices the
- *       array itself (contiguous rows, no workers, no copies into new buffers).
- * Prints what it ran and a checksum of the batches consumed. */
+ *   demo_workload [workers] [steps=1600] [rows=2097152]
+ *       4 forked workers gather random rows of a 2M x 100 float array into
+ *       freshly allocated batches and send them over pipes; the main process
+ *       copies each batch from pageable memory, launches mlp_fwd_1..3 and
+ *       synchronises. Workers and main compete for the CPUs: the GPU starves.
+ *   demo_workload direct [steps=1600] [rows]
+ *       control: the main process slices the array itself (contiguous rows,
+ *       no workers, no copies into new buffers).
+ * Prints what it ran, the time per step and a checksum of the batches. */
 #include <cuda_runtime_api.h>
 
 #include "fake_client.h"
@@ -197,7 +198,7 @@ static double now_s(void)
 int main(int argc, char **argv)
 {
     int is_direct = argc > 1 && strcmp(argv[1], "direct") == 0;
-    long steps = client_arg(argc, argv, 2, 2000);
+    long steps = client_arg(argc, argv, 2, 1600);
     struct trainer t;
     n_rows = (size_t)client_arg(argc, argv, 3, (long)n_rows);
     if (n_rows < BATCH_ROWS)
