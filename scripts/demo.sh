@@ -19,7 +19,7 @@ cat <<TXT
 == workload: main process + 4 forked DataLoader-style workers, $steps steps, on $(nproc) CPUs
 == recording: $B/cudaspy record -o $run -- $B/fake/demo_workload workers $steps
 TXT
-"$B/cudaspy" record -o "$run" -- "$B/fake/demo_workload" workers "$steps"
+FAKECUDA_SIM=1 "$B/cudaspy" record -o "$run" -- "$B/fake/demo_workload" workers "$steps"
 echo
 echo "== analysis: $B/cudaspy-analyze $run"
 "$B/cudaspy-analyze" "$run"

@@ -84,6 +84,9 @@ hogs_start() { # CPU hogs outside the traced tree (own session, not our children
 hogs_stop() { kill "${HOGS[@]}" 2>/dev/null; wait "${HOGS[@]}" 2>/dev/null; }
 
 part_smoke() {
+    nvcc -O2 -o "$RUNS/static_app" "$here/gpu/static_app.cu" 2>>"$LOG"
+    REPS=1 interleave nvcc sync -- "$RUNS/static_app" sync
+    REPS=1 interleave triton tiny -- "$PY" "$W" triton tiny
     REPS=1 interleave train mlp -- "$PY" "$W" train mlp
     REPS=1 interleave seed small N=1000000 -- "$PY" "$W" seed loader 4
 }
@@ -124,8 +127,19 @@ part_suite() {
     REPS=1 interleave twoproc pair -- "$PY" "$here/gpu/twoproc.py"
 }
 
+warmup() { # first CUDA process and first import pay for caches: keep them out of the figures
+    "$PY" -c "import torch, triton; torch.ones(1, device='cuda').sum().item()" >/dev/null 2>>"$LOG"
+}
+
+# Pack the run files so they can be re-analysed elsewhere (chunks of 15 MiB).
+pack_runs() {
+    (cd "$RUNS" && tar czf - ./*.lmdb runs.jsonl 2>/dev/null) | split -b 15M - "$OUT/runs.tgz."
+}
+
 parts=("$@")
 [ ${#parts[@]} -gt 0 ] || parts=(seed suite)
 log "gpu-check: parts ${parts[*]} build $B reps $REPS $(date -u +%FT%TZ)"
+warmup
 for p in "${parts[@]}"; do "part_$p"; done
+[ "${PACK_RUNS:-1}" = 1 ] && pack_runs
 "$PY" "$here/gpu/collect.py" "$RUNS/runs.jsonl" "$OUT" "$B" 2>>"$LOG"

@@ -128,6 +128,24 @@ def summarise(group):
     }
 
 
+def add_profiler_overhead(rows, groups):
+    """torch.profiler runs (mode X-profiler, untraced by us) against the
+    untraced runs of mode X: the same kind of overhead figure as ours."""
+    for r in rows:
+        if not r["mode"].endswith("-profiler"):
+            continue
+        base = groups.get((r["workload"], r["mode"][:-len("-profiler")]), [])
+        plain = [b for b in base if b["traced"] == 0]
+        el_b = [parse_out(b["out"])[1] for b in plain if parse_out(b["out"])[1] is not None]
+        ov = ratio(r["elapsed_untraced_s"], el_b)
+        r["planted"] = "torch.profiler comparison"
+        r["overhead_elapsed_pct"] = None if ov is None else 100 * ov
+        ovw = ratio(r["wall_untraced_s"], [b["wall_ns"] / 1e9 for b in plain])
+        r["overhead_wall_pct"] = None if ovw is None else 100 * ovw
+        r["outputs_identical"] = bool(el_b) and {parse_out(b["out"])[0] for b in plain} == \
+            {parse_out(x["out"])[0] for x in groups[(r["workload"], r["mode"])]}
+
+
 def fmt(v, f="{:+.1f}%"):
     return "-" if v is None else f.format(v)
 
@@ -155,6 +173,7 @@ def main():
     for r in runs:
         groups.setdefault((r["name"], r["mode"]), []).append(r)
     rows = [summarise(g) for g in groups.values()]
+    add_profiler_overhead(rows, groups)
     host = subprocess.run("nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; uname -r",
                           shell=True, capture_output=True, text=True).stdout.replace("\n", " · ").strip(" ·")
     meta = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": host, "rows": rows}
