@@ -171,6 +171,12 @@ static int run_degraded(const struct m_run *r)
            cs_run_meta_u64(r->run, "clean_shutdown", 1) == 0;
 }
 
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* host_lost meta is the collector's total; lost records are its detail. */
 static json_t *file_json(const struct model *m, int i)
 {
     const struct m_run *r = &m->runs[i];
@@ -187,7 +193,7 @@ static json_t *file_json(const struct model *m, int i)
                      (json_int_t)(r->win_hi_ns - r->t0_ns), "sampler_tier", tier_of(r),
                      "sampler_tier_reason", why ? why : "", "cuda_dropped",
                      (json_int_t)cs_run_meta_u64(r->run, "cuda_dropped", 0), "host_lost",
-                     (json_int_t)(cs_run_meta_u64(r->run, "host_lost", 0) + r->lost_perf),
+                     (json_int_t)max_u64(cs_run_meta_u64(r->run, "host_lost", 0), r->lost_perf),
                      "shim_lost", (json_int_t)r->lost_shim, "clean_shutdown",
                      (int)cs_run_meta_u64(r->run, "clean_shutdown", 1), "degraded",
                      run_degraded(r), "empty", run_empty(r), "counts", counts_json(r), "ncpu",

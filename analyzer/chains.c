@@ -485,13 +485,32 @@ static void tl_call(json_t *tl, const struct model *m, uint64_t ci, const struct
                fmt_ns(a, 32, model_dur(c)));
 }
 
-/* The full timeline around the worst example call: system, host, CUDA. */
-static json_t *tl_for_call(const struct model *m, const struct stats_table *t, uint64_t ci)
+/* Page allocations of the call's process during the call, when notable. */
+static void tl_pages(json_t *tl, const struct ctx *x, const struct m_call *c)
 {
+    const struct model *m = x->m;
+    uint32_t p = m->thr[c->thr].proc;
+    uint64_t dur = model_dur(c);
+    double a = dur && m->proc[p].npwin ? pa_in(m, p, c->t_enter_ns, c->t_exit_ns) : 0;
+    double rate = dur ? a * 1e9 / (double)dur : 0;
+
+    if (a < 64)
+        return;
+    tl_add(tl, m, m->proc[p].run, c->t_enter_ns, "[HOST]",
+           "%s (pid %u) allocated %.0f pages during the call (%.0f per second, %.1fx its median "
+           "rate)", m->proc[p].comm, m->proc[p].pid, a, rate,
+           x->pa_median[p] ? rate / (double)x->pa_median[p] : 0.0);
+}
+
+/* The full timeline around the worst example call: system, host, CUDA. */
+static json_t *tl_for_call(const struct ctx *x, const struct stats_table *t, uint64_t ci)
+{
+    const struct model *m = x->m;
     json_t *tl = json_array();
     const struct m_call *c = &m->call[ci];
 
     tl_system(tl, m, model_call_proc(m, c)->run, c->t_enter_ns, c->t_exit_ns);
+    tl_pages(tl, x, c);
     tl_host(tl, m, c->thr, c->t_enter_ns, c->t_exit_ns);
     tl_call(tl, m, ci, stats_table_row(t, c));
     return tl_sorted(tl);
@@ -902,7 +921,7 @@ static void f_pageable(struct ctx *x)
              f->row ? stats_row_name(f->row, n, sizeof(n)) : "the copy");
     f->examples = ex_json(m, &e);
     if (e.ns[0])
-        f->timeline = tl_for_call(m, x->t, e.call[0]);
+        f->timeline = tl_for_call(x, x->t, e.call[0]);
 }
 
 static int is_churn_api(unsigned api)
@@ -951,7 +970,7 @@ static void f_churn(struct ctx *x)
              "allocator; in PyTorch avoid torch.cuda.empty_cache() in the loop");
     f->examples = ex_json(m, &e);
     if (e.ns[0])
-        f->timeline = tl_for_call(m, x->t, e.call[0]);
+        f->timeline = tl_for_call(x, x->t, e.call[0]);
 }
 
 /* Syncs about as many as launches, with short gaps after them. */
@@ -1099,7 +1118,7 @@ static json_t *finding_json(const struct ctx *x, const struct finding *f)
             e = &x->run_ex[f->cause];
         ex = ex_json(m, e);
         if (tl == NULL && e->ns[0])
-            tl = tl_for_call(m, x->t, e->call[0]);
+            tl = tl_for_call(x, x->t, e->call[0]);
     } else {
         json_incref(ex);
     }

@@ -20,7 +20,7 @@ set_tests_properties(unit.stats PROPERTIES LABELS unit)
 
 # cli.analyze_<case>: test/cli/analyze_<case>.sh ANALYZE GEN_RUN WORKDIR
 foreach(case missing_file random_bytes truncated corrupt future_version empty_run no_sampler
-        usage help fail_on)
+        usage help fail_on degraded)
   add_test(NAME cli.analyze_${case}
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cli/analyze_${case}.sh
                    $<TARGET_FILE:cudaspy-analyze> $<TARGET_FILE:gen_run> ${CS_AN_WORK}/cli_${case})
@@ -42,6 +42,7 @@ set(CS_AN_PLANTED
     "sync_per_iteration\;top=sync_per_iteration"
     "launch_bound\;top=launch_bound"
     "io_wait\;top=io_wait"
+    "page_alloc_pressure\;top=page_alloc_pressure"
     "clean\;nohigh\;nomissing"
     "nohost\;missing=no host data (sampler tier none: perf_event_open: permission denied)")
 foreach(entry ${CS_AN_PLANTED})

@@ -4,7 +4,8 @@
  * calls, four DataLoader-like workers (1001-1004), sometimes an outside CPU
  * hog (pid 2000), on 2 CPUs. Deterministic for a given seed.
  * Usage: gen_run SCENARIO OUT.lmdb [--steps N] [--seed S] [--big N]
- *        [--format-version V] (V overrides the stored format version) */
+ *        [--format-version V] (V overrides the stored format version)
+ *        [--lost N] (N host records lost on CPU 1, and no clean shutdown) */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,11 +22,12 @@
 #define HOG 2000u
 
 enum scen { S_CLEAN, S_TREE, S_EXT, S_STARVE, S_PAGEABLE, S_CHURN, S_SYNC, S_LAUNCH, S_IOWAIT,
-            S_EMPTY, S_NOHOST, S_BIG };
+            S_EMPTY, S_NOHOST, S_BIG, S_PAGE };
 static const char *const scen_names[] = {"clean", "cpu_contention_tree", "cpu_contention_external",
                                          "data_pipeline_starvation", "pageable_memcpy",
                                          "alloc_churn", "sync_per_iteration", "launch_bound",
-                                         "io_wait", "empty", "nohost", "big"};
+                                         "io_wait", "empty", "nohost", "big",
+                                         "page_alloc_pressure"};
 
 /* Block buffers, one per record kind, flushed when full. */
 struct buf {
@@ -272,6 +274,12 @@ static uint64_t gpu_sync(struct step_ctx *c, uint64_t gpu_ns)
         main_off(p0, p0 + len, CS_OFF_PREEMPT, 0, holder, c->sc == S_TREE);
         dur += len;
     }
+    if (c->sc == S_PAGE && rnd() % 100 < 5) { /* on CPU in the kernel, allocating pages */
+        uint64_t len = urand(8 * MS, 20 * MS), w = (t0 - T0) / (10 * MS);
+        for (uint64_t k = w; k <= (t0 + dur + len - T0) / (10 * MS) && k < nwin; k++)
+            acc_main[k].allocs += 30000;
+        dur += len;
+    }
     if (c->sc == S_IOWAIT && rnd() % 100 < 10) {
         uint64_t p0 = t0 + dur / 2, len = urand(5 * MS, 15 * MS);
         main_off(p0, p0 + len, CS_OFF_DISK, 0, 0, 0);
@@ -385,7 +393,7 @@ int main(int argc, char **argv)
 {
     int sc = -1, rc;
     unsigned steps = 600;
-    uint64_t nbig = 0, t_end, fmt_version = 0;
+    uint64_t nbig = 0, t_end, fmt_version = 0, lost = 0;
 
     rng_state = 42;
     for (int i = 0; i < (int)(sizeof(scen_names) / sizeof(scen_names[0])); i++)
@@ -402,6 +410,8 @@ int main(int argc, char **argv)
             rng_state = strtoull(argv[i + 1], NULL, 0);
         else if (!strcmp(argv[i], "--big"))
             nbig = strtoull(argv[i + 1], NULL, 0);
+        else if (!strcmp(argv[i], "--lost"))
+            lost = strtoull(argv[i + 1], NULL, 0);
         else if (!strcmp(argv[i], "--format-version"))
             fmt_version = strtoull(argv[i + 1], NULL, 0);
     }
@@ -429,6 +439,10 @@ int main(int argc, char **argv)
         if (sc != S_NOHOST)
             windows((enum scen)sc, t_end);
     }
+    if (lost) {
+        struct cs_rec_lost l = {T0 + 50 * MS, T0 + 60 * MS, 1, 1, lost};
+        put(CS_REC_LOST, &l, l.t_start_ns, l.t_end_ns);
+    }
     for (unsigned k = 0; k < CS_REC_KIND_COUNT; k++)
         flush(k);
     if (sc != S_EMPTY)
@@ -436,6 +450,10 @@ int main(int argc, char **argv)
     meta((enum scen)sc, t_end);
     if (fmt_version)
         cs_store_put_meta_u64(st, "format_version", fmt_version);
+    if (lost) {
+        cs_store_put_meta_u64(st, "host_lost", lost);
+        cs_store_put_meta_u64(st, "clean_shutdown", 0);
+    }
     if ((rc = cs_store_commit(st)) < 0)
         die("commit", rc);
     cs_store_free(st);
