@@ -29,13 +29,46 @@ static void *big_alloc(uint64_t n, size_t size)
     return p;
 }
 
+/* Merge sorted runs of @p b (n elements) pairwise until one remains:
+ * linear per pass, and a recording is a few long runs (one per block
+ * source), so few passes. Falls back to qsort when out of memory. */
+static void sort_runs(char *b, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    char *tmp = big_alloc(n, size);
+    if (!tmp) {
+        qsort(b, n, size, cmp);
+        return;
+    }
+    for (int merged = 1; merged;) {
+        merged = 0;
+        size_t out = 0;
+        for (size_t lo = 0; lo < n;) {
+            size_t mid = lo + 1, hi;
+            while (mid < n && cmp(b + (mid - 1) * size, b + mid * size) <= 0)
+                mid++;
+            for (hi = mid < n ? mid + 1 : n; hi < n && cmp(b + (hi - 1) * size, b + hi * size) <= 0;)
+                hi++;
+            size_t i = lo, j = mid;
+            while (i < mid || j < hi) {
+                int take_i = j >= hi || (i < mid && cmp(b + i * size, b + j * size) <= 0);
+                memcpy(tmp + out++ * size, b + (take_i ? i++ : j++) * size, size);
+            }
+            merged |= mid < n;
+            lo = hi;
+        }
+        memcpy(b, tmp, n * size);
+    }
+    free(tmp);
+}
+
 /* Sort a nearly sorted range in place: insertion sort while records move
- * little (a nested call is written just before its parent), qsort once they
- * move far. @p size is at most 64. */
+ * little (a nested call is written just before its parent), run merging
+ * once they move far (intervals of two sources written one after the
+ * other). @p size is at most 64. */
 static void sort_nearly(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
 {
     char *b = base, tmp[64];
-    size_t moves = 0, budget = 8 * n + 1024;
+    size_t moves = 0, budget = n + 1024; /* wasted work at most n moves */
     for (size_t i = 1; i < n; i++) {
         if (cmp(b + (i - 1) * size, b + i * size) <= 0)
             continue;
@@ -44,8 +77,7 @@ static void sort_nearly(void *base, size_t n, size_t size, int (*cmp)(const void
         while (j > 0 && cmp(b + (j - 1) * size, tmp) > 0) {
             j--;
             if (++moves > budget) {
-                memcpy(b + i * size, tmp, size); /* i..j+1 untouched so far */
-                qsort(base, n, size, cmp);
+                sort_runs(b, n, size, cmp); /* i..j+1 untouched so far */
                 return;
             }
         }
