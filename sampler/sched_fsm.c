@@ -497,6 +497,8 @@ static double sys_delta(const struct sched_fsm *s, size_t off, uint64_t ws, uint
     return sum;
 }
 
+#define SYS_DELTA(s, field, ws, we) sys_delta(s, offsetof(struct procfs_sys, field), ws, we)
+
 static uint16_t permille(double part, double whole)
 {
     if (whole <= 0)
@@ -543,9 +545,9 @@ static void emit_syswin(struct sched_fsm *s, uint64_t ws, uint64_t we)
                       sys_delta(s, offsetof(struct procfs_sys, iowait), ws, we);
         w.busy_permille = total > 0 ? (uint16_t)(1000 - permille(idle, total)) : 0;
     }
-    w.steal_permille = permille(sys_delta(s, offsetof(struct procfs_sys, steal), ws, we), total);
-    w.iowait_permille = permille(sys_delta(s, offsetof(struct procfs_sys, iowait), ws, we), total);
-    w.psi_some_us = (uint64_t)(sys_delta(s, offsetof(struct procfs_sys, psi_some_us), ws, we) + 0.5);
+    w.steal_permille = permille(SYS_DELTA(s, steal, ws, we), total);
+    w.iowait_permille = permille(SYS_DELTA(s, iowait, ws, we), total);
+    w.psi_some_us = (uint64_t)(SYS_DELTA(s, psi_some_us, ws, we) + 0.5);
     if (s->sys_n) {
         w.procs_running = s->sys[s->sys_n - 1].v.procs_running;
         w.procs_blocked = s->sys[s->sys_n - 1].v.procs_blocked;
@@ -766,6 +768,35 @@ static uint8_t block_class(const struct sched_fsm *s, const struct thr *th)
     return CS_OFF_BLOCKED;
 }
 
+/* The thread leaves the CPU at @p ev: preempted (runnable) or blocked,
+ * labelled S/D when the tracepoint allows, runnable at once when a wakeup
+ * raced with the switch-out. */
+static void leave_cpu(struct sched_fsm *s, struct thr *th, const struct pe_ev *ev)
+{
+    th->partial = th->state != TS_ON ? 1 : 0; /* we missed its switch-in */
+    th->cpu = ev->cpu;
+    if (ev->flags & PE_F_PREEMPT) {
+        th->state = TS_RUNNABLE;
+        th->cls = CS_OFF_PREEMPT;
+        th->t_enqueue = ev->t_ns;
+    } else {
+        th->state = TS_BLOCKED;
+        th->cls = block_class(s, th);
+        if (th->cls == CS_OFF_BLOCKED && s->o.has_block_tp)
+            s->st.block_unlabelled++;
+        th->t_enqueue = 0;
+        if (th->pend_wake && ev->t_ns - th->t_pend_wake <= PEND_WAKE_NS) {
+            th->state = TS_RUNNABLE; /* woken while still switching out */
+            th->t_enqueue = ev->t_ns;
+            th->waker_pid = th->pend_pid;
+            th->waker_tid = th->pend_tid;
+        }
+    }
+    th->t_since = ev->t_ns; /* after block_class, which compares with the switch-in */
+    th->pend_wake = 0;
+    th->t_block_tp = 0;
+}
+
 static void on_switch_out(struct sched_fsm *s, const struct pe_ev *ev_out)
 {
     struct pe_ev evb = *ev_out, *ev = &evb;
@@ -794,34 +825,10 @@ static void on_switch_out(struct sched_fsm *s, const struct pe_ev *ev_out)
         return;
     }
     if (p) {
-        if (ev->flags & PE_F_PREEMPT)
-            p->win.ivcsw++;
-        else
-            p->win.vcsw++;
+        *((ev->flags & PE_F_PREEMPT) ? &p->win.ivcsw : &p->win.vcsw) += 1;
         win_touch(s, p, th);
     }
-    th->partial = th->state != TS_ON ? 1 : 0; /* we missed its switch-in */
-    th->cpu = ev->cpu;
-    if (ev->flags & PE_F_PREEMPT) {
-        th->state = TS_RUNNABLE;
-        th->cls = CS_OFF_PREEMPT;
-        th->t_enqueue = ev->t_ns;
-    } else {
-        th->state = TS_BLOCKED;
-        th->cls = block_class(s, th);
-        if (th->cls == CS_OFF_BLOCKED && s->o.has_block_tp)
-            s->st.block_unlabelled++;
-        th->t_enqueue = 0;
-        if (th->pend_wake && ev->t_ns - th->t_pend_wake <= PEND_WAKE_NS) {
-            th->state = TS_RUNNABLE; /* woken while still switching out */
-            th->t_enqueue = ev->t_ns;
-            th->waker_pid = th->pend_pid;
-            th->waker_tid = th->pend_tid;
-        }
-    }
-    th->t_since = ev->t_ns; /* after block_class, which compares with the switch-in */
-    th->pend_wake = 0;
-    th->t_block_tp = 0;
+    leave_cpu(s, th, ev);
 }
 
 static void on_wake(struct sched_fsm *s, const struct pe_ev *ev)
@@ -1029,7 +1036,8 @@ void sched_fsm_sys_sample(struct sched_fsm *s, uint64_t t, const struct procfs_s
     s->sys_n++;
 }
 
-void sched_fsm_check(struct sched_fsm *s, uint32_t tid, uint64_t t, const struct procfs_schedstat *ss)
+void sched_fsm_check(struct sched_fsm *s, uint32_t tid, uint64_t t,
+                     const struct procfs_schedstat *ss)
 {
     if (s->nchk == s->capchk) {
         size_t cap = s->capchk ? 2 * s->capchk : 256;
@@ -1108,8 +1116,8 @@ static void eval_checks(struct sched_fsm *s, uint64_t t)
     }
 }
 
-void sched_fsm_foreach_thread(struct sched_fsm *s, void (*fn)(void *arg, uint32_t pid, uint32_t tid),
-                          void *arg)
+void sched_fsm_foreach_thread(struct sched_fsm *s,
+                              void (*fn)(void *arg, uint32_t pid, uint32_t tid), void *arg)
 {
     for (size_t i = 0; i < s->threads.cap; i++) {
         struct thr *th = (struct thr *)(uintptr_t)s->threads.vals[i];

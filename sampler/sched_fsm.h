@@ -65,11 +65,12 @@ void sched_fsm_sys_sample(struct sched_fsm *s, uint64_t t_ns, const struct procf
 
 /** Queue a schedstat reading of @p tid taken at @p t_ns; it is compared with
  * the perf-derived on-CPU time once events up to @p t_ns are consumed. */
-void sched_fsm_check(struct sched_fsm *s, uint32_t tid, uint64_t t_ns, const struct procfs_schedstat *ss);
+void sched_fsm_check(struct sched_fsm *s, uint32_t tid, uint64_t t_ns,
+                     const struct procfs_schedstat *ss);
 
 /** Call @p fn for every live tracked thread. */
-void sched_fsm_foreach_thread(struct sched_fsm *s, void (*fn)(void *arg, uint32_t pid, uint32_t tid),
-                          void *arg);
+void sched_fsm_foreach_thread(struct sched_fsm *s,
+                              void (*fn)(void *arg, uint32_t pid, uint32_t tid), void *arg);
 
 /** Live tracked processes. */
 int sched_fsm_live(const struct sched_fsm *s);

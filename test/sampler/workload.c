@@ -47,8 +47,8 @@ static uint64_t field(const char *text, const char *key)
 }
 
 /* Status counts and schedstat of the calling thread. */
-static void snap(uint64_t *ta, uint64_t *t, uint64_t *cpu, uint64_t *on, uint64_t *rd, uint64_t *vol,
-                 uint64_t *invol)
+static void snap(uint64_t *ta, uint64_t *t, uint64_t *cpu, uint64_t *on, uint64_t *rd,
+                 uint64_t *vol, uint64_t *invol)
 {
     char path[96], buf[4096];
     pid_t tid = (pid_t)syscall(SYS_gettid);

@@ -32,6 +32,22 @@ static int test_switch_counts_match_status(void)
     return 0;
 }
 
+/* On failure: the off-CPU intervals over 100 us inside the report's span. */
+static void dump_long_offs(const struct wl_report *r)
+{
+    const struct cs_rec_offcpu *o;
+
+    for (size_t k = 0; (o = fake_rec(col, CS_REC_OFFCPU, k)) != NULL; k++) {
+        if (o->tid != r->tid || o->t_end_ns <= r->t0 || o->t_start_ns >= r->t1 ||
+            o->t_end_ns - o->t_start_ns <= 100000)
+            continue;
+        fprintf(stderr, "  off %llu +%llu ns cls %u runq %u cpu %u flags %#x\n",
+                (unsigned long long)o->t_start_ns,
+                (unsigned long long)(o->t_end_ns - o->t_start_ns), o->cls, o->runq_ns, o->cpu,
+                o->flags);
+    }
+}
+
 static int test_on_off_cpu_match_thread_clock(void)
 {
     double worst = 0;
@@ -48,13 +64,10 @@ static int test_on_off_cpu_match_thread_clock(void)
         if (err > worst)
             worst = err;
         if (!near(on, on_true, 2.0, span / 50) || !near(off, off_true, 2.0, span / 50)) {
-            const struct cs_rec_offcpu *o;
-            fprintf(stderr, "tid %u %s: on %llu/%llu off %llu/%llu us t0 %llu t1 %llu\n", r->tid, r->comm,
+            fprintf(stderr, "tid %u %s: on %llu/%llu off %llu/%llu us\n", r->tid, r->comm,
                     (unsigned long long)on / 1000, (unsigned long long)on_true / 1000,
-                    (unsigned long long)off / 1000, (unsigned long long)off_true / 1000, (unsigned long long)r->t0, (unsigned long long)r->t1);
-            for (size_t k = 0; (o = fake_rec(col, CS_REC_OFFCPU, k)) != NULL; k++)
-                if (o->tid == r->tid && o->t_end_ns > r->t0 && o->t_start_ns < r->t1 && o->t_end_ns - o->t_start_ns > 100000)
-                    fprintf(stderr, "  off %llu +%llu cls %u rq %u cpu %u fl %x\n", (unsigned long long)o->t_start_ns, (unsigned long long)(o->t_end_ns - o->t_start_ns), o->cls, o->runq_ns, o->cpu, o->flags);
+                    (unsigned long long)off / 1000, (unsigned long long)off_true / 1000);
+            dump_long_offs(r);
         }
         CHECK(near(on, on_true, 2.0, span / 50));
         CHECK(near(off, off_true, 2.0, span / 50));
@@ -82,7 +95,8 @@ static int test_every_process_in_table_with_parent_and_comm(void)
             CHECK_STR(p->comm, rep[i].comm);
         CHECK(p->flags & CS_PF_EXITED);
         CHECK(p->exit_ns >= rep[i].t1);
-        CHECK_EQ(!!(p->flags & CS_PF_PREATTACH), rep[i].preattach || rep[i].pid == (uint32_t)root_pid);
+        CHECK_EQ(!!(p->flags & CS_PF_PREATTACH),
+                 rep[i].preattach || rep[i].pid == (uint32_t)root_pid);
     }
     CHECK(fake_proc(col, (uint32_t)root_pid)->flags & CS_PF_ROOT);
     CHECK(fake_proc(col, (uint32_t)getpid()) == NULL);
@@ -226,8 +240,11 @@ static int test_runq_waits_are_ordered(void)
 
 static int test_schedstat_cross_check_agrees(void)
 {
-    fprintf(stderr, "checks %s diverged %s wake_unknown %s block_tp %s unlabelled %s\n", fake_meta(col, "host_checks"),
-            fake_meta(col, "host_diverged"), fake_meta(col, "host_wake_unknown"), fake_meta(col, "host_block_tp"), fake_meta(col, "host_block_unlabelled"));
+    static const char *const keys[] = {"host_checks", "host_diverged", "host_wake_unknown",
+                                       "host_block_tp", "host_block_unlabelled"};
+
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        fprintf(stderr, "%s %s%s", keys[i], fake_meta(col, keys[i]), i + 1 < 5 ? " " : "\n");
     CHECK(strtoull(fake_meta(col, "host_checks"), NULL, 10) > 0);
     CHECK_STR(fake_meta(col, "host_diverged"), "0");
     return 0;
