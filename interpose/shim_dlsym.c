@@ -179,15 +179,20 @@ static void *dlsym_cu(shim_dlsym_fn real, void *handle, const char *name)
     return p;
 }
 
-/* RTLD_NEXT lookups must stay a tail call: glibc finds "next" from the
- * return address, which then still points into the caller, not into us. */
+/* Only lookups of driver names (cu + capital: cuLaunchKernel, not
+ * cudaMalloc) in an object handle are wrapped. Everything else is a tail
+ * call, because glibc resolves RTLD_NEXT and RTLD_DEFAULT from the return
+ * address: called from here, "next" would start after the shim and
+ * "default" would lose the caller's local scope. RTLD_DEFAULT needs no
+ * wrapping anyway: the preloaded shim's own exports come first. */
 SHIM_EXPORT void *dlsym(void *handle, const char *name)
 {
     shim_dlsym_fn real = __atomic_load_n(&shim_real_dlsym_, __ATOMIC_ACQUIRE);
 
     if (SHIM_UNLIKELY(real == NULL))
         real = shim_dlsym_init_slow();
-    if (handle != RTLD_NEXT && name[0] == 'c' && name[1] == 'u' &&
+    if (handle != RTLD_NEXT && handle != RTLD_DEFAULT && name[0] == 'c' && name[1] == 'u' &&
+        name[2] >= 'A' && name[2] <= 'Z' &&
         !atomic_load_explicit(&shim_off_, memory_order_relaxed))
         return dlsym_cu(real, handle, name);
     SHIM_MUSTTAIL return real(handle, name);

@@ -53,7 +53,12 @@ set_tests_properties(cli.shim_errno cli.shim_fork cli.shim_fork_forker cli.shim_
 add_library(shim_rtld_a SHARED ${SHIM_TEST_DIR}/unit/test_shim_rtld_a.c)
 add_library(shim_rtld_wrap SHARED ${SHIM_TEST_DIR}/unit/test_shim_rtld_wrap.c)
 target_link_libraries(shim_rtld_wrap PRIVATE ${CMAKE_DL_LIBS})
+add_library(shim_rtld_local SHARED ${SHIM_TEST_DIR}/unit/test_shim_rtld_local.c)
+add_library(shim_rtld_user SHARED ${SHIM_TEST_DIR}/unit/test_shim_rtld_user.c)
+target_link_libraries(shim_rtld_user PRIVATE shim_rtld_local ${CMAKE_DL_LIBS})
 add_executable(test_shim_rtld ${SHIM_TEST_DIR}/unit/test_shim_rtld.c)
+add_dependencies(test_shim_rtld shim_rtld_user)
+set_target_properties(test_shim_rtld PROPERTIES BUILD_RPATH ${CMAKE_BINARY_DIR})
 target_link_libraries(test_shim_rtld PRIVATE shim_rtld_wrap shim_rtld_a ${CMAKE_DL_LIBS})
 target_link_options(test_shim_rtld PRIVATE -Wl,--no-as-needed)
 add_test(NAME cli.shim_rtld_next
