@@ -52,6 +52,9 @@ static int derive(struct analysis *a)
     int rc;
 
     procs_compute(m);
+    /* the feed first: it needs the most scratch memory, which stats reuses */
+    if ((rc = feed_compute(&a->feed, m)) < 0)
+        return rc;
     if ((rc = stats_table_build(&a->api, m, STATS_BY_API)) < 0)
         return rc;
     if (m->opts.by_pid && (rc = stats_table_build(&a->by_pid, m, STATS_BY_PID)) < 0)
@@ -66,8 +69,6 @@ static int derive(struct analysis *a)
         else
             a->api_outer_calls += a->api.row[i].n;
     }
-    if ((rc = feed_compute(&a->feed, m)) < 0)
-        return rc;
     walls(m, &longest, &sum);
     a->chains = chains_build(m, &a->api, &a->feed, sum);
     return a->chains ? 0 : -ENOMEM;

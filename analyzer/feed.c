@@ -277,17 +277,17 @@ static int walk_proc(struct walk *w, const uint32_t *thr, uint32_t nthr, uint64_
 }
 
 /* Median launch duration and launch-to-launch host gap, per thread. */
-static int launch_medians(struct feed_proc *fp, const struct model *m, const uint32_t *thr,
+static int launch_medians(struct feed_proc *fp, struct model *m, const uint32_t *thr,
                           uint32_t nthr)
 {
-    uint64_t *dur = malloc((fp->launches + 1) * sizeof(*dur));
-    uint64_t *gap = malloc((fp->launches + 1) * sizeof(*gap)), nd = 0, ng = 0;
+    /* durations, gaps and the radix sort's buffer share the model's scratch */
+    uint64_t n1 = fp->launches + 1, nd = 0, ng = 0;
+    uint64_t *dur = model_scratch(m, 3 * n1 * sizeof(*dur)), *gap, *tmp;
 
-    if (dur == NULL || gap == NULL) {
-        free(dur);
-        free(gap);
+    if (dur == NULL)
         return -ENOMEM;
-    }
+    gap = dur + n1;
+    tmp = gap + n1;
     for (uint32_t i = 0; i < nthr; i++) {
         const struct m_thread *t = &m->thr[thr[i]];
         const struct m_call *prev = NULL;
@@ -303,16 +303,14 @@ static int launch_medians(struct feed_proc *fp, const struct model *m, const uin
             prev = is_launch ? c : NULL;
         }
     }
-    stats_sort(dur, nd, NULL);
-    stats_sort(gap, ng, NULL);
+    stats_sort(dur, nd, tmp);
+    stats_sort(gap, ng, tmp);
     fp->launch_p50_ns = stats_rank(dur, nd, 500);
     fp->launch_gap_p50_ns = stats_rank(gap, ng, 500);
-    free(dur);
-    free(gap);
     return 0;
 }
 
-static int feed_proc_compute(struct feed *f, const struct model *m, uint32_t p,
+static int feed_proc_compute(struct feed *f, struct model *m, uint32_t p,
                              const uint32_t *thr, uint32_t nthr)
 {
     struct walk w = {.f = f, .m = m, .fp = &f->p[f->np]};
@@ -335,7 +333,7 @@ static int feed_proc_compute(struct feed *f, const struct model *m, uint32_t p,
     return rc;
 }
 
-int feed_compute(struct feed *f, const struct model *m)
+int feed_compute(struct feed *f, struct model *m)
 {
     uint32_t *thr = malloc((m->nthr + 1) * sizeof(*thr));
     int rc = 0;

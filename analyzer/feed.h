@@ -67,7 +67,7 @@ struct feed {
 };
 
 /** Compute the feed of every process with CUDA calls. @return 0 or -ENOMEM */
-int feed_compute(struct feed *f, const struct model *m);
+int feed_compute(struct feed *f, struct model *m);
 
 /** Feed of process @p proc, NULL if it made no CUDA calls. */
 const struct feed_proc *feed_find(const struct feed *f, uint32_t proc);

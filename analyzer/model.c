@@ -27,17 +27,35 @@ const char *model_reading(void)
 
 #define BIG_HDR 64 /* keeps the length; the array stays 64-byte aligned */
 
+/* Below this a big array is just malloc'd (a latency row of a few calls). */
+#define BIG_MIN (1u << 20)
+
 void *model_alloc_big(size_t bytes)
 {
     size_t len = bytes + BIG_HDR;
-    uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uint8_t *p;
 
-    if (p == MAP_FAILED)
-        return NULL;
-    if (len >= (2u << 20))
+    if (len < BIG_MIN) {
+        if ((p = malloc(len)) == NULL)
+            return NULL;
+    } else {
+        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
         madvise(p, len, MADV_HUGEPAGE); /* advice only: fine if refused */
+    }
     memcpy(p, &len, sizeof(len));
     return p + BIG_HDR;
+}
+
+void *model_scratch(struct model *m, size_t bytes)
+{
+    if (bytes <= m->scratch_bytes)
+        return m->scratch;
+    model_free_big(m->scratch);
+    m->scratch = model_alloc_big(bytes);
+    m->scratch_bytes = m->scratch ? bytes : 0;
+    return m->scratch;
 }
 
 void model_free_big(void *p)
@@ -47,7 +65,10 @@ void model_free_big(void *p)
     if (p == NULL)
         return;
     memcpy(&len, (uint8_t *)p - BIG_HDR, sizeof(len));
-    munmap((uint8_t *)p - BIG_HDR, len);
+    if (len < BIG_MIN)
+        free((uint8_t *)p - BIG_HDR);
+    else
+        munmap((uint8_t *)p - BIG_HDR, len);
 }
 
 /* ---- a small open-addressing map u64 -> u32 ---- */
@@ -495,12 +516,11 @@ static int off_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
             o->t_end_ns = r->t_end_ns;
             o->thr = t;
             o->waker_pid = r->waker_pid;
-            o->waker_tid = r->waker_tid;
             o->holder_pid = r->holder_pid;
-            o->runq_ns = r->runq_ns;
-            o->holder_permille = (uint16_t)(r->holder_permille > 1000 ? 1000 : r->holder_permille);
             o->cls = r->cls;
             o->flags = r->flags;
+            o->pad = 0;
+            m->proc[m->thr[t].proc].st.runq_off_ns += r->runq_ns;
         }
     }
     return 0;
@@ -828,6 +848,7 @@ void model_exit(struct model *m)
     free(m->thr);
     model_free_big(m->call);
     model_free_big(m->off);
+    model_free_big(m->scratch);
     free(m->pwin);
     free(m->sys);
     m_hash_free(m->proc_ix);

@@ -34,22 +34,25 @@ struct m_call {
 _Static_assert(sizeof(struct m_call) == 40, "m_call is 40 bytes");
 _Static_assert(CS_API_COUNT <= 2048, "enum cs_api fits m_call.api");
 
-/* One off-CPU interval (struct cs_rec_offcpu without pid/tid/cpu). */
+/* One off-CPU interval: struct cs_rec_offcpu without pid, tid, cpu, the
+ * waker's tid and the holder's share (32 bytes; run-queue time is summed per
+ * process while loading, m_proc_stats.runq_off_ns). */
 struct m_off {
     uint64_t t_start_ns, t_end_ns;
     uint32_t thr;
-    uint32_t waker_pid, waker_tid;
+    uint32_t waker_pid;
     uint32_t holder_pid;
-    uint32_t runq_ns;
-    uint16_t holder_permille;
     uint8_t cls;   /* enum cs_off_class */
     uint8_t flags; /* CS_HF_* */
+    uint16_t pad;
 };
+_Static_assert(sizeof(struct m_off) == 32, "m_off is 32 bytes");
 
 /* Per-process totals, filled by procs.c from pwin and off-CPU records. */
 struct m_proc_stats {
     uint64_t cuda_calls, cuda_ns;         /* outermost calls */
     uint64_t oncpu_ns, sleep_ns, disk_ns, preempt_ns, runq_ns;
+    uint64_t runq_off_ns; /* run-queue time of the off-CPU intervals (used without pwin) */
     uint64_t max_stall_ns, max_stall_at_ns;
     uint64_t vcsw, ivcsw, migrations, page_allocs, minflt, majflt;
     uint64_t npwin;
@@ -111,6 +114,8 @@ struct model {
     struct cs_rec_syswin *sys; /* grouped by run, by time */
     uint64_t nsys;
     struct m_hash *proc_ix, *thr_ix;
+    void *scratch;
+    size_t scratch_bytes;
 };
 
 /* A small open-addressing map from u64 keys to u32 values (M_NONE = absent). */
@@ -119,6 +124,11 @@ struct m_hash *m_hash_new(void);
 void m_hash_free(struct m_hash *h);
 uint32_t m_hash_get(const struct m_hash *h, uint64_t key);
 int m_hash_put(struct m_hash *h, uint64_t key, uint32_t val); /* 0 or -ENOMEM */
+
+/** Scratch memory of at least @p bytes, owned by the model and reused (so the
+ * kernel zeroes it once): valid until the next call or model_exit().
+ * @return NULL when out of memory */
+void *model_scratch(struct model *m, size_t bytes);
 
 /** Allocate @p bytes for a big array: anonymous pages advised as huge pages,
  * so filling 10 M records costs a few thousand page faults, not millions.

@@ -81,12 +81,19 @@ static void add_off(struct model *m)
             p->st.disk_ns += d;
         else
             p->st.sleep_ns += d;
-        p->st.runq_ns += o->runq_ns;
         if (o->cls == CS_OFF_PREEMPT)
             p->st.ivcsw++;
         else
             p->st.vcsw++;
     }
+}
+
+/* Without windows, run-queue delay comes from the off-CPU intervals. */
+static void runq_fallback(struct model *m)
+{
+    for (uint32_t i = 0; i < m->nproc; i++)
+        if (m->proc[i].npwin == 0)
+            m->proc[i].st.runq_ns = m->proc[i].st.runq_off_ns;
 }
 
 static void set_roles(struct model *m)
@@ -112,5 +119,6 @@ void procs_compute(struct model *m)
     add_calls(m);
     add_pwin(m);
     add_off(m);
+    runq_fallback(m);
     set_roles(m);
 }

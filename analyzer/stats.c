@@ -222,7 +222,7 @@ static int skip(const struct stats_table *t, const struct m_call *c)
 
 /* Two passes: count the calls of each row, then fill arrays of exact size
  * (10 M durations are never copied by a growing realloc). */
-int stats_table_build(struct stats_table *t, const struct model *m, enum stats_by by)
+int stats_table_build(struct stats_table *t, struct model *m, enum stats_by by)
 {
     uint64_t max_n = 0, *tmp;
     struct stats_row *r;
@@ -254,13 +254,12 @@ int stats_table_build(struct stats_table *t, const struct model *m, enum stats_b
         r->dur[r->n++] = model_dur(c);
         r->errors += !!(c->flags & CS_CF_ERROR);
     }
-    if ((tmp = model_alloc_big((max_n ? max_n : 1) * sizeof(*tmp))) == NULL)
+    if ((tmp = model_scratch(m, (max_n ? max_n : 1) * sizeof(*tmp))) == NULL)
         return -ENOMEM;
     for (uint32_t i = 0; i < t->nrow; i++) {
         stats_sort(t->row[i].dur, t->row[i].n, tmp);
         stats_summarize(t->row[i].dur, t->row[i].n, &t->row[i].s);
     }
-    model_free_big(tmp);
     qsort(t->row, t->nrow, sizeof(*t->row), cmp_row);
     reindex(t);
     return 0;

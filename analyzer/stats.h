@@ -60,7 +60,7 @@ struct stats_table {
 /** Build the table for @p by over every call of @p m (nested driver calls get
  * their own rows). Rows are sorted: outermost first, by total time.
  * @return 0 or -ENOMEM */
-int stats_table_build(struct stats_table *t, const struct model *m, enum stats_by by);
+int stats_table_build(struct stats_table *t, struct model *m, enum stats_by by);
 
 /** Row of the outermost-or-nested API row for call @p c (STATS_BY_API only).
  * @return the row or NULL */
