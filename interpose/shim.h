@@ -71,6 +71,8 @@ static inline void shim_rec_begin(struct cs_rec_cuda *r, unsigned api, unsigned 
 }
 
 uint32_t shim_stack_capture_slow(void) SHIM_COLD;
+/** getpid(), cached; for calls made before the constructor ran. */
+uint32_t shim_pid_slow(void) SHIM_COLD;
 
 /** Finish and push a record: exit time, result, pid/tid, optional stack. */
 static inline void shim_rec_end(struct cs_rec_cuda *r, int result)
@@ -80,7 +82,7 @@ static inline void shim_rec_end(struct cs_rec_cuda *r, int result)
     r->flags |= shim_static_rt_;
     if (result != 0)
         r->flags |= CS_CF_ERROR;
-    r->pid = shim_pid_;
+    r->pid = SHIM_LIKELY(shim_pid_ != 0) ? shim_pid_ : shim_pid_slow();
     r->tid = shim_ring_tid();
     if (SHIM_UNLIKELY(shim_stack_min_ != 0) && r->t_exit_ns - r->t_enter_ns >= shim_stack_min_)
         r->stack_id = shim_stack_capture_slow();

@@ -17,6 +17,12 @@ uint32_t shim_pid_;
 
 static pthread_mutex_t shim_mu = PTHREAD_MUTEX_INITIALIZER;
 
+uint32_t shim_pid_slow(void)
+{
+    shim_pid_ = (uint32_t)getpid();
+    return shim_pid_;
+}
+
 void shim_lock(void) { pthread_mutex_lock(&shim_mu); }
 void shim_unlock(void) { pthread_mutex_unlock(&shim_mu); }
 

@@ -1,10 +1,11 @@
 #!/bin/bash
-# shim_fork.sh BUILD CLIENT WORKERS THREADS ITERS: forked workers with threads
-# each record into their own ring; every process's records match what it
-# did (no loss, no duplicate), and nothing hangs.
+# shim_fork.sh BUILD [CLIENT] WORKERS THREADS ITERS: forked workers with
+# threads each record into their own ring; every process's records match
+# what it did (no loss, no duplicate), and nothing hangs. CLIENT (under
+# fake/) defaults to test_shim_fork.
 . "$(dirname "$0")/shim_common.sh"
-C=$1
-shift
+C=test_shim_fork
+case $1 in [0-9]*) ;; *) C=$1; shift ;; esac
 mkdir "$T/exp"
 FAKECUDA_EXPECT="$T/exp/%p.exp" timeout 100 "$B/cudaspy" record -o "$T/run.lmdb" --no-host -- \
     "$B/fake/$C" "$@" >"$T/out" || fail "$C exited $? (hang?)"
