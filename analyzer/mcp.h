@@ -63,8 +63,10 @@ struct mcp_call {
  * latency table does: mcp_lat_key(). */
 struct mcp_lat {
     uint64_t t_ns, dur_ns;
-    uint32_t call; /* index in calls */
+    uint32_t call;    /* index in calls */
     uint32_t pid;
+    uint32_t name_id; /* the call's kernel name: kernel filters read no call */
+    uint32_t pad;
 };
 
 #define MCP_LAT_KEYS (CS_API_COUNT * 6)

@@ -270,7 +270,8 @@ static int index_lat(struct mcp_index *x)
     memcpy(at, x->lat_lo, sizeof(x->lat_lo));
     for (uint64_t i = 0; i < x->ncalls; i++) {
         const struct mcp_call *c = &x->calls[i];
-        x->lat[at[call_key(c)]++] = (struct mcp_lat){c->t_ns, c->dur_ns, (uint32_t)i, c->pid};
+        x->lat[at[call_key(c)]++] = (struct mcp_lat){c->t_ns, c->dur_ns, (uint32_t)i, c->pid,
+                                                       c->name_id, 0};
     }
     free(at);
     return 0;

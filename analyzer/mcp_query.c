@@ -183,19 +183,34 @@ struct q_callf {
     int last_ok;
 };
 
-static int callf_ok(const struct mcp_index *x, struct q_callf *f, const struct mcp_call *call)
+static int callf_ok(const struct mcp_index *x, struct q_callf *f, const struct mcp_lat *l)
 {
-    if (f->has_stream && call->stream != f->stream)
-        return 0;
     if (f->kernel) {
-        if (call->name_id != f->last_id || f->last_id == 0) {
-            f->last_id = call->name_id;
-            f->last_ok = call->name_id && strcmp(cs_run_string(x->run, call->name_id),
-                                                 f->kernel) == 0;
+        if (l->name_id != f->last_id || f->last_id == 0) {
+            f->last_id = l->name_id;
+            f->last_ok = l->name_id && strcmp(cs_run_string(x->run, l->name_id), f->kernel) == 0;
         }
-        return f->last_ok;
+        if (!f->last_ok)
+            return 0;
     }
-    return 1;
+    return !f->has_stream || x->calls[l->call].stream == f->stream;
+}
+
+/* Durations of lat[a, b) passing @p f (NULL: all) into @p sc; errors added. */
+static int lat_collect(const struct mcp_index *x, uint64_t a, uint64_t b, struct q_callf *f,
+                       struct q_scratch *sc, uint64_t *errors)
+{
+    if (!f)
+        *errors += x->cum_err[b] - x->cum_err[a];
+    for (uint64_t i = a; i < b; i++) {
+        if (f && !callf_ok(x, f, &x->lat[i]))
+            continue;
+        if (scratch_push(sc, x->lat[i].dur_ns) < 0)
+            return -ENOMEM;
+        if (f)
+            *errors += !!(x->calls[x->lat[i].call].flags & CS_CF_ERROR);
+    }
+    return 0;
 }
 
 /* Statistics of key @p k for @p pid (0 = all) over calls entering in
@@ -219,14 +234,8 @@ static int key_stats(const struct mcp_index *x, unsigned k, uint32_t pid, uint64
         e = mcp_index_group_end(x, g, b);
         uint64_t wa = g, wb = e;
         mcp_index_lat_window(x, &wa, &wb, lo, hi);
-        for (uint64_t i = wa; i < wb; i++) {
-            const struct mcp_call *call = &x->calls[x->lat[i].call];
-            if (f && !callf_ok(x, f, call))
-                continue;
-            if (scratch_push(sc, x->lat[i].dur_ns) < 0)
-                return -ENOMEM;
-            *errors += !!(call->flags & CS_CF_ERROR);
-        }
+        if (lat_collect(x, wa, wb, f, sc, errors) < 0)
+            return -ENOMEM;
     }
     mcp_stats_unsorted(sc->v, sc->n, st);
     return 0;

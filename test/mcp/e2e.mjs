@@ -135,6 +135,17 @@ async function apiLatency(client, want) {
     const sum = s.histogram.reduce((a, b) => a + b.count, 0);
     check(`get_api_latency ${JSON.stringify(args)} histogram sums to count`, sum === s.count);
   }
+  // Kernel and stream filters against the analyzer's split tables.
+  const byK = analyze('--json', '--by', 'kernel', tree).apis_by_kernel.find((r) => !r.nested && r.kernel);
+  const byS = analyze('--json', '--by', 'stream', tree).apis_by_stream.find((r) => !r.nested);
+  for (const [args, row] of [[{ api: byK.api, kernel: byK.kernel }, byK],
+    [{ api: byS.api, pid: byS.pid, stream: byS.stream }, byS]]) {
+    for (const pass of ['first', 'again']) {
+      const s = (await call(client, 'get_api_latency', args)).structuredContent;
+      const bad = NUM_KEYS.filter((k) => s[k] !== row[k]);
+      check(`get_api_latency ${JSON.stringify(args)} (${pass}) equals --by row`, bad.length === 0, bad.join(','));
+    }
+  }
 }
 
 // Every event of the main process in 40 ms from its first event, @p limit a page.
