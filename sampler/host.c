@@ -67,22 +67,16 @@ void host_reason(struct host *h, const char *fmt, ...)
     va_end(ap);
 }
 
-/* errno names for the reason strings. */
+/* errno names for the reason strings ("EACCES"), or "errno N". */
 static const char *errname(int rc)
 {
-    switch (-rc) {
-    case EACCES: return "EACCES";
-    case EPERM: return "EPERM";
-    case ENOENT: return "ENOENT";
-    case ENODEV: return "ENODEV";
-    case ENOSYS: return "ENOSYS";
-    case EINVAL: return "EINVAL";
-    case EMFILE: return "EMFILE";
-    case ENOMEM: return "ENOMEM";
-    case ESRCH: return "ESRCH";
-    case EBUSY: return "EBUSY";
-    default: return "error";
-    }
+    static char buf[32];
+    const char *n = strerrorname_np(-rc);
+
+    if (n)
+        return n;
+    snprintf(buf, sizeof(buf), "errno %d", -rc);
+    return buf;
 }
 
 static void raise_nofile(void)
@@ -529,7 +523,7 @@ static void close_perf(struct host *h)
         close(h->fds[i]);
     h->nfds = 0;
     h->npend = 0;
-    memset(&h->dec, 0, sizeof(h->dec));
+    pe_decode_reset(&h->dec);
     sched_fsm_free(h->s);
     h->s = NULL;
 }

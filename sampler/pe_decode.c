@@ -5,6 +5,7 @@
 #include "pe_decode.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The sample_id trailer of non-sample records: {pid,tid}{time}{cpu,res}{id}. */
@@ -28,21 +29,44 @@ struct sample_head {
 
 int pe_decode_add(struct pe_decoder *d, uint64_t id, enum pe_role role, uint32_t period)
 {
-    if (d->nids >= PE_DECODE_MAX_IDS)
-        return -ENOSPC;
-    d->ids[d->nids] = id;
-    d->roles[d->nids] = (uint8_t)role;
-    d->periods[d->nids] = period ? period : 1;
+    unsigned i;
+
+    if (d->nids == d->cap) {
+        unsigned cap = d->cap ? 2 * d->cap : 64;
+        struct pe_id *v = realloc(d->ids, cap * sizeof(*v));
+
+        if (!v)
+            return -ENOMEM;
+        d->ids = v;
+        d->cap = cap;
+    }
+    for (i = d->nids; i > 0 && d->ids[i - 1].id > id; i--) /* keep sorted */
+        d->ids[i] = d->ids[i - 1];
+    d->ids[i] = (struct pe_id){id, period ? period : 1, (uint8_t)role};
     d->nids++;
     return 0;
 }
 
-static int find_id(const struct pe_decoder *d, uint64_t id)
+void pe_decode_reset(struct pe_decoder *d)
 {
-    for (unsigned i = 0; i < d->nids; i++)
-        if (d->ids[i] == id)
-            return (int)i;
-    return -1;
+    free(d->ids);
+    d->ids = NULL;
+    d->nids = d->cap = 0;
+}
+
+static const struct pe_id *find_id(const struct pe_decoder *d, uint64_t id)
+{
+    unsigned lo = 0, hi = d->nids;
+
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+
+        if (d->ids[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < d->nids && d->ids[lo].id == id ? &d->ids[lo] : NULL;
 }
 
 static void from_sample_id(const struct perf_event_header *h, struct pe_ev *ev)
@@ -87,27 +111,23 @@ static int decode_sample(const struct pe_decoder *d, const struct perf_event_hea
                          struct pe_ev *ev)
 {
     const uint8_t *p = (const uint8_t *)(h + 1);
+    const struct pe_id *e;
     struct sample_head s;
     uint32_t raw_size = 0;
-    int i;
 
     if (h->size < sizeof(*h) + sizeof(s))
         return 0;
     memcpy(&s, p, sizeof(s));
-    i = find_id(d, s.id);
-    if (i < 0)
+    e = find_id(d, s.id);
+    if (!e)
         return 0;
     ev->pid = s.pid;
     ev->tid = s.tid;
     ev->t_ns = s.time;
-    switch (d->roles[i]) {
-    case PE_ROLE_FAULT_MIN:
-    case PE_ROLE_FAULT_MAJ:
-        ev->kind = d->roles[i] == PE_ROLE_FAULT_MIN ? PE_EV_FAULT_MIN : PE_EV_FAULT_MAJ;
-        ev->a = d->periods[i];
+    if (e->role == PE_ROLE_FAULT_MIN || e->role == PE_ROLE_FAULT_MAJ) {
+        ev->kind = e->role == PE_ROLE_FAULT_MIN ? PE_EV_FAULT_MIN : PE_EV_FAULT_MAJ;
+        ev->a = e->period;
         return 1;
-    default:
-        break;
     }
     p += sizeof(s);
     if (h->size < sizeof(*h) + sizeof(s) + 4)
@@ -115,7 +135,7 @@ static int decode_sample(const struct pe_decoder *d, const struct perf_event_hea
     memcpy(&raw_size, p, 4);
     if (sizeof(*h) + sizeof(s) + 4 + raw_size > h->size)
         return 0;
-    return decode_raw(d, d->roles[i], p + 4, raw_size, d->periods[i], ev);
+    return decode_raw(d, e->role, p + 4, raw_size, e->period, ev);
 }
 
 static int decode_task(const struct perf_event_header *h, struct pe_ev *ev, uint8_t kind)

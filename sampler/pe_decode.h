@@ -53,19 +53,27 @@ struct pe_ev {
     char comm[16];
 };
 
-#define PE_DECODE_MAX_IDS 64
+/* One event id's meaning. */
+struct pe_id {
+    uint64_t id;
+    uint32_t period;   /* sample_period: the weight of one sample */
+    uint8_t role;      /* enum pe_role */
+};
 
+/* Event ids sorted by id (the kernel hands them out in increasing order, so
+ * adding is an append), one per event per CPU. */
 struct pe_decoder {
     const struct pe_tracefs *tf;
-    unsigned nids;
-    uint64_t ids[PE_DECODE_MAX_IDS];
-    uint8_t roles[PE_DECODE_MAX_IDS];
-    uint32_t periods[PE_DECODE_MAX_IDS];
+    struct pe_id *ids;
+    unsigned nids, cap;
 };
 
 /** Map kernel event id @p id to @p role (sampled every @p period events).
- * @return 0 or -ENOSPC */
+ * @return 0 or -ENOMEM */
 int pe_decode_add(struct pe_decoder *d, uint64_t id, enum pe_role role, uint32_t period);
+
+/** Free the id table; the decoder can be reused. */
+void pe_decode_reset(struct pe_decoder *d);
 
 /** Decode @p h from ring of CPU @p cpu. @return 1 decoded, 0 skip (unknown
  * or not interesting) */

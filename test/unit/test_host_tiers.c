@@ -40,6 +40,8 @@ static int test_tier_b_classes_without_tracepoints(void)
     return 0;
 }
 
+/* Per-task switch records come ~3 us after the kernel starts charging a
+ * thread (no CPU-wide edge to correct with): allow 4 us per switch. */
 static int test_tier_b_on_cpu_within_5_percent_of_span(void)
 {
     for (int i = 0; i < run_b.nrep; i++) {
@@ -47,7 +49,7 @@ static int test_tier_b_on_cpu_within_5_percent_of_span(void)
         uint64_t v, iv, span = r->t1 - r->t0;
         uint64_t on = span - hrun_off(&run_b, r->tid, r->t0, r->t1, &v, &iv);
 
-        CHECK(hrun_near(on, r->cpu1 - r->cpu0, 0, span / 20));
+        CHECK(hrun_near(on, r->cpu1 - r->cpu0, 0, span / 20 + (v + iv) * 4000));
     }
     return 0;
 }
