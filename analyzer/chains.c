@@ -208,7 +208,9 @@ static int pa_medians(struct ctx *x)
 }
 
 /* Page allocations of process @p p within [t0, t1), pro rata of each window. */
-static double pa_in(const struct model *m, uint32_t p, uint64_t t0, uint64_t t1)
+/* Page allocations (or, with @p faults, minor + major faults) of process
+ * @p p within [t0, t1), pro rata of each window. */
+static double win_sum(const struct model *m, uint32_t p, uint64_t t0, uint64_t t1, int faults)
 {
     const struct m_proc *pr = &m->proc[p];
     uint64_t end = pr->first_pwin + pr->npwin;
@@ -217,11 +219,16 @@ static double pa_in(const struct model *m, uint32_t p, uint64_t t0, uint64_t t1)
     for (uint64_t i = model_pwin_after(m, p, t0); i < end && m->pwin[i].t_start_ns < t1; i++) {
         const struct cs_rec_pwin *w = &m->pwin[i];
         uint64_t len = w->t_end_ns - w->t_start_ns;
+        double v = faults ? (double)w->minflt + (double)w->majflt : (double)w->page_allocs;
         if (len)
-            sum += (double)w->page_allocs *
-                   (double)model_overlap(w->t_start_ns, w->t_end_ns, t0, t1) / (double)len;
+            sum += v * (double)model_overlap(w->t_start_ns, w->t_end_ns, t0, t1) / (double)len;
     }
     return sum;
+}
+
+static double pa_in(const struct model *m, uint32_t p, uint64_t t0, uint64_t t1)
+{
+    return win_sum(m, p, t0, t1, 0);
 }
 
 static void sys_in(const struct model *m, uint32_t run, uint64_t t0, uint64_t t1, uint64_t *bx,
@@ -498,8 +505,9 @@ static void tl_pages(json_t *tl, const struct ctx *x, const struct m_call *c)
         return;
     tl_add(tl, m, m->proc[p].run, c->t_enter_ns, "[HOST]",
            "%s (pid %u) allocated %.0f pages during the call (%.0f per second, %.1fx its median "
-           "rate)", m->proc[p].comm, m->proc[p].pid, a, rate,
-           x->pa_median[p] ? rate / (double)x->pa_median[p] : 0.0);
+           "rate) and took %.0f page faults", m->proc[p].comm, m->proc[p].pid, a, rate,
+           x->pa_median[p] ? rate / (double)x->pa_median[p] : 0.0,
+           win_sum(m, p, c->t_enter_ns, c->t_exit_ns, 1));
 }
 
 /* The full timeline around the worst example call: system, host, CUDA. */
@@ -629,22 +637,20 @@ static void tail_evidence(struct finding *f, const struct tail *t, int k)
           t->busy_ns ? (double)t->busy_x_ns / (double)t->busy_ns / 10.0 : 0.0);
 }
 
-static uint32_t count_role(const struct model *m, int role)
+/* Processes of @p role in run @p run: workers are counted against that
+ * run's CPUs (ranks on different hosts have their own). */
+static uint32_t count_role(const struct model *m, int role, uint32_t run)
 {
     uint32_t n = 0;
 
     for (uint32_t i = 0; i < m->nproc; i++)
-        n += m->proc[i].role == role && m->proc[i].selected;
+        n += m->proc[i].role == role && m->proc[i].selected && m->proc[i].run == run;
     return n;
 }
 
-static uint32_t ncpu(const struct model *m)
+static uint32_t ncpu(const struct model *m, uint32_t run)
 {
-    uint32_t n = 0;
-
-    for (int i = 0; i < m->nruns; i++)
-        n = m->runs[i].ncpu > n ? m->runs[i].ncpu : n;
-    return n;
+    return run < (uint32_t)m->nruns ? m->runs[run].ncpu : 0;
 }
 
 static void holders_evidence(struct finding *f, const struct ctx *x, int k)
@@ -670,10 +676,15 @@ static void holders_evidence(struct finding *f, const struct ctx *x, int k)
         const struct holder *h = &x->holders[k][i];
         if (h->proc != M_NONE) {
             const struct m_proc *p = &m->proc[h->proc];
+            char where[48] = "";
+            if (m->nruns > 1 && p->rank != CS_RANK_NONE)
+                snprintf(where, sizeof(where), ", rank %u", p->rank);
+            else if (m->nruns > 1)
+                snprintf(where, sizeof(where), ", run %u", p->run);
             jaddf(f->evidence,
-                  "%s (pid %u, %s) held the CPU %" PRIu64 " times for %s; it ran %s on CPU, %" PRIu64
+                  "%s (pid %u, %s%s) held the CPU %" PRIu64 " times for %s; it ran %s on CPU, %" PRIu64
                   " context switches, %" PRIu64 " page allocations",
-                  p->comm, h->pid, procs_role_name(p->role), h->n, fmt_ns(a, 32, h->ns),
+                  p->comm, h->pid, procs_role_name(p->role), where, h->n, fmt_ns(a, 32, h->ns),
                   fmt_ns(b, 32, p->st.oncpu_ns), p->st.vcsw + p->st.ivcsw, p->st.page_allocs);
         } else {
             jaddf(f->evidence, "pid %u (outside the traced tree) held the CPU %" PRIu64
@@ -686,8 +697,9 @@ static void holders_evidence(struct finding *f, const struct ctx *x, int k)
 static void f_tree(struct ctx *x)
 {
     const struct model *m = x->m;
-    uint32_t nw = count_role(m, M_ROLE_WORKER), nm = count_role(m, M_ROLE_CUDA_MAIN);
-    uint32_t cpus = ncpu(m);
+    uint32_t run = x->holders[0][0].n ? x->holders[0][0].run : 0;
+    uint32_t nw = count_role(m, M_ROLE_WORKER, run), nm = count_role(m, M_ROLE_CUDA_MAIN, run);
+    uint32_t cpus = ncpu(m, run);
     struct finding *f = fnew(x, C_TREE, x->run_pre[0]);
     char a[32];
 
@@ -695,7 +707,8 @@ static void f_tree(struct ctx *x)
                        "own tree (runnable, not running)",
           x->run_pre_n[0], fmt_ns(a, 32, x->run_pre[0]));
     holders_evidence(f, x, 0);
-    jaddf(f->evidence, "%u worker process(es) + %u CUDA process(es) on %u CPUs", nw, nm, cpus);
+    jaddf(f->evidence, "%u worker process(es) + %u CUDA process(es) on %u CPUs%s", nw, nm, cpus,
+          m->nruns > 1 ? " (in the run of the largest holder)" : "");
     tail_evidence(f, tail_for(x, C_TREE), C_TREE);
     snprintf(f->summary, sizeof(f->summary),
              "the traced tree's own processes took the CPU from the CUDA thread(s) for %s",
@@ -781,7 +794,7 @@ static void f_pipe(struct ctx *x)
     uint64_t idle = 0, wait = 0, gaps = 0;
     const struct feed_proc *worst = NULL;
     struct finding *f;
-    uint32_t nw = count_role(m, M_ROLE_WORKER), cpus = ncpu(m);
+    uint32_t nw = 0, cpus = 0;
     char a[32], b[32], d[32];
 
     for (uint32_t i = 0; i < x->f->np; i++) {
@@ -796,6 +809,8 @@ static void f_pipe(struct ctx *x)
     }
     if (worst == NULL || wait == 0)
         return;
+    nw = count_role(m, M_ROLE_WORKER, m->proc[worst->proc].run);
+    cpus = ncpu(m, m->proc[worst->proc].run);
     f = fnew(x, C_PIPE, wait);
     jaddf(f->evidence, "GPU idle >= %s in %" PRIu64 " gaps between a sync that drained the "
                        "streams and the next enqueue",
