@@ -8,7 +8,7 @@ add_library(cs_test_sampler STATIC
 target_include_directories(cs_test_sampler PUBLIC ${CMAKE_SOURCE_DIR}/sampler)
 find_package(Threads REQUIRED)
 
-foreach(t host host_tiers host_pfm)
+foreach(t host host_tiers host_pfm sched_fsm)
   add_executable(test_${t} ${CMAKE_CURRENT_LIST_DIR}/unit/test_${t}.c)
   target_link_libraries(test_${t} cs_test_sampler cs_host cs_test_sampler Threads::Threads m)
   add_test(NAME unit.${t} COMMAND test_${t})
