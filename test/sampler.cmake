@@ -8,12 +8,15 @@ add_library(cs_test_sampler STATIC
 target_include_directories(cs_test_sampler PUBLIC ${CMAKE_SOURCE_DIR}/sampler)
 find_package(Threads REQUIRED)
 
-foreach(t host host_tiers host_pfm sched_fsm)
+# unit.host*: real trees through tier A/B/C (seconds each, root); unit.sched_fsm
+# and unit.pe_ring: synthetic events and this process's own ring (fast).
+foreach(t host host_tiers host_pfm sched_fsm pe_ring)
   add_executable(test_${t} ${CMAKE_CURRENT_LIST_DIR}/unit/test_${t}.c)
   target_link_libraries(test_${t} cs_test_sampler cs_host cs_test_sampler Threads::Threads m)
   add_test(NAME unit.${t} COMMAND test_${t})
-  set_tests_properties(unit.${t} PROPERTIES LABELS "unit;slow" TIMEOUT 120 SKIP_RETURN_CODE 77)
+  set_tests_properties(unit.${t} PROPERTIES LABELS "unit" TIMEOUT 120 SKIP_RETURN_CODE 77)
 endforeach()
+set_tests_properties(unit.host unit.host_tiers unit.host_pfm PROPERTIES LABELS "unit;slow")
 
 add_executable(test_host_lost ${CMAKE_CURRENT_LIST_DIR}/fault/test_host_lost.c)
 target_link_libraries(test_host_lost cs_test_sampler cs_host cs_test_sampler Threads::Threads m)
