@@ -726,8 +726,10 @@ static int load_windows(struct model *m, struct cs_err *err)
     m->nsys = sw.n;
     if (rc < 0)
         return rc;
-    qsort(m->pwin, m->npwin, sizeof(*m->pwin), cmp_pwin);
-    qsort(m->sys, m->nsys, sizeof(*m->sys), cmp_sys);
+    if (m->npwin) /* qsort(NULL, 0, ...) is undefined: no windows in a --no-host run */
+        qsort(m->pwin, m->npwin, sizeof(*m->pwin), cmp_pwin);
+    if (m->nsys)
+        qsort(m->sys, m->nsys, sizeof(*m->sys), cmp_sys);
     for (uint64_t i = 0; i < m->npwin; i++) {
         struct m_proc *p = &m->proc[m->pwin[i].pid];
         if (p->npwin++ == 0)
