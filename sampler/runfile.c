@@ -695,7 +695,8 @@ static char *dup_text(const MDB_val *v)
     char *s = malloc(v->mv_size + 1);
 
     if (s) {
-        memcpy(s, v->mv_data, v->mv_size);
+        if (v->mv_size) /* an empty value may come with mv_data NULL */
+            memcpy(s, v->mv_data, v->mv_size);
         s[v->mv_size] = '\0';
     }
     return s;
