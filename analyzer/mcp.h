@@ -65,8 +65,8 @@ struct mcp_lat {
     uint64_t t_ns, dur_ns;
     uint32_t call;    /* index in calls */
     uint32_t pid;
-    uint32_t name_id; /* the call's kernel name: kernel filters read no call */
-    uint32_t pad;
+    uint32_t name_id; /* the call's kernel name and flags (CS_CF_*): kernel */
+    uint32_t flags;   /* filters read no call record */
 };
 
 #define MCP_LAT_KEYS (CS_API_COUNT * 6)

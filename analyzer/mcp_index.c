@@ -271,7 +271,7 @@ static int index_lat(struct mcp_index *x)
     for (uint64_t i = 0; i < x->ncalls; i++) {
         const struct mcp_call *c = &x->calls[i];
         x->lat[at[call_key(c)]++] = (struct mcp_lat){c->t_ns, c->dur_ns, (uint32_t)i, c->pid,
-                                                       c->name_id, 0};
+                                                       c->name_id, c->flags};
     }
     free(at);
     return 0;
@@ -293,7 +293,7 @@ static int index_lat_sums(struct mcp_index *x)
     for (uint64_t i = 0; rc == 0 && i < n; i++) {
         const struct mcp_lat *l = &x->lat[i];
         x->cum_ns[i + 1] = x->cum_ns[i] + l->dur_ns;
-        x->cum_err[i + 1] = x->cum_err[i] + !!(x->calls[l->call].flags & CS_CF_ERROR);
+        x->cum_err[i + 1] = x->cum_err[i] + !!(l->flags & CS_CF_ERROR);
         x->dur_key[i] = x->dur_pid[i] = l->dur_ns;
     }
     for (unsigned k = 0; rc == 0 && k < MCP_LAT_KEYS; k++) {

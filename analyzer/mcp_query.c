@@ -196,7 +196,8 @@ static int callf_ok(const struct mcp_index *x, struct q_callf *f, const struct m
     return !f->has_stream || x->calls[l->call].stream == f->stream;
 }
 
-/* Durations of lat[a, b) passing @p f (NULL: all) into @p sc; errors added. */
+/* Durations of lat[a, b) passing @p f (NULL: all) into @p sc; errors added.
+ * Only a stream filter reads call records. */
 static int lat_collect(const struct mcp_index *x, uint64_t a, uint64_t b, struct q_callf *f,
                        struct q_scratch *sc, uint64_t *errors)
 {
@@ -208,7 +209,7 @@ static int lat_collect(const struct mcp_index *x, uint64_t a, uint64_t b, struct
         if (scratch_push(sc, x->lat[i].dur_ns) < 0)
             return -ENOMEM;
         if (f)
-            *errors += !!(x->calls[x->lat[i].call].flags & CS_CF_ERROR);
+            *errors += !!(x->lat[i].flags & CS_CF_ERROR);
     }
     return 0;
 }
@@ -306,10 +307,11 @@ static void text_latency_rows(struct mcp_text *t, json_t *rows)
             break;
         }
 #define G(k) ((uint64_t)json_integer_value(json_object_get(r, k)))
-        mcp_text_printf(t, "  %-34s%s n=%llu total=%s mean=%s p50=%s p90=%s p99=%s p99.9=%s max=%s errors=%llu\n",
-                        json_string_value(json_object_get(r, "api")),
-                        json_is_true(json_object_get(r, "nested")) ? " (nested)" : "",
-                        (unsigned long long)G("count"), NS(G("total_ns")), NS(G("mean_ns")),
+        char name[128];
+        snprintf(name, sizeof(name), "%s%s", json_string_value(json_object_get(r, "api")),
+                 json_is_true(json_object_get(r, "nested")) ? " (nested)" : "");
+        mcp_text_printf(t, "  %-36s n=%llu total=%s mean=%s p50=%s p90=%s p99=%s p99.9=%s "
+                           "max=%s errors=%llu\n", name, (unsigned long long)G("count"), NS(G("total_ns")), NS(G("mean_ns")),
                         NS(G("p50_ns")), NS(G("p90_ns")), NS(G("p99_ns")), NS(G("p999_ns")),
                         NS(G("max_ns")), (unsigned long long)G("errors"));
 #undef G
