@@ -1026,7 +1026,9 @@ static void f_sync(struct ctx *x)
     f->examples = json_array();
     for (int i = 0; i < FEED_TOP_GAPS && worst->longest[i].t1_ns; i++) {
         struct examples e = {{worst->longest[i].drain_call}, {1}};
-        json_array_extend(f->examples, ex_json(m, &e));
+        json_t *one = ex_json(m, &e);
+        json_array_extend(f->examples, one);
+        json_decref(one);
     }
     if (worst->longest[0].t1_ns) {
         const struct feed_gap *g = &worst->longest[0];

@@ -260,7 +260,8 @@ int stats_table_build(struct stats_table *t, struct model *m, enum stats_by by)
         stats_sort(t->row[i].dur, t->row[i].n, tmp);
         stats_summarize(t->row[i].dur, t->row[i].n, &t->row[i].s);
     }
-    qsort(t->row, t->nrow, sizeof(*t->row), cmp_row);
+    if (t->nrow)
+        qsort(t->row, t->nrow, sizeof(*t->row), cmp_row);
     reindex(t);
     return 0;
 }
