@@ -175,6 +175,13 @@ static inline void shim_rec_host(struct cs_rec_cuda *r, unsigned dir, uint64_t b
     r->flags |= shim_pinned_flag(host);
 }
 
+/** Capture key of a normalised stream: the per-thread default stream is a
+ * different stream in every thread. */
+static inline uint64_t shim_capture_key(uint64_t stream)
+{
+    return stream == CS_STREAM_PER_THREAD ? stream | (uint64_t)shim_ring_tid() << 32 : stream;
+}
+
 void shim_capture_begin(uint64_t stream);
 void shim_capture_end(uint64_t stream);
 extern _Atomic int shim_ncapturing_ __attribute__((visibility("hidden")));
@@ -183,7 +190,7 @@ int shim_capture_has_slow(uint64_t stream);
 static inline void shim_rec_capture(struct cs_rec_cuda *r)
 {
     if (SHIM_UNLIKELY(atomic_load_explicit(&shim_ncapturing_, memory_order_relaxed) > 0) &&
-        shim_capture_has_slow(r->stream))
+        shim_capture_has_slow(shim_capture_key(r->stream)))
         r->flags |= CS_CF_CAPTURING;
 }
 

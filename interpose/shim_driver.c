@@ -369,7 +369,7 @@ static inline void ex_capture_begin(EX_ARGS)
     EX_UNUSED;
     shim_rec_stream(r, a[0]);
     if (rc == 0)
-        shim_capture_begin(r->stream);
+        shim_capture_begin(shim_capture_key(r->stream));
 }
 
 static inline void ex_capture_end(EX_ARGS)
@@ -377,7 +377,7 @@ static inline void ex_capture_end(EX_ARGS)
     EX_UNUSED;
     shim_rec_stream(r, a[0]);
     r->aux = deref_u64(a[1], rc);
-    shim_capture_end(r->stream);
+    shim_capture_end(shim_capture_key(r->stream));
 }
 
 static inline void ex_unload(EX_ARGS)

@@ -11,6 +11,11 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 void shim_lock(void) { pthread_mutex_lock(&mu); }
 void shim_unlock(void) { pthread_mutex_unlock(&mu); }
 
+/* The ring client's thread id cache, reduced to what shim_capture_key needs. */
+__thread struct shim_ring_thread shim_ring_t_;
+static _Atomic uint32_t next_tid = 100;
+uint32_t shim_ring_tid_slow(void) { return shim_ring_t_.tid = atomic_fetch_add(&next_tid, 1); }
+
 static int test_pinned_inside_and_edges(void)
 {
     shim_pinned_add(0x10000, 0x1000);
@@ -119,6 +124,33 @@ static int test_capture_legacy_stream_zero(void)
     return 0;
 }
 
+static void *capture_other_thread(void *arg)
+{
+    struct cs_rec_cuda r = {.stream = CS_STREAM_PER_THREAD};
+
+    shim_rec_capture(&r);
+    *(int *)arg = (r.flags & CS_CF_CAPTURING) != 0;
+    return NULL;
+}
+
+/* Capturing this thread's default stream says nothing about another's. */
+static int test_capture_per_thread_stream_is_per_thread(void)
+{
+    struct cs_rec_cuda r = {.stream = CS_STREAM_PER_THREAD};
+    pthread_t t;
+    int other = -1;
+
+    shim_capture_begin(shim_capture_key(CS_STREAM_PER_THREAD));
+    shim_rec_capture(&r);
+    CHECK_EQ(r.flags & CS_CF_CAPTURING, CS_CF_CAPTURING);
+    pthread_create(&t, NULL, capture_other_thread, &other);
+    pthread_join(t, NULL);
+    CHECK_EQ(other, 0);
+    shim_capture_end(shim_capture_key(CS_STREAM_PER_THREAD));
+    CHECK_EQ(atomic_load(&shim_ncapturing_), 0);
+    return 0;
+}
+
 int main(void)
 {
     RUN(test_pinned_inside_and_edges);
@@ -128,5 +160,6 @@ int main(void)
     RUN(test_pinned_readers_during_writes);
     RUN(test_capture_begin_end);
     RUN(test_capture_legacy_stream_zero);
+    RUN(test_capture_per_thread_stream_is_per_thread);
     return check_status();
 }
