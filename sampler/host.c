@@ -263,8 +263,9 @@ static int new_sched(struct host *h, int cpuwide, int has_block_tp, int has_wake
     return h->s ? 0 : -ENOMEM;
 }
 
-/* Track the root and its descendants found in /proc now. */
-static int seed_tree(struct host *h)
+/* Track the root and its descendants found in /proc now; @p at_attach marks
+ * them CS_PF_PREATTACH (the launched root excepted). */
+static int seed_tree(struct host *h, int at_attach)
 {
     struct procfs_pids tree = {0};
     uint64_t t = procfs_now_ns();
@@ -273,7 +274,7 @@ static int seed_tree(struct host *h)
     for (size_t i = 0; rc == 0 && i < tree.n; i++) {
         uint32_t fl = tree.v[i] == h->o.root ? CS_PF_ROOT : 0;
 
-        if (!(h->o.launched && tree.v[i] == h->o.root))
+        if (at_attach && !(h->o.launched && tree.v[i] == h->o.root))
             fl |= CS_PF_PREATTACH;
         rc = sched_fsm_seed_proc(h->s, tree.v[i], t, fl);
         if (rc == -ESRCH)
@@ -304,7 +305,7 @@ static int open_tier_a(struct host *h)
     if ((rc = enable_all(h)) < 0)
         return rc;
     h->t_enabled = procfs_now_ns();
-    return seed_tree(h);
+    return seed_tree(h, 1);
 }
 
 /* ---- tier B: per-task, CPU-bound events on every thread of the tree ---- */
@@ -402,7 +403,7 @@ static int open_tier_b(struct host *h)
     if (rc < 0)
         return rc;
     h->t_enabled = procfs_now_ns();
-    return seed_tree(h);
+    return seed_tree(h, 1);
 }
 
 /* ---- merge and process ---- */
@@ -502,6 +503,11 @@ int host_drain(struct host *h, uint64_t now_ns)
     sys_sample(h, t);
     if (t > HOST_HOLDBACK_NS)
         process_until(h, t - HOST_HOLDBACK_NS);
+    /* A LOST record may have swallowed FORK records: look in /proc again. */
+    if (sched_fsm_stats(h->s)->lost_spans != h->lost_spans_seen) {
+        h->lost_spans_seen = sched_fsm_stats(h->s)->lost_spans;
+        seed_tree(h, 0);
+    }
     if (t - h->t_check >= HOST_CHECK_NS) {
         h->t_check = t;
         sched_fsm_foreach_thread(h->s, check_thread, h);

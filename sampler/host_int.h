@@ -40,6 +40,7 @@ struct host {
     size_t npend, cappend;
     uint64_t seq;
     uint64_t t_check, t_enabled;
+    uint64_t lost_spans_seen;  /* LOST records already answered with a rescan */
     int stat_fd, psi_fd;
     struct host_poll *poll;
     struct pe_pfm *pfm;

@@ -299,6 +299,19 @@ static void seed_thread(struct sched_fsm *s, struct proc *p, pid_t tid, uint64_t
     emit_thread_row(s, th, procfs_ticks_to_mono_ns(st.start_ticks), 0, st.comm);
 }
 
+/* Is @p pid an exited process we know, started at @p start_ns (give or
+ * take the 10 ms resolution of /proc start times)? */
+static int same_dead_proc(const struct sched_fsm *s, uint32_t pid, uint64_t start_ns)
+{
+    const struct proc *p = proc_get(s, pid);
+    uint64_t d;
+
+    if (!p || !p->dead)
+        return 0;
+    d = start_ns > p->row.start_ns ? start_ns - p->row.start_ns : p->row.start_ns - start_ns;
+    return d <= 20000000ull;
+}
+
 int sched_fsm_seed_proc(struct sched_fsm *s, pid_t pid, uint64_t t_ns, uint32_t flags)
 {
     struct procfs_pids tids = {0};
@@ -312,8 +325,10 @@ int sched_fsm_seed_proc(struct sched_fsm *s, pid_t pid, uint64_t t_ns, uint32_t 
         p->row.flags |= flags;
         return collector_proc(s->o.c, &p->row);
     }
-    if (procfs_stat_read(pid, 0, &st) < 0)
+    if (procfs_stat_read(pid, 0, &st) < 0 || st.state == 'Z' || st.state == 'X')
         return -ESRCH;
+    if (same_dead_proc(s, (uint32_t)pid, procfs_ticks_to_mono_ns(st.start_ticks)))
+        return 0; /* exited, not yet reaped: still in /proc */
     p = proc_add(s, (uint32_t)pid);
     if (!p)
         return -ENOMEM;
