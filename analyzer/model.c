@@ -495,6 +495,27 @@ static int call_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
     return 0;
 }
 
+/* Per-process totals of one off-CPU interval, clipped to the window. */
+static void off_totals(struct model *m, uint32_t t, const struct cs_rec_offcpu *r,
+                       const struct m_run *mr)
+{
+    struct m_proc_stats *s = &m->proc[m->thr[t].proc].st;
+    uint64_t d = model_overlap(r->t_start_ns, r->t_end_ns, mr->win_lo_ns, mr->win_hi_ns);
+
+    if (d > s->max_stall_ns) {
+        s->max_stall_ns = d;
+        s->max_stall_at_ns = r->t_start_ns;
+    }
+    if (r->cls == CS_OFF_PREEMPT) {
+        s->off_preempt_ns += d;
+        s->off_invol++;
+    } else {
+        *(r->cls == CS_OFF_DISK ? &s->off_disk_ns : &s->off_sleep_ns) += d;
+        s->off_vol++;
+    }
+    s->off_runq_ns += r->runq_ns;
+}
+
 static int off_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
                      const void *recs, void *arg)
 {
@@ -508,6 +529,12 @@ static int off_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
             r->t_end_ns < r->t_start_ns)
             continue;
         t = place_thr(m, pl, run, r->pid, r->tid);
+        if (t == M_NONE)
+            return -ENOMEM;
+        if (pl->pass == 0)
+            off_totals(m, t, r, mr);
+        if (m->thr[t].ncalls == 0)
+            continue; /* not a CUDA thread: its totals are all we need */
         if (place_count(pl, m, t) < 0)
             return -ENOMEM;
         if (pl->pass == 1) {
@@ -520,7 +547,6 @@ static int off_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
             o->cls = r->cls;
             o->flags = r->flags;
             o->pad = 0;
-            m->proc[m->thr[t].proc].st.runq_off_ns += r->runq_ns;
         }
     }
     return 0;

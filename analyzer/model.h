@@ -34,9 +34,10 @@ struct m_call {
 _Static_assert(sizeof(struct m_call) == 40, "m_call is 40 bytes");
 _Static_assert(CS_API_COUNT <= 2048, "enum cs_api fits m_call.api");
 
-/* One off-CPU interval: struct cs_rec_offcpu without pid, tid, cpu, the
- * waker's tid and the holder's share (32 bytes; run-queue time is summed per
- * process while loading, m_proc_stats.runq_off_ns). */
+/* One off-CPU interval of a thread that made CUDA calls (the only ones the
+ * analysis follows one by one; every interval also feeds its process's
+ * totals and longest stall while loading): struct cs_rec_offcpu without
+ * pid, tid, cpu, the waker's tid, the holder's share and run-queue time. */
 struct m_off {
     uint64_t t_start_ns, t_end_ns;
     uint32_t thr;
@@ -52,7 +53,8 @@ _Static_assert(sizeof(struct m_off) == 32, "m_off is 32 bytes");
 struct m_proc_stats {
     uint64_t cuda_calls, cuda_ns;         /* outermost calls */
     uint64_t oncpu_ns, sleep_ns, disk_ns, preempt_ns, runq_ns;
-    uint64_t runq_off_ns; /* run-queue time of the off-CPU intervals (used without pwin) */
+    /* from the off-CPU intervals, summed while loading (used without pwin) */
+    uint64_t off_sleep_ns, off_disk_ns, off_preempt_ns, off_runq_ns, off_vol, off_invol;
     uint64_t max_stall_ns, max_stall_at_ns;
     uint64_t vcsw, ivcsw, migrations, page_allocs, minflt, majflt;
     uint64_t npwin;

@@ -59,41 +59,21 @@ static void add_pwin(struct model *m)
     }
 }
 
-/* Longest stall from the off-CPU intervals; when a process has no pwin
- * windows (tier without counters) its off-CPU split comes from them too. */
-static void add_off(struct model *m)
+/* Without pwin windows (a tier without counters) the off-CPU split comes
+ * from the intervals, summed while loading (model.c off_totals). */
+static void off_fallback(struct model *m)
 {
-    for (uint64_t i = 0; i < m->noff; i++) {
-        const struct m_off *o = &m->off[i];
-        struct m_proc *p = &m->proc[m->thr[o->thr].proc];
-        const struct m_run *r = &m->runs[p->run];
-        uint64_t d = model_overlap(o->t_start_ns, o->t_end_ns, r->win_lo_ns, r->win_hi_ns);
-
-        if (d > p->st.max_stall_ns) {
-            p->st.max_stall_ns = d;
-            p->st.max_stall_at_ns = o->t_start_ns;
-        }
-        if (p->npwin)
+    for (uint32_t i = 0; i < m->nproc; i++) {
+        struct m_proc_stats *s = &m->proc[i].st;
+        if (m->proc[i].npwin)
             continue;
-        if (o->cls == CS_OFF_PREEMPT)
-            p->st.preempt_ns += d;
-        else if (o->cls == CS_OFF_DISK)
-            p->st.disk_ns += d;
-        else
-            p->st.sleep_ns += d;
-        if (o->cls == CS_OFF_PREEMPT)
-            p->st.ivcsw++;
-        else
-            p->st.vcsw++;
+        s->sleep_ns = s->off_sleep_ns;
+        s->disk_ns = s->off_disk_ns;
+        s->preempt_ns = s->off_preempt_ns;
+        s->runq_ns = s->off_runq_ns;
+        s->vcsw = s->off_vol;
+        s->ivcsw = s->off_invol;
     }
-}
-
-/* Without windows, run-queue delay comes from the off-CPU intervals. */
-static void runq_fallback(struct model *m)
-{
-    for (uint32_t i = 0; i < m->nproc; i++)
-        if (m->proc[i].npwin == 0)
-            m->proc[i].st.runq_ns = m->proc[i].st.runq_off_ns;
 }
 
 static void set_roles(struct model *m)
@@ -118,7 +98,6 @@ void procs_compute(struct model *m)
 {
     add_calls(m);
     add_pwin(m);
-    add_off(m);
-    runq_fallback(m);
+    off_fallback(m);
     set_roles(m);
 }
