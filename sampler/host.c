@@ -683,6 +683,8 @@ static void write_finish_meta(struct host *h, uint64_t read_lost)
     collector_meta_u64(h->c, "host_wake_unknown", st->wake_unknown);
     collector_meta_u64(h->c, "host_block_tp", st->block_tp);
     collector_meta_u64(h->c, "host_block_unlabelled", st->block_unlabelled);
+    collector_meta_u64(h->c, "host_runq_schedstat_ns", st->runq_schedstat_ns);
+    collector_meta_u64(h->c, "host_runq_perf_ns", st->runq_perf_ns);
     collector_meta_u64(h->c, "host_procs", st->procs);
     collector_meta_u64(h->c, "host_threads", st->threads);
 }

@@ -37,7 +37,7 @@ struct thr {
     uint64_t on_total;            /* on-CPU ns since first seen */
     uint64_t runq_total;          /* run-queue ns seen in events */
     uint64_t chk_perf, chk_sched, chk_rd, chk_runq;
-    int chk_valid;
+    int chk_valid, rd_valid;
     uint64_t win_idx;             /* last window counted in nthreads */
 };
 
@@ -1066,21 +1066,25 @@ void sched_fsm_check(struct sched_fsm *s, uint32_t tid, uint64_t t,
     s->chks[s->nchk++] = (struct chk){tid, t, ss->oncpu_ns, ss->run_delay_ns};
 }
 
-/* Without wakeup events (tier B) perf sees only preempted waits: add the
- * rest of schedstat's run delay since the last reading to the window. */
-static void runq_from_schedstat(struct sched_fsm *s, struct thr *th, const struct chk *k)
+/* Run delay: schedstat against the waits perf saw end (both count a wait
+ * at its switch-in), summed for meta. Without wakeup events (tier B) perf
+ * sees only preempted waits: the rest goes into the current window. */
+static void runq_check(struct sched_fsm *s, struct thr *th, const struct chk *k)
 {
     struct proc *p = proc_get(s, th->pid);
     uint64_t d_rd, d_known;
 
-    if (th->chk_valid && p && k->run_delay >= th->chk_rd && th->runq_total >= th->chk_runq) {
+    if (th->rd_valid && k->run_delay >= th->chk_rd && th->runq_total >= th->chk_runq) {
         d_rd = k->run_delay - th->chk_rd;
         d_known = th->runq_total - th->chk_runq;
-        if (d_rd > d_known) {
+        s->st.runq_schedstat_ns += d_rd;
+        s->st.runq_perf_ns += d_known;
+        if (!s->o.has_wake_tp && d_rd > d_known && p) {
             p->win.runq_ns += d_rd - d_known;
             win_touch(s, p, th);
         }
     }
+    th->rd_valid = 1;
     th->chk_rd = k->run_delay;
     th->chk_runq = th->runq_total;
 }
@@ -1093,8 +1097,7 @@ static void check_one(struct sched_fsm *s, const struct chk *k)
 
     if (!th)
         return;
-    if (!s->o.has_wake_tp)
-        runq_from_schedstat(s, th, k);
+    runq_check(s, th, k);
     /* schedstat of a running thread lags up to a tick (4 ms at HZ=250):
      * compare only readings taken while the thread was off CPU. */
     if (th->state == TS_ON || th->state == TS_UNKNOWN)

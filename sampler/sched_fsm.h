@@ -40,6 +40,7 @@ struct sched_fsm_stats {
     uint64_t wake_unknown;  /* switch-ins after a block with no wakeup seen */
     uint64_t block_tp;      /* sched_switch samples of tracked threads */
     uint64_t block_unlabelled; /* voluntary switch-outs the tracepoint missed */
+    uint64_t runq_schedstat_ns, runq_perf_ns; /* run delay over the cross-checks */
 };
 
 /** @return NULL on ENOMEM */

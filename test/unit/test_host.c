@@ -231,6 +231,28 @@ static int test_preempted_intervals_name_a_holder(void)
     return 0;
 }
 
+static uint64_t meta_u64(const char *key)
+{
+    const char *v = fake_meta(col, key);
+
+    return v ? strtoull(v, NULL, 10) : 0;
+}
+
+/* Run delay perf saw vs schedstat over the 1 s cross-checks: never more;
+ * all of it when no wakeup was missed (idle-context wakeups are invisible
+ * on these guests, host_wake_unknown counts them). */
+static int test_run_delay_matches_schedstat(void)
+{
+    uint64_t sched = meta_u64("host_runq_schedstat_ns"), perf = meta_u64("host_runq_perf_ns");
+
+    fprintf(stderr, "run delay perf %llu schedstat %llu ns\n", (unsigned long long)perf,
+            (unsigned long long)sched);
+    CHECK(perf <= sched + sched / 20 + 1000000);
+    if (meta_u64("host_wake_unknown") == 0)
+        CHECK(perf + sched / 20 >= sched);
+    return 0;
+}
+
 static int test_runq_waits_are_ordered(void)
 {
     const struct cs_rec_runq *q;
@@ -245,10 +267,12 @@ static int test_runq_waits_are_ordered(void)
 static int test_schedstat_cross_check_agrees(void)
 {
     static const char *const keys[] = {"host_checks", "host_diverged", "host_wake_unknown",
-                                       "host_block_tp", "host_block_unlabelled"};
+                                       "host_block_tp", "host_block_unlabelled",
+                                       "host_runq_schedstat_ns", "host_runq_perf_ns"};
+    size_t n = sizeof(keys) / sizeof(keys[0]);
 
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-        fprintf(stderr, "%s %s%s", keys[i], fake_meta(col, keys[i]), i + 1 < 5 ? " " : "\n");
+    for (size_t i = 0; i < n; i++)
+        fprintf(stderr, "%s %s%s", keys[i], fake_meta(col, keys[i]), i + 1 < n ? " " : "\n");
     CHECK_STR(fake_meta(col, "host_diverged"), "0");
     return 0;
 }
@@ -279,6 +303,7 @@ int main(void)
     RUN(test_pipe_sleeps_are_s_and_name_the_partner_as_waker);
     RUN(test_preempted_intervals_name_a_holder);
     RUN(test_runq_waits_are_ordered);
+    RUN(test_run_delay_matches_schedstat);
     RUN(test_schedstat_cross_check_agrees);
     fake_collector_free(col);
     return check_status();
