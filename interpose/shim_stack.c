@@ -1,19 +1,23 @@
 /* shim_stack.c: native stacks for slow CUDA calls (CUDASPY_STACK_US, off by
- * default). Owns the threshold, the table of stacks already defined (by a
- * hash of their instruction pointers) and the table of modules (object path
- * -> name id). Frames leave as (module name id, offset in module) so the
- * analyzer can symbolise offline; everything here is slow path. */
+ * default). Owns the threshold, the unwinder, the table of stacks already
+ * defined (by a hash of their instruction pointers) and the table of modules
+ * (object path -> name id). Frames leave as (module name id, offset in
+ * module) so the analyzer can symbolise offline; everything here is slow
+ * path. libunwind is loaded with dlopen only when stacks are asked for, so
+ * the shim has no link-time dependency that could keep it from loading
+ * (and Debian's libunwind.a is not PIC); without it, glibc's backtrace(). */
 #include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
-
 #include "shim.h"
+
+typedef int (*unwind_fn)(void **ips, int n);
+static unwind_fn unwind = backtrace;
 
 #define STACK_MAX 1024u   /* distinct stacks per process */
 #define STACK_FRAMES 32   /* frames kept per stack */
@@ -77,12 +81,28 @@ static uint64_t stack_us(void)
     return us;
 }
 
+/* libunwind's unw_backtrace if libunwind.so.8 is installed, else glibc's. */
+static void unwind_init(void)
+{
+    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    shim_dlsym_fn real = __atomic_load_n(&shim_real_dlsym_, __ATOMIC_ACQUIRE);
+    void *f = h && real ? real(h, "unw_backtrace") : NULL;
+    void *warm[4];
+
+    if (f)
+        unwind = (unwind_fn)f;
+    unwind(warm, 4); /* first use may load the unwinder's own helpers */
+}
+
 void shim_stack_init(void)
 {
     uint64_t us = stack_us();
+    int e = errno;
 
     if (us == 0)
         return;
+    unwind_init();
+    errno = e;
     shim_ring_now(); /* decides the clock */
     us *= shim_ring_clock() == CS_CLOCK_TSC ? tsc_per_us() : 1000;
     shim_stack_min_ = us ? us : 1;
@@ -128,7 +148,7 @@ uint32_t shim_stack_capture_slow(void)
 {
     void *ip[STACK_FRAMES + 8];
     struct cs_frame f[STACK_FRAMES];
-    int n = unw_backtrace(ip, STACK_FRAMES + 8), first = 0;
+    int n = unwind(ip, STACK_FRAMES + 8), first = 0;
     uint64_t h = 1469598103934665603ull;
     uint32_t id = 0;
 
