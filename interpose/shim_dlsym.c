@@ -20,7 +20,13 @@ shim_dlsym_fn shim_real_dlsym_;
 
 /* ---- the real dlsym ---- */
 
-shim_dlsym_fn shim_dlsym_init_slow(void)
+/* ASan and TSan resolve their interceptors with dlsym(RTLD_NEXT, ...) from
+ * their initialisers, before their shadow memory exists, and that reaches
+ * our dlsym. So dlsym and what it calls first carry no sanitizer
+ * instrumentation, else a sanitized shim kills every program at start. */
+#define DLSYM_NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined")))
+
+DLSYM_NO_SANITIZE shim_dlsym_fn shim_dlsym_init_slow(void)
 {
     static const char *const vers[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17"};
     void *p = NULL;
@@ -185,7 +191,7 @@ static void *dlsym_cu(shim_dlsym_fn real, void *handle, const char *name)
  * address: called from here, "next" would start after the shim and
  * "default" would lose the caller's local scope. RTLD_DEFAULT needs no
  * wrapping anyway: the preloaded shim's own exports come first. */
-SHIM_EXPORT void *dlsym(void *handle, const char *name)
+SHIM_EXPORT DLSYM_NO_SANITIZE void *dlsym(void *handle, const char *name)
 {
     shim_dlsym_fn real = __atomic_load_n(&shim_real_dlsym_, __ATOMIC_ACQUIRE);
 
