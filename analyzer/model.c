@@ -497,7 +497,7 @@ static int call_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
 
 /* Per-process totals of one off-CPU interval, clipped to the window. */
 static void off_totals(struct model *m, uint32_t t, const struct cs_rec_offcpu *r,
-                       const struct m_run *mr)
+                       struct m_run *mr)
 {
     struct m_proc_stats *s = &m->proc[m->thr[t].proc].st;
     uint64_t d = model_overlap(r->t_start_ns, r->t_end_ns, mr->win_lo_ns, mr->win_hi_ns);
@@ -514,6 +514,8 @@ static void off_totals(struct model *m, uint32_t t, const struct cs_rec_offcpu *
         s->off_vol++;
     }
     s->off_runq_ns += r->runq_ns;
+    if (r->t_end_ns > mr->host_end_ns)
+        mr->host_end_ns = r->t_end_ns;
 }
 
 static int off_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
@@ -521,7 +523,7 @@ static int off_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
 {
     struct place *pl = arg;
     const struct cs_rec_offcpu *r = recs;
-    const struct m_run *mr = &m->runs[run];
+    struct m_run *mr = &m->runs[run];
 
     for (uint32_t i = 0; i < h->n; i++, r++) {
         uint32_t t;
@@ -680,6 +682,8 @@ static int pwin_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
             return -ENOMEM;
         *w = *r;
         w->pid = p;
+        if (r->t_end_ns > m->runs[run].host_end_ns)
+            m->runs[run].host_end_ns = r->t_end_ns;
     }
     return 0;
 }
@@ -698,6 +702,8 @@ static int sys_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
             return -ENOMEM;
         *w = *r;
         w->pad = run; /* reused as the run index while loading */
+        if (r->t_end_ns > m->runs[run].host_end_ns)
+            m->runs[run].host_end_ns = r->t_end_ns;
         if (r->ncpu > m->runs[run].ncpu)
             m->runs[run].ncpu = r->ncpu;
     }
@@ -821,11 +827,13 @@ static void fix_extent(struct model *m)
         struct m_run *r = &m->runs[m->proc[m->thr[t].proc].run];
         const struct m_thread *th = &m->thr[t];
         for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++)
-            if (m->call[i].t_exit_ns > r->t_end_ns && r->t_end_ns == r->t0_ns)
-                r->t_end_ns = m->call[i].t_exit_ns;
+            if (m->call[i].t_exit_ns > r->host_end_ns)
+                r->host_end_ns = m->call[i].t_exit_ns;
     }
     for (int i = 0; i < m->nruns; i++) {
         struct m_run *r = &m->runs[i];
+        if (r->t_end_ns == r->t0_ns && r->host_end_ns > r->t0_ns)
+            r->t_end_ns = r->host_end_ns; /* no t_end_ns meta: the last record ends it */
         if (r->win_hi_ns > r->t_end_ns)
             r->win_hi_ns = r->t_end_ns;
         if (r->win_lo_ns > r->win_hi_ns)

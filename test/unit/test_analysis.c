@@ -62,7 +62,7 @@ static int proc_row(struct cs_store *s, uint32_t pid, uint32_t ppid, uint32_t fl
 /* A run: pid @p pid makes 100 cudaStreamSynchronize calls of 1..100 us,
  * one per millisecond from T0 + 1 ms, each with a nested cuStreamSynchronize
  * of half its length, and 10 launches of kernel "k1"; pid+1 is its worker. */
-static int write_run(const char *path, uint32_t pid)
+static int write_run(const char *path, uint32_t pid, int with_end)
 {
     struct writer *w = calloc(1, sizeof(*w));
     uint32_t k1;
@@ -82,7 +82,8 @@ static int write_run(const char *path, uint32_t pid)
     CHECK_OK(proc_row(w->s, pid, 1, CS_PF_CUDA | CS_PF_ROOT, "python"));
     CHECK_OK(proc_row(w->s, pid + 1, pid, 0, "worker"));
     CHECK_OK(cs_store_put_meta_u64(w->s, "t_start_ns", T0));
-    CHECK_OK(cs_store_put_meta_u64(w->s, "t_end_ns", T0 + 200 * MS));
+    if (with_end)
+        CHECK_OK(cs_store_put_meta_u64(w->s, "t_end_ns", T0 + 200 * MS));
     CHECK_OK(cs_store_put_meta(w->s, "sampler_tier", "none"));
     rc = cs_store_commit(w->s);
     cs_store_free(w->s);
@@ -91,7 +92,7 @@ static int write_run(const char *path, uint32_t pid)
     return 0;
 }
 
-static char run_a[128], run_b[128];
+static char run_a[128], run_b[128], run_c[128];
 
 static const json_t *api_row(const json_t *j, const char *name, int nested)
 {
@@ -270,13 +271,32 @@ static int test_no_sampler_says_what_is_missing(void)
     return 0;
 }
 
+/* A collector that died wrote no t_end_ns: the run ends with its last call
+ * (the 100th sync: enters at 100 ms, lasts 100 us). */
+static int test_run_without_end_ends_at_last_record(void)
+{
+    struct analysis_opts o;
+    const char *paths[] = {run_c};
+    struct analysis *a;
+    json_t *j;
+
+    analysis_opts_init(&o);
+    CHECK(a = load(paths, 1, &o));
+    j = analysis_json(a);
+    CHECK_EQ(field(json_object_get(j, "run"), "duration_ns"), 100 * MS + 200 * US + 5 * US);
+    json_decref(j);
+    analysis_free(a);
+    return 0;
+}
+
 int main(void)
 {
     if (mkdtemp(dir) == NULL)
         return 1;
     snprintf(run_a, sizeof(run_a), "%s/a.lmdb", dir);
     snprintf(run_b, sizeof(run_b), "%s/b.lmdb", dir);
-    if (write_run(run_a, 100) < 0 || write_run(run_b, 101) < 0)
+    snprintf(run_c, sizeof(run_c), "%s/c.lmdb", dir);
+    if (write_run(run_a, 100, 1) < 0 || write_run(run_b, 101, 1) < 0 || write_run(run_c, 100, 0) < 0)
         return 1;
     RUN(test_percentiles_are_exact_nearest_rank);
     RUN(test_nested_driver_calls_have_their_own_row);
@@ -285,12 +305,16 @@ int main(void)
     RUN(test_runs_are_kept_apart);
     RUN(test_pid_filter);
     RUN(test_no_sampler_says_what_is_missing);
+    RUN(test_run_without_end_ends_at_last_record);
     unlink(run_a);
     unlink(run_b);
+    unlink(run_c);
     char lock[160];
     snprintf(lock, sizeof(lock), "%s-lock", run_a);
     unlink(lock);
     snprintf(lock, sizeof(lock), "%s-lock", run_b);
+    unlink(lock);
+    snprintf(lock, sizeof(lock), "%s-lock", run_c);
     unlink(lock);
     rmdir(dir);
     return check_status();
