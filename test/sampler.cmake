@@ -10,7 +10,7 @@ find_package(Threads REQUIRED)
 
 # unit.host*: real trees through tier A/B/C (seconds each, root); unit.sched_fsm
 # and unit.pe_ring: synthetic events and this process's own ring (fast).
-foreach(t host host_tiers host_pfm sched_fsm pe_ring pe_decode)
+foreach(t host host_tiers host_pfm sched_fsm pe_ring pe_decode procfs)
   add_executable(test_${t} ${CMAKE_CURRENT_LIST_DIR}/unit/test_${t}.c)
   target_link_libraries(test_${t} cs_test_sampler cs_host cs_test_sampler Threads::Threads m)
   add_test(NAME unit.${t} COMMAND test_${t})
