@@ -7,7 +7,7 @@
 mkdir "$T/exp"
 FAKECUDA_LAT_NS=cuStreamSynchronize=300000000 FAKECUDA_LAT_MODE=sleep \
 FAKECUDA_EXPECT="$T/exp/%p.exp" timeout 60 "$B/cudaspy" record -o "$T/run.lmdb" --no-host -- \
-    "$C" forkcall >"$T/out" 2>"$T/err" || { cat "$T/err" >&2; fail "exited $? (deadlock?)"; }
+    "$C" forkcall >"$T/out" 2>"$T/err" || { st=$?; cat "$T/err" >&2; fail "exited $st (deadlock?)"; }
 grep -qx 'forkcall ok' "$T/out" || fail "no 'forkcall ok'"
 n=$(ls "$T/exp" | wc -l)
 [ "$n" -eq 2 ] || fail "expectation files: got $n, want 2"
