@@ -472,8 +472,13 @@ int cs_store_commit(struct cs_store *s)
 
 int cs_store_sync(struct cs_store *s)
 {
+    int dead;
+
     if (s->env == NULL)
         return -EBADF;
+    /* a reader killed inside a txn (analyzer, MCP) pins old pages and makes
+     * the file grow: clear such slots with every sync */
+    mdb_reader_check(s->env, &dead);
     return lmdb_rc(mdb_env_sync(s->env, 1));
 }
 
