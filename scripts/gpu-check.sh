@@ -133,7 +133,7 @@ warmup() { # first CUDA process and first import pay for caches: keep them out o
 
 # Pack the run files so they can be re-analysed elsewhere (chunks of 15 MiB).
 pack_runs() {
-    (cd "$RUNS" && tar czf - ./*.lmdb runs.jsonl 2>/dev/null) | split -b 15M - "$OUT/runs.tgz."
+    (cd "$RUNS" && tar czf - ./*.lmdb ./*.out runs.jsonl 2>/dev/null) | split -b 15M - "$OUT/runs.tgz."
 }
 
 parts=("$@")
