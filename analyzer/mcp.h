@@ -84,6 +84,12 @@ struct mcp_pid {
     uint64_t off_lo, off_hi;   /* [lo, hi) in offs */
 };
 
+/* Launches of one API key with one kernel name: a range of kdur. */
+struct mcp_kgroup {
+    uint32_t key, name_id;
+    uint64_t lo, hi;
+};
+
 struct mcp_index {
     struct cs_run *run;          /* borrowed from the analysis */
     uint64_t t0_ns;              /* times shown are relative to it */
@@ -96,6 +102,10 @@ struct mcp_index {
     uint64_t *cum_err;           /* cum_err[i]: calls of lat[0..i) with CS_CF_ERROR */
     uint64_t *dur_key;           /* durations, ascending within each key's range */
     uint64_t *dur_pid;           /* durations, ascending within each (key, pid) group */
+    uint64_t *kdur;              /* named calls' durations by (key, name, duration) */
+    uint64_t *kcum_ns, *kcum_err; /* prefix sums over kdur (time, errors) */
+    struct mcp_kgroup *kgroups;  /* by (key, name_id) */
+    uint64_t nkgroups;
     struct cs_rec_offcpu *offs;  /* by (pid, t_start_ns) */
     uint64_t noffs;
     uint32_t *off_by_dur;        /* indexes in offs, longest first */
@@ -122,6 +132,10 @@ uint64_t mcp_index_group_end(const struct mcp_index *x, uint64_t lo, uint64_t hi
 /** Sub-range of a (key, pid) group [lo, hi) whose calls start in [t_lo, t_hi). */
 void mcp_index_lat_window(const struct mcp_index *x, uint64_t *lo, uint64_t *hi, uint64_t t_lo,
                           uint64_t t_hi);
+
+/** The group of key @p k whose kernel is named @p kernel, NULL if none. */
+const struct mcp_kgroup *mcp_index_kernel(const struct mcp_index *x, unsigned k,
+                                          const char *kernel);
 
 /** Process @p pid's ranges, NULL if it has no calls and no intervals. */
 const struct mcp_pid *mcp_index_pid(const struct mcp_index *x, uint32_t pid);

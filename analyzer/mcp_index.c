@@ -310,6 +310,79 @@ static int index_lat_sums(struct mcp_index *x)
     return rc;
 }
 
+/* Named calls (kernel launches) by (key, name, duration), so a kernel
+ * filter over the whole run is a binary search, not a scan. */
+struct kent {
+    uint64_t kk; /* key << 32 | name_id */
+    uint64_t dur_ns;
+    uint32_t is_err;
+};
+
+static int cmp_kent(const void *a, const void *b)
+{
+    const struct kent *x = a, *y = b;
+    if (x->kk != y->kk)
+        return x->kk < y->kk ? -1 : 1;
+    return x->dur_ns < y->dur_ns ? -1 : x->dur_ns > y->dur_ns;
+}
+
+static int index_kernels(struct mcp_index *x)
+{
+    uint64_t n = 0, g = 0;
+    for (uint64_t i = 0; i < x->ncalls; i++)
+        n += x->lat[i].name_id != 0;
+    struct kent *e = big_alloc(n + 1, sizeof(*e));
+    x->kdur = big_alloc(n + 1, sizeof(uint64_t));
+    x->kcum_ns = big_alloc(n + 1, sizeof(uint64_t));
+    x->kcum_err = big_alloc(n + 1, sizeof(uint64_t));
+    if (!e || !x->kdur || !x->kcum_ns || !x->kcum_err) {
+        free(e);
+        return -ENOMEM;
+    }
+    for (unsigned k = 0, j = 0; k < MCP_LAT_KEYS; k++)
+        for (uint64_t i = x->lat_lo[k]; i < x->lat_lo[k + 1]; i++)
+            if (x->lat[i].name_id)
+                e[j++] = (struct kent){(uint64_t)k << 32 | x->lat[i].name_id, x->lat[i].dur_ns,
+                                       !!(x->lat[i].flags & CS_CF_ERROR)};
+    qsort(e, n, sizeof(*e), cmp_kent);
+    for (uint64_t i = 0; i < n; i++)
+        g += i == 0 || e[i].kk != e[i - 1].kk;
+    x->kgroups = malloc((g + 1) * sizeof(*x->kgroups));
+    if (!x->kgroups) {
+        free(e);
+        return -ENOMEM;
+    }
+    x->kcum_ns[0] = x->kcum_err[0] = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (i == 0 || e[i].kk != e[i - 1].kk)
+            x->kgroups[x->nkgroups++] =
+                (struct mcp_kgroup){(uint32_t)(e[i].kk >> 32), (uint32_t)e[i].kk, i, i};
+        x->kgroups[x->nkgroups - 1].hi = i + 1;
+        x->kdur[i] = e[i].dur_ns;
+        x->kcum_ns[i + 1] = x->kcum_ns[i] + e[i].dur_ns;
+        x->kcum_err[i + 1] = x->kcum_err[i] + e[i].is_err;
+    }
+    free(e);
+    return 0;
+}
+
+const struct mcp_kgroup *mcp_index_kernel(const struct mcp_index *x, unsigned k,
+                                          const char *kernel)
+{
+    uint64_t lo = 0, hi = x->nkgroups;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (x->kgroups[mid].key < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < x->nkgroups && x->kgroups[lo].key == k; lo++)
+        if (strcmp(cs_run_string(x->run, x->kgroups[lo].name_id), kernel) == 0)
+            return &x->kgroups[lo];
+    return NULL;
+}
+
 /* Off-CPU intervals longest first (ties: earlier index first), then the
  * same order split by class. Radix-sorts (duration << 24 | ~index) keys
  * when there are fewer than 2^24 intervals, else falls back to qsort. */
@@ -394,6 +467,8 @@ int mcp_index_build(struct cs_run *r, uint64_t t0_ns, struct mcp_index **out,
     if (rc == 0)
         rc = index_lat_sums(x);
     if (rc == 0)
+        rc = index_kernels(x);
+    if (rc == 0)
         rc = index_off_by_dur(x);
     if (rc < 0) {
         mcp_index_free(x);
@@ -413,6 +488,10 @@ void mcp_index_free(struct mcp_index *x)
     free(x->cum_err);
     free(x->dur_key);
     free(x->dur_pid);
+    free(x->kdur);
+    free(x->kcum_ns);
+    free(x->kcum_err);
+    free(x->kgroups);
     free(x->offs);
     free(x->off_by_dur);
     free(x->off_by_cls);

@@ -497,6 +497,13 @@ static int api_stats(struct mcp_call_ctx *c, const char *api, int nested, uint32
     struct q_scratch sc = {0};
     if (is_full && !f && k >= 0)
         return key_stats(x, (unsigned)k, pid, lo, hi, 1, NULL, &sc, st, errors);
+    if (is_full && f && f->kernel && !f->has_stream && !pid && k >= 0) {
+        const struct mcp_kgroup *g = mcp_index_kernel(x, (unsigned)k, f->kernel);
+        uint64_t a = g ? g->lo : 0, b = g ? g->hi : 0;
+        mcp_stats_sorted(x->kdur + a, b - a, x->kcum_ns[b] - x->kcum_ns[a], st);
+        *errors = x->kcum_err[b] - x->kcum_err[a];
+        return 0;
+    }
     char key[400];
     snprintf(key, sizeof(key), "%d|%d|%s|%u|%d|%llu|%s", c->run, nested, api, pid,
              f ? f->has_stream : 0, f ? (unsigned long long)f->stream : 0ull,
