@@ -13,6 +13,7 @@
 #include "feed.h"
 #include "model.h"
 #include "procs.h"
+#include "ranks.h"
 #include "stats.h"
 
 struct dur_cache;
@@ -22,6 +23,7 @@ struct analysis {
     struct stats_table api, by_pid, by_stream, by_kernel;
     struct feed feed;
     json_t *chains;
+    json_t *ranks; /* ranks.c: per-rank tables; its finding joins chains */
     uint64_t api_outer_calls, api_nested_calls;
     struct dur_cache *durs; /* analysis_durations() results */
 };
@@ -71,7 +73,9 @@ static int derive(struct analysis *a)
     }
     walls(m, &longest, &sum);
     a->chains = chains_build(m, &a->api, &a->feed, sum);
-    return a->chains ? 0 : -ENOMEM;
+    if (a->chains == NULL)
+        return -ENOMEM;
+    return ranks_build(m, sum, a->chains, &a->ranks);
 }
 
 int analysis_load(const char *const *paths, int n, const struct analysis_opts *o,
@@ -347,6 +351,8 @@ json_t *analysis_json(const struct analysis *a)
     json_object_set_new(o, "processes", json_procs(&a->m));
     json_object_set_new(o, "gpu_feed", feed_json(&a->feed, &a->m));
     json_object_set_new(o, "chains", json_deep_copy(a->chains));
+    if (json_array_size(a->ranks))
+        json_object_set_new(o, "ranks", json_deep_copy(a->ranks));
     return o;
 }
 
@@ -463,6 +469,7 @@ void analysis_free(struct analysis *a)
     stats_table_exit(&a->by_kernel);
     feed_exit(&a->feed);
     json_decref(a->chains);
+    json_decref(a->ranks);
     model_exit(&a->m);
     free(a);
 }

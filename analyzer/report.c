@@ -13,6 +13,7 @@
 #include "analysis.h"
 #include "commands.h"
 #include "model.h"
+#include "ranks.h"
 #include "cudaspy/version.h"
 
 #define PROG "cudaspy-analyze"
@@ -297,6 +298,7 @@ void analysis_print(const struct analysis *a, FILE *out, int color)
     print_by(&o, j, "apis_by_stream", "STREAM");
     print_by(&o, j, "apis_by_kernel", "KERNEL");
     print_feed(&o, j);
+    ranks_print(out, j, color);
     print_procs(&o, j);
     json_decref(j);
 }

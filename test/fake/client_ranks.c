@@ -1,0 +1,145 @@
+/* client_ranks.c: a two-rank "data-parallel job" on the fake driver, for
+ * the straggler finding (issue 10). The parent forks rank 0 and rank 1
+ * (RANK, LOCAL_RANK and WORLD_SIZE set in each child before its first CUDA
+ * call) and makes no CUDA call itself. Every step of every rank:
+ *   launch a kernel; cuStreamSynchronize (the step's compute);
+ *   pipe barrier with the peer (write a byte, read a byte);
+ *   cuStreamSynchronize (the "collective wait").
+ * In `straggle` mode rank 1 burns ~20 ms of CPU before every 10th step (the
+ * planted straggler: its peer waits in the barrier); `control` does not.
+ * Usage: client_ranks [straggle|control] [steps=300] [burn_ms=20]
+ * Prints "ranks 2", "steps N" and "checksum <hex>" (identical traced or
+ * untraced); exits 0, or 3 after one line naming the failed call. */
+#include <cuda.h>
+
+#include "fake_client.h"
+
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NAME "client_ranks"
+#define CHECK_CU(call) CLIENT_CHECK(NAME, call)
+
+struct rank_cfg {
+    int rank;
+    int to_peer, from_peer; /* pipe ends */
+    long steps, burn_ms;
+    int straggle;
+};
+
+static volatile uint64_t burn_sink; /* keeps burn()'s work */
+
+static uint64_t now_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Spin on CPU for @p ms of this thread's CPU time; returns a value the
+ * compiler cannot drop. */
+static uint64_t burn(long ms)
+{
+    uint64_t end = now_cpu_ns() + (uint64_t)ms * 1000000ull, x = 1;
+
+    while (now_cpu_ns() < end)
+        for (int i = 0; i < 1000; i++)
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return x;
+}
+
+static void barrier(const struct rank_cfg *c)
+{
+    char b = (char)c->rank;
+
+    if (write(c->to_peer, &b, 1) != 1 || read(c->from_peer, &b, 1) != 1) {
+        fprintf(stderr, "%s: rank %d: barrier: peer gone\n", NAME, c->rank);
+        _exit(3);
+    }
+}
+
+static void set_rank_env(int rank)
+{
+    char v[16];
+
+    snprintf(v, sizeof(v), "%d", rank);
+    setenv("RANK", v, 1);
+    setenv("LOCAL_RANK", v, 1);
+    setenv("WORLD_SIZE", "2", 1);
+}
+
+/* One rank's process: never returns. */
+static void rank_main(const struct rank_cfg *c)
+{
+    CUdevice dev;
+    CUcontext ctx;
+    CUmodule mod;
+    CUfunction fn;
+    uint64_t h = CLIENT_FNV_INIT, sink = 0;
+
+    set_rank_env(c->rank);
+    CHECK_CU(cuInit(0));
+    CHECK_CU(cuDeviceGet(&dev, 0));
+    CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CHECK_CU(cuCtxSetCurrent(ctx));
+    CHECK_CU(cuModuleLoadData(&mod, "rank_step"));
+    CHECK_CU(cuModuleGetFunction(&fn, mod, "rank_step"));
+    for (long s = 0; s < c->steps; s++) {
+        if (c->straggle && c->rank == 1 && s % 10 == 9)
+            sink += burn(c->burn_ms);
+        CHECK_CU(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+        CHECK_CU(cuStreamSynchronize(NULL));
+        barrier(c);
+        CHECK_CU(cuStreamSynchronize(NULL));
+        h = client_fnv(h, &s, sizeof(s));
+    }
+    CHECK_CU(cuModuleUnload(mod));
+    burn_sink = sink ^ h;
+    _exit(0);
+}
+
+static pid_t spawn(struct rank_cfg *c)
+{
+    pid_t pid = fork();
+
+    if (pid == 0)
+        rank_main(c);
+    return pid;
+}
+
+int main(int argc, char **argv)
+{
+    int straggle = argc > 1 && strcmp(argv[1], "straggle") == 0;
+    long steps = client_arg(argc, argv, 2, 300), burn_ms = client_arg(argc, argv, 3, 20);
+    int p01[2], p10[2], bad = 0;
+    pid_t pid[2];
+    uint64_t h = CLIENT_FNV_INIT;
+
+    if (argc > 1 && !straggle && strcmp(argv[1], "control") != 0) {
+        fprintf(stderr, "usage: %s [straggle|control] [steps=300] [burn_ms=20]\n", NAME);
+        return 2;
+    }
+    if (pipe(p01) != 0 || pipe(p10) != 0)
+        CHECK_CU(CUDA_ERROR_OUT_OF_MEMORY);
+    fflush(stdout);
+    struct rank_cfg c0 = {0, p01[1], p10[0], steps, burn_ms, straggle};
+    struct rank_cfg c1 = {1, p10[1], p01[0], steps, burn_ms, straggle};
+    pid[0] = spawn(&c0);
+    pid[1] = spawn(&c1);
+    close(p01[0]), close(p01[1]), close(p10[0]), close(p10[1]);
+    for (int r = 0; r < 2; r++) {
+        int st;
+        if (pid[r] < 0 || waitpid(pid[r], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+            bad = 1;
+    }
+    if (bad) {
+        fprintf(stderr, "%s: a rank failed\n", NAME);
+        return 3;
+    }
+    for (long s = 0; s < steps; s++)
+        h = client_fnv(h, &s, sizeof(s));
+    printf("ranks 2\nsteps %ld\nchecksum %016llx\n", steps, (unsigned long long)h);
+    return 0;
+}

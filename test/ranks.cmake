@@ -1,0 +1,23 @@
+# test/ranks.cmake: multi-rank tracing (issue 10). client_ranks forks two
+# fake-driver rank processes that wait on each other through a pipe barrier;
+# the real `cudaspy record` traces them and cudaspy-analyze --json must name
+# the planted straggler (rank 1, on-CPU busy) or, in the control run, no
+# straggler. test/ranks/ranks_cli.sh holds the cases, ranks_expect.c the checks.
+fake_client(client_ranks client_ranks.c)
+target_link_libraries(client_ranks PRIVATE fake_cuda)
+
+add_executable(ranks_expect ${CMAKE_CURRENT_SOURCE_DIR}/ranks/ranks_expect.c)
+target_include_directories(ranks_expect PRIVATE ${CS_JANSSON_INC})
+target_link_libraries(ranks_expect PRIVATE ${CS_JANSSON_LIB})
+
+if(TARGET cudaspy-analyze AND TARGET cudaspy_launcher)
+  foreach(case straggler control ranks_json)
+    add_test(NAME cli.ranks_${case}
+             COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ranks/ranks_cli.sh ${case}
+                     $<TARGET_FILE:cudaspy-analyze> $<TARGET_FILE:cudaspy_launcher>
+                     $<TARGET_FILE:client_ranks> $<TARGET_FILE:json_expect>
+                     $<TARGET_FILE:ranks_expect>
+                     ${CMAKE_CURRENT_BINARY_DIR}/ranks-work/${case})
+    set_tests_properties(cli.ranks_${case} PROPERTIES LABELS unit TIMEOUT 60)
+  endforeach()
+endif()
