@@ -89,6 +89,20 @@ static uint64_t mix64(uint64_t x)
     return x ^ (x >> 33);
 }
 
+static uint64_t fnv(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+
+    while (*s)
+        h = (h ^ (uint8_t)*s++) * 0x100000001b3ull;
+    return h;
+}
+
+static const char *kernel_name(const struct model *m, const struct m_call *c)
+{
+    return cs_run_string(m->runs[model_call_proc(m, c)->run].run, model_name_id(c));
+}
+
 static uint64_t api_key(const struct m_call *c)
 {
     return (uint64_t)c->api | (uint64_t)c->variant << 16 | (uint64_t)!!(c->flags & CS_CF_NESTED)
@@ -107,7 +121,7 @@ static uint64_t row_key(const struct model *m, const struct m_call *c, enum stat
     case STATS_BY_STREAM:
         return mix64(k ^ mix64(c->stream) ^ (uint64_t)m->thr[c->thr].proc << 40);
     case STATS_BY_KERNEL:
-        return mix64(k ^ mix64((uint64_t)model_call_proc(m, c)->run << 32 | model_name_id(c)));
+        return mix64(k ^ fnv(kernel_name(m, c)));
     default:
         return k;
     }
@@ -123,8 +137,9 @@ static int row_matches(const struct model *m, const struct stats_row *r, const s
         return r->proc == m->thr[c->thr].proc;
     case STATS_BY_STREAM:
         return r->proc == m->thr[c->thr].proc && r->stream == c->stream;
-    case STATS_BY_KERNEL:
-        return r->name_run == model_call_proc(m, c)->run && r->name_id == model_name_id(c);
+    case STATS_BY_KERNEL: /* one row per name, across runs */
+        return strcmp(cs_run_string(m->runs[r->name_run].run, r->name_id),
+                      kernel_name(m, c)) == 0;
     default:
         return 1;
     }

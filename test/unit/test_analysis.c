@@ -271,6 +271,32 @@ static int test_no_sampler_says_what_is_missing(void)
     return 0;
 }
 
+static int test_split_tables(void)
+{
+    struct analysis_opts o;
+    const char *paths[] = {run_a, run_b};
+    struct analysis *a;
+    json_t *j;
+    const json_t *k, *p;
+
+    analysis_opts_init(&o);
+    o.by_pid = o.by_stream = o.by_kernel = 1;
+    CHECK(a = load(paths, 2, &o));
+    j = analysis_json(a);
+    CHECK_EQ(json_array_size(json_object_get(j, "apis_by_kernel")), 1); /* "k1" of both runs */
+    k = json_array_get(json_object_get(j, "apis_by_kernel"), 0);
+    CHECK_STR(json_string_value(json_object_get(k, "kernel")), "k1");
+    CHECK_EQ(field(k, "count"), 20);
+    /* by pid: sync, nested sync and launch rows for each of the two runs */
+    CHECK_EQ(json_array_size(json_object_get(j, "apis_by_pid")), 6);
+    p = json_array_get(json_object_get(j, "apis_by_pid"), 0);
+    CHECK_EQ(field(p, "count"), 100);
+    CHECK(json_object_get(json_array_get(json_object_get(j, "apis_by_stream"), 0), "stream"));
+    json_decref(j);
+    analysis_free(a);
+    return 0;
+}
+
 /* A collector that died wrote no t_end_ns: the run ends with its last call
  * (the 100th sync: enters at 100 ms, lasts 100 us). */
 static int test_run_without_end_ends_at_last_record(void)
@@ -306,6 +332,7 @@ int main(void)
     RUN(test_pid_filter);
     RUN(test_no_sampler_says_what_is_missing);
     RUN(test_run_without_end_ends_at_last_record);
+    RUN(test_split_tables);
     unlink(run_a);
     unlink(run_b);
     unlink(run_c);
