@@ -2,6 +2,7 @@
 other every step through a pipe barrier, like two ranks of a data-parallel
 job. RANK 1 is the planted straggler: every 10th step it burns ~20 ms of CPU
 before arriving. Stands in for the 2-GPU DDP check when only one GPU is lent.
+TWOPROC_CONTROL=1 in the environment runs the clean control (no burning).
 Usage: python3 twoproc.py   (spawns both ranks, prints result and elapsed)"""
 import os
 import subprocess
@@ -9,6 +10,7 @@ import sys
 import time
 
 STEPS = 400
+STRAGGLE = os.environ.get("TWOPROC_CONTROL") != "1"
 
 
 def child(rank, rfd, wfd):
@@ -20,7 +22,7 @@ def child(rank, rfd, wfd):
         for _ in range(4):
             acc = acc * 0.9 + a
         torch.cuda.synchronize()
-        if rank == 1 and step % 10 == 0:
+        if STRAGGLE and rank == 1 and step % 10 == 0:
             t = time.perf_counter()
             while time.perf_counter() - t < 0.02:
                 pass

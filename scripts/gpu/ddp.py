@@ -1,0 +1,102 @@
+"""ddp.py: a small DistributedDataParallel training loop for the multi-GPU
+check (issue 10, docs/multigpu.md), launched by torchrun:
+
+  torchrun --standalone --nproc_per_node=2 scripts/gpu/ddp.py [--straggle] [--steps 300]
+
+Every rank trains the same MLP on its own synthetic batches; DDP all-reduces
+the gradients with NCCL and every step ends with torch.cuda.synchronize()
+(the host sync point the analyzer aligns ranks on). With --straggle, rank 1
+burns --burn-ms of CPU before every --every-th step (a slow data loader), so
+rank 0 waits in the all-reduce; without it the run is the clean control.
+
+--backend gloo --same-gpu runs both ranks on GPU 0 (gloo all-reduces through
+the host; NCCL refuses two ranks on one GPU): the one-GPU variant.
+
+Rank 0 prints `result: loss=<sum> params=<sum>` (identical traced or
+untraced) and `elapsed: <s>` (the timed steps, after warm-up)."""
+import argparse
+import os
+import time
+
+# NVLink SHARP / multicast objects stay off on the lent machines: never
+# cuMulticastCreate (gpu-check.sh sets these too).
+for k, v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
+             ("NVSHMEM_DISABLE_NVLS", "1")):
+    os.environ.setdefault(k, v)
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
+
+
+def parse():
+    p = argparse.ArgumentParser()
+    p.add_argument("--straggle", action="store_true", help="rank 1 burns CPU every --every steps")
+    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--every", type=int, default=10)
+    p.add_argument("--burn-ms", type=float, default=20.0)
+    p.add_argument("--hidden", type=int, default=2048)
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--backend", default="nccl", choices=["nccl", "gloo"])
+    p.add_argument("--same-gpu", action="store_true", help="every rank on GPU 0")
+    return p.parse_args()
+
+
+def burn(ms):
+    """Spin on the CPU for ms milliseconds (a stand-in for host-side data work)."""
+    end = time.perf_counter() + ms / 1e3
+    x = 0
+    while time.perf_counter() < end:
+        x += 1
+    return x
+
+
+def model_for(hidden, dev):
+    torch.manual_seed(1234)  # same initial weights on every rank
+    layers = []
+    for _ in range(4):
+        layers += [torch.nn.Linear(hidden, hidden), torch.nn.ReLU()]
+    layers.append(torch.nn.Linear(hidden, 1))
+    return torch.nn.Sequential(*layers).to(dev)
+
+
+def main():
+    a = parse()
+    rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
+    dev = torch.device("cuda", 0 if a.same_gpu else local)
+    torch.cuda.set_device(dev)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    dist.init_process_group(a.backend)
+    model = DDP(model_for(a.hidden, dev), device_ids=[dev.index])
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    g = torch.Generator(device=dev).manual_seed(1000 + rank)
+    xs = [torch.randn(a.batch, a.hidden, device=dev, generator=g) for _ in range(8)]
+    ys = [torch.randn(a.batch, 1, device=dev, generator=g) for _ in range(8)]
+    loss_sum = torch.zeros((), device=dev, dtype=torch.float64)
+    t0 = None
+    for step in range(a.warmup + a.steps):
+        if step == a.warmup:
+            dist.barrier()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+        if a.straggle and rank == 1 and step % a.every == a.every - 1:
+            burn(a.burn_ms)
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.mse_loss(model(xs[step % 8]), ys[step % 8])
+        loss.backward()
+        opt.step()
+        loss_sum += loss.detach().double()
+        torch.cuda.synchronize()  # the step's host sync point
+    elapsed = time.perf_counter() - t0
+    psum = sum(p.detach().double().sum() for p in model.parameters())
+    tot = torch.stack([loss_sum, psum])
+    dist.all_reduce(tot)
+    if rank == 0:
+        print(f"result: loss={tot[0].item():.6e} params={tot[1].item():.6e}")
+        print(f"elapsed: {elapsed:.3f}")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
