@@ -6,7 +6,9 @@
 #                                overhead, outputs identical, API families seen
 #   report-*.txt                 full analyzer reports of the seed runs
 #   seed-w4.html                 HTML report of the seed run (W=4)
-# Usage: scripts/gpu-check.sh [PART...]   parts: smoke seed suite profiler (default: seed suite)
+# Usage: scripts/gpu-check.sh [PART...]   parts: smoke seed suite profiler ddp (default: seed suite)
+#   ddp: 2-rank DDP under torchrun (NCCL, needs 2 GPUs) straggling and clean, the
+#        one-GPU gloo variant, twoproc straggling and control (docs/multigpu.md)
 # Needs: a cudaspy build in $CS_BUILD (default build-gpu, built elsewhere with
 # -DCS_STATIC_DEPS=ON so no packages are needed here), python3 with torch and
 # triton, nvcc. Reproducible by anyone with a GPU and our README.
@@ -125,6 +127,21 @@ part_suite() {
     REPS=1 interleave nvcc nosync -- "$RUNS/static_app" nosync
     REPS=1 interleave nvcc ptds -- "$RUNS/static_app_ptds" sync
     REPS=1 interleave twoproc pair -- "$PY" "$here/gpu/twoproc.py"
+}
+
+part_ddp() { # issue 10: a planted straggling rank (rank 1) and clean controls
+    local trun=("$PY" -m torch.distributed.run --standalone --nproc_per_node=2 "$here/gpu/ddp.py")
+    local ngpu
+    ngpu=$("$PY" -c 'import torch; print(torch.cuda.device_count())' 2>>"$LOG")
+    if [ "${ngpu:-0}" -ge 2 ]; then
+        interleave ddp straggle -- "${trun[@]}" --straggle
+        interleave ddp clean -- "${trun[@]}"
+    else
+        log "gpu-check: ddp: ${ngpu:-0} GPU(s): the NCCL runs need 2, skipped"
+    fi
+    REPS=1 interleave ddp gloo1gpu -- "${trun[@]}" --straggle --backend gloo --same-gpu
+    interleave twoproc straggle -- "$PY" "$here/gpu/twoproc.py"
+    REPS=1 interleave twoproc control TWOPROC_CONTROL=1 -- "$PY" "$here/gpu/twoproc.py"
 }
 
 warmup() { # first CUDA process and first import pay for caches: keep them out of the figures
