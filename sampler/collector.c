@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -109,7 +110,8 @@ struct collector {
     uint64_t t_start_ns, last_commit_ns, last_sync_ns, last_cal_ns;
     struct collector_stats stats;
     int store_failed;
-    int moved; /* records moved in the last step */
+    int moved;   /* records moved in the last step */
+    int backlog; /* a sub-ring still had data when its budget ran out */
     void (*on_reg)(void *arg, pid_t pid);
     void *on_reg_arg;
 };
@@ -644,8 +646,10 @@ static int on_entry(const struct cs_ring_ent *e, void *arg)
     struct drain_ctx *d = arg;
     int rc = 0;
 
-    if (d->budget <= 0)
+    if (d->budget <= 0) {
+        d->c->backlog = 1;
         return -1; /* leave it for the next pass */
+    }
     d->budget -= e->len;
     switch (e->type) {
     case CS_ENT_CUDA: rc = ent_cuda(d, e); break;
@@ -970,6 +974,7 @@ int collector_step(struct collector *c, uint64_t now_ns)
     size_t i;
 
     c->moved = 0;
+    c->backlog = 0;
     accept_all(c);
     if (poll_conns(c) == 0) {
         /* walk backwards: conn_end moves the last entry into the slot */
@@ -992,9 +997,9 @@ int collector_live_conns(struct collector *c)
     return (int)c->nconns;
 }
 
-int collector_moved(struct collector *c)
+int collector_wait_ms(struct collector *c)
 {
-    return c->moved;
+    return c->backlog ? 0 : c->moved ? 1 : 10;
 }
 
 /* Stage dirty process and thread rows. */
@@ -1053,6 +1058,17 @@ int collector_tick(struct collector *c, uint64_t now_ns)
     return rc;
 }
 
+/* CPU time this process used so far (user + system). */
+static uint64_t self_cpu_ns(void)
+{
+    struct rusage ru;
+
+    if (getrusage(RUSAGE_SELF, &ru) < 0)
+        return 0;
+    return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * NS_PER_S +
+           ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000;
+}
+
 int collector_finish(struct collector *c, int clean, uint64_t now_ns)
 {
     int rc;
@@ -1069,6 +1085,7 @@ int collector_finish(struct collector *c, int clean, uint64_t now_ns)
     meta_clock(c);
     collector_meta_u64(c, "t_end_ns", now_ns);
     collector_meta_u64(c, "cuda_records", c->stats.cuda_records);
+    collector_meta_u64(c, "collector_cpu_ns", self_cpu_ns());
     collector_meta_u64(c, "host_records", c->stats.host_records);
     collector_meta_u64(c, "clean_shutdown", clean ? 1 : 0);
     rc = commit(c, now_ns);

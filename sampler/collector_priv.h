@@ -52,9 +52,10 @@ int collector_step(struct collector *c, uint64_t now_ns);
  * the TSC calibration. @return 0 or the store's error. */
 int collector_tick(struct collector *c, uint64_t now_ns);
 
-/** CUDA records moved out of rings by the last collector_step() (the main
- * loop polls again at once while data flows). */
-int collector_moved(struct collector *c);
+/** How long the main loop may wait before the next collector_step(): 0 when
+ * a ring still holds more than one pass takes, 1 ms while records flow,
+ * else 10 ms (a 1 MiB sub-ring holds ~10 ms at 1 M records/s). */
+int collector_wait_ms(struct collector *c);
 
 /** Connections still open. */
 int collector_live_conns(struct collector *c);

@@ -351,7 +351,7 @@ static void loop_run(struct loop *l)
         if (l->h)
             n += host_pollfds(l->h, fds + n, MAX_PFDS - n);
 #endif
-        poll(fds, (nfds_t)n, collector_moved(l->c) ? 0 : 10);
+        poll(fds, (nfds_t)n, collector_wait_ms(l->c));
         now = clock_mono_ns();
         collector_step(l->c, now);
 #ifdef CS_HAVE_HOST
