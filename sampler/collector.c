@@ -759,8 +759,12 @@ static void conn_end(struct collector *c, size_t i, uint64_t now_ns, int final)
         k->next_check_ns = now_ns + CS_BLK_MAX_AGE_NS;
         return;
     }
-    while (conn_drain(c, k, now_ns, 0) > 0)
-        ;
+    /* as many passes as empty the largest ring once: a process still
+     * pushing (attach mode, SIGTERM) must not keep us here forever */
+    for (uint64_t pass = 0, max = 2; pass < max && conn_drain(c, k, now_ns, 0) > 0; pass++)
+        for (uint32_t si = 0; si < k->nseg; si++)
+            if (k->segs[si].sub_bytes / SUB_BUDGET + 2 > max)
+                max = k->segs[si].sub_bytes / SUB_BUDGET + 2;
     conn_drain(c, k, now_ns, 1);
     if (k->pid && !final)
         collector_exited(c, (pid_t)k->pid, -1, now_ns);

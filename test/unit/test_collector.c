@@ -451,6 +451,54 @@ static int test_attach_mode_ends_with_its_pid(void)
     return 0;
 }
 
+/* SIGTERM in attach mode while a producer keeps pushing as fast as it can:
+ * the collector finishes promptly and cleanly with what it has. It follows
+ * this test process, which outlives the run. */
+static int test_sigterm_with_live_producer_finishes(void)
+{
+    char addr[64], pidbuf[16];
+    char *sargv[] = {(char *)sampler, "--no-host", "-q", "-o", path, "--listen", addr, "--pid",
+                     pidbuf, "--ready-fd", "5", NULL};
+    char *pargv[] = {(char *)producer, "-p", "1", "-t", "2", "-m", "forever", NULL};
+    struct cs_run *r = cs_run_new();
+    struct landed l = {0};
+    pid_t prod, samp;
+    int st, ready[2];
+    char c;
+
+    snprintf(addr, sizeof(addr), "@cs-test-term-%d", (int)getpid());
+    snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());
+    unlink(path);
+    CHECK_EQ(pipe(ready), 0);
+    CHECK(dup2(ready[1], 5) == 5);
+    CHECK_EQ(run_argv(sargv, &samp, 0), 0);
+    close(5);
+    close(ready[1]);
+    CHECK_EQ(read(ready[0], &c, 1), 1);
+    close(ready[0]);
+    setenv("CUDASPY_SOCK", addr, 1);
+    CHECK_EQ(run_argv(pargv, &prod, 0), 0);
+    unsetenv("CUDASPY_SOCK");
+    for (int i = 0; i < 400 && l.n < 20000; i++) {
+        usleep(50 * 1000);
+        l.n = cs_run_open(r, path, NULL) == 0 ? cs_run_count(r, CS_REC_CUDA) : 0;
+    }
+    CHECK(l.n >= 20000);
+    CHECK_EQ(kill(samp, SIGTERM), 0);
+    CHECK(waitpid(samp, &st, 0) == samp);
+    kill(-prod, SIGKILL);
+    waitpid(prod, NULL, 0);
+    CHECK(WIFEXITED(st));
+    CHECK_EQ(WEXITSTATUS(st), 0);
+    CHECK_OK(cs_run_open(r, path, NULL));
+    CHECK_EQ(cs_run_meta_u64(r, "clean_shutdown", 0), 1);
+    CHECK_OK(landed_read(r, &l));
+    CHECK_EQ(l.unique, 1);
+    free(l.keys);
+    cs_run_free(r);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     char cmd[256];
@@ -472,6 +520,7 @@ int main(int argc, char **argv)
     RUN(test_tsc_records_become_monotonic_ns);
     RUN(test_malformed_clients_are_dropped);
     RUN(test_attach_mode_ends_with_its_pid);
+    RUN(test_sigterm_with_live_producer_finishes);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     if (system(cmd) != 0)
         return 2;
