@@ -264,9 +264,8 @@ static void outlier(struct ctx *x, struct tail *tl, uint64_t ci)
         } else if (o->cls == CS_OFF_DISK) {
             cz[C_IO] += d;
         } else if (o->cls == CS_OFF_SLEEP || o->cls == CS_OFF_BLOCKED) {
-            uint32_t w = o->waker_pid ? model_find_proc(m, p->run, o->waker_pid) : M_NONE;
             tl->sleep_ns += d;
-            if (w != M_NONE && m->proc[w].role == M_ROLE_WORKER)
+            if (feed_pipeline_waker(m, c->thr, o))
                 cz[C_PIPE] += d;
         } else {
             tl->other_ns += d;
@@ -459,6 +458,9 @@ static void tl_host(json_t *tl, const struct model *m, uint32_t thr, uint64_t t0
             snprintf(who, sizeof(who), "pid %u (%s)", other,
                      o->cls == CS_OFF_PREEMPT && !(o->flags & CS_HF_HOLDER_IN_TREE)
                          ? "outside the tree" : "not in the process table");
+        else if (o->cls != CS_OFF_PREEMPT && other == p->pid && o->waker_tid)
+            snprintf(who, sizeof(who), "%s (pid %u tid %u)", procs_comm(m, p->run, other), other,
+                     o->waker_tid);
         else
             snprintf(who, sizeof(who), "%s (pid %u)", procs_comm(m, p->run, other), other);
         if (o->cls == CS_OFF_PREEMPT)
@@ -815,17 +817,23 @@ static void f_pipe(struct ctx *x)
     jaddf(f->evidence, "GPU idle >= %s in %" PRIu64 " gaps between a sync that drained the "
                        "streams and the next enqueue",
           fmt_ns(a, 32, idle), gaps);
-    jaddf(f->evidence, "in those gaps the feeding thread slept %s waiting for worker processes "
-                       "(%.0f %% of the idle time)",
+    jaddf(f->evidence, "in those gaps the feeding thread slept %s until the data pipeline "
+                       "(worker processes or a helper thread) woke it (%.0f %% of the idle time)",
           fmt_ns(b, 32, wait), pct(wait, idle));
     for (int i = 0; i < FEED_WAKERS && worst->split.waker[i].ns; i++) {
         const struct feed_waker *w = &worst->split.waker[i];
-        if (w->proc == M_NONE || m->proc[w->proc].role != M_ROLE_WORKER)
+        if (w->proc == M_NONE ||
+            (m->proc[w->proc].role != M_ROLE_WORKER && w->proc != worst->proc))
             continue;
-        jaddf(f->evidence, "woken by %s (pid %u): %s; it ran %s on CPU, %" PRIu64
-                           " page allocations",
-              m->proc[w->proc].comm, w->pid, fmt_ns(a, 32, w->ns),
-              fmt_ns(d, 32, m->proc[w->proc].st.oncpu_ns), m->proc[w->proc].st.page_allocs);
+        if (w->proc == worst->proc)
+            jaddf(f->evidence, "woken by other threads of its own process (pid %u, a helper "
+                               "such as the pin-memory thread): %s",
+                  w->pid, fmt_ns(a, 32, w->ns));
+        else
+            jaddf(f->evidence, "woken by %s (pid %u): %s; it ran %s on CPU, %" PRIu64
+                               " page allocations",
+                  m->proc[w->proc].comm, w->pid, fmt_ns(a, 32, w->ns),
+                  fmt_ns(d, 32, m->proc[w->proc].st.oncpu_ns), m->proc[w->proc].st.page_allocs);
     }
     tail_evidence(f, tail_for(x, C_PIPE), C_PIPE);
     snprintf(f->summary, sizeof(f->summary),

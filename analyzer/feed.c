@@ -30,6 +30,21 @@ static void waker_add(struct feed_split *s, uint32_t proc, uint32_t pid, uint64_
         s->waker[small] = (struct feed_waker){proc, pid, ns};
 }
 
+int feed_pipeline_waker(const struct model *m, uint32_t thr, const struct m_off *o)
+{
+    const struct m_thread *th = &m->thr[thr];
+    uint32_t w;
+
+    if (o->waker_pid == 0)
+        return 0;
+    w = model_find_proc(m, m->proc[th->proc].run, o->waker_pid);
+    if (w == M_NONE)
+        return 0;
+    if (m->proc[w].role == M_ROLE_WORKER)
+        return 1;
+    return w == th->proc && o->waker_tid && o->waker_tid != th->tid;
+}
+
 void feed_split_add(struct feed_split *s, const struct model *m, uint32_t thr, uint64_t t0,
                     uint64_t t1)
 {
@@ -48,7 +63,7 @@ void feed_split_add(struct feed_split *s, const struct model *m, uint32_t thr, u
         } else if (o->cls == CS_OFF_SLEEP || o->cls == CS_OFF_BLOCKED) {
             uint32_t w = o->waker_pid ? model_find_proc(m, p->run, o->waker_pid) : M_NONE;
             s->sleep_ns += d;
-            if (w != M_NONE && m->proc[w].role == M_ROLE_WORKER)
+            if (feed_pipeline_waker(m, thr, o))
                 s->sleep_worker_ns += d;
             if (o->waker_pid)
                 waker_add(s, w, o->waker_pid, d);

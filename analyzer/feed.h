@@ -25,7 +25,7 @@ struct feed_waker {
 /* What the feeding threads did during a set of gaps. */
 struct feed_split {
     uint64_t oncpu_ns, sleep_ns, preempt_ns, disk_ns, other_ns;
-    uint64_t sleep_worker_ns; /* asleep and woken by a worker process of the tree */
+    uint64_t sleep_worker_ns; /* asleep, woken by the pipeline (feed_pipeline_waker) */
     struct feed_waker waker[FEED_WAKERS]; /* most sleep time woken first */
 };
 
@@ -71,6 +71,11 @@ int feed_compute(struct feed *f, struct model *m);
 
 /** Feed of process @p proc, NULL if it made no CUDA calls. */
 const struct feed_proc *feed_find(const struct feed *f, uint32_t proc);
+
+/** Whether sleep interval @p o of thread @p thr ended because the data
+ * pipeline delivered: woken by a worker process, or by another thread of
+ * the same process (a helper such as PyTorch's pin-memory thread). */
+int feed_pipeline_waker(const struct model *m, uint32_t thr, const struct m_off *o);
 
 /** Add what thread @p thr did in [@p t0, @p t1) to @p s. */
 void feed_split_add(struct feed_split *s, const struct model *m, uint32_t thr, uint64_t t0,

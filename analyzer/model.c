@@ -545,10 +545,12 @@ static int off_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
             o->t_end_ns = r->t_end_ns;
             o->thr = t;
             o->waker_pid = r->waker_pid;
+            o->waker_tid = r->waker_tid;
             o->holder_pid = r->holder_pid;
             o->cls = r->cls;
             o->flags = r->flags;
             o->pad = 0;
+            o->pad2 = 0;
         }
     }
     return 0;

@@ -37,6 +37,7 @@ set(CS_AN_PLANTED
     "cpu_contention_tree\;top=cpu_contention_tree"
     "cpu_contention_external\;top=cpu_contention_external"
     "data_pipeline_starvation\;top=data_pipeline_starvation"
+    "starvation_pin_thread\;top=data_pipeline_starvation"
     "pageable_memcpy\;top=pageable_memcpy"
     "alloc_churn\;top=alloc_churn"
     "sync_per_iteration\;top=sync_per_iteration"

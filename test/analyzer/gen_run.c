@@ -22,12 +22,12 @@
 #define HOG 2000u
 
 enum scen { S_CLEAN, S_TREE, S_EXT, S_STARVE, S_PAGEABLE, S_CHURN, S_SYNC, S_LAUNCH, S_IOWAIT,
-            S_EMPTY, S_NOHOST, S_BIG, S_PAGE };
+            S_EMPTY, S_NOHOST, S_BIG, S_PAGE, S_STARVE_PIN };
 static const char *const scen_names[] = {"clean", "cpu_contention_tree", "cpu_contention_external",
                                          "data_pipeline_starvation", "pageable_memcpy",
                                          "alloc_churn", "sync_per_iteration", "launch_bound",
                                          "io_wait", "empty", "nohost", "big",
-                                         "page_alloc_pressure"};
+                                         "page_alloc_pressure", "starvation_pin_thread"};
 
 /* Block buffers, one per record kind, flushed when full. */
 struct buf {
@@ -139,6 +139,9 @@ static uint64_t call(uint16_t api, uint16_t drv, uint64_t t0, uint64_t dur, uint
 
 static uint64_t n_host;
 
+/* Tid a wake-up from the main process comes from (0: the main thread). */
+static uint32_t waker_tid_main;
+
 /* Off-CPU interval of the main thread (or another tid). */
 static void off(uint32_t pid, uint32_t tid, uint64_t t0, uint64_t t1, uint8_t cls, uint32_t waker,
                 uint32_t holder, int in_tree)
@@ -150,7 +153,7 @@ static void off(uint32_t pid, uint32_t tid, uint64_t t0, uint64_t t1, uint8_t cl
     o.pid = pid;
     o.tid = tid;
     o.waker_pid = waker;
-    o.waker_tid = waker;
+    o.waker_tid = waker == MAIN && waker_tid_main ? waker_tid_main : waker;
     o.holder_pid = holder;
     o.holder_permille = holder ? 900 : 0;
     o.runq_ns = cls == CS_OFF_PREEMPT ? (uint32_t)(t1 - t0) : 20000;
@@ -237,7 +240,7 @@ static void syswin(uint64_t t0, unsigned busy, uint64_t tree_ns, uint32_t hog)
  * the contention and starvation scenarios, idle otherwise. */
 static void windows(enum scen sc, uint64_t t_end)
 {
-    int busy_workers = sc == S_TREE || sc == S_STARVE;
+    int busy_workers = sc == S_TREE || sc == S_STARVE || sc == S_STARVE_PIN;
 
     for (uint64_t w = 0; w < nwin; w++) {
         uint64_t t0 = T0 + w * 10 * MS;
@@ -251,7 +254,7 @@ static void windows(enum scen sc, uint64_t t_end)
                  busy_workers ? 700 : 2);
     }
     for (uint64_t t = T0; t + 100 * MS <= t_end; t += 100 * MS)
-        syswin(t, sc == S_TREE || sc == S_EXT ? 1000 : sc == S_STARVE ? 950 : 450,
+        syswin(t, sc == S_TREE || sc == S_EXT ? 1000 : busy_workers ? 950 : 450,
                busy_workers ? 180 * MS : 60 * MS, sc == S_EXT ? HOG : 0);
 }
 
@@ -295,10 +298,13 @@ static void step(struct step_ctx *c)
     uint64_t bytes = c->sc == S_PAGEABLE ? 64ull << 20 : 4ull << 20;
     uint64_t copy_ns = pageable ? urand(18 * MS, 22 * MS) : bytes / 20; /* pinned: 20 B/ns */
 
-    if (c->sc == S_STARVE) { /* wait for the next batch from a worker */
+    if (c->sc == S_STARVE || c->sc == S_STARVE_PIN) { /* wait for the next batch */
         uint64_t len = urand(6 * MS, 12 * MS);
+        /* from a worker, or (pin_memory=True) from the main process's pin thread */
+        waker_tid_main = c->sc == S_STARVE_PIN ? MAIN + 10 : 0;
         main_off(c->t + 20 * US, c->t + 20 * US + len, CS_OFF_SLEEP,
-                 MAIN + 1 + c->i % NWORK, 0, 0);
+                 c->sc == S_STARVE_PIN ? MAIN : MAIN + 1 + c->i % NWORK, 0, 0);
+        waker_tid_main = 0;
         c->t += len + 60 * US;
     }
     if (c->sc == S_CHURN)
