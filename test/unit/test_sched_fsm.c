@@ -19,11 +19,12 @@ static struct sched_fsm *fsm;
 static uint32_t me;
 static uint64_t base;
 
-static void setup(void)
+/* A fresh machine; @p tracepoints 0 is tier A without tracefs. */
+static void setup_with(int tracepoints)
 {
     struct sched_fsm_opts o = {.window_ns = WIN, .offcpu_min_ns = 1, .runq_min_ns = 1,
-                               .ncpu = 2, .cpuwide = 1, .has_block_tp = 1, .has_wake_tp = 1,
-                               .self = -1};
+                               .ncpu = 2, .cpuwide = 1, .has_block_tp = tracepoints,
+                               .has_wake_tp = tracepoints, .self = -1};
 
     fake_collector_free(col);
     sched_fsm_free(fsm);
@@ -34,6 +35,11 @@ static void setup(void)
     base = procfs_now_ns() + 1000000000ull;
     base -= base % WIN;
     sched_fsm_seed_proc(fsm, (pid_t)me, procfs_now_ns(), CS_PF_ROOT);
+}
+
+static void setup(void)
+{
+    setup_with(1);
 }
 
 /* An event at base + @p dt on @p cpu. */
@@ -143,6 +149,18 @@ static int test_wakeup_racing_the_switch_out_makes_it_runnable(void)
     return 0;
 }
 
+static int test_without_tracepoints_blocks_are_unlabelled(void)
+{
+    setup_with(0);
+    in(100, 0, me, 0, 0);
+    out(300, 0, me, 0, 0);
+    in(600, 1, me, 0, 0);
+    CHECK_EQ(last_offcpu()->cls, CS_OFF_BLOCKED);
+    CHECK_EQ(last_offcpu()->runq_ns, 0);
+    CHECK_EQ(sched_fsm_stats(fsm)->wake_unknown, 1);
+    return 0;
+}
+
 static int test_windows_split_on_cpu_time(void)
 {
     const struct cs_rec_pwin *w;
@@ -246,6 +264,7 @@ int main(void)
     RUN(test_blocked_interval_is_labelled_and_names_the_waker);
     RUN(test_wakeup_in_irq_context_has_no_waker);
     RUN(test_wakeup_racing_the_switch_out_makes_it_runnable);
+    RUN(test_without_tracepoints_blocks_are_unlabelled);
     RUN(test_windows_split_on_cpu_time);
     RUN(test_syswin_busy_from_idle_tracking);
     RUN(test_lost_record_becomes_a_span_and_degrades);
