@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1024,6 +1025,17 @@ static void meta_clock(struct collector *c)
     collector_meta_u64(c, "tsc_ref_ns", c->cal.ns1);
 }
 
+/* LMDB reports a short write as EIO; tell the user when it was space. */
+static int disk_nearly_full(const char *path)
+{
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    struct statvfs fs;
+
+    snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+    return statvfs(dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < (16u << 20);
+}
+
 static int commit(struct collector *c, uint64_t now_ns)
 {
     int rc;
@@ -1038,6 +1050,8 @@ static int commit(struct collector *c, uint64_t now_ns)
         c->store_failed = 1;
         warn("cudaspy-sampler: %s: cannot commit (%s); recording stopped", c->o.path,
              cs_strerror(rc));
+        if (disk_nearly_full(c->o.path))
+            warn("hint: the file system holding %s is full", c->o.path);
     }
     return rc;
 }
@@ -1101,6 +1115,7 @@ int collector_finish(struct collector *c, int clean, uint64_t now_ns)
 void collector_stats(struct collector *c, struct collector_stats *st)
 {
     *st = c->stats;
+    st->write_failed = c->store_failed;
 }
 
 const char *collector_addr(struct collector *c)

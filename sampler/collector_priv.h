@@ -29,6 +29,7 @@ struct collector_stats {
     uint64_t cuda_dropped;  /* records the shims dropped (full rings) */
     uint64_t conns;         /* connections accepted */
     uint64_t bad_conns;     /* connections dropped for malformed messages */
+    int write_failed;       /* a commit failed: the run file stops at the last good one */
 };
 
 /** Allocate. @return NULL when out of memory. */

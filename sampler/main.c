@@ -476,7 +476,8 @@ static void summary(struct loop *l, const char *path)
         return;
     collector_stats(l->c, &st);
     fprintf(stderr, "cudaspy: %s: %" PRIu64 " CUDA calls, %" PRIu64 " host records, %" PRIu64
-            " dropped\n", path, st.cuda_records, st.host_records, st.cuda_dropped);
+            " dropped%s\n", path, st.cuda_records, st.host_records, st.cuda_dropped,
+            st.write_failed ? " (run file incomplete: a write failed)" : "");
 }
 
 static int exit_code(struct loop *l)

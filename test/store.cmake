@@ -29,3 +29,11 @@ set_tests_properties(fault.store_growth PROPERTIES LABELS "fault;slow" TIMEOUT 3
 add_test(NAME cli.sampler COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/store/cli_sampler.sh
                                   $<TARGET_FILE:cudaspy-sampler>)
 set_tests_properties(cli.sampler PROPERTIES LABELS unit TIMEOUT 60)
+
+# The run file's file system fills up mid-run (3 MiB tmpfs; skips without root).
+add_executable(cs_open_run ${CMAKE_CURRENT_LIST_DIR}/store/open_run.c)
+target_link_libraries(cs_open_run PRIVATE cs_runfile)
+add_test(NAME fault.store_enospc COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/store/fault_enospc.sh
+                                         $<TARGET_FILE:cudaspy-sampler>
+                                         $<TARGET_FILE:cs_producer> $<TARGET_FILE:cs_open_run>)
+set_tests_properties(fault.store_enospc PROPERTIES LABELS fault TIMEOUT 120)
