@@ -26,6 +26,7 @@ struct mcp_index;
 #define MCP_PAGE_MAX 500            /* timeline events per page at most */
 #define MCP_PAGE_DEFAULT 100
 #define MCP_HIST_BUCKETS 64         /* log2 histogram buckets (1 ns .. 2^63 ns) */
+#define MCP_CHUNK 4096              /* calls per sorted chunk (window statistics) */
 
 struct summary;
 
@@ -102,6 +103,8 @@ struct mcp_index {
     uint64_t *cum_err;           /* cum_err[i]: calls of lat[0..i) with CS_CF_ERROR */
     uint64_t *dur_key;           /* durations, ascending within each key's range */
     uint64_t *dur_pid;           /* durations, ascending within each (key, pid) group */
+    uint64_t *dur_chunk;         /* durations, ascending within each MCP_CHUNK calls of a
+                                    (key, pid) group (from its start, in time order) */
     uint64_t *kdur;              /* named calls' durations by (key, name, duration) */
     uint64_t *kcum_ns, *kcum_err; /* prefix sums over kdur (time, errors) */
     struct mcp_kgroup *kgroups;  /* by (key, name_id) */
@@ -157,6 +160,14 @@ struct mcp_stats {
 /** Statistics of @p n ascending durations summing to @p total_ns (from
  * cum_ns): constant time but for the histogram (64 binary searches). */
 void mcp_stats_sorted(const uint64_t *v, size_t n, uint64_t total_ns, struct mcp_stats *st);
+
+/** Statistics of key @p k's calls of @p pid (0 = all) entering in
+ * [@p t_lo, @p t_hi): exact nearest-rank percentiles from the sorted chunks
+ * the window covers plus its sorted ragged ends (a binary search over
+ * values, no selection); the histogram only if @p want_hist.
+ * @return 0 or -ENOMEM */
+int mcp_index_window_stats(const struct mcp_index *x, unsigned k, uint32_t pid, uint64_t t_lo,
+                           uint64_t t_hi, int want_hist, struct mcp_stats *st, uint64_t *errors);
 
 /** Statistics of @p n durations in any order; reorders @p v (selection,
  * linear time, no full sort). */

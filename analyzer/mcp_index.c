@@ -286,15 +286,17 @@ static int index_lat_sums(struct mcp_index *x)
     x->cum_err = big_alloc(n + 1, sizeof(uint64_t));
     x->dur_key = big_alloc(n + 1, sizeof(uint64_t));
     x->dur_pid = big_alloc(n + 1, sizeof(uint64_t));
+    x->dur_chunk = big_alloc(n + 1, sizeof(uint64_t));
     uint64_t *tmp = big_alloc(n + 1, sizeof(uint64_t));
-    int rc = x->cum_ns && x->cum_err && x->dur_key && x->dur_pid && tmp ? 0 : -ENOMEM;
+    int rc = x->cum_ns && x->cum_err && x->dur_key && x->dur_pid && x->dur_chunk && tmp
+                 ? 0 : -ENOMEM;
     if (rc == 0)
         x->cum_ns[0] = x->cum_err[0] = 0;
     for (uint64_t i = 0; rc == 0 && i < n; i++) {
         const struct mcp_lat *l = &x->lat[i];
         x->cum_ns[i + 1] = x->cum_ns[i] + l->dur_ns;
         x->cum_err[i + 1] = x->cum_err[i] + !!(l->flags & CS_CF_ERROR);
-        x->dur_key[i] = x->dur_pid[i] = l->dur_ns;
+        x->dur_key[i] = x->dur_pid[i] = x->dur_chunk[i] = l->dur_ns;
     }
     for (unsigned k = 0; rc == 0 && k < MCP_LAT_KEYS; k++) {
         uint64_t lo = x->lat_lo[k], hi = x->lat_lo[k + 1];
@@ -304,6 +306,8 @@ static int index_lat_sums(struct mcp_index *x)
         for (uint64_t g = lo, e; rc == 0 && g < hi; g = e) {
             e = mcp_index_group_end(x, g, hi);
             rc = stats_sort(x->dur_pid + g, e - g, tmp);
+            for (uint64_t c = g; rc == 0 && c < e; c += MCP_CHUNK)
+                rc = stats_sort(x->dur_chunk + c, (e - c < MCP_CHUNK ? e - c : MCP_CHUNK), tmp);
         }
     }
     free(tmp);
@@ -488,6 +492,7 @@ void mcp_index_free(struct mcp_index *x)
     free(x->cum_err);
     free(x->dur_key);
     free(x->dur_pid);
+    free(x->dur_chunk);
     free(x->kdur);
     free(x->kcum_ns);
     free(x->kcum_err);
@@ -601,6 +606,143 @@ uint64_t mcp_index_off_at(const struct mcp_index *x, uint64_t lo, uint64_t hi, u
 }
 
 /* ---- statistics ---- */
+
+static size_t rank_of(size_t n, unsigned permille);
+
+/* Sorted spans whose union is a window's durations. */
+struct span {
+    const uint64_t *v;
+    size_t n;
+};
+
+struct spans {
+    struct span *s;
+    size_t n, cap;
+    uint64_t *part; /* durations of partial chunks, sorted last */
+    size_t npart, cap_part;
+};
+
+static int spans_add(struct spans *w, const uint64_t *v, size_t n)
+{
+    if (w->n == w->cap) {
+        size_t c = w->cap ? w->cap * 2 : 64;
+        struct span *q = realloc(w->s, c * sizeof(*q));
+        if (!q)
+            return -ENOMEM;
+        w->s = q;
+        w->cap = c;
+    }
+    w->s[w->n++] = (struct span){v, n};
+    return 0;
+}
+
+static int spans_part(struct spans *w, const struct mcp_index *x, uint64_t a, uint64_t b)
+{
+    if (w->npart + (b - a) > w->cap_part) {
+        size_t c = (w->npart + (size_t)(b - a)) * 2 + 64;
+        uint64_t *q = realloc(w->part, c * sizeof(*q));
+        if (!q)
+            return -ENOMEM;
+        w->part = q;
+        w->cap_part = c;
+    }
+    for (uint64_t i = a; i < b; i++)
+        w->part[w->npart++] = x->lat[i].dur_ns;
+    return 0;
+}
+
+/* Calls of the spans with a duration <= @p v. */
+static uint64_t spans_le(const struct spans *w, uint64_t v)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        size_t lo = 0, hi = w->s[i].n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (w->s[i].v[mid] <= v)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        n += lo;
+    }
+    return n;
+}
+
+/* The window [a, b) of the (key, pid) group starting at @p g: whole chunks
+ * as spans, the ragged ends copied. */
+static int spans_window(struct spans *w, const struct mcp_index *x, uint64_t g, uint64_t a,
+                        uint64_t b)
+{
+    uint64_t c0 = g + (a - g + MCP_CHUNK - 1) / MCP_CHUNK * MCP_CHUNK;
+    uint64_t c1 = g + (b - g) / MCP_CHUNK * MCP_CHUNK;
+    if (c0 >= c1)
+        return spans_part(w, x, a, b);
+    int rc = spans_part(w, x, a, c0);
+    for (uint64_t c = c0; rc == 0 && c < c1; c += MCP_CHUNK)
+        rc = spans_add(w, x->dur_chunk + c, MCP_CHUNK);
+    return rc ? rc : spans_part(w, x, c1, b);
+}
+
+int mcp_index_window_stats(const struct mcp_index *x, unsigned k, uint32_t pid, uint64_t t_lo,
+                           uint64_t t_hi, int want_hist, struct mcp_stats *st, uint64_t *errors)
+{
+    struct spans w = {0};
+    uint64_t a0, b0, n = 0, total = 0;
+    int rc = 0;
+    memset(st, 0, sizeof(*st));
+    *errors = 0;
+    mcp_index_key_range(x, k, pid, &a0, &b0);
+    for (uint64_t g = a0, e; rc == 0 && g < b0; g = e) {
+        e = mcp_index_group_end(x, g, b0);
+        uint64_t a = g, b = e;
+        mcp_index_lat_window(x, &a, &b, t_lo, t_hi);
+        n += b - a;
+        total += x->cum_ns[b] - x->cum_ns[a];
+        *errors += x->cum_err[b] - x->cum_err[a];
+        if (a < b)
+            rc = spans_window(&w, x, g, a, b);
+    }
+    if (rc == 0 && w.npart && (rc = stats_sort(w.part, w.npart, NULL)) == 0)
+        rc = spans_add(&w, w.part, w.npart);
+    if (rc == 0 && n) {
+        /* k-th smallest: the first value of the key's sorted durations
+         * (which hold every value of the window) with enough at or below */
+        const uint64_t *dom = x->dur_key + x->lat_lo[k];
+        size_t ndom = x->lat_lo[k + 1] - x->lat_lo[k];
+        static const unsigned pm[4] = {500, 900, 990, 999};
+        uint64_t *q[4] = {&st->p50_ns, &st->p90_ns, &st->p99_ns, &st->p999_ns};
+        for (int i = 0; i < 4; i++) {
+            uint64_t want = rank_of(n, pm[i]) + 1;
+            size_t lo = 0, hi = ndom;
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (spans_le(&w, dom[mid]) >= want)
+                    hi = mid;
+                else
+                    lo = mid + 1;
+            }
+            *q[i] = dom[lo < ndom ? lo : ndom - 1];
+        }
+        st->count = n;
+        st->total_ns = total;
+        st->mean_ns = total / n;
+        st->min_ns = UINT64_MAX;
+        for (size_t i = 0; i < w.n; i++) {
+            st->min_ns = w.s[i].v[0] < st->min_ns ? w.s[i].v[0] : st->min_ns;
+            st->max_ns = w.s[i].v[w.s[i].n - 1] > st->max_ns ? w.s[i].v[w.s[i].n - 1] : st->max_ns;
+        }
+        uint64_t prev = 0;
+        for (unsigned b = 0; want_hist && b < MCP_HIST_BUCKETS && prev < n; b++) {
+            uint64_t le = b < 63 ? spans_le(&w, (2ull << b) - 1) : n;
+            st->hist[b] = le - prev;
+            prev = le;
+        }
+    }
+    free(w.s);
+    free(w.part);
+    return rc;
+}
 
 /* Nearest rank of quantile @p permille among @p n values, 0-based: the
  * analyzer's definition (stats.h), ceil(q * n) in integers. */

@@ -284,7 +284,9 @@ static json_t *latency_table(struct mcp_call_ctx *c, uint32_t pid, const char *a
         uint64_t err;
         if (x->lat_lo[k] == x->lat_lo[k + 1] || !key_matches(k, api))
             continue;
-        if (key_stats(x, k, pid, lo, hi, is_full, NULL, &sc, &st, &err) < 0)
+        int rc = is_full ? key_stats(x, k, pid, lo, hi, 1, NULL, &sc, &st, &err)
+                         : mcp_index_window_stats(x, k, pid, lo, hi, 0, &st, &err);
+        if (rc < 0)
             break;
         if (st.count)
             rows[n++] = stats_row_json(k, &st, err);
@@ -497,6 +499,8 @@ static int api_stats(struct mcp_call_ctx *c, const char *api, int nested, uint32
     struct q_scratch sc = {0};
     if (is_full && !f && k >= 0)
         return key_stats(x, (unsigned)k, pid, lo, hi, 1, NULL, &sc, st, errors);
+    if (!f && k >= 0)
+        return mcp_index_window_stats(x, (unsigned)k, pid, lo, hi, 1, st, errors);
     if (is_full && f && f->kernel && !f->has_stream && !pid && k >= 0) {
         const struct mcp_kgroup *g = mcp_index_kernel(x, (unsigned)k, f->kernel);
         uint64_t a = g ? g->lo : 0, b = g ? g->hi : 0;
