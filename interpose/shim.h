@@ -198,6 +198,12 @@ static inline void shim_rec_capture(struct cs_rec_cuda *r)
 
 /** One stderr line "cudaspy[pid]: <msg>", no stdio. */
 void shim_log(const char *msg);
+/** shim_log() the first time a site reaches it (@p once: that site's flag). */
+static inline void shim_log_once(_Atomic int *once, const char *msg)
+{
+    if (!atomic_exchange_explicit(once, 1, memory_order_relaxed))
+        shim_log(msg);
+}
 /** Start cudaspy-sampler for this process tree (constructor). @return 0 or <0. */
 int shim_start_collector(void);
 /** Fork hooks of the files that keep per-process state. */

@@ -444,7 +444,8 @@ static void *shim_drv_resolve_slow(int i)
     uintptr_t expect = 0;
 
     if (p == NULL) {
-        shim_log("real driver function not found; returning CUDA_ERROR_NOT_FOUND");
+        static _Atomic int once;
+        shim_log_once(&once, "real driver function not found; returning CUDA_ERROR_NOT_FOUND");
         return NULL;
     }
     if (!atomic_compare_exchange_strong(&shim_drv_real[i], &expect, (uintptr_t)p))

@@ -271,7 +271,9 @@ static void *rt_resolve_slow(int i)
     uintptr_t expect = 0;
 
     if (p == NULL) {
-        shim_log("real runtime function not found; returning cudaErrorInitializationError");
+        static _Atomic int once;
+        shim_log_once(&once,
+                      "real runtime function not found; returning cudaErrorInitializationError");
         return NULL;
     }
     if (!atomic_compare_exchange_strong(&rt_real[i], &expect, (uintptr_t)p))

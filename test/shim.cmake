@@ -86,3 +86,9 @@ set_tests_properties(unit.shim_track PROPERTIES LABELS unit TIMEOUT 60)
 add_test(NAME fault.shim_collector_dies
          COMMAND ${SHIM_TEST_DIR}/cli/shim_collector_dies.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(fault.shim_collector_dies PROPERTIES LABELS "fault;nosan" TIMEOUT 60)
+
+add_executable(test_shim_nodriver ${SHIM_TEST_DIR}/unit/test_shim_nodriver.c)
+target_link_libraries(test_shim_nodriver PRIVATE ${CMAKE_DL_LIBS})
+add_test(NAME fault.shim_no_driver
+         COMMAND ${SHIM_TEST_DIR}/cli/shim_no_driver.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(fault.shim_no_driver PROPERTIES LABELS "fault;nosan" TIMEOUT 60)
