@@ -59,6 +59,8 @@ struct finding {
     const struct stats_row *row;
     json_t *evidence, *timeline, *examples;
     char summary[512], rec[640];
+    char host[256]; /* the [HOST] link of the one-line chain */
+    char cuda[256]; /* its [CUDA] link when no API row says it */
 };
 
 struct ctx {
@@ -655,6 +657,15 @@ static uint32_t ncpu(const struct model *m, uint32_t run)
     return run < (uint32_t)m->nruns ? m->runs[run].ncpu : 0;
 }
 
+static int nholders(const struct ctx *x, int k)
+{
+    int n = 0;
+
+    for (int i = 0; i < HOLDERS; i++)
+        n += x->holders[k][i].n > 0;
+    return n;
+}
+
 static void holders_evidence(struct finding *f, const struct ctx *x, int k)
 {
     const struct model *m = x->m;
@@ -715,6 +726,9 @@ static void f_tree(struct ctx *x)
     snprintf(f->summary, sizeof(f->summary),
              "the traced tree's own processes took the CPU from the CUDA thread(s) for %s",
              fmt_ns(a, 32, x->run_pre[0]));
+    snprintf(f->host, sizeof(f->host), "%" PRIu64 " preemptions of the CUDA thread by %d%s tree "
+             "process(es), %s", x->run_pre_n[0], nholders(x, 0),
+             nholders(x, 0) == HOLDERS ? "+" : "", fmt_ns(a, 32, x->run_pre[0]));
     if (cpus && nw + nm > cpus)
         snprintf(f->rec, sizeof(f->rec),
                  "%u worker(s) + main on %u CPUs: use num_workers <= %u (CPUs - 1), or reserve "
@@ -744,6 +758,9 @@ static void f_ext(struct ctx *x)
     snprintf(f->summary, sizeof(f->summary),
              "processes outside the traced tree (pid %s) took the CPU from the CUDA thread(s) "
              "for %s", pids[0] ? pids : "?", fmt_ns(a, 32, x->run_pre[1]));
+    snprintf(f->host, sizeof(f->host), "%" PRIu64 " preemptions of the CUDA thread by %d%s "
+             "outside process(es), %s", x->run_pre_n[1], nholders(x, 1),
+             nholders(x, 1) == HOLDERS ? "+" : "", fmt_ns(a, 32, x->run_pre[1]));
     snprintf(f->rec, sizeof(f->rec),
              "move pid %s off the CPUs this job uses (cpuset/taskset), renice them (nice -n 19) "
              "or stop them while training", pids[0] ? pids : "?");
@@ -759,6 +776,8 @@ static void f_io(struct ctx *x)
     tail_evidence(f, tail_for(x, C_IO), C_IO);
     snprintf(f->summary, sizeof(f->summary), "the CUDA thread(s) waited %s on disk or other "
              "uninterruptible I/O", fmt_ns(a, 32, x->run_disk));
+    snprintf(f->host, sizeof(f->host), "%" PRIu64 " uninterruptible (D) waits, %s",
+             x->run_disk_n, fmt_ns(a, 32, x->run_disk));
     snprintf(f->rec, sizeof(f->rec),
              "keep the data on local NVMe, in the page cache or /dev/shm; read ahead in worker "
              "processes instead of the main thread; checkpoint asynchronously");
@@ -783,6 +802,8 @@ static void f_page(struct ctx *x)
     tail_evidence(f, t, C_PAGE);
     snprintf(f->summary, sizeof(f->summary), "slow calls coincide with bursts of page "
              "allocations (%" PRIu64 " of %" PRIu64 " outliers)", t->pa_hot_n, t->n);
+    snprintf(f->host, sizeof(f->host), "%" PRIu64 " page allocations during %" PRIu64
+             " slow calls", t->pa_win_allocs, t->n);
     snprintf(f->rec, sizeof(f->rec),
              "allocate host buffers once and reuse them (pinned staging buffers, a preallocated "
              "batch tensor); avoid per-batch tensor creation and copies in collate; check for "
@@ -839,6 +860,10 @@ static void f_pipe(struct ctx *x)
     snprintf(f->summary, sizeof(f->summary),
              "the GPU sat idle %s while the main thread waited for its %u worker(s) to deliver "
              "batches", fmt_ns(a, 32, wait), nw);
+    snprintf(f->host, sizeof(f->host), "main thread asleep %s waiting on %u worker(s) / "
+             "helper threads", fmt_ns(b, 32, wait), nw);
+    snprintf(f->cuda, sizeof(f->cuda), "GPU idle >= %s in %" PRIu64 " gaps after syncs",
+             fmt_ns(a, 32, idle), gaps);
     if (cpus && nw + 1 >= cpus)
         snprintf(f->rec, sizeof(f->rec),
                  "%u workers already fill %u CPUs: make batches cheaper to produce (for an "
@@ -937,6 +962,8 @@ static void f_pageable(struct ctx *x)
     snprintf(f->summary, sizeof(f->summary), "%.1f MiB copied from pageable memory (%s) cost %s "
              "more than pinned copies would", (double)pg_b / 1048576.0,
              fmt_bw(a, 32, pg_b, pg_ns), fmt_ns(b, 32, ex_));
+    snprintf(f->host, sizeof(f->host), "%.1f MiB staged from pageable memory on the CPU, %s",
+             (double)pg_b / 1048576.0, fmt_ns(d, 32, pg_cpu));
     snprintf(f->rec, sizeof(f->rec),
              "allocate the host buffers pinned (cudaMallocHost/cudaHostAlloc, "
              "DataLoader(pin_memory=True), tensor.pin_memory()) or register them once with "
@@ -987,6 +1014,8 @@ static void f_churn(struct ctx *x)
     f->row = e.ns[0] ? stats_table_row(x->t, &m->call[e.call[0]]) : NULL;
     snprintf(f->summary, sizeof(f->summary), "device memory is allocated and freed %.0f times "
              "per second, %s in the allocator", (double)(na + nf) / secs, fmt_ns(a, 32, ns));
+    snprintf(f->host, sizeof(f->host), "%" PRIu64 " allocations + %" PRIu64 " frees, %.0f per "
+             "second", na, nf, (double)(na + nf) / secs);
     snprintf(f->rec, sizeof(f->rec),
              "allocate once and reuse the buffers across steps, or use the stream-ordered "
              "allocator (cudaMallocAsync/cudaFreeAsync with a memory pool) or a caching "
@@ -1027,6 +1056,9 @@ static void f_sync(struct ctx *x)
     snprintf(f->summary, sizeof(f->summary), "the host synchronises after almost every launch "
              "(%" PRIu64 " syncs, %" PRIu64 " launches), so the GPU drains and waits for each "
              "next launch", worst->syncs, worst->launches);
+    snprintf(f->host, sizeof(f->host), "%" PRIu64 " syncs for %" PRIu64 " launches, GPU idle "
+             "%s after them", worst->syncs, worst->launches,
+             fmt_ns(a, 32, worst->idle_ns + worst->relaunch_ns));
     snprintf(f->rec, sizeof(f->rec),
              "remove the per-step synchronisation: no .item(), .cpu(), print() or "
              "torch.cuda.synchronize() of GPU values inside the loop; accumulate on the GPU and "
@@ -1087,6 +1119,11 @@ static void f_launch(struct ctx *x)
     snprintf(f->summary, sizeof(f->summary), "launch-bound: %" PRIu64 " small kernels at %.0f "
              "per second, the host's launch cost sets the pace", worst->launches,
              (double)worst->launches * 1e9 / (double)span);
+    snprintf(f->host, sizeof(f->host), "%" PRIu64 " launches at %.0f per second, %s each",
+             worst->launches, (double)worst->launches * 1e9 / (double)span,
+             fmt_ns(a, 32, worst->launch_p50_ns));
+    snprintf(f->cuda, sizeof(f->cuda), "GPU idle only %.1f %% of the busy span: it runs as fast "
+             "as kernels are launched", pct(worst->idle_ns, span));
     snprintf(f->rec, sizeof(f->rec),
              "launch fewer, larger kernels: capture the step in a CUDA graph (cudaGraphLaunch; "
              "torch.compile(mode=\"reduce-overhead\")), fuse elementwise kernels, raise the "
@@ -1123,12 +1160,55 @@ static void f_gpu(struct ctx *x)
           pct(x->run_pre[0] + x->run_pre[1], x->wall_ns), pct(x->run_disk, x->wall_ns));
     snprintf(f->summary, sizeof(f->summary), "GPU-bound: the host spends %.0f %% of the run "
              "waiting for the GPU and is on CPU otherwise", pct(sync, x->wall_ns));
+    snprintf(f->host, sizeof(f->host), "host waits %s in syncs for the GPU", fmt_ns(a, 32, sync));
+    snprintf(f->cuda, sizeof(f->cuda), "the GPU sets the pace (%.0f %% of wall time in syncs)",
+             pct(sync, x->wall_ns));
     snprintf(f->rec, sizeof(f->rec),
              "nothing to fix on the host: profile the kernels (Nsight Compute, nsys) — mixed "
              "precision, larger fused kernels, better occupancy");
 }
 
 /* ---- assembly ---- */
+
+/* Average system CPU busy (permille) over @p m's windows, -1 if none. */
+static int run_busy(const struct model *m)
+{
+    uint64_t bx = 0, bn = 0;
+
+    for (uint64_t i = 0; i < m->nsys; i++) {
+        uint64_t d = m->sys[i].t_end_ns - m->sys[i].t_start_ns;
+        bx += d * m->sys[i].busy_permille;
+        bn += d;
+    }
+    return bn ? (int)(bx / bn) : -1;
+}
+
+/* The chain in one line, as the seed put it ("CPU 100 % -> 1,880 switches ->
+ * cudaMemcpyAsync 301 ms -> cudaStreamSync 42 ms"): system, host, CUDA. */
+static void chain_line(const struct ctx *x, const struct finding *f, char *buf, size_t n)
+{
+    const struct stats_row *r = f->row;
+    int busy = f->tail && f->tail->busy_ns
+                   ? (int)(f->tail->busy_x_ns / f->tail->busy_ns)
+                   : run_busy(x->m);
+    size_t l = 0;
+    char a[32], b[32], name[96];
+
+    buf[0] = '\0';
+    if (busy >= 0)
+        l += (size_t)snprintf(buf, n, "[SYSTEM] CPU %d %% busy%s -> ", (busy + 5) / 10,
+                              f->tail && f->tail->busy_ns ? " during the slow calls" : "");
+    if (l < n)
+        l += (size_t)snprintf(buf + l, n - l, "[HOST] %s", f->host);
+    if (!r && f->cuda[0] && l < n)
+        snprintf(buf + l, n - l, " -> [CUDA] %s", f->cuda);
+    if (r && l < n)
+        snprintf(buf + l, n - l, " -> [CUDA] %s p99 %s (%.1fx p50 %s)",
+                 stats_row_name(r, name, sizeof(name)), fmt_ns(a, 32, r->s.p99_ns),
+                 r->s.p50_ns ? (double)r->s.p99_ns / (double)r->s.p50_ns : 0.0,
+                 fmt_ns(b, 32, r->s.p50_ns));
+}
+
 
 static json_t *finding_json(const struct ctx *x, const struct finding *f)
 {
@@ -1164,6 +1244,9 @@ static json_t *finding_json(const struct ctx *x, const struct finding *f)
                                    : 0.0,
         "summary", f->summary, "evidence", f->evidence, "timeline", tl, "examples", ex,
         "recommendation", f->rec);
+    char line[768];
+    chain_line(x, f, line, sizeof(line));
+    json_object_set_new(o, "chain", json_string(line));
     return o;
 }
 

@@ -126,6 +126,7 @@ static void print_chain(const struct out *o, const json_t *c)
             fmt_ns(a, sizeof(a), geti(c, "impact_ns")),
             json_real_value(json_object_get(c, "impact_pct")));
     fprintf(o->f, "  %s\n", gets_(c, "summary"));
+    fprintf(o->f, "  chain: %s\n", gets_(c, "chain"));
     if (*gets_(c, "api") && geti(c, "count"))
         fprintf(o->f, "  api %s: p50 %s, p99 %s (%.1fx), %s calls\n", gets_(c, "api"),
                 fmt_ns(a, sizeof(a), geti(c, "p50_ns")), fmt_ns(b, sizeof(b), geti(c, "p99_ns")),
