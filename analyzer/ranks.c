@@ -31,6 +31,7 @@ struct rk_rank {
     uint32_t rank;
     uint32_t proc[RK_MAX_PROCS], nproc;
     uint32_t thr;       /* syncing thread (model.thr), M_NONE if none */
+    uint32_t *thrs, nthrs; /* every thread of its processes */
     uint64_t *sync;     /* outermost sync calls of thr (model.call indices) */
     uint64_t nsync;
     uint64_t *wait, *ready; /* per aligned step */
@@ -157,10 +158,13 @@ static int pick_thread(struct rk_ctx *x, uint32_t ri)
     struct rk_rank *r = &x->r[ri];
     uint64_t best = 0;
 
+    if ((r->thrs = malloc((m->nthr + 1) * sizeof(*r->thrs))) == NULL)
+        return -ENOMEM;
     for (uint32_t t = 0; t < m->nthr; t++) {
         uint64_t n = 0;
         if (x->rank_of[m->thr[t].proc] != ri)
             continue;
+        r->thrs[r->nthrs++] = t;
         for (uint64_t i = 0; i < m->thr[t].ncalls; i++)
             n += is_step_sync(&m->call[m->thr[t].first_call + i]);
         if (n > best)
@@ -185,7 +189,10 @@ static int woken_by_peer(const struct rk_ctx *x, uint32_t run, uint32_t self, ui
     return p != M_NONE && x->rank_of[p] != M_NONE && x->rank_of[p] != self;
 }
 
-/* Time thread @p t slept in [t0, t1) woken by another rank's process. */
+/* Time rank @p ri's syncing thread slept in [t0, t1) woken by another
+ * rank's process. A barrier run by a helper thread that then wakes the
+ * syncing one (gloo) is not seen: the model keeps no off-CPU intervals of
+ * threads without CUDA calls. */
 static uint64_t peer_sleep(const struct rk_ctx *x, uint32_t ri, uint64_t t0, uint64_t t1)
 {
     const struct model *m = x->m;
@@ -194,8 +201,9 @@ static uint64_t peer_sleep(const struct rk_ctx *x, uint32_t ri, uint64_t t0, uin
 
     for (uint64_t i = model_off_after(m, t, t0); i < end && m->off[i].t_start_ns < t1; i++) {
         const struct m_off *o = &m->off[i];
-        if ((o->cls == CS_OFF_SLEEP || o->cls == CS_OFF_BLOCKED) &&
-            woken_by_peer(x, run, ri, o->waker_pid))
+        if (o->cls != CS_OFF_SLEEP && o->cls != CS_OFF_BLOCKED)
+            continue;
+        if (woken_by_peer(x, run, ri, o->waker_pid))
             sum += model_overlap(o->t_start_ns, o->t_end_ns, t0, t1);
     }
     return sum;
@@ -378,9 +386,8 @@ static json_t *api_rows(const struct rk_ctx *x, const struct rk_rank *r)
         struct stats_summary s;
         if (cs_api_table[api].family != CS_FAM_SYNC || !cs_api_table[api].is_sync)
             continue;
-        for (uint32_t t = 0; t < m->nthr; t++) {
-            if (x->rank_of[m->thr[t].proc] != (uint32_t)(r - x->r))
-                continue;
+        for (uint32_t j = 0; j < r->nthrs; j++) {
+            uint32_t t = r->thrs[j];
             for (uint64_t i = 0; i < m->thr[t].ncalls; i++) {
                 const struct m_call *c = &m->call[m->thr[t].first_call + i];
                 if (c->api != api || (c->flags & CS_CF_NESTED))
@@ -728,7 +735,7 @@ int ranks_build(const struct model *m, uint64_t wall_ns, json_t *chains, json_t 
     for (uint32_t i = 0; rc == 0 && i < x.n; i++)
         json_array_append_new(arr, rank_json(&x, &x.r[i]));
     for (uint32_t i = 0; i < x.n; i++)
-        free(x.r[i].sync), free(x.r[i].wait), free(x.r[i].ready);
+        free(x.r[i].sync), free(x.r[i].wait), free(x.r[i].ready), free(x.r[i].thrs);
     free(x.r);
     free(x.rank_of);
     if (rc < 0) {

@@ -6,14 +6,18 @@
  *   pipe barrier with the peer (write a byte, read a byte);
  *   cuStreamSynchronize (the "collective wait").
  * In `straggle` mode rank 1 burns ~20 ms of CPU before every 10th step (the
- * planted straggler: its peer waits in the barrier); `control` does not.
- * Usage: client_ranks [straggle|control] [steps=300] [burn_ms=20]
+ * planted straggler: its peer waits in the barrier); `control` does not;
+ * `relay` straggles too, but a helper thread of each rank runs the barrier
+ * and wakes the main thread (as gloo's threads do): a known gap of the
+ * analyzer (docs/multigpu.md), not under test.
+ * Usage: client_ranks [straggle|control|relay] [steps=300] [burn_ms=20]
  * Prints "ranks 2", "steps N" and "checksum <hex>" (identical traced or
  * untraced); exits 0, or 3 after one line naming the failed call. */
 #include <cuda.h>
 
 #include "fake_client.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -26,8 +30,13 @@ struct rank_cfg {
     int rank;
     int to_peer, from_peer; /* pipe ends */
     long steps, burn_ms;
-    int straggle;
+    int straggle, relay;
 };
+
+/* The relay thread's hand-off with the main thread. */
+static pthread_mutex_t relay_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t relay_cv = PTHREAD_COND_INITIALIZER;
+static int relay_go, relay_done;
 
 static volatile uint64_t burn_sink; /* keeps burn()'s work */
 
@@ -60,6 +69,35 @@ static void barrier(const struct rank_cfg *c)
     }
 }
 
+/* Helper thread: runs the barrier whenever the main thread asks. */
+static void *relay_main(void *arg)
+{
+    for (;;) {
+        pthread_mutex_lock(&relay_mu);
+        while (!relay_go)
+            pthread_cond_wait(&relay_cv, &relay_mu);
+        relay_go = 0;
+        pthread_mutex_unlock(&relay_mu);
+        barrier(arg);
+        pthread_mutex_lock(&relay_mu);
+        relay_done = 1;
+        pthread_cond_broadcast(&relay_cv);
+        pthread_mutex_unlock(&relay_mu);
+    }
+    return NULL;
+}
+
+static void relay_barrier(void)
+{
+    pthread_mutex_lock(&relay_mu);
+    relay_go = 1;
+    pthread_cond_broadcast(&relay_cv);
+    while (!relay_done)
+        pthread_cond_wait(&relay_cv, &relay_mu);
+    relay_done = 0;
+    pthread_mutex_unlock(&relay_mu);
+}
+
 static void set_rank_env(int rank)
 {
     char v[16];
@@ -86,12 +124,18 @@ static void rank_main(const struct rank_cfg *c)
     CHECK_CU(cuCtxSetCurrent(ctx));
     CHECK_CU(cuModuleLoadData(&mod, "rank_step"));
     CHECK_CU(cuModuleGetFunction(&fn, mod, "rank_step"));
+    pthread_t relay;
+    if (c->relay && pthread_create(&relay, NULL, relay_main, (void *)c) != 0)
+        CHECK_CU(CUDA_ERROR_OUT_OF_MEMORY);
     for (long s = 0; s < c->steps; s++) {
         if (c->straggle && c->rank == 1 && s % 10 == 9)
             sink += burn(c->burn_ms);
         CHECK_CU(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
         CHECK_CU(cuStreamSynchronize(NULL));
-        barrier(c);
+        if (c->relay)
+            relay_barrier();
+        else
+            barrier(c);
         CHECK_CU(cuStreamSynchronize(NULL));
         h = client_fnv(h, &s, sizeof(s));
     }
@@ -111,21 +155,22 @@ static pid_t spawn(struct rank_cfg *c)
 
 int main(int argc, char **argv)
 {
-    int straggle = argc > 1 && strcmp(argv[1], "straggle") == 0;
+    int relay = argc > 1 && strcmp(argv[1], "relay") == 0;
+    int straggle = relay || (argc > 1 && strcmp(argv[1], "straggle") == 0);
     long steps = client_arg(argc, argv, 2, 300), burn_ms = client_arg(argc, argv, 3, 20);
     int p01[2], p10[2], bad = 0;
     pid_t pid[2];
     uint64_t h = CLIENT_FNV_INIT;
 
     if (argc > 1 && !straggle && strcmp(argv[1], "control") != 0) {
-        fprintf(stderr, "usage: %s [straggle|control] [steps=300] [burn_ms=20]\n", NAME);
+        fprintf(stderr, "usage: %s [straggle|control|relay] [steps=300] [burn_ms=20]\n", NAME);
         return 2;
     }
     if (pipe(p01) != 0 || pipe(p10) != 0)
         CHECK_CU(CUDA_ERROR_OUT_OF_MEMORY);
     fflush(stdout);
-    struct rank_cfg c0 = {0, p01[1], p10[0], steps, burn_ms, straggle};
-    struct rank_cfg c1 = {1, p10[1], p01[0], steps, burn_ms, straggle};
+    struct rank_cfg c0 = {0, p01[1], p10[0], steps, burn_ms, straggle, relay};
+    struct rank_cfg c1 = {1, p10[1], p01[0], steps, burn_ms, straggle, relay};
     pid[0] = spawn(&c0);
     pid[1] = spawn(&c1);
     close(p01[0]), close(p01[1]), close(p10[0]), close(p10[1]);
