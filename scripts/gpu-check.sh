@@ -100,6 +100,10 @@ part_seed() {
     REPS=1 interleave seed w0 -- "$PY" "$W" seed loader 0
 }
 
+part_overhead() { # more interleaved repetitions of the overhead-critical loops
+    REPS=${OVERHEAD_REPS:-3} interleave tiny loop -- "$PY" "$W" tiny x
+}
+
 part_profiler() { # torch.profiler (CUPTI) on the seed workload, for comparison
     for i in 1 2; do
         run_one seed w4-profiler 0 "$i" CS_TORCH_PROFILER=1 -- "$PY" "$here/gpu/profiled.py" seed loader 4
@@ -139,6 +143,7 @@ part_ddp() { # issue 10: a planted straggling rank (rank 1) and clean controls
     else
         log "gpu-check: ddp: ${ngpu:-0} GPU(s): the NCCL runs need 2, skipped"
     fi
+    [ "${DDP_ONLY:-0}" = 1 ] && return
     REPS=1 interleave ddp gloo1gpu -- "${trun[@]}" --straggle --backend gloo --same-gpu
     interleave twoproc straggle -- "$PY" "$here/gpu/twoproc.py"
     REPS=1 interleave twoproc control TWOPROC_CONTROL=1 -- "$PY" "$here/gpu/twoproc.py"
