@@ -7,8 +7,8 @@
 #   report-*.txt                 full analyzer reports of the seed runs
 #   seed-w4.html                 HTML report of the seed run (W=4)
 # Usage: scripts/gpu-check.sh [PART...]   parts: smoke seed suite profiler ddp (default: seed suite)
-#   ddp: 2-rank DDP under torchrun (NCCL, needs 2 GPUs) straggling and clean, the
-#        one-GPU gloo variant, twoproc straggling and control (docs/multigpu.md)
+#   ddp: 2-rank DDP under torchrun (NCCL, needs 2 GPUs) straggling and clean,
+#        twoproc (one GPU) straggling and control (docs/multigpu.md)
 # Needs: a cudaspy build in $CS_BUILD (default build-gpu, built elsewhere with
 # -DCS_STATIC_DEPS=ON so no packages are needed here), python3 with torch and
 # triton, nvcc. Reproducible by anyone with a GPU and our README.
@@ -144,7 +144,6 @@ part_ddp() { # issue 10: a planted straggling rank (rank 1) and clean controls
         log "gpu-check: ddp: ${ngpu:-0} GPU(s): the NCCL runs need 2, skipped"
     fi
     [ "${DDP_ONLY:-0}" = 1 ] && return
-    REPS=1 interleave ddp gloo1gpu -- "${trun[@]}" --straggle --backend gloo --same-gpu
     interleave twoproc straggle -- "$PY" "$here/gpu/twoproc.py"
     REPS=1 interleave twoproc control TWOPROC_CONTROL=1 -- "$PY" "$here/gpu/twoproc.py"
 }
