@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "cudaspy/runfile.h"
@@ -533,6 +534,8 @@ struct cs_run {
     char *path;
     int fd;        /* held open for size checks */
     int ncursors;  /* open cursors (a map resize must wait for 0) */
+    const uint8_t *map;  /* LMDB's map of the file, as last seen */
+    uint64_t file_bytes; /* file size, as last seen */
     struct meta_kv *meta;
     size_t nmeta;
     char **strings; /* by id; NULL = unknown */
@@ -707,6 +710,66 @@ static char *dup_text(const MDB_val *v)
     return s;
 }
 
+/* Where LMDB mapped the data file: mdb_env_info()'s me_mapaddr is only set
+ * with MDB_FIXEDMAP, so look for our file's mapping from offset 0 in
+ * /proc/self/maps (the largest one: the lock file is another inode). */
+static const uint8_t *run_find_map(const struct stat *st)
+{
+    FILE *f = fopen("/proc/self/maps", "re");
+    const uint8_t *map = NULL;
+    unsigned long long best = 0;
+    char line[512];
+
+    if (f == NULL)
+        return NULL;
+    while (fgets(line, sizeof(line), f)) {
+        unsigned long long lo, hi, off, ino;
+        unsigned maj, mnr;
+        if (sscanf(line, "%llx-%llx %*s %llx %x:%x %llu", &lo, &hi, &off, &maj, &mnr, &ino) == 6 &&
+            ino == (unsigned long long)st->st_ino && makedev(maj, mnr) == st->st_dev &&
+            off == 0 && hi - lo > best) {
+            best = hi - lo;
+            map = (const uint8_t *)(uintptr_t)lo;
+        }
+    }
+    fclose(f);
+    return map;
+}
+
+/* Refresh the map address and file size (the writer may have grown both). */
+static void run_map_refresh(struct cs_run *r)
+{
+    struct stat st;
+
+    if (fstat(r->fd, &st) == 0) {
+        r->file_bytes = (uint64_t)st.st_size;
+        r->map = run_find_map(&st);
+    }
+}
+
+/* Do key @p k and value @p v lie inside the file? LMDB follows a corrupt
+ * node to any page number, and touching the map past the end of the file
+ * is SIGBUS in whoever reads the bytes (found by fuzz_runfile). */
+static int run_in_file(struct cs_run *r, const MDB_val *k, const MDB_val *v)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        const uint8_t *pk = k->mv_data, *pv = v->mv_data;
+        const uint8_t *lo = r->map, *hi = r->map + r->file_bytes;
+        if (lo && (k->mv_size == 0 || (pk >= lo && pk <= hi && k->mv_size <= (size_t)(hi - pk))) &&
+            (v->mv_size == 0 || (pv >= lo && pv <= hi && v->mv_size <= (size_t)(hi - pv))))
+            return 1;
+        run_map_refresh(r);
+    }
+    return 0;
+}
+
+static int run_past_end(struct cs_run *r, unsigned db, struct cs_err *err)
+{
+    return cs_err_set(err, CS_E_CORRUPT, "%s: %s: corrupt run file (an entry points past the "
+                      "end of the file, %" PRIu64 " bytes)", r->path, db_names[db],
+                      r->file_bytes);
+}
+
 /* Visit every row of @p db with @p fn; stops at the first error. */
 static int run_each(struct cs_run *r, MDB_txn *txn, unsigned db,
                     int (*fn)(struct cs_run *, const MDB_val *, const MDB_val *, struct cs_err *),
@@ -721,7 +784,7 @@ static int run_each(struct cs_run *r, MDB_txn *txn, unsigned db,
                           mdb_strerror(rc));
     for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
          rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-        int e = fn(r, &k, &v, err);
+        int e = run_in_file(r, &k, &v) ? fn(r, &k, &v, err) : run_past_end(r, db, err);
         if (e < 0) {
             mdb_cursor_close(cur);
             return e;
@@ -1107,6 +1170,8 @@ int cs_cursor_next(struct cs_cursor *c, const struct cs_blk_hdr **hdr, const voi
         if (rc)
             return cs_err_set(err, lmdb_rc(rc), "%s: %s: %s", c->r->path, db_names[c->db],
                               mdb_strerror(rc));
+        if (!run_in_file(c->r, &k, &v))
+            return run_past_end(c->r, c->db, err);
         if (k.mv_size == BLK_KEY_BYTES && cs_be64_get(k.mv_data) > c->until_ns)
             return 0; /* keys sort by ts_first */
         h = cursor_aligned(c, &v);
