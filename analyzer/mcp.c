@@ -99,8 +99,10 @@ static int server_load(struct mcp_server *s, int n, char **paths)
         s->names[i] = slash ? slash + 1 : paths[i];
         for (int j = 0; j < i; j++)
             if (strcmp(s->names[i], s->names[j]) == 0)
-                fprintf(stderr, "cudaspy-analyze: mcp: %s: same basename as run %d; "
-                                "reach it by index %d\n", paths[i], j, i);
+                fprintf(stderr,
+                        "cudaspy-analyze: mcp: %s: same basename as run %d; "
+                        "reach it by index %d\n",
+                        paths[i], j, i);
     }
     for (int i = 0; i < n; i++) {
         struct cs_err err = {""};
@@ -111,11 +113,12 @@ static int server_load(struct mcp_server *s, int n, char **paths)
                     err.msg[0] ? err.msg : cs_strerror(rc));
             return rc;
         }
-        fprintf(stderr, "cudaspy-analyze: mcp: run %d %s: loaded in %.2f s (analysis %.2f, "
-                        "index %.2f, gate summary %.2f; %llu CUDA calls, %llu off-CPU "
-                        "intervals)\n", i, s->names[i], took[0] + took[1] + took[2], took[0],
-                took[1], took[2], (unsigned long long)s->idx[i]->ncalls,
-                (unsigned long long)s->idx[i]->noffs);
+        fprintf(stderr,
+                "cudaspy-analyze: mcp: run %d %s: loaded in %.2f s (analysis %.2f, "
+                "index %.2f, gate summary %.2f; %llu CUDA calls, %llu off-CPU "
+                "intervals)\n",
+                i, s->names[i], took[0] + took[1] + took[2], took[0], took[1], took[2],
+                (unsigned long long)s->idx[i]->ncalls, (unsigned long long)s->idx[i]->noffs);
     }
     return 0;
 }
@@ -130,8 +133,10 @@ int mcp_main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "--") == 0)
         first = 2;
     if (first < argc && argv[first][0] == '-' && argv[first][1]) {
-        fprintf(stderr, "cudaspy-analyze: mcp: unknown option %s\n"
-                        "Try 'cudaspy-analyze mcp --help'\n", argv[first]);
+        fprintf(stderr,
+                "cudaspy-analyze: mcp: unknown option %s\n"
+                "Try 'cudaspy-analyze mcp --help'\n",
+                argv[first]);
         return 2;
     }
     if (first >= argc) {

@@ -20,13 +20,13 @@ struct analysis;
 struct mcp_index;
 
 /* Limits, documented in docs/mcp.md. */
-#define MCP_LINE_MAX (1024 * 1024)  /* bytes in one request line */
-#define MCP_TEXT_MAX (48 * 1024)    /* bytes of a tool's text block */
-#define MCP_TOP_MAX 100             /* rows a list tool returns at most */
-#define MCP_PAGE_MAX 500            /* timeline events per page at most */
+#define MCP_LINE_MAX (1024 * 1024) /* bytes in one request line */
+#define MCP_TEXT_MAX (48 * 1024)   /* bytes of a tool's text block */
+#define MCP_TOP_MAX 100            /* rows a list tool returns at most */
+#define MCP_PAGE_MAX 500           /* timeline events per page at most */
 #define MCP_PAGE_DEFAULT 100
-#define MCP_HIST_BUCKETS 64         /* log2 histogram buckets (1 ns .. 2^63 ns) */
-#define MCP_CHUNK 4096              /* calls per sorted chunk (window statistics) */
+#define MCP_HIST_BUCKETS 64 /* log2 histogram buckets (1 ns .. 2^63 ns) */
+#define MCP_CHUNK 4096      /* calls per sorted chunk (window statistics) */
 
 struct summary;
 
@@ -34,27 +34,27 @@ struct summary;
  * (so times, pids and findings stay per file). */
 struct mcp_server {
     int nruns;
-    const char **paths;        /* borrowed from argv */
-    const char **names;        /* basenames, borrowed from argv */
-    struct analysis **an;      /* per run */
-    json_t **aj;               /* per run: analysis_json(), built once; owned */
-    struct mcp_index **idx;    /* per run */
-    struct summary **sum;      /* per run: gate summary (compare_runs) */
+    const char **paths;     /* borrowed from argv */
+    const char **names;     /* basenames, borrowed from argv */
+    struct analysis **an;   /* per run */
+    json_t **aj;            /* per run: analysis_json(), built once; owned */
+    struct mcp_index **idx; /* per run */
+    struct summary **sum;   /* per run: gate summary (compare_runs) */
 };
 
 /* ---- mcp_index.c ---- */
 
 /* One CUDA call, the fields the tools show. */
 struct mcp_call {
-    uint64_t t_ns;    /* entry, absolute CLOCK_MONOTONIC */
+    uint64_t t_ns; /* entry, absolute CLOCK_MONOTONIC */
     uint64_t dur_ns;
-    uint64_t stream;  /* normalised handle (CS_STREAM_*) */
+    uint64_t stream; /* normalised handle (CS_STREAM_*) */
     uint64_t bytes;
     uint32_t pid, tid;
     uint32_t name_id; /* kernel name, strings of the run; 0 = none */
     int32_t result;
-    uint16_t api;     /* enum cs_api */
-    uint16_t flags;   /* CS_CF_* */
+    uint16_t api;   /* enum cs_api */
+    uint16_t flags; /* CS_CF_* */
     uint8_t variant, dir;
     uint16_t pad;
 };
@@ -64,7 +64,7 @@ struct mcp_call {
  * latency table does: mcp_lat_key(). */
 struct mcp_lat {
     uint64_t t_ns, dur_ns;
-    uint32_t call;    /* index in calls */
+    uint32_t call; /* index in calls */
     uint32_t pid;
     uint32_t name_id; /* the call's kernel name and flags (CS_CF_*): kernel */
     uint32_t flags;   /* filters read no call record */
@@ -92,36 +92,35 @@ struct mcp_kgroup {
 };
 
 struct mcp_index {
-    struct cs_run *run;          /* borrowed from the analysis */
-    uint64_t t0_ns;              /* times shown are relative to it */
-    struct mcp_call *calls;      /* by (pid, t_ns) */
+    struct cs_run *run;     /* borrowed from the analysis */
+    uint64_t t0_ns;         /* times shown are relative to it */
+    struct mcp_call *calls; /* by (pid, t_ns) */
     uint64_t ncalls;
-    uint64_t t_min_ns, t_max_ns; /* extent of the calls' entry times */
-    struct mcp_lat *lat;         /* by (key, pid, t_ns), every call */
+    uint64_t t_min_ns, t_max_ns;       /* extent of the calls' entry times */
+    struct mcp_lat *lat;               /* by (key, pid, t_ns), every call */
     uint64_t lat_lo[MCP_LAT_KEYS + 1]; /* key k is [lat_lo[k], lat_lo[k+1]) */
-    uint64_t *cum_ns;            /* cum_ns[i]: sum of lat[0..i).dur_ns */
-    uint64_t *cum_err;           /* cum_err[i]: calls of lat[0..i) with CS_CF_ERROR */
-    uint64_t *dur_key;           /* durations, ascending within each key's range */
-    uint64_t *dur_pid;           /* durations, ascending within each (key, pid) group */
-    uint64_t *dur_chunk;         /* durations, ascending within each MCP_CHUNK calls of a
-                                    (key, pid) group (from its start, in time order) */
-    uint64_t *kdur;              /* named calls' durations by (key, name, duration) */
-    uint64_t *kcum_ns, *kcum_err; /* prefix sums over kdur (time, errors) */
-    struct mcp_kgroup *kgroups;  /* by (key, name_id) */
+    uint64_t *cum_ns;                  /* cum_ns[i]: sum of lat[0..i).dur_ns */
+    uint64_t *cum_err;                 /* cum_err[i]: calls of lat[0..i) with CS_CF_ERROR */
+    uint64_t *dur_key;                 /* durations, ascending within each key's range */
+    uint64_t *dur_pid;                 /* durations, ascending within each (key, pid) group */
+    uint64_t *dur_chunk;               /* durations, ascending within each MCP_CHUNK calls of a
+                                          (key, pid) group (from its start, in time order) */
+    uint64_t *kdur;                    /* named calls' durations by (key, name, duration) */
+    uint64_t *kcum_ns, *kcum_err;      /* prefix sums over kdur (time, errors) */
+    struct mcp_kgroup *kgroups;        /* by (key, name_id) */
     uint64_t nkgroups;
-    struct cs_rec_offcpu *offs;  /* by (pid, t_start_ns) */
+    struct cs_rec_offcpu *offs; /* by (pid, t_start_ns) */
     uint64_t noffs;
-    uint32_t *off_by_dur;        /* indexes in offs, longest first */
-    uint32_t *off_by_cls;        /* the same, grouped by class (stable) */
+    uint32_t *off_by_dur;                     /* indexes in offs, longest first */
+    uint32_t *off_by_cls;                     /* the same, grouped by class (stable) */
     uint64_t off_cls_lo[MCP_OFF_CLASSES + 1]; /* class c is [lo[c], lo[c+1]) */
-    struct mcp_pid *pids;        /* by pid */
+    struct mcp_pid *pids;                     /* by pid */
     uint32_t npids;
 };
 
 /** Read every CUDA call and off-CPU interval of open run @p r into memory.
  * @return 0, -ENOMEM or the cursor's error (@p err says which block) */
-int mcp_index_build(struct cs_run *r, uint64_t t0_ns, struct mcp_index **out,
-                    struct cs_err *err);
+int mcp_index_build(struct cs_run *r, uint64_t t0_ns, struct mcp_index **out, struct cs_err *err);
 
 void mcp_index_free(struct mcp_index *x);
 
@@ -199,8 +198,8 @@ json_t *mcp_prompts_list(void);
 /** GetPromptResult for prompt @p name with @p args (object of strings or
  * NULL). @return 0, -ENOENT (unknown prompt), -EINVAL (bad arguments; @p why
  * gets a line) */
-int mcp_prompts_get(struct mcp_server *s, const char *name, json_t *args, json_t **res,
-                    char *why, size_t why_len);
+int mcp_prompts_get(struct mcp_server *s, const char *name, json_t *args, json_t **res, char *why,
+                    size_t why_len);
 
 /** Server instructions for initialize and server/discover. @return new string */
 char *mcp_tools_instructions(const struct mcp_server *s);
@@ -230,8 +229,8 @@ char *mcp_clean(const char *in, size_t max);
  * -EINVAL with @p why set (the result becomes isError). */
 struct mcp_call_ctx {
     struct mcp_server *s;
-    int run;            /* resolved "run" argument */
-    json_t *args;       /* validated object */
+    int run;      /* resolved "run" argument */
+    json_t *args; /* validated object */
     struct mcp_text *t;
     char why[256];
 };

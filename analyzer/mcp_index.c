@@ -46,7 +46,8 @@ static void sort_runs(char *b, size_t n, size_t size, int (*cmp)(const void *, c
             size_t mid = lo + 1, hi;
             while (mid < n && cmp(b + (mid - 1) * size, b + mid * size) <= 0)
                 mid++;
-            for (hi = mid < n ? mid + 1 : n; hi < n && cmp(b + (hi - 1) * size, b + hi * size) <= 0;)
+            for (hi = mid < n ? mid + 1 : n;
+                 hi < n && cmp(b + (hi - 1) * size, b + hi * size) <= 0;)
                 hi++;
             size_t i = lo, j = mid;
             while (i < mid || j < hi) {
@@ -166,8 +167,8 @@ static int read_calls(struct mcp_index *x, int pass, uint32_t *cap, struct cs_er
                 memo = pid_slot(x, c->pid);
             uint64_t dur = c->t_exit_ns > c->t_enter_ns ? c->t_exit_ns - c->t_enter_ns : 0;
             x->calls[x->pids[memo].call_lo++] = (struct mcp_call){
-                c->t_enter_ns, dur, c->stream, c->bytes, c->pid, c->tid, c->name_id,
-                c->result, c->api, c->flags, c->variant, c->dir, 0};
+                c->t_enter_ns, dur,    c->stream, c->bytes,   c->pid, c->tid, c->name_id,
+                c->result,     c->api, c->flags,  c->variant, c->dir, 0};
             x->t_min_ns = c->t_enter_ns < x->t_min_ns ? c->t_enter_ns : x->t_min_ns;
             x->t_max_ns = c->t_enter_ns > x->t_max_ns ? c->t_enter_ns : x->t_max_ns;
         }
@@ -240,16 +241,14 @@ static void index_finish_ranges(struct mcp_index *x)
         q->off_hi = q->off_lo;
         q->off_lo = no;
         no = q->off_hi;
-        sort_nearly(x->calls + q->call_lo, q->call_hi - q->call_lo, sizeof(*x->calls),
-                    cmp_call_t);
+        sort_nearly(x->calls + q->call_lo, q->call_hi - q->call_lo, sizeof(*x->calls), cmp_call_t);
         sort_nearly(x->offs + q->off_lo, q->off_hi - q->off_lo, sizeof(*x->offs), cmp_off_t);
     }
 }
 
 static unsigned call_key(const struct mcp_call *c)
 {
-    return mcp_lat_key(c->api < CS_API_COUNT ? c->api : 0, c->variant,
-                       c->flags & CS_CF_NESTED);
+    return mcp_lat_key(c->api < CS_API_COUNT ? c->api : 0, c->variant, c->flags & CS_CF_NESTED);
 }
 
 /* Calls by latency key: a stable counting sort of the (pid, time)-ordered
@@ -270,8 +269,8 @@ static int index_lat(struct mcp_index *x)
     memcpy(at, x->lat_lo, sizeof(x->lat_lo));
     for (uint64_t i = 0; i < x->ncalls; i++) {
         const struct mcp_call *c = &x->calls[i];
-        x->lat[at[call_key(c)]++] = (struct mcp_lat){c->t_ns, c->dur_ns, (uint32_t)i, c->pid,
-                                                       c->name_id, c->flags};
+        x->lat[at[call_key(c)]++] =
+            (struct mcp_lat){c->t_ns, c->dur_ns, (uint32_t)i, c->pid, c->name_id, c->flags};
     }
     free(at);
     return 0;
@@ -288,8 +287,8 @@ static int index_lat_sums(struct mcp_index *x)
     x->dur_pid = big_alloc(n + 1, sizeof(uint64_t));
     x->dur_chunk = big_alloc(n + 1, sizeof(uint64_t));
     uint64_t *tmp = big_alloc(n + 1, sizeof(uint64_t));
-    int rc = x->cum_ns && x->cum_err && x->dur_key && x->dur_pid && x->dur_chunk && tmp
-                 ? 0 : -ENOMEM;
+    int rc =
+        x->cum_ns && x->cum_err && x->dur_key && x->dur_pid && x->dur_chunk && tmp ? 0 : -ENOMEM;
     if (rc == 0)
         x->cum_ns[0] = x->cum_err[0] = 0;
     for (uint64_t i = 0; rc == 0 && i < n; i++) {
@@ -370,8 +369,7 @@ static int index_kernels(struct mcp_index *x)
     return 0;
 }
 
-const struct mcp_kgroup *mcp_index_kernel(const struct mcp_index *x, unsigned k,
-                                          const char *kernel)
+const struct mcp_kgroup *mcp_index_kernel(const struct mcp_index *x, unsigned k, const char *kernel)
 {
     uint64_t lo = 0, hi = x->nkgroups;
     while (lo < hi) {
@@ -445,8 +443,7 @@ static int index_off_by_dur(struct mcp_index *x)
     return 0;
 }
 
-int mcp_index_build(struct cs_run *r, uint64_t t0_ns, struct mcp_index **out,
-                    struct cs_err *err)
+int mcp_index_build(struct cs_run *r, uint64_t t0_ns, struct mcp_index **out, struct cs_err *err)
 {
     struct mcp_index *x = calloc(1, sizeof(*x));
     uint32_t cap = 0;

@@ -60,8 +60,7 @@ static json_t *proto_error(json_t *id, int code, const char *msg, json_t *data)
     json_t *e = json_pack("{s:i, s:s}", "code", code, "message", msg);
     if (data)
         json_object_set_new(e, "data", data);
-    return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error",
-                     e);
+    return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error", e);
 }
 
 /* Wrap @p result (consumed) as the response to @p r, adding the modern
@@ -73,8 +72,8 @@ static json_t *proto_result(const struct proto_req *r, json_t *result)
     if (r->is_modern) {
         json_object_set_new(result, "resultType", json_string("complete"));
         json_object_set_new(result, "_meta",
-                            json_pack("{s:{s:s, s:s}}", META_SERVER_INFO, "name",
-                                      "cudaspy-analyze", "version", CS_VERSION));
+                            json_pack("{s:{s:s, s:s}}", META_SERVER_INFO, "name", "cudaspy-analyze",
+                                      "version", CS_VERSION));
     }
     return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", r->id, "result", result);
 }
@@ -90,14 +89,13 @@ static void proto_cacheable(const struct proto_req *r, json_t *result)
 
 static json_t *proto_capabilities(void)
 {
-    return json_pack("{s:{s:b}, s:{s:b}}", "tools", "listChanged", 0, "prompts", "listChanged",
-                     0);
+    return json_pack("{s:{s:b}, s:{s:b}}", "tools", "listChanged", 0, "prompts", "listChanged", 0);
 }
 
 static json_t *proto_server_info(void)
 {
-    return json_pack("{s:s, s:s, s:s}", "name", "cudaspy-analyze", "title",
-                     "cudaspy run analyzer", "version", CS_VERSION);
+    return json_pack("{s:s, s:s, s:s}", "name", "cudaspy-analyze", "title", "cudaspy run analyzer",
+                     "version", CS_VERSION);
 }
 
 /* initialize: answer the client's version if we speak it, else our latest
@@ -112,12 +110,12 @@ static json_t *proto_initialize(struct proto_req *r)
     const char *got = VERSION_LEGACY_LATEST;
     if (proto_version_known(want) && strcmp(want, VERSION_MODERN) != 0)
         got = want;
-    fprintf(stderr, "cudaspy-analyze: mcp: initialize: client asked %.40s, answering %s\n",
-            want, got);
+    fprintf(stderr, "cudaspy-analyze: mcp: initialize: client asked %.40s, answering %s\n", want,
+            got);
     char *instr = mcp_tools_instructions(r->s);
     json_t *res = json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", got, "capabilities",
-                            proto_capabilities(), "serverInfo", proto_server_info(),
-                            "instructions", instr ? instr : "");
+                            proto_capabilities(), "serverInfo", proto_server_info(), "instructions",
+                            instr ? instr : "");
     free(instr);
     return proto_result(r, res);
 }
@@ -126,8 +124,8 @@ static json_t *proto_discover(struct proto_req *r)
 {
     char *instr = mcp_tools_instructions(r->s);
     json_t *res = json_pack("{s:o, s:o, s:o, s:s}", "supportedVersions", proto_versions_json(),
-                            "capabilities", proto_capabilities(), "serverInfo",
-                            proto_server_info(), "instructions", instr ? instr : "");
+                            "capabilities", proto_capabilities(), "serverInfo", proto_server_info(),
+                            "instructions", instr ? instr : "");
     free(instr);
     proto_cacheable(r, res);
     return proto_result(r, res);
@@ -222,9 +220,9 @@ static json_t *proto_check_meta(struct proto_req *r)
         return proto_error(r->id, RPC_INVALID_PARAMS,
                            "Invalid params: _meta protocolVersion must be a string", NULL);
     if (!proto_version_known(json_string_value(v)))
-        return proto_error(r->id, RPC_UNSUPPORTED_VERSION, "Unsupported protocol version",
-                           json_pack("{s:o, s:O}", "supported", proto_versions_json(),
-                                     "requested", v));
+        return proto_error(
+            r->id, RPC_UNSUPPORTED_VERSION, "Unsupported protocol version",
+            json_pack("{s:o, s:O}", "supported", proto_versions_json(), "requested", v));
     r->is_modern = strcmp(json_string_value(v), VERSION_MODERN) == 0;
     return NULL;
 }
@@ -389,8 +387,7 @@ int mcp_proto_serve(struct mcp_server *s, int in_fd, FILE *out)
     for (int k; rc == 0 && (k = reader_next(&rd, &line, &n)) != LINE_EOF;) {
         json_t *resp = NULL;
         if (k == LINE_TOO_LONG) {
-            fprintf(stderr, "cudaspy-analyze: mcp: request over %d bytes skipped\n",
-                    MCP_LINE_MAX);
+            fprintf(stderr, "cudaspy-analyze: mcp: request over %d bytes skipped\n", MCP_LINE_MAX);
             resp = proto_error(NULL, RPC_INVALID_REQUEST,
                                "Invalid Request: message longer than 1048576 bytes", NULL);
         } else if (!blank(line, n)) {

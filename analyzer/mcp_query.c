@@ -82,8 +82,8 @@ static int q_window(struct mcp_call_ctx *c, uint64_t *lo, uint64_t *hi, int *is_
 static json_t *q_filter_json(struct mcp_call_ctx *c)
 {
     json_t *f = json_object();
-    static const char *const keys[] = {"pid", "tid", "api", "stream", "kernel", "nested",
-                                       "class", "since_ms", "until_ms", NULL};
+    static const char *const keys[] = {"pid",    "tid",   "api",      "stream",   "kernel",
+                                       "nested", "class", "since_ms", "until_ms", NULL};
     for (const char *const *k = keys; *k; k++)
         if (mcp_arg_has(c, *k))
             json_object_set(f, *k, json_object_get(c->args, *k));
@@ -107,8 +107,8 @@ static void q_text_head(struct mcp_call_ctx *c, const char *what)
  * strings marked as data unless they are the analyzer's own enums. */
 static void q_text_fields(struct mcp_text *t, json_t *o)
 {
-    static const char *const own[] = {"severity", "kind", "rule", "role", "class", "family",
-                                      "layer", "verdict", "api", NULL};
+    static const char *const own[] = {"severity", "cause", "kind",    "rule", "role", "class",
+                                      "family",   "layer", "verdict", "api",  NULL};
     const char *key;
     json_t *v;
     json_object_foreach(o, key, v) {
@@ -217,9 +217,9 @@ static int lat_collect(const struct mcp_index *x, uint64_t a, uint64_t b, struct
 /* Statistics of key @p k for @p pid (0 = all) over calls entering in
  * [lo, hi): precomputed sorted durations when @p is_full and no call
  * filter, else a linear selection over the matching calls. */
-static int key_stats(const struct mcp_index *x, unsigned k, uint32_t pid, uint64_t lo,
-                     uint64_t hi, int is_full, struct q_callf *f, struct q_scratch *sc,
-                     struct mcp_stats *st, uint64_t *errors)
+static int key_stats(const struct mcp_index *x, unsigned k, uint32_t pid, uint64_t lo, uint64_t hi,
+                     int is_full, struct q_callf *f, struct q_scratch *sc, struct mcp_stats *st,
+                     uint64_t *errors)
 {
     uint64_t a, b;
     mcp_index_key_range(x, k, pid, &a, &b);
@@ -261,7 +261,8 @@ static json_t *stats_row_json(unsigned k, const struct mcp_stats *st, uint64_t e
 static int cmp_rows(const void *a, const void *b)
 {
     json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-    int nx = json_is_true(json_object_get(x, "nested")), ny = json_is_true(json_object_get(y, "nested"));
+    int nx = json_is_true(json_object_get(x, "nested")),
+        ny = json_is_true(json_object_get(y, "nested"));
     if (nx != ny)
         return nx - ny;
     json_int_t tx = json_integer_value(json_object_get(x, "total_ns"));
@@ -312,8 +313,10 @@ static void text_latency_rows(struct mcp_text *t, json_t *rows)
         char name[128];
         snprintf(name, sizeof(name), "%s%s", json_string_value(json_object_get(r, "api")),
                  json_is_true(json_object_get(r, "nested")) ? " (nested)" : "");
-        mcp_text_printf(t, "  %-36s n=%llu total=%s mean=%s p50=%s p90=%s p99=%s p99.9=%s "
-                           "max=%s errors=%llu\n", name, (unsigned long long)G("count"), NS(G("total_ns")), NS(G("mean_ns")),
+        mcp_text_printf(t,
+                        "  %-36s n=%llu total=%s mean=%s p50=%s p90=%s p99=%s p99.9=%s "
+                        "max=%s errors=%llu\n",
+                        name, (unsigned long long)G("count"), NS(G("total_ns")), NS(G("mean_ns")),
                         NS(G("p50_ns")), NS(G("p90_ns")), NS(G("p99_ns")), NS(G("p999_ns")),
                         NS(G("max_ns")), (unsigned long long)G("errors"));
 #undef G
@@ -341,8 +344,9 @@ static void text_run_summary(struct mcp_call_ctx *c, json_t *run)
 #define G(o, k) ((uint64_t)json_integer_value(json_object_get(o, k)))
     mcp_text_printf(c->t, "command: ");
     mcp_text_data(c->t, json_string_value(json_object_get(run, "command")));
-    mcp_text_printf(c->t, "\nduration %s, %llu CUDA records (%llu outermost calls, %llu nested), "
-                          "%llu host records, %llu CPUs, sampler tier %s%s\n",
+    mcp_text_printf(c->t,
+                    "\nduration %s, %llu CUDA records (%llu outermost calls, %llu nested), "
+                    "%llu host records, %llu CPUs, sampler tier %s%s\n",
                     NS(G(run, "duration_ns")), (unsigned long long)G(run, "cuda_records"),
                     (unsigned long long)G(run, "outermost_calls"),
                     (unsigned long long)G(run, "nested_calls"),
@@ -384,10 +388,10 @@ static json_t *hist_json(const struct mcp_stats *st)
     json_t *a = json_array();
     for (unsigned k = 0; k < MCP_HIST_BUCKETS; k++)
         if (st->hist[k])
-            json_array_append_new(
-                a, json_pack("{s:I, s:I, s:I}", "lo_ns", (json_int_t)(k ? 1ull << k : 0),
-                             "hi_ns", (json_int_t)(k < 62 ? 2ull << k : INT64_MAX), "count",
-                             (json_int_t)st->hist[k]));
+            json_array_append_new(a, json_pack("{s:I, s:I, s:I}", "lo_ns",
+                                               (json_int_t)(k ? 1ull << k : 0), "hi_ns",
+                                               (json_int_t)(k < 62 ? 2ull << k : INT64_MAX),
+                                               "count", (json_int_t)st->hist[k]));
     return a;
 }
 
@@ -545,8 +549,8 @@ int mcp_q_api_latency(struct mcp_call_ctx *c, json_t **out)
                         mcp_arg_str(c, "kernel"), 0, 0};
     struct mcp_stats st;
     uint64_t errors = 0;
-    int rc = api_stats(c, api, want_nested, pid, f.has_stream || f.kernel ? &f : NULL, &st,
-                       &errors);
+    int rc =
+        api_stats(c, api, want_nested, pid, f.has_stream || f.kernel ? &f : NULL, &st, &errors);
     if (rc == -EINVAL)
         return rc;
     if (rc == -ENOENT)
@@ -555,8 +559,9 @@ int mcp_q_api_latency(struct mcp_call_ctx *c, json_t **out)
     if (rc < 0)
         return mcp_bad(c, "out of memory");
     q_text_head(c, "API latency");
-    mcp_text_printf(c->t, "%s%s: n=%llu total=%s mean=%s min=%s p50=%s p90=%s p99=%s p99.9=%s "
-                          "max=%s errors=%llu\nlog2 histogram (bucket lower bound, calls):\n",
+    mcp_text_printf(c->t,
+                    "%s%s: n=%llu total=%s mean=%s min=%s p50=%s p90=%s p99=%s p99.9=%s "
+                    "max=%s errors=%llu\nlog2 histogram (bucket lower bound, calls):\n",
                     api, want_nested ? " (nested)" : "", (unsigned long long)st.count,
                     NS(st.total_ns), NS(st.mean_ns), NS(st.min_ns), NS(st.p50_ns), NS(st.p90_ns),
                     NS(st.p99_ns), NS(st.p999_ns), NS(st.max_ns), (unsigned long long)errors);
@@ -610,8 +615,8 @@ static void text_list(struct mcp_text *t, json_t *a)
 int mcp_q_causal_chains(struct mcp_call_ctx *c, json_t **out)
 {
     size_t total;
-    json_t *chains = slice(json_object_get(q_aj(c), "chains"), 0, mcp_arg_u64(c, "top", 10),
-                           &total);
+    json_t *chains =
+        slice(json_object_get(q_aj(c), "chains"), 0, mcp_arg_u64(c, "top", 10), &total);
     q_text_head(c, "Causal chains");
     mcp_text_printf(c->t, "%zu finding%s, most severe first; showing %zu\n", total,
                     total == 1 ? "" : "s", json_array_size(chains));
@@ -627,8 +632,8 @@ int mcp_q_per_process(struct mcp_call_ctx *c, json_t **out)
 {
     size_t total;
     uint32_t pid = (uint32_t)mcp_arg_u64(c, "pid", 0);
-    json_t *procs = slice(json_object_get(q_aj(c), "processes"), pid, mcp_arg_u64(c, "top", 50),
-                          &total);
+    json_t *procs =
+        slice(json_object_get(q_aj(c), "processes"), pid, mcp_arg_u64(c, "top", 50), &total);
     if (pid && total == 0) {
         json_decref(procs);
         return mcp_bad(c, "no process %u in this run", pid);
@@ -708,13 +713,12 @@ static const char *class_name(unsigned cls)
 static json_t *call_event(const struct mcp_index *x, const struct mcp_call *k)
 {
     char name[96];
-    json_t *e = json_pack("{s:I, s:s, s:i, s:s, s:I, s:I, s:I, s:i, s:b}", "t_ns",
-                          (json_int_t)(k->t_ns - x->t0_ns), "kind", "cuda", "tid", (int)k->tid,
-                          "api", cs_api_display((enum cs_api)k->api, (enum cs_variant)k->variant,
-                                                name, sizeof(name)),
-                          "dur_ns", (json_int_t)k->dur_ns, "stream", (json_int_t)k->stream,
-                          "bytes", (json_int_t)k->bytes, "result", (int)k->result, "nested",
-                          !!(k->flags & CS_CF_NESTED));
+    json_t *e = json_pack(
+        "{s:I, s:s, s:i, s:s, s:I, s:I, s:I, s:i, s:b}", "t_ns", (json_int_t)(k->t_ns - x->t0_ns),
+        "kind", "cuda", "tid", (int)k->tid, "api",
+        cs_api_display((enum cs_api)k->api, (enum cs_variant)k->variant, name, sizeof(name)),
+        "dur_ns", (json_int_t)k->dur_ns, "stream", (json_int_t)k->stream, "bytes",
+        (json_int_t)k->bytes, "result", (int)k->result, "nested", !!(k->flags & CS_CF_NESTED));
     if (k->name_id)
         json_object_set_new(e, "kernel", json_string(cs_run_string(x->run, k->name_id)));
     return e;
@@ -723,12 +727,11 @@ static json_t *call_event(const struct mcp_index *x, const struct mcp_call *k)
 static json_t *off_event(const struct mcp_index *x, const struct cs_rec_offcpu *o)
 {
     return json_pack("{s:I, s:s, s:i, s:I, s:s, s:i, s:I, s:i, s:i, s:i, s:i}", "t_ns",
-                     (json_int_t)(o->t_start_ns - x->t0_ns), "kind", "offcpu", "tid",
-                     (int)o->tid, "dur_ns", (json_int_t)(o->t_end_ns - o->t_start_ns), "class",
+                     (json_int_t)(o->t_start_ns - x->t0_ns), "kind", "offcpu", "tid", (int)o->tid,
+                     "dur_ns", (json_int_t)(o->t_end_ns - o->t_start_ns), "class",
                      class_name(o->cls), "cpu", (int)o->cpu, "runq_ns", (json_int_t)o->runq_ns,
-                     "waker_pid", (int)o->waker_pid, "waker_tid", (int)o->waker_tid,
-                     "holder_pid", (int)o->holder_pid, "holder_permille",
-                     (int)o->holder_permille);
+                     "waker_pid", (int)o->waker_pid, "waker_tid", (int)o->waker_tid, "holder_pid",
+                     (int)o->holder_pid, "holder_permille", (int)o->holder_permille);
 }
 
 static void text_event(struct mcp_text *t, json_t *e)
@@ -761,8 +764,8 @@ static int parse_cursor(const char *s, const struct mcp_pid *p, struct q_page *p
 {
     unsigned long long ci, oi;
     char tail;
-    if (sscanf(s, "v1:%llu:%llu%c", &ci, &oi, &tail) != 2 || ci < p->call_lo ||
-        ci > p->call_hi || oi < p->off_lo || oi > p->off_hi)
+    if (sscanf(s, "v1:%llu:%llu%c", &ci, &oi, &tail) != 2 || ci < p->call_lo || ci > p->call_hi ||
+        oi < p->off_lo || oi > p->off_hi)
         return -EINVAL;
     pg->ci = ci;
     pg->oi = oi;
@@ -917,8 +920,8 @@ int mcp_q_top_stalls(struct mcp_call_ctx *c, json_t **out)
 /* Row and result keys follow `cudaspy-analyze gate --json` (gate.c). */
 static json_t *gate_row_json(const struct gate_row *r)
 {
-    return json_pack("{s:s, s:o, s:I, s:I, s:I, s:I, s:o, s:o, s:s, s:b}", "api", r->api,
-                     "kernel", r->kernel ? json_string(r->kernel) : json_null(), "base_calls",
+    return json_pack("{s:s, s:o, s:I, s:I, s:I, s:I, s:o, s:o, s:s, s:b}", "api", r->api, "kernel",
+                     r->kernel ? json_string(r->kernel) : json_null(), "base_calls",
                      (json_int_t)r->n_base, "new_calls", (json_int_t)r->n_new, "base_ns",
                      (json_int_t)r->base_ns, "new_ns", (json_int_t)r->new_ns, "ratio",
                      isfinite(r->ratio) ? json_real(r->ratio) : json_null(), "ci",
@@ -969,19 +972,20 @@ int mcp_q_compare_runs(struct mcp_call_ctx *c, json_t **out)
         }
     }
     const char *verdict = count[GATE_REGRESSED] ? "fail" : "pass";
-    mcp_text_printf(c->t, "verdict: %s (%zu regressed, %zu noisy, %zu with too few calls; "
-                          "%zu rows, %zu shown)\n", verdict, count[GATE_REGRESSED],
-                    count[GATE_NOISY], count[GATE_FEW_CALLS], nrows, json_array_size(arr));
+    mcp_text_printf(c->t,
+                    "verdict: %s (%zu regressed, %zu noisy, %zu with too few calls; "
+                    "%zu rows, %zu shown)\n",
+                    verdict, count[GATE_REGRESSED], count[GATE_NOISY], count[GATE_FEW_CALLS], nrows,
+                    json_array_size(arr));
     json_t *o = json_pack(
         "{s:{s:i, s:s}, s:{s:i, s:s}, s:s, s:s, s:{s:f, s:f, s:I, s:b, s:i, s:I}, s:I, s:I, s:I, "
         "s:I, s:o}",
         "base", "run", b, "name", c->s->names[b], "new", "run", n, "name", c->s->names[n],
         "verdict", verdict, "metric", summary_q_name(go.metric), "limits", "max_ratio",
-        go.max_ratio, "min_delta_us", go.min_delta_us, "min_calls", (json_int_t)go.min_calls,
-        "ci", go.use_ci, "resamples", (int)go.resamples, "seed", (json_int_t)go.seed,
-        "regressed", (json_int_t)count[GATE_REGRESSED], "noisy", (json_int_t)count[GATE_NOISY],
-        "too_few_calls", (json_int_t)count[GATE_FEW_CALLS], "total", (json_int_t)nrows, "rows",
-        arr);
+        go.max_ratio, "min_delta_us", go.min_delta_us, "min_calls", (json_int_t)go.min_calls, "ci",
+        go.use_ci, "resamples", (int)go.resamples, "seed", (json_int_t)go.seed, "regressed",
+        (json_int_t)count[GATE_REGRESSED], "noisy", (json_int_t)count[GATE_NOISY], "too_few_calls",
+        (json_int_t)count[GATE_FEW_CALLS], "total", (json_int_t)nrows, "rows", arr);
     free(rows);
     *out = o;
     return 0;

@@ -51,7 +51,8 @@ static double timed_call(struct mcp_pipe *p, const struct bench_case *c, int id)
     char line[512];
     snprintf(line, sizeof(line),
              "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":"
-             "{\"name\":\"%s\",\"arguments\":%s}}", id, c->tool, c->args);
+             "{\"name\":\"%s\",\"arguments\":%s}}",
+             id, c->tool, c->args);
     double t = now_ms();
     json_t *r = mcp_pipe_call(p, line);
     t = now_ms() - t;
@@ -136,11 +137,12 @@ int main(int argc, char **argv)
     double t = now_ms();
     if (!p || mcp_pipe_start(p, argv[1], run, 2) < 0)
         return 3;
-    json_t *r = mcp_pipe_send(p, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
-                                 "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
-                                 "\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}") == 0
-                    ? mcp_pipe_recv(p, 600000)
-                    : NULL;
+    json_t *r =
+        mcp_pipe_send(p, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+                         "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                         "\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}") == 0
+            ? mcp_pipe_recv(p, 600000)
+            : NULL;
     if (!json_object_get(r, "result")) {
         fprintf(stderr, "bench_mcp: %s: no initialize answer\n", run);
         return 3;

@@ -85,7 +85,7 @@ static int test_nearest_rank_of_hundred(void)
     CHECK_EQ(st.p90_ns, 90);
     CHECK_EQ(st.p99_ns, 99);
     CHECK_EQ(st.p999_ns, 100);
-    CHECK_EQ(st.hist[0], 1); /* 1 */
+    CHECK_EQ(st.hist[0], 1);  /* 1 */
     CHECK_EQ(st.hist[6], 37); /* 64..100 */
     return 0;
 }

@@ -43,7 +43,8 @@ static int expect_error(const char *line, int code, json_int_t id)
     int ok = r != NULL;
     if (ok) {
         json_t *jid = json_object_get(r, "id");
-        if (error_code(r) != code || (id < 0 ? !json_is_null(jid) : json_integer_value(jid) != id)) {
+        if (error_code(r) != code ||
+            (id < 0 ? !json_is_null(jid) : json_integer_value(jid) != id)) {
             char *d = json_dumps(r, JSON_COMPACT);
             fprintf(stderr, "got %s, want code %d id %lld\n", d, code, (long long)id);
             free(d);
@@ -155,13 +156,14 @@ static int negotiate(const char *want, const char *got)
     snprintf(line, sizeof(line),
              "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":"
              "{\"protocolVersion\":\"%s\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\","
-             "\"version\":\"1\"}}}", want);
+             "\"version\":\"1\"}}}",
+             want);
     json_t *r = srv_call(&s, line);
-    const char *v = json_string_value(
-        json_object_get(json_object_get(r, "result"), "protocolVersion"));
-    int ok = v && strcmp(v, got) == 0 &&
-             json_object_get(json_object_get(json_object_get(r, "result"), "capabilities"),
-                             "tools");
+    const char *v =
+        json_string_value(json_object_get(json_object_get(r, "result"), "protocolVersion"));
+    int ok =
+        v && strcmp(v, got) == 0 &&
+        json_object_get(json_object_get(json_object_get(r, "result"), "capabilities"), "tools");
     json_decref(r);
     CHECK_EQ(srv_stop(&s), 0);
     CHECK(ok);
@@ -211,8 +213,8 @@ static int test_discover_lists_versions(void)
     json_t *v = json_object_get(json_object_get(r, "result"), "supportedVersions");
     int ok = json_array_size(v) == 3 &&
              !strcmp(json_string_value(json_array_get(v, 0)), "2026-07-28") &&
-             !strcmp(json_string_value(json_object_get(json_object_get(r, "result"),
-                                                       "resultType")), "complete");
+             !strcmp(json_string_value(json_object_get(json_object_get(r, "result"), "resultType")),
+                     "complete");
     json_decref(r);
     CHECK_EQ(srv_stop(&s), 0);
     CHECK(ok);
@@ -238,8 +240,9 @@ static int test_path_as_run_is_tool_error(void)
 {
     struct srv s;
     CHECK_OK(srv_start(&s, run_path));
-    json_t *r = srv_call(&s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":"
-                             "{\"name\":\"get_trace_stats\",\"arguments\":{\"run\":\"/etc/passwd\"}}}");
+    json_t *r =
+        srv_call(&s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":"
+                     "{\"name\":\"get_trace_stats\",\"arguments\":{\"run\":\"/etc/passwd\"}}}");
     int ok = json_is_true(json_object_get(json_object_get(r, "result"), "isError"));
     json_decref(r);
     CHECK_EQ(srv_stop(&s), 0);
@@ -254,8 +257,10 @@ static char *nasty_text(const char *tool, const char *args)
     char line[400];
     if (srv_start(&s, nasty_path) < 0)
         return NULL;
-    snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
-                                 "\"params\":{\"name\":\"%s\",\"arguments\":%s}}", tool, args);
+    snprintf(line, sizeof(line),
+             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+             "\"params\":{\"name\":\"%s\",\"arguments\":%s}}",
+             tool, args);
     json_t *r = srv_call(&s, line);
     json_t *c = json_array_get(json_object_get(json_object_get(r, "result"), "content"), 0);
     char *text = json_string_value(json_object_get(c, "text"))
