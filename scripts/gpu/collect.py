@@ -33,6 +33,10 @@ PLANTED = {
     ("triton", "tiny"): ["launch_bound"],
     ("nvcc", "sync"): ["sync_per_iteration"],
     ("nvcc", "nosync"): None,
+    ("ddp", "straggle"): ["rank_straggler"],
+    ("ddp", "clean"): None,
+    ("twoproc", "straggle"): ["rank_straggler"],
+    ("twoproc", "control"): None,
 }
 
 FAMILIES = [
@@ -174,7 +178,7 @@ def main():
         groups.setdefault((r["name"], r["mode"]), []).append(r)
     rows = [summarise(g) for g in groups.values()]
     add_profiler_overhead(rows, groups)
-    host = subprocess.run("nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; uname -r",
+    host = os.environ.get("CS_GPU_HOST") or subprocess.run("nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; uname -r",
                           shell=True, capture_output=True, text=True).stdout.replace("\n", " · ").strip(" ·")
     meta = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": host, "rows": rows}
     json.dump(meta, open(os.path.join(out, "results.json"), "w"), indent=1)
