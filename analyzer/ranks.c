@@ -183,10 +183,17 @@ static int pick_thread(struct rk_ctx *x, uint32_t ri)
 
 /* ---- per-step waits ---- */
 
-static int woken_by_peer(const struct rk_ctx *x, uint32_t run, uint32_t self, uint32_t waker)
+/* Whether @p waker is a process of another rank than @p self. Ranks may sit
+ * in different run files of one host (one file per rank): every run is
+ * searched, as pids of one host are one namespace. */
+static int woken_by_peer(const struct rk_ctx *x, uint32_t self, uint32_t waker)
 {
-    uint32_t p = waker ? model_find_proc(x->m, run, waker) : M_NONE;
-    return p != M_NONE && x->rank_of[p] != M_NONE && x->rank_of[p] != self;
+    for (int run = 0; waker && run < x->m->nruns; run++) {
+        uint32_t p = model_find_proc(x->m, (uint32_t)run, waker);
+        if (p != M_NONE && x->rank_of[p] != M_NONE && x->rank_of[p] != self)
+            return 1;
+    }
+    return 0;
 }
 
 /* Time rank @p ri's syncing thread slept in [t0, t1) woken by another
@@ -196,14 +203,14 @@ static int woken_by_peer(const struct rk_ctx *x, uint32_t run, uint32_t self, ui
 static uint64_t peer_sleep(const struct rk_ctx *x, uint32_t ri, uint64_t t0, uint64_t t1)
 {
     const struct model *m = x->m;
-    uint32_t t = x->r[ri].thr, run = m->proc[m->thr[t].proc].run;
+    uint32_t t = x->r[ri].thr;
     uint64_t end = m->thr[t].first_off + m->thr[t].noff, sum = 0;
 
     for (uint64_t i = model_off_after(m, t, t0); i < end && m->off[i].t_start_ns < t1; i++) {
         const struct m_off *o = &m->off[i];
         if (o->cls != CS_OFF_SLEEP && o->cls != CS_OFF_BLOCKED)
             continue;
-        if (woken_by_peer(x, run, ri, o->waker_pid))
+        if (woken_by_peer(x, ri, o->waker_pid))
             sum += model_overlap(o->t_start_ns, o->t_end_ns, t0, t1);
     }
     return sum;
