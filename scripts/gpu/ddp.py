@@ -1,7 +1,7 @@
 """ddp.py: a small DistributedDataParallel training loop for the multi-GPU
 check (issue 10, docs/multigpu.md), launched by torchrun:
 
-  torchrun --standalone --nproc_per_node=2 scripts/gpu/ddp.py [--straggle] [--steps 300]
+  torchrun --standalone --nproc_per_node=2 scripts/gpu/ddp.py [--straggle] [--steps 1000]
 
 Every rank trains the same MLP on its own synthetic batches; DDP all-reduces
 the gradients with NCCL and every step ends with torch.cuda.synchronize()
@@ -10,7 +10,11 @@ burns --burn-ms of CPU before every --every-th step (a slow data loader), so
 rank 0 waits in the all-reduce; without it the run is the clean control.
 
 --backend gloo --same-gpu runs both ranks on GPU 0 (gloo all-reduces through
-the host; NCCL refuses two ranks on one GPU): the one-GPU variant.
+the host; NCCL refuses two ranks on one GPU): a one-GPU variant, which the
+straggler method is known to miss (docs/multigpu.md).
+
+1000 steps keep the loop long against torch's import and NCCL set-up
+(several seconds, inside the traced wall time that sets the severity).
 
 Rank 0 prints `result: loss=<sum> params=<sum>` (identical traced or
 untraced) and `elapsed: <s>` (the timed steps, after warm-up)."""
@@ -32,7 +36,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 def parse():
     p = argparse.ArgumentParser()
     p.add_argument("--straggle", action="store_true", help="rank 1 burns CPU every --every steps")
-    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--every", type=int, default=10)
     p.add_argument("--burn-ms", type=float, default=20.0)
