@@ -17,6 +17,10 @@ foreach(t host host_tiers host_pfm sched_fsm pe_ring pe_decode procfs)
   set_tests_properties(unit.${t} PROPERTIES LABELS "unit" TIMEOUT 120 SKIP_RETURN_CODE 77)
 endforeach()
 set_tests_properties(unit.host unit.host_tiers unit.host_pfm PROPERTIES LABELS "unit;slow")
+# nosan: these assert that no perf event was lost; under ASan/TSan the
+# sampler runs several times slower and its rings overflow on a loaded box
+# (host_lost 16793 in unit.host; docs/reliability.md).
+set_tests_properties(unit.host PROPERTIES LABELS "unit;slow;nosan")
 
 add_executable(test_host_lost ${CMAKE_CURRENT_LIST_DIR}/fault/test_host_lost.c)
 target_link_libraries(test_host_lost cs_test_sampler cs_host cs_test_sampler Threads::Threads m)
@@ -34,6 +38,6 @@ if(TARGET cudaspy-sampler)
   target_link_libraries(test_host_e2e cs_runfile Threads::Threads)
   add_test(NAME unit.host_e2e
            COMMAND test_host_e2e $<TARGET_FILE:cudaspy-sampler> $<TARGET_FILE:cs_wl_main>)
-  set_tests_properties(unit.host_e2e PROPERTIES LABELS "unit;slow" TIMEOUT 120
+  set_tests_properties(unit.host_e2e PROPERTIES LABELS "unit;slow;nosan" TIMEOUT 120
                        SKIP_RETURN_CODE 77)
 endif()
