@@ -40,7 +40,7 @@ fault_test(threads_1000 threads_1000.sh 120)
 add_test(NAME fault.fork_64x8
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli/shim_fork.sh ${CMAKE_BINARY_DIR} 64 8 10)
 set_tests_properties(fault.fork_64x8 PROPERTIES LABELS fault TIMEOUT 180)
-fault_test(env_values env_values.sh 60)
+fault_test(env_values env_values.sh 180)
 fault_test(run_file_mode run_file_mode.sh 60)
 fault_test(attach_other_user attach_other_user.sh 60)
 # No shell-outs in product code: a grep over the sources.

@@ -3,7 +3,7 @@
 # cudaspy-sampler while the traced program runs: the sampler exits on its
 # own, the run file is complete (clean_shutdown 1) and holds the program's
 # calls up to the signal, less at most the last 100 ms (fault_check against
-# a copy of the program's count taken right after the signal). The program
+# a copy of the program's count taken just before the signal). The program
 # itself runs on, untouched, and is killed by the test.
 . "$(dirname "$0")/fault_common.sh"
 export FAKECUDA_LAT_NS=cuStreamSynchronize=200000 FAKECUDA_LAT_MODE=sleep
@@ -13,8 +13,8 @@ for sig in TERM INT; do
     rec=$!
     wait_ready "$cnt"
     sleep_ms 300
+    cp "$cnt" "$cnt.at_signal" # what the program had completed just before the signal
     kill -$sig $rec
-    cp "$cnt" "$cnt.at_signal"
     pid=$(u32_at "$cnt" 0)
     timeout 20 tail --pid=$rec -f /dev/null || fail "SIG$sig: the sampler did not exit in 20 s"
     wait $rec
