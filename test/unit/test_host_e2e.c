@@ -22,7 +22,8 @@ static int launch(const char *sampler, const char *wl, const char *out, const ch
     int status;
 
     if (pid == 0) {
-        execl(sampler, sampler, "-q", "--tier", "A", "-o", out, "--", wl, report, (char *)NULL);
+        execl(sampler, sampler, "-q", "--tier", "A", "--ring-pages", "2048", "-o", out, "--", wl,
+              report, (char *)NULL);
         _exit(127);
     }
     if (pid < 0 || waitpid(pid, &status, 0) != pid)
