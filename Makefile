@@ -26,7 +26,8 @@ test: deps
 # The suite again under ASan+UBSan and under TSan, each in its own tree.
 # The preloaded shim comes before the runtime in the library list (hence
 # verify_asan_link_order=0); leaks at exit do not fail a test, the fuzzers
-# check leaks per input (docs/reliability.md).
+# check leaks per input (docs/reliability.md). Label nosan: no sanitizer;
+# notsan: ASan+UBSan only.
 SAN_ASAN_ENV = ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:abort_on_error=0 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 SAN_TSAN_ENV = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:report_signal_unsafe=0
@@ -36,7 +37,7 @@ test-sanitize: deps
 	cd build-asan && $(SAN_ASAN_ENV) ctest --output-on-failure -LE 'gpu|nosan' -j $(JOBS) --timeout 600
 	cmake -S . -B build-tsan -DCS_SANITIZE=thread -DCMAKE_BUILD_TYPE=Debug
 	cmake --build build-tsan -j $(JOBS)
-	cd build-tsan && $(SAN_TSAN_ENV) ctest --output-on-failure -LE 'gpu|nosan' -j $(JOBS) --timeout 600
+	cd build-tsan && $(SAN_TSAN_ENV) ctest --output-on-failure -LE 'gpu|nosan|notsan' -j $(JOBS) --timeout 600
 
 demo: deps
 	$(MAKE) build

@@ -133,5 +133,5 @@ target_link_libraries(fake_interposer PRIVATE ${CMAKE_DL_LIBS})
 add_dependencies(test_fake_procaddr fake_interposer)
 add_test(NAME unit.fake_procaddr_preloaded COMMAND test_fake_procaddr
   WORKING_DIRECTORY ${FAKE_OUT})
-set_tests_properties(unit.fake_procaddr_preloaded PROPERTIES LABELS "unit;nosan" TIMEOUT 60
+set_tests_properties(unit.fake_procaddr_preloaded PROPERTIES LABELS "unit;notsan" TIMEOUT 60
   ENVIRONMENT "LD_PRELOAD=${FAKE_OUT}/libfake_interposer.so")
