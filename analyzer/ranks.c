@@ -42,6 +42,7 @@ struct rk_rank {
     uint32_t holder_pid;         /* the process that preempted it most when late */
     uint64_t holder_ns;
     uint64_t worst_step, worst_lost;
+    uint64_t first_late, last_late; /* sync points of its first and last straggle */
 };
 
 struct rk_ctx {
@@ -356,7 +357,9 @@ static void step(struct rk_ctx *x, uint64_t k)
     for (uint32_t i = 0; i < x->n; i++)
         if (i != si)
             x->r[i].lost_ns += lost_at(&x->r[i], k, s->ready[k]);
-    s->straggled++;
+    if (s->straggled++ == 0)
+        s->first_late = k;
+    s->last_late = k;
     s->caused_ns += lost;
     if (lost > s->worst_lost)
         s->worst_lost = lost, s->worst_step = k;
@@ -530,7 +533,7 @@ static void cause_text(const struct rk_ctx *x, const struct rk_rank *s, int caus
 
 static void evidence(const struct rk_ctx *x, const struct rk_rank *s, json_t *ev)
 {
-    char a[32], b[32], c[32], l[64];
+    char a[32], b[32], c[32], d[32], e[32], f[32], l[64];
 
     jaddf(ev, "%" PRIu64 " sync points aligned over %u ranks (the k-th host sync of each rank's "
               "syncing thread; the first %" PRIu64 " left out as warm-up); rank %u was ready last in %"
@@ -549,9 +552,8 @@ static void evidence(const struct rk_ctx *x, const struct rk_rank *s, json_t *ev
           s->rank, fmt_ns(a, sizeof(a), s->win_ns), fmt_ns(b, sizeof(b), s->cause_ns[RK_BUSY]),
           fmt_ns(c, sizeof(c), s->cause_ns[RK_CUDA]),
           fmt_ns(l, sizeof(l), s->cause_ns[RK_PRE_TREE] + s->cause_ns[RK_PRE_EXT]),
-          fmt_ns((char[32]){0}, 32, s->cause_ns[RK_PRE_TREE]),
-          fmt_ns((char[32]){0}, 32, s->cause_ns[RK_SLEEP]),
-          fmt_ns((char[32]){0}, 32, s->cause_ns[RK_DISK]));
+          fmt_ns(d, sizeof(d), s->cause_ns[RK_PRE_TREE]),
+          fmt_ns(e, sizeof(e), s->cause_ns[RK_SLEEP]), fmt_ns(f, sizeof(f), s->cause_ns[RK_DISK]));
     jaddf(ev, "page allocations of rank %u in those windows: %" PRIu64 " (%.0f/s; median "
               "window %" PRIu64 "/s)",
           s->rank, s->win_pages, s->win_ns ? (double)s->win_pages * 1e9 / (double)s->win_ns : 0,
@@ -652,8 +654,9 @@ static json_t *finding(const struct rk_ctx *x, const struct rk_rank *s)
     tl_sort(tl);
     cs_api_display(wc->api, wc->variant, api, sizeof(api));
     snprintf(summary, sizeof(summary), "rank %u (%s) arrived last at %" PRIu64 " of %" PRIu64
-             " sync points, %s; the other ranks lost %s waiting for it",
-             s->rank, rank_pid_label(x, s, l, sizeof(l)), s->straggled, x->steps, what,
+             " sync points (about one in %" PRIu64 "), %s; the other ranks lost %s waiting for it",
+             s->rank, rank_pid_label(x, s, l, sizeof(l)), s->straggled, x->steps,
+             s->straggled > 1 ? (s->last_late - s->first_late) / (s->straggled - 1) : 1, what,
              fmt_ns(a, sizeof(a), s->caused_ns));
     char full_rec[700];
     snprintf(full_rec, sizeof(full_rec), "%s; the others lost %s waiting", rec, a);
@@ -667,6 +670,12 @@ static json_t *finding(const struct rk_ctx *x, const struct rk_rank *s)
         x->wall_ns ? 100.0 * (double)s->caused_ns / (double)x->wall_ns : 0.0, "outlier_share",
         0.0, "summary", summary, "evidence", ev, "timeline", tl, "examples", ex,
         "recommendation", full_rec);
+    char line[768], tot[32];
+    snprintf(line, sizeof(line), "[HOST] rank %u %s -> [CUDA] rank %u's %s waits %s at its worst "
+             "step (median %s); %s lost in all", s->rank, what, w->rank, api,
+             fmt_ns(a, sizeof(a), w->wait[s->worst_step]), fmt_ns(l, sizeof(l), p50),
+             fmt_ns(tot, sizeof(tot), s->caused_ns));
+    json_object_set_new(o, "chain", json_string(line));
     json_object_set_new(o, "rank", json_integer(s->rank));
     json_object_set_new(o, "host_cause", json_string(rk_cause_names[cause]));
     json_object_set_new(o, "steps", json_integer((json_int_t)x->steps));
