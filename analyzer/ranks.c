@@ -19,6 +19,8 @@
 #define RK_NOTABLE_NS (100 * US) /* a step counts when skew and loss both reach this */
 #define RK_MIN_STEPS 2           /* straggled steps needed for a finding */
 #define RK_WARMUP 4              /* sync points left out at the start, at least (2 %) */
+#define RK_ALIGN_MAX 4           /* sync points a rank's sequence may be shifted by */
+#define RK_ALIGN_SAMPLE 512      /* sync points compared to choose the shift */
 #define RK_PAGE_STORM 4          /* page allocation rate x median = storm */
 
 /* Where the straggler's syncing thread spent the time it was late. */
@@ -34,6 +36,7 @@ struct rk_rank {
     uint32_t *thrs, nthrs; /* every thread of its processes */
     uint64_t *sync;     /* outermost sync calls of thr (model.call indices) */
     uint64_t nsync;
+    uint64_t first;     /* index in sync of aligned step 0 (align()) */
     uint64_t *wait, *ready; /* per aligned step */
     uint64_t med_wait;
     uint64_t lost_ns, straggled, caused_ns;
@@ -182,6 +185,58 @@ static int pick_thread(struct rk_ctx *x, uint32_t ri)
     return 0;
 }
 
+/* The sync call of rank @p r at aligned step @p k. */
+static const struct m_call *sync_at(const struct model *m, const struct rk_rank *r, uint64_t k)
+{
+    return &m->call[r->sync[r->first + k]];
+}
+
+/* Median distance between the returns of rank @p a's syncs and rank @p b's,
+ * with b shifted by @p d sync points (over the first RK_ALIGN_SAMPLE). */
+static uint64_t align_cost(const struct model *m, const struct rk_rank *a,
+                           const struct rk_rank *b, int d)
+{
+    uint64_t v[RK_ALIGN_SAMPLE], n = 0;
+
+    for (uint64_t k = d < 0 ? (uint64_t)-d : 0; n < RK_ALIGN_SAMPLE && k < a->nsync; k++) {
+        uint64_t kb = k + (uint64_t)(int64_t)d;
+        if (kb >= b->nsync)
+            break;
+        uint64_t ta = m->call[a->sync[k]].t_exit_ns, tb = m->call[b->sync[kb]].t_exit_ns;
+        v[n++] = ta > tb ? ta - tb : tb - ta;
+    }
+    return n < RK_ALIGN_SAMPLE / 4 ? UINT64_MAX : median(v, n);
+}
+
+/* Ranks that made a few more syncs while setting up than the others would
+ * pair step k with k+1 ever after: shift each rank by the offset (up to
+ * RK_ALIGN_MAX sync points) whose sync returns lie closest to rank 0's, as
+ * a collective returns on every rank at about the same time. */
+static void align(struct rk_ctx *x)
+{
+    int lo = 0;
+
+    for (uint32_t i = 1; i < x->n; i++) {
+        uint64_t best = UINT64_MAX;
+        for (int o = -RK_ALIGN_MAX; o <= RK_ALIGN_MAX; o++) {
+            uint64_t c = align_cost(x->m, &x->r[0], &x->r[i], o);
+            if (c < best)
+                best = c, x->r[i].first = (uint64_t)(int64_t)o;
+        }
+        int o = (int)(int64_t)x->r[i].first;
+        lo = o < lo ? o : lo;
+    }
+    x->r[0].first = (uint64_t)-lo;
+    for (uint32_t i = 1; i < x->n; i++)
+        x->r[i].first += (uint64_t)-lo;
+    x->steps = UINT64_MAX;
+    for (uint32_t i = 0; i < x->n; i++) {
+        const struct rk_rank *r = &x->r[i];
+        uint64_t left = r->nsync > r->first ? r->nsync - r->first : 0;
+        x->steps = left < x->steps ? left : x->steps;
+    }
+}
+
 /* ---- per-step waits ---- */
 
 /* Whether @p waker is a process of another rank than @p self. Ranks may sit
@@ -227,8 +282,9 @@ static int waits(struct rk_ctx *x, uint32_t ri)
     if (r->wait == NULL || r->ready == NULL)
         return -ENOMEM;
     for (uint64_t k = 0; k < x->steps; k++) {
-        const struct m_call *c = &m->call[r->sync[k]];
-        uint64_t prev = k ? m->call[r->sync[k - 1]].t_exit_ns : c->t_enter_ns;
+        const struct m_call *c = sync_at(m, r, k);
+        uint64_t prev = r->first + k ? m->call[r->sync[r->first + k - 1]].t_exit_ns
+                                     : c->t_enter_ns;
         uint64_t ps = peer_sleep(x, ri, prev, c->t_enter_ns);
         r->wait[k] = model_dur(c) + ps;
         r->ready[k] = c->t_enter_ns - ps;
@@ -450,6 +506,7 @@ static json_t *rank_json(const struct rk_ctx *x, const struct rk_rank *r)
                   (json_int_t)(sleep + disk + pre), "sleep_ns", (json_int_t)sleep, "disk_ns",
                   (json_int_t)disk, "preempted_ns", (json_int_t)pre);
     json_object_set_new(o, "steps", json_integer((json_int_t)(r->thr == M_NONE ? 0 : x->steps)));
+    json_object_set_new(o, "skipped_syncs", json_integer((json_int_t)r->first));
     json_object_set_new(o, "median_wait_ns", json_integer((json_int_t)r->med_wait));
     json_object_set_new(o, "lost_ns", json_integer((json_int_t)r->lost_ns));
     json_object_set_new(o, "straggled_steps", json_integer((json_int_t)r->straggled));
@@ -591,7 +648,7 @@ static void worst_step(const struct rk_ctx *x, const struct rk_rank *s, json_t *
 
     for (uint32_t i = 0; i < x->n; i++) {
         const struct rk_rank *r = &x->r[i];
-        const struct m_call *c = &m->call[r->sync[k]];
+        const struct m_call *c = sync_at(m, r, k);
         const struct m_proc *p = model_call_proc(m, c);
         cs_api_display(c->api, c->variant, n, sizeof(n));
         if (r == s) {
@@ -644,7 +701,7 @@ static json_t *finding(const struct rk_ctx *x, const struct rk_rank *s)
     int cause = top_cause(x, s);
     char what[256], rec[512], summary[640], a[32], l[64];
     const struct rk_rank *w = &x->r[s == &x->r[0] ? 1 : 0]; /* a waiting rank, for the api */
-    const struct m_call *wc = &m->call[w->sync[s->worst_step]];
+    const struct m_call *wc = sync_at(m, w, s->worst_step);
     char api[96];
     uint64_t p50 = w->med_wait;
 
@@ -722,6 +779,9 @@ static int analyse(struct rk_ctx *x)
         x->steps = x->steps == UINT64_MAX ? 0 : x->steps;
         return 0;
     }
+    align(x);
+    if (x->steps < 10)
+        return 0;
     for (uint32_t i = 0; i < x->n; i++)
         if ((rc = waits(x, i)) < 0)
             return rc;

@@ -124,6 +124,10 @@ static void rank_main(const struct rank_cfg *c)
     CHECK_CU(cuCtxSetCurrent(ctx));
     CHECK_CU(cuModuleLoadData(&mod, "rank_step"));
     CHECK_CU(cuModuleGetFunction(&fn, mod, "rank_step"));
+    /* rank 1 syncs twice more while setting up, as ranks may during
+       init: the analyzer must shift its sequence to align the steps */
+    for (int i = 0; c->rank == 1 && i < 2; i++)
+        CHECK_CU(cuStreamSynchronize(NULL));
     pthread_t relay;
     if (c->relay && pthread_create(&relay, NULL, relay_main, (void *)c) != 0)
         CHECK_CU(CUDA_ERROR_OUT_OF_MEMORY);
