@@ -754,7 +754,7 @@ static int run_in_file(struct cs_run *r, const MDB_val *k, const MDB_val *v)
 {
     for (int pass = 0; pass < 2; pass++) {
         const uint8_t *pk = k->mv_data, *pv = v->mv_data;
-        const uint8_t *lo = r->map, *hi = r->map + r->file_bytes;
+        const uint8_t *lo = r->map, *hi = lo ? lo + r->file_bytes : NULL; /* NULL + 0 is UB */
         if (lo && (k->mv_size == 0 || (pk >= lo && pk <= hi && k->mv_size <= (size_t)(hi - pk))) &&
             (v->mv_size == 0 || (pv >= lo && pv <= hi && v->mv_size <= (size_t)(hi - pv))))
             return 1;
