@@ -1142,6 +1142,10 @@ static int cursor_check(struct cs_cursor *c, const MDB_val *k, const MDB_val *v,
  * 2-aligned; records hold u64 fields). */
 static const void *cursor_aligned(struct cs_cursor *c, const MDB_val *v)
 {
+    static const uint64_t empty[1];
+
+    if (v->mv_size == 0) /* corrupt: cursor_check() rejects it by its size */
+        return empty;
     if (((uintptr_t)v->mv_data & 7) == 0)
         return v->mv_data;
     if (v->mv_size > c->buf_cap) {
