@@ -1026,6 +1026,23 @@ static void f_churn(struct ctx *x)
 }
 
 /* Syncs about as many as launches, with short gaps after them. */
+/* The outermost synchronisation API with the most calls: what a per-step
+ * sync finding is about (the call that drained the longest gap may be a
+ * memset or a copy). */
+static const struct stats_row *busiest_sync_row(const struct stats_table *t)
+{
+    const struct stats_row *best = NULL;
+
+    for (uint32_t i = 0; i < t->nrow; i++) {
+        const struct stats_row *r = &t->row[i];
+        if (r->is_nested || cs_api_table[r->api].family != CS_FAM_SYNC)
+            continue;
+        if (best == NULL || r->n > best->n)
+            best = r;
+    }
+    return best;
+}
+
 static void f_sync(struct ctx *x)
 {
     const struct model *m = x->m;
@@ -1079,8 +1096,26 @@ static void f_sync(struct ctx *x)
                "%s enqueued after the GPU sat idle %s", api_name(c, a, 32),
                fmt_ns(b, 32, g->t1_ns - g->t0_ns));
         f->timeline = tl_sorted(f->timeline);
-        f->row = stats_table_row(x->t, &m->call[g->drain_call]);
     }
+    f->row = busiest_sync_row(x->t);
+}
+
+/* Launch calls take most of the busy span, issued back to back, and the
+ * known GPU idle is small: the host's launch cost sets the pace. */
+static int back_to_back(const struct feed_proc *fp, uint64_t span)
+{
+    return fp->launch_ns * 10 >= span * 3 && fp->launch_gap_p50_ns <= 2 * fp->launch_p50_ns &&
+           fp->idle_ns * 10 <= span;
+}
+
+/* Many launches in a tight host loop (median gap under 1 ms) while the host
+ * almost never waits for the GPU (syncs under 5 % of the span): whatever the
+ * kernels cost, the GPU finishes them before the host issues the next ones,
+ * so the host (interpreter, launcher, launch calls) sets the pace. Triton and
+ * Python loops of tiny kernels look like this. */
+static int host_paced(const struct feed_proc *fp, uint64_t span)
+{
+    return fp->launches >= 10000 && fp->launch_gap_p50_ns < 1000000 && fp->sync_ns * 20 <= span;
 }
 
 static void f_launch(struct ctx *x)
@@ -1095,8 +1130,7 @@ static void f_launch(struct ctx *x)
         const struct feed_proc *fp = &x->f->p[i];
         uint64_t span = fp->busy_last_ns - fp->busy_first_ns;
         if (!m->proc[fp->proc].selected || fp->launches < 1000 || span == 0 ||
-            fp->launch_ns * 10 < span * 3 || fp->launch_gap_p50_ns > 2 * fp->launch_p50_ns ||
-            fp->idle_ns * 10 > span)
+            !(back_to_back(fp, span) || host_paced(fp, span)))
             continue;
         impact += fp->launch_ns;
         if (!worst || fp->launches > worst->launches)
