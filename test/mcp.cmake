@@ -30,7 +30,8 @@ set_tests_properties(cli.mcp_proto PROPERTIES LABELS unit TIMEOUT 120)
 add_test(NAME cli.mcp_e2e
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mcp/e2e.sh $<TARGET_FILE:cudaspy-analyze>
                  $<TARGET_FILE:gen_run> ${CMAKE_BINARY_DIR}/mcp-client ${CS_MCP_DIR}/e2e)
-set_tests_properties(cli.mcp_e2e PROPERTIES LABELS slow TIMEOUT 300 SKIP_RETURN_CODE 77)
+set_tests_properties(cli.mcp_e2e PROPERTIES LABELS slow TIMEOUT 300 SKIP_RETURN_CODE 77
+                     RESOURCE_LOCK mcp_client_npm)
 
 # The same on recorded runs (launcher + shim + sampler on the fake driver).
 if(TARGET cudaspy_launcher AND TARGET client_rt_shared)
@@ -38,5 +39,6 @@ if(TARGET cudaspy_launcher AND TARGET client_rt_shared)
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mcp/e2e.sh $<TARGET_FILE:cudaspy-analyze>
                    $<TARGET_FILE:gen_run> ${CMAKE_BINARY_DIR}/mcp-client ${CS_MCP_DIR}/e2e_real
                    $<TARGET_FILE:cudaspy_launcher> $<TARGET_FILE:client_rt_shared>)
-  set_tests_properties(cli.mcp_e2e_real PROPERTIES LABELS slow TIMEOUT 300 SKIP_RETURN_CODE 77)
+  set_tests_properties(cli.mcp_e2e_real PROPERTIES LABELS slow TIMEOUT 300 SKIP_RETURN_CODE 77
+                       RESOURCE_LOCK mcp_client_npm)
 endif()
