@@ -453,7 +453,10 @@ static void atfork_child(void)
 {
     int e = errno;
 
-    pthread_mutex_init(&g.lock, NULL);
+    /* atfork_prepare took the lock in the forking thread, the child's only
+     * one: release it (re-initialising a held mutex is what TSan reports
+     * as a double lock at the child's first attach). */
+    pthread_mutex_unlock(&g.lock);
     if (g.fd >= 0)
         close(g.fd);
     g.fd = -1;
