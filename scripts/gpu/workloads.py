@@ -31,6 +31,24 @@ def seed_data(n):
     return torch.randn(n, 100, generator=g)
 
 
+def proc_report(it):
+    """Print each DataLoader worker's own /proc totals (ground truth for the
+    sampler's per-worker numbers), read while the workers still live."""
+    for w in getattr(it, "_workers", []):
+        st = {}
+        try:
+            for line in open(f"/proc/{w.pid}/status"):
+                k, _, v = line.partition(":")
+                st[k] = v.strip()
+            run_ns, wait_ns, _ = open(f"/proc/{w.pid}/schedstat").read().split()
+            minflt = open(f"/proc/{w.pid}/stat").read().rsplit(")", 1)[1].split()[7]
+        except OSError:
+            continue
+        print(f"proc: pid={w.pid} vcsw={st.get('voluntary_ctxt_switches')} "
+              f"ivcsw={st.get('nonvoluntary_ctxt_switches')} oncpu_ns={run_ns} "
+              f"runq_ns={wait_ns} minflt={minflt}", file=sys.stderr)
+
+
 def w_seed(mode="loader", workers="4"):
     """The seed story: DataLoader(shuffle) over an in-RAM tensor vs direct
     indexing (../shared/seed/seed_bench.py). Planted: data pipeline starvation."""
@@ -51,8 +69,11 @@ def w_seed(mode="loader", workers="4"):
             g = torch.Generator().manual_seed(1)
             loader = DataLoader(x, batch_size=b, shuffle=True,
                                 num_workers=int(workers), generator=g)
-            for batch in loader:
+            it = iter(loader)
+            for k, batch in enumerate(it):
                 out += model(batch.to(DEV)).sum(0)
+                if os.environ.get("CS_PROC_REPORT") and k == len(loader) - 1:
+                    proc_report(it)
         torch.cuda.synchronize()
         el = time.time() - t
     return out, el
