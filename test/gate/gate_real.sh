@@ -12,12 +12,15 @@ expect_rc() { # want cmd...
     "$@" >out.txt 2>err.txt; rc=$?
     [ "$rc" -eq "$want" ] || { cat out.txt err.txt >&2; fail "$* exited $rc, want $want"; }
 }
+# Latencies are slept, and 1 ms at the base: at 100 us busy-waited, CPU
+# contention from a parallel test moved the p99 by 1.8x between two
+# recordings of the same workload.
 record() { # OUT SYNC_NS ITERS
-    FAKECUDA_LAT_NS="cuStreamSynchronize=$2" "$cudaspy" record -q -o "$1" -- "$client" "$3" 16 \
+    FAKECUDA_LAT_MODE=sleep FAKECUDA_LAT_NS="cuStreamSynchronize=$2" "$cudaspy" record -q -o "$1" -- "$client" "$3" 16 \
         >"$1.log" 2>&1 || { cat "$1.log" >&2; fail "recording $1"; }
 }
 syncs=cuStreamSynchronize,cudaStreamSynchronize
-record base.lmdb 100000 1000
+record base.lmdb 1000000 1000
 case $case_ in
 real_identical)
     # a run against itself passes on every API; a second recording of the
@@ -25,23 +28,23 @@ real_identical)
     # shared 2-core box to assert without timing flakes)
     expect_rc 0 "$analyze" gate --baseline base.lmdb base.lmdb
     grep -q '^cuStreamSynchronize .* 1.00x .* ok$' out.txt || fail "sync row"
-    record again.lmdb 100000 1000
+    record again.lmdb 1000000 1000
     expect_rc 0 "$analyze" gate --baseline base.lmdb --api $syncs again.lmdb
     ;;
 real_regress)  # 3x slower syncs fail, naming the API
-    record slow.lmdb 300000 1000
+    record slow.lmdb 3000000 1000
     expect_rc 1 "$analyze" gate --baseline base.lmdb slow.lmdb
     grep -q '^cuStreamSynchronize .*REGRESSED' out.txt || fail "cuStreamSynchronize not flagged"
     grep -q '^cudaspy-analyze: gate: cuStreamSynchronize: p99 regressed' err.txt || fail stderr
     ;;
 real_few_calls)  # 50 iterations: 51 syncs < --min-calls 100, passes with a note
-    record short.lmdb 300000 50
+    record short.lmdb 3000000 50
     expect_rc 0 "$analyze" gate --baseline base.lmdb --api $syncs short.lmdb
     grep -q '^cuStreamSynchronize .*too few calls: not judged: 1001/51 calls, need 100' out.txt ||
         fail "no note"
     ;;
 real_corrupt)
-    record slow.lmdb 300000 1000
+    record slow.lmdb 3000000 1000
     head -c 20000 base.lmdb > cut.lmdb
     expect_rc 2 "$analyze" gate --baseline cut.lmdb slow.lmdb
     grep -q '^cudaspy-analyze: cut.lmdb' err.txt || fail message
@@ -50,7 +53,7 @@ real_roundtrip)  # saved summary of a real run: same verdict as the run file
     # 10x slower syncs: this case checks that the two verdicts agree, so it
     # must not sit at the edge of the bootstrap interval (3x did, on a
     # loaded box: "noisy", exit 0)
-    record slow.lmdb 1000000 1000
+    record slow.lmdb 10000000 1000
     "$analyze" summary --save base.json base.lmdb || fail summary
     expect_rc 1 "$analyze" gate --json --baseline base.lmdb slow.lmdb
     mv out.txt from_run.json
