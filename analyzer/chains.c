@@ -111,20 +111,18 @@ static void jaddf(json_t *arr, const char *fmt, ...)
     json_array_append_new(arr, json_string(buf));
 }
 
-static uint64_t rel(const struct model *m, uint32_t run, uint64_t t)
+uint64_t chains_rel(const struct model *m, uint32_t run, uint64_t t)
 {
     uint64_t t0 = m->runs[run].t0_ns;
     return t > t0 ? t - t0 : 0;
 }
 
-static void tl_add(json_t *tl, const struct model *m, uint32_t run, uint64_t t, const char *layer,
-                   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static void tl_add(json_t *tl, const struct model *m, uint32_t run, uint64_t t, const char *layer,
+void chains_tl_add(json_t *tl, const struct model *m, uint32_t run, uint64_t t, const char *layer,
                    const char *fmt, ...)
 {
     char buf[512];
     va_list ap;
-    uint64_t r = rel(m, run, t);
+    uint64_t r = chains_rel(m, run, t);
 
     va_start(ap, fmt);
     vsnprintf(buf, sizeof(buf), fmt, ap);
@@ -435,7 +433,7 @@ static void tl_system(json_t *tl, const struct model *m, uint32_t run, uint64_t 
     if (bn == 0)
         return;
     char a[32], b[32];
-    tl_add(tl, m, run, first > t0 ? first : t0, "[SYSTEM]",
+    chains_tl_add(tl, m, run, first > t0 ? first : t0, "[SYSTEM]",
            "CPU %.0f %% busy on %u CPUs, %u runnable; outside the tree %s of CPU (most: pid %u, "
            "%s)",
            (double)bx / (double)bn / 10.0, m->runs[run].ncpu, running, fmt_ns(a, 32, ext), top,
@@ -466,15 +464,15 @@ static void tl_host(json_t *tl, const struct model *m, uint32_t thr, uint64_t t0
         else
             snprintf(who, sizeof(who), "%s (pid %u)", procs_comm(m, p->run, other), other);
         if (o->cls == CS_OFF_PREEMPT)
-            tl_add(tl, m, p->run, o->t_start_ns, "[HOST]",
+            chains_tl_add(tl, m, p->run, o->t_start_ns, "[HOST]",
                    "%s tid %u preempted %s; CPU held by %s", p->comm, th->tid,
                    fmt_ns(a, 32, d), other ? who : "an unknown process");
         else if (o->cls == CS_OFF_DISK)
-            tl_add(tl, m, p->run, o->t_start_ns, "[HOST]",
+            chains_tl_add(tl, m, p->run, o->t_start_ns, "[HOST]",
                    "%s tid %u in uninterruptible sleep (D) %s", p->comm, th->tid,
                    fmt_ns(a, 32, d));
         else
-            tl_add(tl, m, p->run, o->t_start_ns, "[HOST]", "%s tid %u asleep %s; woken by %s",
+            chains_tl_add(tl, m, p->run, o->t_start_ns, "[HOST]", "%s tid %u asleep %s; woken by %s",
                    p->comm, th->tid, fmt_ns(a, 32, d), other ? who : "an unknown thread");
     }
 }
@@ -485,14 +483,14 @@ static void tl_call(json_t *tl, const struct model *m, uint64_t ci, const struct
     const struct m_proc *p = model_call_proc(m, c);
     char n[96], a[32], b[32];
 
-    tl_add(tl, m, p->run, c->t_enter_ns, "[CUDA]", "%s entered (pid %u tid %u)",
+    chains_tl_add(tl, m, p->run, c->t_enter_ns, "[CUDA]", "%s entered (pid %u tid %u)",
            api_name(c, n, sizeof(n)), p->pid, m->thr[c->thr].tid);
     if (row && row->s.p50_ns)
-        tl_add(tl, m, p->run, c->t_exit_ns, "[CUDA]", "%s returned after %s (%.0fx p50 %s)", n,
+        chains_tl_add(tl, m, p->run, c->t_exit_ns, "[CUDA]", "%s returned after %s (%.0fx p50 %s)", n,
                fmt_ns(a, 32, model_dur(c)), (double)model_dur(c) / (double)row->s.p50_ns,
                fmt_ns(b, 32, row->s.p50_ns));
     else
-        tl_add(tl, m, p->run, c->t_exit_ns, "[CUDA]", "%s returned after %s", n,
+        chains_tl_add(tl, m, p->run, c->t_exit_ns, "[CUDA]", "%s returned after %s", n,
                fmt_ns(a, 32, model_dur(c)));
 }
 
@@ -507,7 +505,7 @@ static void tl_pages(json_t *tl, const struct ctx *x, const struct m_call *c)
 
     if (a < 64)
         return;
-    tl_add(tl, m, m->proc[p].run, c->t_enter_ns, "[HOST]",
+    chains_tl_add(tl, m, m->proc[p].run, c->t_enter_ns, "[HOST]",
            "%s (pid %u) allocated %.0f pages during the call (%.0f per second, %.1fx its median "
            "rate) and took %.0f page faults", m->proc[p].comm, m->proc[p].pid, a, rate,
            x->pa_median[p] ? rate / (double)x->pa_median[p] : 0.0,
@@ -555,7 +553,7 @@ static json_t *ex_json(const struct model *m, const struct examples *e)
     for (int i = 0; i < TOP_EX && e->ns[i]; i++) {
         const struct m_call *c = &m->call[e->call[i]];
         const struct m_proc *p = model_call_proc(m, c);
-        uint64_t r = rel(m, p->run, c->t_enter_ns);
+        uint64_t r = chains_rel(m, p->run, c->t_enter_ns);
         call_note(m, e->call[i], note, sizeof(note));
         json_array_append_new(
             arr, json_pack("{s:I, s:f, s:I, s:s, s:i, s:i, s:I, s:s}", "t_ns", (json_int_t)r, "t_s",
@@ -572,7 +570,7 @@ static json_t *gap_json(const struct model *m, const struct feed_gap *g)
 {
     const struct m_call *c = &m->call[g->next_call];
     const struct m_proc *p = model_call_proc(m, c);
-    uint64_t r = rel(m, p->run, g->t0_ns);
+    uint64_t r = chains_rel(m, p->run, g->t0_ns);
     struct feed_split s = {0};
     char n[96], note[256], a[32], b[32], d[32];
     int top = 0;
@@ -884,7 +882,7 @@ static void f_pipe(struct ctx *x)
             tl_system(f->timeline, m, model_call_proc(m, c)->run, g->t0_ns, g->t1_ns);
             tl_call(f->timeline, m, g->drain_call, NULL);
             tl_host(f->timeline, m, c->thr, g->t0_ns, g->t1_ns);
-            tl_add(f->timeline, m, model_call_proc(m, c)->run, c->t_enter_ns, "[CUDA]",
+            chains_tl_add(f->timeline, m, model_call_proc(m, c)->run, c->t_enter_ns, "[CUDA]",
                    "%s: next enqueue, GPU idle %s since the sync returned", api_name(c, a, 32),
                    fmt_ns(b, 32, g->t1_ns - g->t0_ns));
         }
@@ -1092,7 +1090,7 @@ static void f_sync(struct ctx *x)
         const struct m_call *c = &m->call[g->next_call];
         f->timeline = json_array();
         tl_call(f->timeline, m, g->drain_call, stats_table_row(x->t, &m->call[g->drain_call]));
-        tl_add(f->timeline, m, model_call_proc(m, c)->run, c->t_enter_ns, "[CUDA]",
+        chains_tl_add(f->timeline, m, model_call_proc(m, c)->run, c->t_enter_ns, "[CUDA]",
                "%s enqueued after the GPU sat idle %s", api_name(c, a, 32),
                fmt_ns(b, 32, g->t1_ns - g->t0_ns));
         f->timeline = tl_sorted(f->timeline);

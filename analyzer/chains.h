@@ -27,6 +27,14 @@ json_t *chains_build(const struct model *m, struct stats_table *t, const struct 
 /** "HIGH", "MEDIUM", "LOW". */
 const char *chains_sev_name(int sev);
 
+/** Nanoseconds of @p t after run @p run's start (0 if earlier). */
+uint64_t chains_rel(const struct model *m, uint32_t run, uint64_t t);
+
+/** Append a timeline entry {t_ns, t_s, layer, text} at absolute time @p t,
+ * relative to run @p run's start; @p fmt formats the text (at most 511 bytes). */
+void chains_tl_add(json_t *tl, const struct model *m, uint32_t run, uint64_t t, const char *layer,
+                   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
 /** Severity for @p impact_ns out of @p wall_ns. */
 int chains_severity(uint64_t impact_ns, uint64_t wall_ns);
 

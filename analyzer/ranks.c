@@ -617,26 +617,6 @@ static void evidence(const struct rk_ctx *x, const struct rk_rank *s, json_t *ev
           page_rate_median(x->m, s->proc[0]));
 }
 
-static uint64_t rel(const struct model *m, uint32_t run, uint64_t t)
-{
-    return t > m->runs[run].t0_ns ? t - m->runs[run].t0_ns : 0;
-}
-
-static void tl_add(json_t *tl, const struct model *m, uint32_t run, uint64_t t, const char *layer,
-                   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static void tl_add(json_t *tl, const struct model *m, uint32_t run, uint64_t t, const char *layer,
-                   const char *fmt, ...)
-{
-    char buf[512];
-    va_list ap;
-    uint64_t r = rel(m, run, t);
-
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    json_array_append_new(tl, json_pack("{s:I, s:f, s:s, s:s}", "t_ns", (json_int_t)r, "t_s",
-                                        (double)r / 1e9, "layer", layer, "text", buf));
-}
 
 /* Timeline and examples of the worst step straggled by @p s. */
 static void worst_step(const struct rk_ctx *x, const struct rk_rank *s, json_t *tl, json_t *ex)
@@ -652,19 +632,19 @@ static void worst_step(const struct rk_ctx *x, const struct rk_rank *s, json_t *
         const struct m_proc *p = model_call_proc(m, c);
         cs_api_display(c->api, c->variant, n, sizeof(n));
         if (r == s) {
-            tl_add(tl, m, run, c->t_enter_ns, "[CUDA]", "rank %u (pid %u) enters %s of step %"
+            chains_tl_add(tl, m, run, c->t_enter_ns, "[CUDA]", "rank %u (pid %u) enters %s of step %"
                    PRIu64 " last", r->rank, p->pid, n, k);
             continue;
         }
-        tl_add(tl, m, run, r->ready[k], "[HOST]", "rank %u (pid %u) ready for step %" PRIu64
+        chains_tl_add(tl, m, run, r->ready[k], "[HOST]", "rank %u (pid %u) ready for step %" PRIu64
                ", waits for its peers", r->rank, p->pid, k);
-        tl_add(tl, m, run, c->t_exit_ns, "[CUDA]", "rank %u's %s returns: waited %s (median %s)",
+        chains_tl_add(tl, m, run, c->t_exit_ns, "[CUDA]", "rank %u's %s returns: waited %s (median %s)",
                r->rank, n, fmt_ns(a, sizeof(a), r->wait[k]), fmt_ns(b, sizeof(b), r->med_wait));
         uint64_t lost = r->wait[k] > r->med_wait ? r->wait[k] - r->med_wait : 0;
         json_array_append_new(
             ex, json_pack("{s:I, s:f, s:I, s:s, s:i, s:i, s:I, s:s}", "t_ns",
-                          (json_int_t)rel(m, run, c->t_enter_ns), "t_s",
-                          (double)rel(m, run, c->t_enter_ns) / 1e9, "dur_ns",
+                          (json_int_t)chains_rel(m, run, c->t_enter_ns), "t_s",
+                          (double)chains_rel(m, run, c->t_enter_ns) / 1e9, "dur_ns",
                           (json_int_t)model_dur(c), "api", n, "pid", (int)p->pid, "tid",
                           (int)m->thr[c->thr].tid, "cause_ns", (json_int_t)lost, "note",
                           "waited for the straggling rank"));
