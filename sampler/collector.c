@@ -22,6 +22,7 @@
 
 #include "clock.h"
 #include "collector_priv.h"
+#include "cudaspy/grow.h"
 #include "cudaspy/ring.h"
 #include "cudaspy/runfile.h"
 #include "cudaspy/sockaddr.h"
@@ -134,24 +135,6 @@ static void warn(const char *fmt, ...)
     line[n++] = '\n';
     if (write(2, line, (size_t)n) < 0)
         (void)0;
-}
-
-static int grow(void **p, size_t *cap, size_t want, size_t elem)
-{
-    size_t c = *cap ? *cap : 16;
-    void *q;
-
-    if (want <= *cap)
-        return 0;
-    while (c < want)
-        c *= 2;
-    q = realloc(*p, c * elem);
-    if (q == NULL)
-        return -ENOMEM;
-    memset((char *)q + *cap * elem, 0, (c - *cap) * elem);
-    *p = q;
-    *cap = c;
-    return 0;
 }
 
 /* ---- index map ---- */
@@ -323,7 +306,7 @@ int collector_proc(struct collector *c, const struct cs_proc *p)
             return 0;
         }
     }
-    if (grow((void **)&c->procs, &c->procs_cap, c->nprocs + 1, sizeof(*c->procs)) < 0)
+    if (cs_grow((void **)&c->procs, &c->procs_cap, c->nprocs + 1, sizeof(*c->procs)) < 0)
         return -ENOMEM;
     r = &c->procs[c->nprocs];
     r->p = *p;
@@ -356,7 +339,7 @@ int collector_thread(struct collector *c, const struct cs_thread *t)
         r->dirty = 1;
         return 0;
     }
-    if (grow((void **)&c->thr, &c->thr_cap, c->nthr + 1, sizeof(*c->thr)) < 0)
+    if (cs_grow((void **)&c->thr, &c->thr_cap, c->nthr + 1, sizeof(*c->thr)) < 0)
         return -ENOMEM;
     r = &c->thr[c->nthr];
     r->t = *t;
@@ -551,7 +534,7 @@ static int map_set(uint32_t **map, uint32_t *n, uint32_t local, uint32_t id)
 
     if (local == 0 || local >= LOCAL_ID_MAX)
         return -EINVAL;
-    if (grow((void **)map, &cap, (size_t)local + 1, sizeof(**map)) < 0)
+    if (cs_grow((void **)map, &cap, (size_t)local + 1, sizeof(**map)) < 0)
         return -ENOMEM;
     *n = (uint32_t)cap;
     (*map)[local] = id;
@@ -569,7 +552,7 @@ static int ent_cuda(struct drain_ctx *d, const struct cs_ring_ent *e)
         if (k->cap >= CUDA_BUF_MAX) {
             conn_translate(k, d->now_ns, 1);
             conn_cut(d->c, k, d->now_ns, 1);
-        } else if (grow((void **)&k->buf, &k->cap, k->n + 1, sizeof(*k->buf)) < 0) {
+        } else if (cs_grow((void **)&k->buf, &k->cap, k->n + 1, sizeof(*k->buf)) < 0) {
             return 0; /* out of memory: this record is lost */
         }
     }
@@ -819,7 +802,7 @@ static int on_hello(struct collector *c, struct conn *k, const uint8_t *b, size_
 static int grow_segs(struct conn *k)
 {
     size_t cap = k->nseg; /* exact-fit growth: segments are few */
-    return grow((void **)&k->segs, &cap, k->nseg + 1, sizeof(*k->segs));
+    return cs_grow((void **)&k->segs, &cap, k->nseg + 1, sizeof(*k->segs));
 }
 
 /* Map a segment after checking the message, the memfd and its header. */
@@ -939,7 +922,7 @@ static void accept_all(struct collector *c)
             return;
         }
         k = calloc(1, sizeof(*k));
-        if (k == NULL || grow((void **)&c->conns, &c->conns_cap, c->nconns + 1,
+        if (k == NULL || cs_grow((void **)&c->conns, &c->conns_cap, c->nconns + 1,
                               sizeof(*c->conns)) < 0) {
             free(k);
             close(fd);
@@ -967,7 +950,7 @@ int collector_pollfds(struct collector *c, struct pollfd *fds, int max)
 /* Which open connections have something to read (one poll, no waiting). */
 static int poll_conns(struct collector *c)
 {
-    if (grow((void **)&c->pfds, &c->pfds_cap, c->nconns + 1, sizeof(*c->pfds)) < 0)
+    if (cs_grow((void **)&c->pfds, &c->pfds_cap, c->nconns + 1, sizeof(*c->pfds)) < 0)
         return -ENOMEM;
     for (size_t i = 0; i < c->nconns; i++)
         c->pfds[i] = (struct pollfd){c->conns[i]->fd, POLLIN, 0}; /* fd -1 is skipped */

@@ -15,6 +15,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "cudaspy/grow.h"
 #include "cudaspy/runfile.h"
 #include "cudaspy/version.h"
 
@@ -797,30 +798,12 @@ static int run_each(struct cs_run *r, MDB_txn *txn, unsigned db,
     return 0;
 }
 
-static int grow_array(void **p, size_t *cap, size_t want, size_t elem)
-{
-    size_t c = *cap ? *cap : 16;
-    void *q;
-
-    if (want <= *cap)
-        return 0;
-    while (c < want)
-        c *= 2;
-    q = realloc(*p, c * elem);
-    if (q == NULL)
-        return -ENOMEM;
-    memset((char *)q + *cap * elem, 0, (c - *cap) * elem);
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 static int load_meta(struct cs_run *r, const MDB_val *k, const MDB_val *v, struct cs_err *err)
 {
     size_t cap = r->nmeta;
     struct meta_kv *kv;
 
-    if (grow_array((void **)&r->meta, &cap, r->nmeta + 1, sizeof(*r->meta)) < 0)
+    if (cs_grow((void **)&r->meta, &cap, r->nmeta + 1, sizeof(*r->meta)) < 0)
         return cs_err_set(err, -ENOMEM, "%s: out of memory", r->path);
     kv = &r->meta[r->nmeta++];
     kv->key = dup_text(k);
@@ -839,7 +822,7 @@ static int load_string(struct cs_run *r, const MDB_val *k, const MDB_val *v, str
         return cs_err_set(err, CS_E_CORRUPT, "%s: strings: key of %zu bytes, want 4", r->path,
                           k->mv_size);
     memcpy(&id, k->mv_data, sizeof(id));
-    if (grow_array((void **)&r->strings, &cap, (size_t)id + 1, sizeof(char *)) < 0)
+    if (cs_grow((void **)&r->strings, &cap, (size_t)id + 1, sizeof(char *)) < 0)
         return cs_err_set(err, -ENOMEM, "%s: out of memory", r->path);
     r->nstrings = cap;
     free(r->strings[id]);
@@ -859,7 +842,7 @@ static int load_stack(struct cs_run *r, const MDB_val *k, const MDB_val *v, stru
         return cs_err_set(err, CS_E_CORRUPT, "%s: stacks: row of %zu bytes is not whole frames",
                           r->path, v->mv_size);
     memcpy(&id, k->mv_data, sizeof(id));
-    if (grow_array((void **)&r->stacks, &cap, (size_t)id + 1, sizeof(*r->stacks)) < 0)
+    if (cs_grow((void **)&r->stacks, &cap, (size_t)id + 1, sizeof(*r->stacks)) < 0)
         return cs_err_set(err, -ENOMEM, "%s: out of memory", r->path);
     r->nstacks = cap;
     st = &r->stacks[id];
@@ -881,7 +864,7 @@ static int load_row(struct cs_run *r, unsigned db, const MDB_val *k, const MDB_v
     if (k->mv_size != klen || v->mv_size != vlen)
         return cs_err_set(err, CS_E_CORRUPT, "%s: %s: row of %zu bytes, want %zu", r->path,
                           db_names[db], v->mv_size, vlen);
-    if (grow_array(arr, &cap, *n + 1, vlen) < 0)
+    if (cs_grow(arr, &cap, *n + 1, vlen) < 0)
         return cs_err_set(err, -ENOMEM, "%s: out of memory", r->path);
     memcpy((char *)*arr + *n * vlen, v->mv_data, vlen);
     (*n)++;
