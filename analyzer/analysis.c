@@ -273,6 +273,17 @@ static json_t *table_json(const struct model *m, const struct stats_table *t)
     return arr;
 }
 
+/* The device ordinals in mask @p d, ascending. */
+static json_t *devices_json(uint16_t d)
+{
+    json_t *a = json_array();
+
+    for (int i = 0; i < 16; i++)
+        if (d & (1u << i))
+            json_array_append_new(a, json_integer(i));
+    return a;
+}
+
 static json_t *proc_json(const struct model *m, uint32_t i)
 {
     const struct m_proc *p = &m->proc[i];
@@ -301,6 +312,7 @@ static json_t *proc_json(const struct model *m, uint32_t i)
                                                                 p->cmdline_id)));
     if (p->rank != CS_RANK_NONE)
         json_object_set_new(o, "rank", json_integer(p->rank));
+    json_object_set_new(o, "devices", devices_json(p->devices));
     json_object_set_new(o, "exited", json_boolean(p->flags & CS_PF_EXITED));
     return o;
 }

@@ -490,6 +490,8 @@ static int call_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
             c->variant = r->variant & 3;
             c->dir = r->dir & 7;
             c->flags = r->flags;
+            if (r->device < 16)
+                m->proc[m->thr[t].proc].devices |= (uint16_t)(1u << r->device);
         }
     }
     return 0;

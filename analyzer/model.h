@@ -73,6 +73,7 @@ struct m_proc {
     uint8_t has_row;   /* 1: from the process table; 0: seen only in records */
     uint8_t has_cuda;  /* made CUDA calls in the analysed window */
     uint8_t selected;  /* passes --pid (the pid or its descendants) */
+    uint16_t devices;  /* bit d: it made CUDA calls on device d (0..15) */
     char comm[16];
     uint64_t first_pwin, npwin; /* range in model.pwin (sorted by proc, time) */
     struct m_proc_stats st;

@@ -488,6 +488,7 @@ static json_t *rank_json(const struct rk_ctx *x, const struct rk_rank *r)
     const struct model *m = x->m;
     json_t *pids = json_array(), *apis = api_rows(x, r), *o;
     uint64_t calls = 0, cuda = 0, oncpu = 0, sleep = 0, disk = 0, pre = 0, sync = 0;
+    unsigned devs = 0;
     size_t i;
     json_t *a;
 
@@ -496,11 +497,13 @@ static json_t *rank_json(const struct rk_ctx *x, const struct rk_rank *r)
         json_array_append_new(pids, json_integer(m->proc[r->proc[k]].pid));
         calls += s->cuda_calls, cuda += s->cuda_ns, oncpu += s->oncpu_ns;
         sleep += s->sleep_ns, disk += s->disk_ns, pre += s->preempt_ns;
+        devs |= m->proc[r->proc[k]].devices;
     }
     json_array_foreach(apis, i, a)
         sync += (uint64_t)json_integer_value(json_object_get(a, "total_ns"));
     o = json_pack("{s:i, s:o, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "rank",
-                  (int)r->rank, "pids", pids, "run", (int)m->proc[r->proc[0]].run, "device", -1,
+                  (int)r->rank, "pids", pids, "run", (int)m->proc[r->proc[0]].run, "device",
+                  devs ? __builtin_ctz(devs) : -1,
                   "cuda_calls", (json_int_t)calls, "cuda_ns", (json_int_t)cuda, "sync_ns",
                   (json_int_t)sync, "oncpu_ns", (json_int_t)oncpu, "offcpu_ns",
                   (json_int_t)(sleep + disk + pre), "sleep_ns", (json_int_t)sleep, "disk_ns",

@@ -32,7 +32,7 @@ struct shim_thread {
     uint32_t seq;      /* last record sequence number of this thread */
     uint32_t rt_depth; /* runtime wrappers currently on this thread's stack */
     uint32_t rt_seq;   /* seq of the outermost such runtime call */
-    uint32_t pad;
+    uint32_t dev;      /* device of the current context + 1; 0 = not read yet */
 };
 extern __thread struct shim_thread shim_t_
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
@@ -71,6 +71,21 @@ static inline void shim_rec_begin(struct cs_rec_cuda *r, unsigned api, unsigned 
 }
 
 uint32_t shim_stack_capture_slow(void) SHIM_COLD;
+
+#define SHIM_DEV_NONE 0x10000u /* shim_thread.dev: read, but no context */
+/** Read the calling thread's device from its current context (one driver
+ * call, after a context change only); fills shim_thread.dev. */
+uint32_t shim_device_slow(void) SHIM_COLD;
+/** Device ordinal of the calling thread's current context, or
+ * CS_DEVICE_UNKNOWN. Call only after a driver call succeeded. */
+static inline uint16_t shim_device(void)
+{
+    uint32_t d = shim_t_.dev;
+
+    if (SHIM_UNLIKELY(d == 0))
+        d = shim_device_slow();
+    return d == SHIM_DEV_NONE ? CS_DEVICE_UNKNOWN : (uint16_t)(d - 1);
+}
 /** getpid(), cached; for calls made before the constructor ran. */
 uint32_t shim_pid_slow(void) SHIM_COLD;
 
@@ -82,6 +97,8 @@ static inline void shim_rec_end(struct cs_rec_cuda *r, int result)
     r->flags |= shim_static_rt_;
     if (result != 0)
         r->flags |= CS_CF_ERROR;
+    else
+        r->device = shim_device();
     r->pid = SHIM_LIKELY(shim_pid_ != 0) ? shim_pid_ : shim_pid_slow();
     r->tid = shim_ring_tid();
     if (SHIM_UNLIKELY(shim_stack_min_ != 0) && r->t_exit_ns - r->t_enter_ns >= shim_stack_min_)

@@ -4,7 +4,8 @@
  * generated from SHIM_DRV_LIST and exported under the driver's names, so
  * they serve both programs linked with -lcuda (real function found lazily)
  * and pointers handed out by the gateways in shim_dlsym.c (real function
- * bound by shim_driver_bind()). What a call means (bytes, direction,
+ * bound by shim_driver_bind()). Context changes are wrapped too, unrecorded,
+ * so that each thread's device is read again from its new context. What a call means (bytes, direction,
  * stream...) is read from its raw arguments by one ex_<kind>() per family.
  *
  * Every traced driver function takes only integer and pointer arguments and
@@ -83,10 +84,20 @@
     SHIM_ONE(X, cuModuleUnload, 1, unload)               \
     SHIM_ONE(X, cuLibraryUnload, 1, unload)
 
+/* Context changes: not recorded, but the calling thread's device is read
+ * again at its next record. X(exported name, argument count) */
+#define SHIM_CTX_LIST(X)                                 \
+    X(cuCtxSetCurrent, 1) X(cuCtxPushCurrent_v2, 1)      \
+    X(cuCtxPopCurrent_v2, 1) X(cuCtxDestroy_v2, 1)       \
+    X(cuCtxCreate_v2, 3) X(cuCtxCreate_v3, 5) X(cuCtxCreate_v4, 4)
+
 enum shim_drv_index {
 #define SHIM_IDX_(name, base, var, n, kind) SHIM_IDX_##name,
+#define SHIM_CTX_IDX_(name, n) SHIM_IDX_##name,
     SHIM_DRV_LIST(SHIM_IDX_)
+    SHIM_CTX_LIST(SHIM_CTX_IDX_)
 #undef SHIM_IDX_
+#undef SHIM_CTX_IDX_
     SHIM_NDRV
 };
 
@@ -429,13 +440,34 @@ SHIM_FN_TYPE_(10) SHIM_FN_TYPE_(11)
 SHIM_DRV_LIST(SHIM_WRAP_)
 #undef SHIM_WRAP_
 
+/* A context change: forget the thread's device, then the real call. */
+#define SHIM_CTX_WRAP_(name, n)                                                       \
+    SHIM_EXPORT int shim_w_##name(P##n) __asm__(#name);                               \
+    int shim_w_##name(P##n)                                                           \
+    {                                                                                 \
+        shim_fn##n real = (shim_fn##n)atomic_load_explicit(                          \
+            &shim_drv_real[SHIM_IDX_##name], memory_order_acquire);                   \
+        if (SHIM_UNLIKELY(real == NULL)) {                                            \
+            real = (shim_fn##n)shim_drv_resolve_slow(SHIM_IDX_##name);                \
+            if (real == NULL)                                                         \
+                return SHIM_CUDA_ERROR_NOT_FOUND;                                     \
+        }                                                                             \
+        shim_t_.dev = 0;                                                              \
+        return real(A##n);                                                            \
+    }
+SHIM_CTX_LIST(SHIM_CTX_WRAP_)
+#undef SHIM_CTX_WRAP_
+
 static const struct {
     const char *name;
     void *wrapper;
 } shim_drv_table[SHIM_NDRV] = {
 #define SHIM_ROW_(name, base, var, n, kind) [SHIM_IDX_##name] = {#name, (void *)shim_w_##name},
+#define SHIM_CTX_ROW_(name, n) SHIM_ROW_(name, , , n, )
     SHIM_DRV_LIST(SHIM_ROW_)
+    SHIM_CTX_LIST(SHIM_CTX_ROW_)
 #undef SHIM_ROW_
+#undef SHIM_CTX_ROW_
 };
 
 static void *shim_drv_resolve_slow(int i)
@@ -469,4 +501,27 @@ void *shim_driver_bind(int i, void *real)
         expect == (uintptr_t)real)
         return shim_drv_table[i].wrapper;
     return NULL;
+}
+
+/* ---- the calling thread's device ---- */
+
+typedef int (*shim_ctx_get_device_fn)(int *dev);
+static _Atomic(uintptr_t) ctx_get_device; /* real cuCtxGetDevice, 1 = none */
+
+uint32_t shim_device_slow(void)
+{
+    uintptr_t f = atomic_load_explicit(&ctx_get_device, memory_order_acquire);
+    int dev = -1, err = errno;
+
+    if (f == 0) {
+        void *p = shim_find_driver_slow("cuCtxGetDevice");
+        f = p ? (uintptr_t)p : 1;
+        atomic_store_explicit(&ctx_get_device, f, memory_order_release);
+    }
+    if (f != 1 && ((shim_ctx_get_device_fn)f)(&dev) == 0 && dev >= 0 && dev < 0xffff)
+        shim_t_.dev = (uint32_t)dev + 1;
+    else
+        shim_t_.dev = SHIM_DEV_NONE;
+    errno = err;
+    return shim_t_.dev;
 }

@@ -118,8 +118,11 @@ static void rank_main(const struct rank_cfg *c)
     uint64_t h = CLIENT_FNV_INIT, sink = 0;
 
     set_rank_env(c->rank);
+    int ndev = 1;
+
     CHECK_CU(cuInit(0));
-    CHECK_CU(cuDeviceGet(&dev, 0));
+    CHECK_CU(cuDeviceGetCount(&ndev));
+    CHECK_CU(cuDeviceGet(&dev, c->rank % ndev)); /* one GPU per rank, as LOCAL_RANK */
     CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
     CHECK_CU(cuCtxSetCurrent(ctx));
     CHECK_CU(cuModuleLoadData(&mod, "rank_step"));

@@ -329,15 +329,36 @@ struct CUctx_st {
     uint32_t magic;
     CUdevice dev;
 };
-static struct CUctx_st primary_ctx = {.magic = 0x43545831u, .dev = 0};
+#define FAKE_MAX_DEVICES 8
+#define FAKE_CTX(i) {.magic = 0x43545831u, .dev = (i)}
+static struct CUctx_st primary_ctx[FAKE_MAX_DEVICES] = {
+    FAKE_CTX(0), FAKE_CTX(1), FAKE_CTX(2), FAKE_CTX(3),
+    FAKE_CTX(4), FAKE_CTX(5), FAKE_CTX(6), FAKE_CTX(7),
+};
 static _Thread_local CUcontext current_ctx;
 static _Atomic int is_initialised;
+static int n_devices = 1; /* FAKECUDA_DEVICES, read once by cuInit */
+static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
+
+static void read_devices(void)
+{
+    const char *v = getenv("FAKECUDA_DEVICES");
+    long n = v ? strtol(v, NULL, 10) : 1;
+
+    n_devices = n >= 1 && n <= FAKE_MAX_DEVICES ? (int)n : 1;
+}
+
+static int is_device(CUdevice dev)
+{
+    return dev >= 0 && dev < n_devices;
+}
 
 FAKE_API CUresult CUDAAPI cuInit(unsigned int flags)
 {
     FAKE_ENTER(cuInit);
     if (flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
+    pthread_once(&devices_once, read_devices);
     atomic_store(&is_initialised, 1);
     return CUDA_SUCCESS;
 }
@@ -356,7 +377,7 @@ FAKE_API CUresult CUDAAPI cuDeviceGetCount(int *count)
     FAKE_ENTER(cuDeviceGetCount);
     if (count == NULL)
         return CUDA_ERROR_INVALID_VALUE;
-    *count = 1;
+    *count = n_devices;
     return atomic_load(&is_initialised) ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
 }
 
@@ -365,16 +386,16 @@ FAKE_API CUresult CUDAAPI cuDeviceGet(CUdevice *dev, int ordinal)
     FAKE_ENTER(cuDeviceGet);
     if (!atomic_load(&is_initialised))
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (dev == NULL || ordinal != 0)
-        return ordinal != 0 ? CUDA_ERROR_INVALID_DEVICE : CUDA_ERROR_INVALID_VALUE;
-    *dev = 0;
+    if (dev == NULL || !is_device(ordinal))
+        return !is_device(ordinal) ? CUDA_ERROR_INVALID_DEVICE : CUDA_ERROR_INVALID_VALUE;
+    *dev = ordinal;
     return CUDA_SUCCESS;
 }
 
 FAKE_API CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev)
 {
     FAKE_ENTER(cuDeviceGetName);
-    if (name == NULL || len <= 0 || dev != 0)
+    if (name == NULL || len <= 0 || !is_device(dev))
         return CUDA_ERROR_INVALID_VALUE;
     snprintf(name, (size_t)len, "cudaspy fake device");
     return CUDA_SUCCESS;
@@ -383,7 +404,7 @@ FAKE_API CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice dev)
 FAKE_API CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 {
     FAKE_ENTER(cuDeviceGetAttribute);
-    if (pi == NULL || dev != 0)
+    if (pi == NULL || !is_device(dev))
         return CUDA_ERROR_INVALID_VALUE;
     switch (attrib) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *pi = 9; break;
@@ -398,22 +419,22 @@ FAKE_API CUresult CUDAAPI cuDeviceGetAttribute(int *pi, CUdevice_attribute attri
 FAKE_API CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
     FAKE_ENTER(cuDevicePrimaryCtxRetain);
-    if (pctx == NULL || dev != 0)
+    if (pctx == NULL || !is_device(dev))
         return CUDA_ERROR_INVALID_VALUE;
-    *pctx = &primary_ctx;
+    *pctx = &primary_ctx[dev];
     return CUDA_SUCCESS;
 }
 
 FAKE_API CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev)
 {
     FAKE_ENTER(cuDevicePrimaryCtxRelease);
-    return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+    return is_device(dev) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
 FAKE_API CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
     FAKE_ENTER(cuDevicePrimaryCtxRelease_v2);
-    return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+    return is_device(dev) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
 FAKE_API CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx)

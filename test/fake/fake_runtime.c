@@ -38,6 +38,7 @@ cudaError_t CUDARTAPI __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, di
 #define DRV_LIST(X)                                              \
     X(init, cuInit, 2000, 0)                                     \
     X(device_get, cuDeviceGet, 2000, 0)                          \
+    X(device_count, cuDeviceGetCount, 2000, 0)                   \
     X(ctx_retain, cuDevicePrimaryCtxRetain, 7000, 0)             \
     X(ctx_set, cuCtxSetCurrent, 4000, 0)                         \
     X(ctx_sync, cuCtxSynchronize, 13000, 0)                      \
@@ -92,6 +93,8 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static cudaError_t init_rc;
 static CUcontext primary_ctx;
 static _Thread_local int is_thread_ctx_set;
+static _Thread_local CUcontext thread_ctx; /* cudaSetDevice's, else primary_ctx */
+static _Thread_local int thread_dev;
 static _Thread_local cudaError_t last_error;
 
 static int resolve_one(const char *base, int ver, cuuint64_t flags, void *out)
@@ -567,7 +570,7 @@ RT_API cudaError_t CUDARTAPI cudaStreamSynchronize_ptsz(cudaStream_t s)
 RT_API cudaError_t CUDARTAPI cudaDeviceSynchronize(void)
 {
     RT_ENTER(cudaDeviceSynchronize);
-    return rt_drv(drv.ctx_sync[0](primary_ctx));
+    return rt_drv(drv.ctx_sync[0](thread_ctx ? thread_ctx : primary_ctx));
 }
 
 RT_API cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t *s)
@@ -730,8 +733,17 @@ RT_API cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion_ptsz(
 
 RT_API cudaError_t CUDARTAPI cudaSetDevice(int dev)
 {
+    CUdevice d;
+    CUcontext c;
+
     RT_ENTER(cudaSetDevice);
-    return dev == 0 ? cudaSuccess : rt_err(cudaErrorInvalidDevice);
+    if (drv.device_get[0](&d, dev) != CUDA_SUCCESS || drv.ctx_retain[0](&c, d) != CUDA_SUCCESS)
+        return rt_err(cudaErrorInvalidDevice);
+    if (drv.ctx_set[0](c) != CUDA_SUCCESS)
+        return rt_err(cudaErrorInitializationError);
+    thread_ctx = c;
+    thread_dev = dev;
+    return cudaSuccess;
 }
 
 RT_API cudaError_t CUDARTAPI cudaGetDevice(int *dev)
@@ -739,7 +751,7 @@ RT_API cudaError_t CUDARTAPI cudaGetDevice(int *dev)
     RT_ENTER(cudaGetDevice);
     if (dev == NULL)
         return rt_err(cudaErrorInvalidValue);
-    *dev = 0;
+    *dev = thread_dev;
     return cudaSuccess;
 }
 
@@ -748,8 +760,7 @@ RT_API cudaError_t CUDARTAPI cudaGetDeviceCount(int *count)
     RT_ENTER(cudaGetDeviceCount);
     if (count == NULL)
         return rt_err(cudaErrorInvalidValue);
-    *count = 1;
-    return cudaSuccess;
+    return rt_drv(drv.device_count[0](count));
 }
 
 RT_API cudaError_t CUDARTAPI cudaDriverGetVersion(int *version)

@@ -6,6 +6,7 @@
 set -u
 case_=$1 analyze=$2 cudaspy=$3 client=$4 jexpect=$5 expect=$6 dir=$7
 rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
+export FAKECUDA_DEVICES=2 # rank r on device r: the run must say so
 fail() { echo "FAIL $case_: $*" >&2; exit 1; }
 record() { # OUT MODE
     FAKECUDA_LAT_NS="cuStreamSynchronize=1000000" FAKECUDA_LAT_MODE=sleep \

@@ -47,6 +47,9 @@ static int check_ranks(const json_t *j, long want)
         if (geti(r, "rank") != (json_int_t)i || json_array_size(json_object_get(r, "pids")) == 0 ||
             geti(r, "cuda_calls") <= 0 || json_array_size(json_object_get(r, "apis")) == 0)
             return fail("ranks", "an entry lacks its rank, pids, calls or sync apis");
+    json_array_foreach(ranks, i, r) /* the clients put rank r on device r */
+        if (geti(r, "device") != (json_int_t)i)
+            return fail("ranks", "a rank's device is not its GPU ordinal");
     return 0;
 }
 

@@ -180,6 +180,7 @@ struct tally {
     uint64_t copy_n[CS_DIR_DEFAULT + 1], copy_bytes[CS_DIR_DEFAULT + 1];
     uint64_t pinned, pageable, unflagged, memset_bytes, launches, named, captured;
     uint64_t stacks_wanted, stacks_got, static_rt, driver;
+    uint64_t no_device; /* successful records without a device ordinal */
     uint64_t klaunch[MAX_KERNELS];
 };
 
@@ -193,6 +194,7 @@ static void tally_rec(struct tally *t, const struct expect *e, struct cs_run *ru
     int layer = cs_api_table[api].layer;
 
     t->calls[layer][api][r->variant % 3]++;
+    t->no_device += r->result == 0 && r->device != 0; /* the fake has one device, 0 */
     if (layer != CS_LAYER_DRIVER)
         return;
     t->static_rt += (r->flags & CS_CF_STATIC_RT) != 0;
@@ -331,6 +333,9 @@ static void check_pid(const struct expect *e, struct cs_run *run, const struct r
     if (runtime && t->static_rt)
         FAIL("pid %u: records flagged static runtime: got %llu, want none (shared runtime)",
              e->pid, (unsigned long long)t->static_rt);
+    if (t->no_device)
+        FAIL("pid %u: %llu successful records not on device 0", e->pid,
+             (unsigned long long)t->no_device);
     check_seq(e, mine, n, runtime);
     free(mine);
     free(t);

@@ -27,7 +27,12 @@ static void *worker_thread(void *arg)
     CUdeviceptr d;
     void *params[] = {NULL};
 
+    CUcontext ctx;
+
     (void)arg;
+    /* a new thread has no current context until it sets one */
+    CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, 0));
+    CHECK_CU(cuCtxSetCurrent(ctx));
     CHECK_CU(cuMemAlloc(&d, sizeof(host)));
     for (int i = 0; i < iters; i++) {
         CHECK_CU(cuMemcpyHtoD(d, host, sizeof(host)));
