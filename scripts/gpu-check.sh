@@ -6,7 +6,15 @@
 #                                overhead, outputs identical, API families seen
 #   report-*.txt                 full analyzer reports of the seed runs
 #   seed-w4.html                 HTML report of the seed run (W=4)
-# Usage: scripts/gpu-check.sh [PART...]   parts: smoke seed suite profiler ddp (default: seed suite)
+# Usage: scripts/gpu-check.sh [PART...]
+#   parts: smoke seed suite profiler ddp overhead seedov (default: seed suite)
+#   overhead: the shim's cost per call on this host (bench_shim, fake driver)
+#        and the empty-kernel launch loop (static and shared runtime), traced
+#        vs untraced, OVERHEAD_REPS interleaved pairs; seedov: the seed W=4,
+#        SEED_REPS pairs, plus pairs with the page sampling period raised
+# Env: CS_RECORD_FLAGS extra `cudaspy record` options; CS_SAMPLER_ARGS extra
+#   sampler options (through a wrapper named by CUDASPY_SAMPLER);
+#   CS_ANALYZE=0 skips analysing the traced runs (pure overhead runs)
 #   ddp: 2-rank DDP under torchrun (NCCL, needs 2 GPUs) straggling and clean,
 #        twoproc (one GPU) straggling and control (docs/multigpu.md)
 # Needs: a cudaspy build in $CS_BUILD (default build-gpu, built elsewhere with
@@ -36,6 +44,14 @@ fi
 
 now_ns() { date +%s%N; }
 
+# sampler_wrap: a script that runs the sampler with $CS_SAMPLER_ARGS first
+sampler_wrap() {
+    local w="$RUNS/sampler-wrap.sh"
+    printf '#!/bin/sh\nexec "%s/cudaspy-sampler" %s "$@"\n' "$B" "$CS_SAMPLER_ARGS" >"$w"
+    chmod +x "$w"
+    echo "$w"
+}
+
 # run_one NAME MODE TRACED ENV... -- CMD...: one run; appends a JSON line to $RUNS/runs.jsonl
 run_one() {
     local name=$1 mode=$2 traced=$3 i=$4; shift 4
@@ -48,14 +64,16 @@ run_one() {
     t0=$(now_ns)
     if [ "$traced" = 1 ]; then
         rm -f "$run" "$run-lock"
-        env "${envs[@]}" timeout 300 "$B/cudaspy" record -q -o "$run" -- "${cmd[@]}" >"$out" 2>>"$LOG"
+        # shellcheck disable=SC2086 # CS_RECORD_FLAGS: words on purpose
+        env "${envs[@]}" ${CS_SAMPLER_ARGS:+CUDASPY_SAMPLER=$(sampler_wrap)} \
+            timeout 300 "$B/cudaspy" record -q -o "$run" ${CS_RECORD_FLAGS:-} -- "${cmd[@]}" >"$out" 2>>"$LOG"
     else
         env "${envs[@]}" timeout 300 "${cmd[@]}" >"$out" 2>>"$LOG"
     fi
     rc=$?
     t1=$(now_ns)
     local json=""
-    if [ "$traced" = 1 ] && [ -f "$run" ]; then
+    if [ "$traced" = 1 ] && [ -f "$run" ] && [ "${CS_ANALYZE:-1}" = 1 ]; then
         json="$RUNS/$name-$mode-$i.json"
         timeout 120 "$B/cudaspy-analyze" --json "$run" >"$json" 2>>"$LOG" || log "gpu-check: $name: analyze failed"
         timeout 120 "$B/cudaspy-analyze" "$run" >"$RUNS/$name-$mode-$i.txt" 2>>"$LOG"
@@ -100,8 +118,26 @@ part_seed() {
     REPS=1 interleave seed w0 -- "$PY" "$W" seed loader 0
 }
 
-part_overhead() { # more interleaved repetitions of the overhead-critical loops
-    REPS=${OVERHEAD_REPS:-3} interleave tiny loop -- "$PY" "$W" tiny x
+part_overhead() { # issue 3's launch-loop target, measured several ways
+    local r=${OVERHEAD_REPS:-8} ll=(100000 7)
+    nvcc -O2 -o "$RUNS/launch_static" "$here/gpu/launch_loop.cu" 2>>"$LOG"
+    nvcc -O2 -cudart shared -o "$RUNS/launch_shared" "$here/gpu/launch_loop.cu" 2>>"$LOG"
+    if [ -x "$B/bench_shim" ]; then
+        "$B/bench_shim" 5 200 1000 >"$OUT/bench-shim.txt" 2>>"$LOG"
+        cat "$OUT/bench-shim.txt" >>"$LOG"
+    fi
+    CS_ANALYZE=0 REPS=$r interleave launch static -- "$RUNS/launch_static" "${ll[@]}"
+    CS_ANALYZE=0 REPS=$r interleave launch shared -- "$RUNS/launch_shared" "${ll[@]}"
+    CS_ANALYZE=0 REPS=$((r / 2)) CS_RECORD_FLAGS=--no-host \
+        interleave launch static-nohost -- "$RUNS/launch_static" "${ll[@]}"
+    CS_ANALYZE=0 REPS=$((r / 2)) interleave tiny loop -- "$PY" "$W" tiny x
+    REPS=1 interleave launch static-analysed -- "$RUNS/launch_static" "${ll[@]}"
+}
+
+part_seedov() { # issue 3's seed target: W=4, more pairs; page sampling 1 in 16
+    CS_ANALYZE=0 REPS=${SEED_REPS:-5} interleave seed w4 -- "$PY" "$W" seed loader 4
+    CS_ANALYZE=0 REPS=${SEED_REPS:-5} CS_SAMPLER_ARGS="--page-period 16" \
+        interleave seed w4-pp16 -- "$PY" "$W" seed loader 4
 }
 
 part_profiler() { # torch.profiler (CUPTI) on the seed workload, for comparison
@@ -134,12 +170,13 @@ part_suite() {
 }
 
 part_ddp() { # issue 10: a planted straggling rank (rank 1) and clean controls
-    local trun=("$PY" -m torch.distributed.run --standalone --nproc_per_node=2 "$here/gpu/ddp.py")
+    local trun=("$PY" -m torch.distributed.run --standalone --nproc_per_node=2 "$here/gpu/ddp.py"
+                --steps "${DDP_STEPS:-1000}")
     local ngpu
     ngpu=$("$PY" -c 'import torch; print(torch.cuda.device_count())' 2>>"$LOG")
     if [ "${ngpu:-0}" -ge 2 ]; then
-        interleave ddp straggle -- "${trun[@]}" --straggle
-        interleave ddp clean -- "${trun[@]}"
+        REPS=${DDP_REPS:-$REPS} interleave ddp straggle -- "${trun[@]}" --straggle
+        REPS=${DDP_REPS:-$REPS} interleave ddp clean -- "${trun[@]}"
     else
         log "gpu-check: ddp: ${ngpu:-0} GPU(s): the NCCL runs need 2, skipped"
     fi

@@ -5,6 +5,7 @@ runs listed; nothing is filled in.
 Usage: python3 collect.py RUNS.jsonl OUTDIR BUILDDIR"""
 import json
 import os
+import random
 import re
 import shutil
 import statistics
@@ -85,6 +86,19 @@ def ratio(traced, plain):
     return statistics.median(traced) / statistics.median(plain) - 1.0
 
 
+def pair_stats(plain, traced):
+    """Overhead per interleaved pair (same rep), in %: the pairs, their
+    median and a bootstrap 95 % interval of that median (fixed seed)."""
+    by_rep = {r["rep"]: parse_out(r["out"])[1] for r in plain}
+    pairs = [100 * (parse_out(t["out"])[1] / by_rep[t["rep"]] - 1) for t in traced
+             if by_rep.get(t["rep"]) and parse_out(t["out"])[1] is not None]
+    if not pairs:
+        return pairs, None, None
+    rng = random.Random(1)
+    meds = sorted(statistics.median(rng.choices(pairs, k=len(pairs))) for _ in range(2000))
+    return pairs, statistics.median(pairs), (meds[50], meds[1949])
+
+
 def summarise(group):
     name, mode = group[0]["name"], group[0]["mode"]
     plain = [r for r in group if r["traced"] == 0]
@@ -118,6 +132,9 @@ def summarise(group):
         "overhead_wall_pct": None if ratio([r["wall_ns"] for r in traced], [r["wall_ns"] for r in plain]) is None
         else 100 * ratio([r["wall_ns"] for r in traced], [r["wall_ns"] for r in plain]),
         "overhead_elapsed_pct": None if ratio(el_t, el_p) is None else 100 * ratio(el_t, el_p),
+        "overhead_pairs_pct": pair_stats(plain, traced)[0],
+        "overhead_pair_median_pct": pair_stats(plain, traced)[1],
+        "overhead_pair_ci95_pct": pair_stats(plain, traced)[2],
         "outputs_identical": bool(res_plain) and res_plain == res_traced and None not in res_plain,
         "top_cause": top.get("cause") if top else None,
         "top_severity": top.get("severity") if top else None,
@@ -170,6 +187,23 @@ def write_md(rows, path, host):
                     f"{'yes' if r['outputs_identical'] else 'NO'} | {fam} |\n")
 
 
+def write_overhead_md(rows, path):
+    """The rows with at least 3 interleaved pairs: their overhead in detail."""
+    rows = [r for r in rows if len(r.get("overhead_pairs_pct") or []) >= 3]
+    if not rows:
+        return
+    with open(path, "a") as f:
+        f.write("\n## Overhead, interleaved pairs (workload's own timed region)\n\n")
+        f.write("| workload | pairs | median of pairs | 95 % interval (bootstrap) | each pair | untraced median s |\n")
+        f.write("|---|---|---|---|---|---|\n")
+        for r in rows:
+            lo, hi = r["overhead_pair_ci95_pct"]
+            each = " ".join(f"{p:+.1f}" for p in r["overhead_pairs_pct"])
+            f.write(f"| {r['workload']} {r['mode']} | {len(r['overhead_pairs_pct'])} | "
+                    f"{r['overhead_pair_median_pct']:+.2f}% | {lo:+.2f}% .. {hi:+.2f}% | {each} | "
+                    f"{statistics.median(r['elapsed_untraced_s']):.4f} |\n")
+
+
 def main():
     runs_path, out, build = sys.argv[1], sys.argv[2], sys.argv[3]
     runs = [json.loads(l) for l in open(runs_path) if l.strip()]
@@ -183,6 +217,7 @@ def main():
     meta = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": host, "rows": rows}
     json.dump(meta, open(os.path.join(out, "results.json"), "w"), indent=1)
     write_md(rows, os.path.join(out, "results.md"), host)
+    write_overhead_md(rows, os.path.join(out, "results.md"))
     for r in rows:
         if r["workload"] == "seed" and r["mode"] in ("w4", "direct") and r["json"]:
             txt = r["json"][:-5] + ".txt"
