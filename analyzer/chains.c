@@ -3,6 +3,8 @@
  *    within its own [t_enter, t_exit] window, never over the whole run;
  *  - the run: preemption, D-state and worker waits of the CUDA threads, the
  *    GPU feed, copies, allocations, syncs and launches.
+ * CPU contention counts both the CUDA threads' preemptions and their waits
+ * in the run queue after a wake-up (runq records), each by its holder.
  * Each cause becomes at most one finding; its impact is the time it cost
  * (the excess, not the calls' whole duration), which sets the severity and
  * the order. Text is built here; report.c only lays it out. */
@@ -14,6 +16,7 @@
 
 #include "chains.h"
 #include "cudaspy/api.h"
+#include "cudaspy/runfile.h"
 #include "procs.h"
 
 #define MS 1000000ull
@@ -72,7 +75,8 @@ struct ctx {
     uint64_t *pa_median; /* per process: page allocations per second, median window */
     struct holder holders[2][HOLDERS]; /* [0] tree, [1] outside; over the whole run */
     uint64_t run_pre[2], run_pre_n[2], run_disk, run_disk_n;
-    uint64_t run_pre_anon[2]; /* preempted with no holder known */
+    uint64_t run_pre_anon[2]; /* preempted or kept waiting, no holder known */
+    uint64_t run_wake[2], run_wake_n[2]; /* runnable after a wake-up, not running */
     struct examples run_ex[C_COUNT];
     struct finding fnd[C_COUNT];
 };
@@ -207,10 +211,12 @@ static int pa_medians(struct ctx *x)
     return 0;
 }
 
-/* Page allocations of process @p p within [t0, t1), pro rata of each window. */
-/* Page allocations (or, with @p faults, minor + major faults) of process
- * @p p within [t0, t1), pro rata of each window. */
-static double win_sum(const struct model *m, uint32_t p, uint64_t t0, uint64_t t1, int faults)
+enum win_what { W_PAGES, W_FAULTS, W_ONCPU };
+
+/* Page allocations, minor + major faults or on-CPU ns of process @p p
+ * within [t0, t1), pro rata of each window. */
+static double win_sum(const struct model *m, uint32_t p, uint64_t t0, uint64_t t1,
+                      enum win_what what)
 {
     const struct m_proc *pr = &m->proc[p];
     uint64_t end = pr->first_pwin + pr->npwin;
@@ -219,7 +225,9 @@ static double win_sum(const struct model *m, uint32_t p, uint64_t t0, uint64_t t
     for (uint64_t i = model_pwin_after(m, p, t0); i < end && m->pwin[i].t_start_ns < t1; i++) {
         const struct cs_rec_pwin *w = &m->pwin[i];
         uint64_t len = w->t_end_ns - w->t_start_ns;
-        double v = faults ? (double)w->minflt + (double)w->majflt : (double)w->page_allocs;
+        double v = what == W_FAULTS  ? (double)w->minflt + (double)w->majflt
+                   : what == W_ONCPU ? (double)w->oncpu_ns
+                                     : (double)w->page_allocs;
         if (len)
             sum += v * (double)model_overlap(w->t_start_ns, w->t_end_ns, t0, t1) / (double)len;
     }
@@ -228,7 +236,7 @@ static double win_sum(const struct model *m, uint32_t p, uint64_t t0, uint64_t t
 
 static double pa_in(const struct model *m, uint32_t p, uint64_t t0, uint64_t t1)
 {
-    return win_sum(m, p, t0, t1, 0);
+    return win_sum(m, p, t0, t1, W_PAGES);
 }
 
 static void sys_in(const struct model *m, uint32_t run, uint64_t t0, uint64_t t1, uint64_t *bx,
@@ -381,8 +389,110 @@ static void run_host(struct ctx *x)
                 ex_keep(&x->run_ex[k ? C_EXT : C_TREE], ci, d);
         }
     }
-    for (int k = 0; k < 2; k++)
-        qsort(x->holders[k], HOLDERS, sizeof(x->holders[k][0]), cmp_holder);
+}
+
+/* ---- the whole run: CUDA threads' wake-up delays ---- */
+
+/* Whether thread @p t's off-CPU interval that ended at @p t_run was a
+ * preemption: its run-queue wait is counted with the preemptions. */
+static int ended_preempted(const struct model *m, uint32_t t, uint64_t t_run)
+{
+    const struct m_thread *th = &m->thr[t];
+    uint64_t i = model_off_after(m, t, t_run ? t_run - 1 : 0);
+
+    return i < th->first_off + th->noff && m->off[i].t_start_ns <= t_run &&
+           m->off[i].cls == CS_OFF_PREEMPT;
+}
+
+/* Share (0..1) of the CPU time that processes outside the traced tree used
+ * in [@p t0, @p t1) on the host of run @p run, from its system windows; the
+ * waiting process @p p's own CPU time is not the tree's. -1: no window. */
+static double ext_share(const struct model *m, uint32_t run, uint32_t p, uint64_t t0,
+                        uint64_t t1)
+{
+    uint64_t end = m->runs[run].first_sys + m->runs[run].nsys;
+    double tree = 0, ext = 0, own = win_sum(m, p, t0, t1, W_ONCPU);
+
+    for (uint64_t i = model_sys_after(m, run, t0); i < end && m->sys[i].t_start_ns < t1; i++) {
+        const struct cs_rec_syswin *w = &m->sys[i];
+        uint64_t len = w->t_end_ns - w->t_start_ns;
+        double f = len ? (double)model_overlap(w->t_start_ns, w->t_end_ns, t0, t1) / (double)len
+                       : 0.0;
+        tree += f * (double)w->tree_oncpu_ns;
+        ext += f * (double)w->ext_oncpu_ns;
+    }
+    tree = tree > own ? tree - own : 0;
+    return tree + ext > 0 ? ext / (tree + ext) : -1.0;
+}
+
+/* One run-queue wait: when a CUDA thread was woken (it sleeps in syncs,
+ * pipes, locks) but other processes kept the CPUs, they cost it the wait
+ * just as a preemption would. The wait is split between the tree and the
+ * outside by their shares of the CPU meanwhile (system windows); the holder
+ * named is the process that ran on that CPU just before it (prev_pid), on
+ * its side, else the holder is unknown. */
+static void wake_rec(struct ctx *x, uint32_t run, const struct cs_rec_runq *r)
+{
+    const struct model *m = x->m;
+    const struct m_run *mr = &m->runs[run];
+    uint64_t d = model_overlap(r->t_enqueue_ns, r->t_run_ns, mr->win_lo_ns, mr->win_hi_ns), ci;
+    uint32_t p = model_find_proc(m, run, r->pid), t, hp;
+    double share;
+
+    if (d == 0 || p == M_NONE || !m->proc[p].selected)
+        return;
+    t = m_hash_get(m->thr_ix, (uint64_t)p << 32 | r->tid);
+    if (t == M_NONE || m->thr[t].ncalls == 0 || ended_preempted(m, t, r->t_run_ns))
+        return;
+    hp = r->prev_pid ? model_find_proc(m, run, r->prev_pid) : M_NONE;
+    share = ext_share(m, run, p, r->t_enqueue_ns, r->t_run_ns);
+    if (share < 0 && r->prev_pid == 0)
+        return; /* no way to tell who had the CPU */
+    if (share < 0)
+        share = hp == M_NONE;
+    ci = call_at(m, t, r->t_enqueue_ns);
+    for (int k = 0; k < 2; k++) {
+        uint64_t part = (uint64_t)((double)d * (k ? share : 1.0 - share));
+        if (part == 0)
+            continue;
+        x->run_wake[k] += part;
+        x->run_wake_n[k] += part * 2 >= d;
+        if (r->prev_pid && (hp == M_NONE) == k)
+            holder_add(x->holders[k], run, r->prev_pid, hp, part);
+        else
+            x->run_pre_anon[k] += part;
+        if (ci != ~0ull)
+            ex_keep(&x->run_ex[k ? C_EXT : C_TREE], ci, part);
+    }
+}
+
+/* The runq records of every run; a block that cannot be read ends that
+ * run's (the model has read and checked the kinds the report needs). */
+static void run_wake(struct ctx *x)
+{
+    const struct model *m = x->m;
+
+    for (int r = 0; r < m->nruns; r++) {
+        const struct m_run *mr = &m->runs[r];
+        struct cs_cursor *c = NULL;
+        const struct cs_blk_hdr *h;
+        const void *recs;
+        int rc = cs_cursor_open(mr->run, CS_REC_RUNQ, mr->win_lo_ns, mr->win_hi_ns, &c);
+
+        while (rc == 0 && cs_cursor_next(c, &h, &recs, NULL) == 1) {
+            if (h->kind != CS_REC_RUNQ || h->rec_size != sizeof(struct cs_rec_runq))
+                continue;
+            for (uint32_t i = 0; i < h->n; i++)
+                wake_rec(x, (uint32_t)r, (const struct cs_rec_runq *)recs + i);
+        }
+        cs_cursor_close(c);
+    }
+}
+
+/* Contention of kind @p k (0 tree, 1 outside): preemptions + wake-up waits. */
+static uint64_t contention(const struct ctx *x, int k)
+{
+    return x->run_pre[k] + x->run_wake[k];
 }
 
 /* ---- timelines and examples ---- */
@@ -509,7 +619,7 @@ static void tl_pages(json_t *tl, const struct ctx *x, const struct m_call *c)
            "%s (pid %u) allocated %.0f pages during the call (%.0f per second, %.1fx its median "
            "rate) and took %.0f page faults", m->proc[p].comm, m->proc[p].pid, a, rate,
            x->pa_median[p] ? rate / (double)x->pa_median[p] : 0.0,
-           win_sum(m, p, c->t_enter_ns, c->t_exit_ns, 1));
+           win_sum(m, p, c->t_enter_ns, c->t_exit_ns, W_FAULTS));
 }
 
 /* The full timeline around the worst example call: system, host, CUDA. */
@@ -675,7 +785,7 @@ static void holders_evidence(struct finding *f, const struct ctx *x, int k)
         named += x->holders[k][i].ns;
         nh += x->holders[k][i].n > 0;
     }
-    if (x->run_pre[k] > named + x->run_pre_anon[k] + x->run_pre[k] / 20)
+    if (contention(x, k) > named + x->run_pre_anon[k] + contention(x, k) / 20)
         jaddf(f->evidence, "the CPU went to many processes: the %d largest holders took %s of it%s",
               nh, fmt_ns(a, 32, named),
               x->run_pre_anon[k] ? ", the holder is unknown for part of the rest" : "");
@@ -711,22 +821,24 @@ static void f_tree(struct ctx *x)
     uint32_t run = x->holders[0][0].n ? x->holders[0][0].run : 0;
     uint32_t nw = count_role(m, M_ROLE_WORKER, run), nm = count_role(m, M_ROLE_CUDA_MAIN, run);
     uint32_t cpus = ncpu(m, run);
-    struct finding *f = fnew(x, C_TREE, x->run_pre[0]);
-    char a[32];
+    struct finding *f = fnew(x, C_TREE, contention(x, 0));
+    char a[32], b[32];
 
-    jaddf(f->evidence, "CUDA threads preempted %" PRIu64 " times for %s by processes of their "
-                       "own tree (runnable, not running)",
-          x->run_pre_n[0], fmt_ns(a, 32, x->run_pre[0]));
+    jaddf(f->evidence, "CUDA threads preempted %" PRIu64 " times for %s and kept waiting %"
+                       PRIu64 " times for %s after a wake-up by processes of their own tree "
+                       "(runnable, not running)",
+          x->run_pre_n[0], fmt_ns(a, 32, x->run_pre[0]), x->run_wake_n[0],
+          fmt_ns(b, 32, x->run_wake[0]));
     holders_evidence(f, x, 0);
     jaddf(f->evidence, "%u worker process(es) + %u CUDA process(es) on %u CPUs%s", nw, nm, cpus,
           m->nruns > 1 ? " (in the run of the largest holder)" : "");
     tail_evidence(f, tail_for(x, C_TREE), C_TREE);
     snprintf(f->summary, sizeof(f->summary),
              "the traced tree's own processes took the CPU from the CUDA thread(s) for %s",
-             fmt_ns(a, 32, x->run_pre[0]));
-    snprintf(f->host, sizeof(f->host), "%" PRIu64 " preemptions of the CUDA thread by %d%s tree "
-             "process(es), %s", x->run_pre_n[0], nholders(x, 0),
-             nholders(x, 0) == HOLDERS ? "+" : "", fmt_ns(a, 32, x->run_pre[0]));
+             fmt_ns(a, 32, contention(x, 0)));
+    snprintf(f->host, sizeof(f->host), "%" PRIu64 " preemptions and delayed wake-ups of the "
+             "CUDA thread by %d%s tree process(es), %s", x->run_pre_n[0] + x->run_wake_n[0],
+             nholders(x, 0), nholders(x, 0) == HOLDERS ? "+" : "", fmt_ns(a, 32, contention(x, 0)));
     if (cpus && nw + nm > cpus)
         snprintf(f->rec, sizeof(f->rec),
                  "%u worker(s) + main on %u CPUs: use num_workers <= %u (CPUs - 1), or reserve "
@@ -741,13 +853,14 @@ static void f_tree(struct ctx *x)
 
 static void f_ext(struct ctx *x)
 {
-    struct finding *f = fnew(x, C_EXT, x->run_pre[1]);
-    char a[32], pids[128] = "";
+    struct finding *f = fnew(x, C_EXT, contention(x, 1));
+    char a[32], b[32], pids[128] = "";
     size_t l = 0;
 
-    jaddf(f->evidence, "CUDA threads preempted %" PRIu64 " times for %s by processes outside "
-                       "the traced tree",
-          x->run_pre_n[1], fmt_ns(a, 32, x->run_pre[1]));
+    jaddf(f->evidence, "CUDA threads preempted %" PRIu64 " times for %s and kept waiting %"
+                       PRIu64 " times for %s after a wake-up by processes outside the traced tree",
+          x->run_pre_n[1], fmt_ns(a, 32, x->run_pre[1]), x->run_wake_n[1],
+          fmt_ns(b, 32, x->run_wake[1]));
     holders_evidence(f, x, 1);
     for (int i = 0; i < 3 && x->holders[1][i].n; i++)
         l += (size_t)snprintf(pids + l, sizeof(pids) - l, "%s%u", i ? ", " : "",
@@ -755,10 +868,10 @@ static void f_ext(struct ctx *x)
     tail_evidence(f, tail_for(x, C_EXT), C_EXT);
     snprintf(f->summary, sizeof(f->summary),
              "processes outside the traced tree (pid %s) took the CPU from the CUDA thread(s) "
-             "for %s", pids[0] ? pids : "?", fmt_ns(a, 32, x->run_pre[1]));
-    snprintf(f->host, sizeof(f->host), "%" PRIu64 " preemptions of the CUDA thread by %d%s "
-             "outside process(es), %s", x->run_pre_n[1], nholders(x, 1),
-             nholders(x, 1) == HOLDERS ? "+" : "", fmt_ns(a, 32, x->run_pre[1]));
+             "for %s", pids[0] ? pids : "?", fmt_ns(a, 32, contention(x, 1)));
+    snprintf(f->host, sizeof(f->host), "%" PRIu64 " preemptions and delayed wake-ups of the "
+             "CUDA thread by %d%s outside process(es), %s", x->run_pre_n[1] + x->run_wake_n[1],
+             nholders(x, 1), nholders(x, 1) == HOLDERS ? "+" : "", fmt_ns(a, 32, contention(x, 1)));
     snprintf(f->rec, sizeof(f->rec),
              "move pid %s off the CPUs this job uses (cpuset/taskset), renice them (nice -n 19) "
              "or stop them while training", pids[0] ? pids : "?");
@@ -905,12 +1018,15 @@ static const char *fmt_bw(char *buf, size_t n, uint64_t bytes, uint64_t ns)
 /* Copies of 64 KiB or more from pageable memory. The driver stages them
  * through a pinned buffer on the calling thread, so their cost is on-CPU
  * time; off-CPU time inside them belongs to other causes. The excess is that
- * on-CPU time minus what the same bytes cost in this run's pinned copy calls
- * (half of it when there is no pinned copy to compare). */
+ * on-CPU time minus what the same bytes cost in this run's pinned copy calls.
+ * With no pinned copy to compare: all of it for async calls (from pinned
+ * memory they return once enqueued), half of it for synchronous ones (they
+ * would still wait for the transfer). */
 static void f_pageable(struct ctx *x)
 {
     const struct model *m = x->m;
     uint64_t pg_b = 0, pg_ns = 0, pg_cpu = 0, pg_n = 0, pin_b = 0, pin_ns = 0, ex_ = 0;
+    uint64_t pg_cpu_sync = 0;
     struct examples e = {{0}, {0}};
     struct finding *f;
     char a[32], b[32], d[32], n[96];
@@ -926,6 +1042,7 @@ static void f_pageable(struct ctx *x)
             pg_b += model_bytes(c);
             pg_ns += model_dur(c);
             pg_cpu += sp.oncpu_ns;
+            pg_cpu_sync += cs_api_table[c->api].is_sync ? sp.oncpu_ns : 0;
             pg_n++;
             ex_keep(&e, i, sp.oncpu_ns);
         } else if (c->flags & CS_CF_PINNED) {
@@ -939,7 +1056,7 @@ static void f_pageable(struct ctx *x)
         uint64_t expect = (uint64_t)((double)pg_b * (double)pin_ns / (double)pin_b);
         ex_ = pg_cpu > expect ? pg_cpu - expect : 0;
     } else {
-        ex_ = pg_cpu / 2;
+        ex_ = pg_cpu - pg_cpu_sync / 2;
     }
     f = fnew(x, C_PAGEABLE, ex_);
     jaddf(f->evidence, "%" PRIu64 " copies of >= 64 KiB from pageable host memory: %.1f MiB in "
@@ -953,7 +1070,9 @@ static void f_pageable(struct ctx *x)
               pg_b && pin_ns ? ((double)pin_b / (double)pin_ns) / ((double)pg_b / (double)pg_ns)
                              : 0.0);
     else
-        jaddf(f->evidence, "no pinned copy to compare; excess estimated as half the on-CPU time");
+        jaddf(f->evidence, "no pinned copy to compare; excess estimated as the on-CPU time of "
+                           "the async calls (%s) and half that of the synchronous ones (%s)",
+              fmt_ns(a, 32, pg_cpu - pg_cpu_sync), fmt_ns(b, 32, pg_cpu_sync));
     jaddf(f->evidence, "async copies from pageable memory are staged by the driver and block "
                        "the calling thread");
     f->row = e.ns[0] ? stats_table_row(x->t, &m->call[e.call[0]]) : NULL;
@@ -1189,7 +1308,7 @@ static void f_gpu(struct ctx *x)
           fmt_ns(a, 32, sync), pct(sync, x->wall_ns));
     jaddf(f->evidence, "no host cause above the thresholds (preemption %.1f %%, worker waits, "
                        "D-state %.1f %% of wall time)",
-          pct(x->run_pre[0] + x->run_pre[1], x->wall_ns), pct(x->run_disk, x->wall_ns));
+          pct(contention(x, 0) + contention(x, 1), x->wall_ns), pct(x->run_disk, x->wall_ns));
     snprintf(f->summary, sizeof(f->summary), "GPU-bound: the host spends %.0f %% of the run "
              "waiting for the GPU and is on CPU otherwise", pct(sync, x->wall_ns));
     snprintf(f->host, sizeof(f->host), "host waits %s in syncs for the GPU", fmt_ns(a, 32, sync));
@@ -1314,9 +1433,12 @@ json_t *chains_build(const struct model *m, struct stats_table *t, const struct 
     if (tails(x) < 0)
         goto out;
     run_host(x);
-    if (worth(x, x->run_pre[0]))
+    run_wake(x);
+    for (int k = 0; k < 2; k++)
+        qsort(x->holders[k], HOLDERS, sizeof(x->holders[k][0]), cmp_holder);
+    if (worth(x, contention(x, 0)))
         f_tree(x);
-    if (worth(x, x->run_pre[1]))
+    if (worth(x, contention(x, 1)))
         f_ext(x);
     if (worth(x, x->run_disk))
         f_io(x);
