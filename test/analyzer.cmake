@@ -61,3 +61,21 @@ target_include_directories(test_analysis PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_analysis PRIVATE cs_analysis)
 add_test(NAME unit.analysis COMMAND test_analysis)
 set_tests_properties(unit.analysis PROPERTIES LABELS unit)
+
+# cli.real_cause_<mode>: the same causes planted in REAL recordings (launcher,
+# sampler, shim, fake driver's simulated GPU; test/fake/cause_workload.c).
+# nosan: the planted causes are timings (sync gaps, wake-up waits) that the
+# sanitized builds' slowdown blurs, as for cli.gate_real_*. RUN_SERIAL: tree
+# and external load both CPUs on purpose, and a parallel test's load would
+# show up as outside contention in the others.
+# (fake.cmake, read after this file, defines cause_workload)
+if(TARGET cudaspy_launcher AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fake/cause_workload.c)
+  foreach(mode tree external starve pageable churn sync clean)
+    add_test(NAME cli.real_cause_${mode}
+             COMMAND sh ${CS_AN_DIR}/real_cause.sh ${mode} $<TARGET_FILE:cudaspy_launcher>
+                     $<TARGET_FILE:cause_workload> ${CS_AN_WORK}/real_${mode})
+    set_tests_properties(cli.real_cause_${mode} PROPERTIES LABELS "slow;nosan" TIMEOUT 60
+      RUN_SERIAL TRUE
+      ENVIRONMENT "CS_ANALYZE=$<TARGET_FILE:cudaspy-analyze>;CS_JSON_EXPECT=$<TARGET_FILE:json_expect>")
+  endforeach()
+endif()

@@ -135,3 +135,8 @@ add_test(NAME unit.fake_procaddr_preloaded COMMAND test_fake_procaddr
   WORKING_DIRECTORY ${FAKE_OUT})
 set_tests_properties(unit.fake_procaddr_preloaded PROPERTIES LABELS "unit;notsan" TIMEOUT 60
   ENVIRONMENT "LD_PRELOAD=${FAKE_OUT}/libfake_interposer.so")
+
+# One planted cause per mode, for cli.real_cause_* (test/analyzer/real_cause.sh).
+fake_client(cause_workload cause_workload.c)
+target_link_libraries(cause_workload PRIVATE fake_cudart)
+add_dependencies(cause_workload fake_cuda)

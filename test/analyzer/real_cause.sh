@@ -1,0 +1,50 @@
+#!/bin/sh
+# real_cause.sh MODE CUDASPY WORKLOAD DIR: cli.real_cause_<MODE>, a planted
+# cause on a REAL recording: the real launcher, sampler and shim record
+# test/fake/cause_workload MODE on the fake driver's simulated GPU, and the
+# report must name the planted cause first (clean: no HIGH finding).
+# expect_cause.sh needs CS_ANALYZE and CS_JSON_EXPECT (test/analyzer.cmake).
+# For `external` it first starts CPU hogs outside the traced tree (their own
+# session, not children of the traced program), killed on every exit path.
+set -u
+mode=$1 cudaspy=$2 workload=$3 dir=$4
+secs=${REAL_CAUSE_SECS:-3}
+case $mode in
+tree) want=top=cpu_contention_tree ;;
+external) want=top=cpu_contention_external ;;
+starve) want=top=data_pipeline_starvation ;;
+pageable) want=top=pageable_memcpy ;;
+churn) want=top=alloc_churn ;;
+sync) want=top=sync_per_iteration ;;
+clean) want=nohigh ;;
+*) echo "real_cause: $mode: unknown mode" >&2; exit 2 ;;
+esac
+rm -rf "$dir" && mkdir -p "$dir" || exit 1
+run=$dir/$mode.lmdb
+
+hogs=""
+stop_hogs() {
+    for p in $hogs; do kill "$p" 2>/dev/null; done
+    for p in $hogs; do wait "$p" 2>/dev/null; done
+    hogs=""
+}
+trap stop_hogs EXIT
+trap 'exit 1' INT TERM HUP
+if [ "$mode" = external ]; then
+    # 2 x CPUs + 2 spinners; each also stops by itself after secs + 30 s
+    n=$(( $(nproc) * 2 + 2 ))
+    while [ "$n" -gt 0 ]; do
+        setsid "$workload" hog $((secs + 30)) &
+        hogs="$hogs $!"
+        n=$((n - 1))
+    done
+fi
+
+"$cudaspy" record -q -o "$run" -- "$workload" "$mode" "$secs" >"$run.log" 2>&1 ||
+    { cat "$run.log" >&2; echo "real_cause: $mode: recording failed" >&2; exit 1; }
+stop_hogs
+cat "$run.log"
+if ! sh "$(dirname "$0")/expect_cause.sh" "$run" "$want"; then
+    "${CS_ANALYZE:-cudaspy-analyze}" "$run" | sed -n '/^FINDINGS/,/^LATENCY/p' >&2
+    exit 1
+fi

@@ -1,0 +1,298 @@
+/* cause_workload.c: one planted cause per mode, on the simulated GPU of the
+ * fake driver (FAKECUDA_SIM=1, set here unless already set), for the
+ * analyzer's tests on real recordings (test/analyzer/real_cause.sh).
+ *   cause_workload MODE [seconds=3]
+ *     tree      4 x CPUs + 2 forked workers spin on the CPUs while the main
+ *               process prepares each step on the CPU (2 ms), launches and
+ *               syncs
+ *     external  the same main loop, no workers: the test starts `hog`s
+ *               outside the traced tree
+ *     starve    2 forked workers "read" each batch from slow storage (10 ms
+ *               asleep) and send it over a pipe; the main process waits on
+ *               the pipe while its stream is idle (2 ms of kernels a step)
+ *     pageable  32 MiB cudaMemcpyAsync from malloc'ed memory every step
+ *     churn     cudaMalloc/cudaFree of 64 MiB every step (2 ms + 1 ms,
+ *               slept: FAKECUDA_LAT_NS)
+ *     sync      a 400 us kernel and a cudaStreamSynchronize every launch,
+ *               200 us of CPU work between them
+ *     clean     GPU-bound: 4 x 5 ms kernels and a 1 MiB pinned copy a step
+ *     hog       spin on one CPU for `seconds` (no CUDA): the outside load
+ * Runs for about `seconds`, then prints "<mode>: <steps> steps in <s> s". */
+#include <cuda_runtime_api.h>
+
+#include "fake_client.h"
+#include "fakecuda.h"
+
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NAME "cause_workload"
+#define CHECK_RT(call) CLIENT_CHECK(NAME, call)
+#define MIB (1024u * 1024u)
+#define MAX_WORKERS 64
+
+static void k_small(void) {}
+static void k_step(void) {}
+static void k_long(void) {}
+
+struct mode {
+    const char *name;
+    const char *kernel_us; /* FAKECUDA_KERNEL_US */
+    const char *lat_ns;    /* FAKECUDA_LAT_NS (slept), or NULL */
+    void (*run)(double deadline, long *steps);
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Host work of @p us microseconds on the CPU (a batch being prepared). */
+static void spin_us(double us)
+{
+    double end = now_s() + us / 1e6;
+    volatile uint64_t x = 1;
+    while (now_s() < end)
+        for (int i = 0; i < 256; i++)
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+}
+
+static cudaStream_t stream;
+
+static void launch(const void *k, int n, void *dbuf)
+{
+    void *args[] = {&dbuf};
+    dim3 grid = {64, 1, 1}, block = {128, 1, 1};
+    for (int i = 0; i < n; i++)
+        CHECK_RT(cudaLaunchKernel(k, grid, block, args, 0, stream));
+}
+
+/* ---- forked workers ---- */
+
+static pid_t workers[MAX_WORKERS];
+static int nworkers;
+
+static void workers_stop(void)
+{
+    for (int i = 0; i < nworkers; i++) {
+        int st;
+        kill(workers[i], SIGKILL);
+        waitpid(workers[i], &st, 0);
+    }
+    nworkers = 0;
+}
+
+static pid_t fork_worker(void)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        CHECK_RT(cudaErrorUnknown);
+    if (pid > 0)
+        workers[nworkers++] = pid;
+    else
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a main that failed */
+    return pid;
+}
+
+/* ---- modes ---- */
+
+/* Prepare on the CPU, launch three short kernels, sync: the CPU work is
+ * what other processes can take away from the main thread. */
+static void run_cpu_steps(double deadline, long *steps)
+{
+    void *d = NULL;
+    CHECK_RT(cudaMalloc(&d, MIB));
+    for (; now_s() < deadline; (*steps)++) {
+        spin_us(2000);
+        launch((const void *)k_small, 3, d);
+        CHECK_RT(cudaStreamSynchronize(stream));
+    }
+    CHECK_RT(cudaFree(d));
+}
+
+static void run_tree(double deadline, long *steps)
+{
+    long n = 4 * sysconf(_SC_NPROCESSORS_ONLN) + 2;
+    for (long w = 0; w < n && w < MAX_WORKERS; w++)
+        if (fork_worker() == 0) {
+            while (now_s() < deadline + 5) /* SIGKILLed by the parent long before */
+                spin_us(1000);
+            _exit(0);
+        }
+    run_cpu_steps(deadline, steps);
+    workers_stop();
+}
+
+static void starve_worker(int fd, int w, size_t bytes)
+{
+    unsigned char *b = malloc(bytes);
+    struct timespec io = {0, 10 * 1000 * 1000};
+    for (uint64_t i = (uint64_t)w;; i += 2) {
+        nanosleep(&io, NULL); /* the batch comes from slow storage */
+        if (b == NULL)
+            _exit(3);
+        memset(b, (int)(i & 0xff), bytes);
+        for (size_t off = 0; off < bytes;) {
+            ssize_t n = write(fd, b + off, bytes - off);
+            if (n <= 0)
+                _exit(0); /* the reader is gone */
+            off += (size_t)n;
+        }
+    }
+}
+
+static void read_all(int fd, void *p, size_t n)
+{
+    for (char *c = p; n > 0;) {
+        ssize_t r = read(fd, c, n);
+        if (r <= 0)
+            CHECK_RT(cudaErrorUnknown);
+        c += r;
+        n -= (size_t)r;
+    }
+}
+
+static void run_starve(double deadline, long *steps)
+{
+    const size_t bytes = 256 * 1024;
+    int fds[2];
+    void *h = NULL, *d = NULL;
+    CHECK_RT(cudaMallocHost(&h, bytes));
+    CHECK_RT(cudaMalloc(&d, bytes));
+    for (int w = 0; w < 2; w++) {
+        int p[2];
+        if (pipe(p) != 0)
+            CHECK_RT(cudaErrorUnknown);
+        if (fork_worker() == 0) {
+            close(p[0]);
+            starve_worker(p[1], w, bytes);
+        }
+        close(p[1]);
+        fds[w] = p[0];
+    }
+    for (; now_s() < deadline; (*steps)++) {
+        read_all(fds[*steps % 2], h, bytes);
+        CHECK_RT(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, stream));
+        launch((const void *)k_step, 4, d);
+        CHECK_RT(cudaStreamSynchronize(stream));
+    }
+    close(fds[0]);
+    close(fds[1]);
+    workers_stop();
+    CHECK_RT(cudaFree(d));
+    CHECK_RT(cudaFreeHost(h));
+}
+
+static void run_pageable(double deadline, long *steps)
+{
+    const size_t bytes = 32 * MIB;
+    unsigned char *h = malloc(bytes);
+    void *d = NULL;
+    if (h == NULL)
+        CHECK_RT(cudaErrorMemoryAllocation);
+    memset(h, 1, bytes);
+    CHECK_RT(cudaMalloc(&d, bytes));
+    CHECK_RT(cudaMemset(d, 0, bytes)); /* its first-touch page faults out of the copies */
+    for (; now_s() < deadline; (*steps)++) {
+        CHECK_RT(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, stream));
+        launch((const void *)k_small, 4, d);
+        CHECK_RT(cudaStreamSynchronize(stream));
+    }
+    CHECK_RT(cudaFree(d));
+    free(h);
+}
+
+static void run_churn(double deadline, long *steps)
+{
+    for (; now_s() < deadline; (*steps)++) {
+        void *d = NULL;
+        CHECK_RT(cudaMalloc(&d, 64 * MIB));
+        launch((const void *)k_step, 3, d);
+        CHECK_RT(cudaStreamSynchronize(stream));
+        CHECK_RT(cudaFree(d));
+    }
+}
+
+static void run_sync(double deadline, long *steps)
+{
+    void *d = NULL;
+    CHECK_RT(cudaMalloc(&d, MIB));
+    for (; now_s() < deadline; (*steps)++) {
+        spin_us(200);
+        launch((const void *)k_step, 1, d);
+        CHECK_RT(cudaStreamSynchronize(stream));
+    }
+    CHECK_RT(cudaFree(d));
+}
+
+static void run_clean(double deadline, long *steps)
+{
+    void *h = NULL, *d = NULL;
+    CHECK_RT(cudaMallocHost(&h, MIB));
+    CHECK_RT(cudaMalloc(&d, MIB));
+    memset(h, 2, MIB);
+    for (; now_s() < deadline; (*steps)++) {
+        CHECK_RT(cudaMemcpyAsync(d, h, MIB, cudaMemcpyHostToDevice, stream));
+        launch((const void *)k_long, 4, d);
+        CHECK_RT(cudaStreamSynchronize(stream));
+    }
+    CHECK_RT(cudaFree(d));
+    CHECK_RT(cudaFreeHost(h));
+}
+
+static const struct mode modes[] = {
+    {"tree", "k_small=200", NULL, run_tree},
+    {"external", "k_small=200", NULL, run_cpu_steps},
+    {"starve", "k_step=500", NULL, run_starve},
+    {"pageable", "k_small=100", NULL, run_pageable},
+    {"churn", "k_step=300", "cuMemAlloc_v2=2000000,cuMemFree_v2=1000000", run_churn},
+    {"sync", "k_step=400", NULL, run_sync},
+    {"clean", "k_long=5000", NULL, run_clean},
+};
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: %s tree|external|starve|pageable|churn|sync|clean|hog "
+                    "[seconds=3]\n", NAME);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    const struct mode *m = NULL;
+    double secs = (double)client_arg(argc, argv, 2, 3), t0;
+    long steps = 0;
+
+    if (argc < 2)
+        return usage();
+    if (strcmp(argv[1], "hog") == 0) {
+        spin_us(secs * 1e6);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+        if (strcmp(argv[1], modes[i].name) == 0)
+            m = &modes[i];
+    if (m == NULL)
+        return usage();
+    setenv("FAKECUDA_SIM", "1", 0);
+    setenv("FAKECUDA_KERNEL_US", m->kernel_us, 0);
+    if (m->lat_ns) {
+        setenv("FAKECUDA_LAT_NS", m->lat_ns, 0);
+        setenv("FAKECUDA_LAT_MODE", "sleep", 0);
+    }
+    CHECK_RT(fakert_register_kernel((const void *)k_small, "k_small"));
+    CHECK_RT(fakert_register_kernel((const void *)k_step, "k_step"));
+    CHECK_RT(fakert_register_kernel((const void *)k_long, "k_long"));
+    CHECK_RT(cudaStreamCreate(&stream));
+    t0 = now_s();
+    m->run(t0 + secs, &steps);
+    CHECK_RT(cudaStreamDestroy(stream));
+    printf("%s: %s: %ld steps in %.2f s\n", NAME, m->name, steps, now_s() - t0);
+    return 0;
+}
