@@ -547,6 +547,12 @@ struct cs_run {
     size_t nthreads;
     struct run_stack *stacks; /* by id */
     size_t nstacks;
+    /* cs_run_count(): records of each kind per table (0 host, 1 CUDA), from
+     * one scan of its block headers, valid while the file's newest txn is
+     * count_txnid[t] (a live writer's next commit makes them stale) */
+    int counted[2];
+    size_t count_txnid[2];
+    uint64_t counts[2][CS_REC_KIND_COUNT];
 };
 
 struct cs_cursor {
@@ -556,6 +562,7 @@ struct cs_cursor {
     unsigned kind, db;
     uint64_t since_ns, until_ns;
     int started;
+    int any_kind; /* return blocks of every kind in the table (cs_run_count) */
     void *buf; /* aligned copy of a block stored unaligned in a leaf page */
     size_t buf_cap;
 };
@@ -1041,19 +1048,33 @@ const struct cs_frame *cs_run_stack(struct cs_run *r, uint32_t id, size_t *n)
     return NULL;
 }
 
+static int cursor_open(struct cs_run *r, unsigned kind, uint64_t since_ns, uint64_t until_ns,
+                       int any_kind, struct cs_cursor **out);
+
+/* One scan counts every kind of the table: the analyzer asks for each of the
+ * seven kinds, and six scans of the host table over a big run cost more
+ * than the rest of its loading. A scan stops at the first bad block, as a
+ * scan for one kind did, so the counts are the same. */
 uint64_t cs_run_count(struct cs_run *r, unsigned kind)
 {
+    unsigned t = kind == CS_REC_CUDA;
     struct cs_cursor *c;
     const struct cs_blk_hdr *h;
     const void *recs;
-    uint64_t n = 0;
+    size_t txnid;
 
-    if (cs_cursor_open(r, kind, 0, UINT64_MAX, &c) < 0)
+    if (cursor_open(r, kind, 0, UINT64_MAX, 1, &c) < 0)
         return 0;
-    while (cs_cursor_next(c, &h, &recs, NULL) == 1)
-        n += h->n;
+    txnid = mdb_txn_id(c->txn);
+    if (!r->counted[t] || r->count_txnid[t] != txnid) {
+        memset(r->counts[t], 0, sizeof(r->counts[t]));
+        while (cs_cursor_next(c, &h, &recs, NULL) == 1)
+            r->counts[t][h->kind] += h->n; /* cursor_check() vouched for the kind */
+        r->counted[t] = 1;
+        r->count_txnid[t] = txnid;
+    }
     cs_cursor_close(c);
-    return n;
+    return r->counts[t][kind];
 }
 
 void cs_run_free(struct cs_run *r)
@@ -1066,6 +1087,12 @@ void cs_run_free(struct cs_run *r)
 
 int cs_cursor_open(struct cs_run *r, unsigned kind, uint64_t since_ns, uint64_t until_ns,
                    struct cs_cursor **out)
+{
+    return cursor_open(r, kind, since_ns, until_ns, 0, out);
+}
+
+static int cursor_open(struct cs_run *r, unsigned kind, uint64_t since_ns, uint64_t until_ns,
+                       int any_kind, struct cs_cursor **out)
 {
     struct cs_cursor *c;
     int rc;
@@ -1081,6 +1108,7 @@ int cs_cursor_open(struct cs_run *r, unsigned kind, uint64_t since_ns, uint64_t 
     c->db = kind == CS_REC_CUDA ? DB_CUDA : DB_HOST;
     c->since_ns = since_ns;
     c->until_ns = until_ns;
+    c->any_kind = any_kind;
     rc = run_txn_begin(r, &c->txn);
     if (rc == 0) {
         rc = mdb_cursor_open(c->txn, r->dbi[c->db], &c->cur);
@@ -1167,7 +1195,7 @@ int cs_cursor_next(struct cs_cursor *c, const struct cs_blk_hdr **hdr, const voi
         rc = cursor_check(c, &k, &v, h, err);
         if (rc)
             return rc;
-        if (h->kind != c->kind || h->ts_last_ns < c->since_ns)
+        if ((!c->any_kind && h->kind != c->kind) || h->ts_last_ns < c->since_ns)
             continue;
         *hdr = h;
         *recs = h + 1;
