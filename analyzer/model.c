@@ -48,10 +48,36 @@ void *model_alloc_big(size_t bytes)
     return p + BIG_HDR;
 }
 
+/* Grows big array @p p to @p bytes keeping its pages (and contents): the
+ * pages already faulted in are not zeroed again. @return NULL on failure,
+ * with @p p still valid. */
+static void *big_grow(void *p, size_t bytes)
+{
+    uint8_t *base = (uint8_t *)p - BIG_HDR, *q;
+    size_t len, new_len = bytes + BIG_HDR;
+
+    memcpy(&len, base, sizeof(len));
+    if (len < BIG_MIN || new_len < BIG_MIN)
+        return NULL;
+    q = mremap(base, len, new_len, MREMAP_MAYMOVE);
+    if (q == MAP_FAILED)
+        return NULL;
+    madvise(q, new_len, MADV_HUGEPAGE);
+    memcpy(q, &new_len, sizeof(new_len));
+    return q + BIG_HDR;
+}
+
 void *model_scratch(struct model *m, size_t bytes)
 {
+    void *q;
+
     if (bytes <= m->scratch_bytes)
         return m->scratch;
+    if (m->scratch && (q = big_grow(m->scratch, bytes)) != NULL) {
+        m->scratch = q;
+        m->scratch_bytes = bytes;
+        return q;
+    }
     model_free_big(m->scratch);
     m->scratch = model_alloc_big(bytes);
     m->scratch_bytes = m->scratch ? bytes : 0;

@@ -1,6 +1,7 @@
 /* stats.c: exact percentiles (radix sort + nearest rank) and the latency
  * tables. Every call's duration is kept, so a table costs 8 bytes per call
- * while it is built; the model (model.c) keeps the calls themselves. */
+ * while it is built, in the model's scratch memory (model.c keeps the calls
+ * themselves); a built table keeps only each row's summary. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,11 +236,12 @@ static int skip(const struct stats_table *t, const struct m_call *c)
     return t->by == STATS_BY_STREAM && cs_api_table[c->api].family == CS_FAM_ALLOC;
 }
 
-/* Two passes: count the calls of each row, then fill arrays of exact size
- * (10 M durations are never copied by a growing realloc). */
+/* Two passes: count the calls of each row, then fill each row's slice of
+ * one scratch array (10 M durations are never copied by a growing realloc,
+ * and the pages the feed's scratch already faulted in are reused). */
 int stats_table_build(struct stats_table *t, struct model *m, enum stats_by by)
 {
-    uint64_t max_n = 0, *tmp;
+    uint64_t max_n = 0, total = 0, *buf;
     struct stats_row *r;
 
     memset(t, 0, sizeof(*t));
@@ -255,12 +257,14 @@ int stats_table_build(struct stats_table *t, struct model *m, enum stats_by by)
         r->cap++;
     }
     for (uint32_t i = 0; i < t->nrow; i++) {
-        r = &t->row[i];
-        r->dur = model_alloc_big((r->cap ? r->cap : 1) * sizeof(*r->dur));
-        if (r->dur == NULL)
-            return -ENOMEM;
-        max_n = r->cap > max_n ? r->cap : max_n;
+        total += t->row[i].cap;
+        max_n = t->row[i].cap > max_n ? t->row[i].cap : max_n;
     }
+    /* the rows' durations, then the radix sort's buffer */
+    if ((buf = model_scratch(m, (total + max_n + 1) * sizeof(*buf))) == NULL)
+        return -ENOMEM;
+    for (uint64_t i = 0, off = 0; i < t->nrow; off += t->row[i].cap, i++)
+        t->row[i].dur = buf + off;
     for (uint64_t i = 0; i < m->ncall; i++) {
         const struct m_call *c = &m->call[i];
         if (skip(t, c))
@@ -269,11 +273,10 @@ int stats_table_build(struct stats_table *t, struct model *m, enum stats_by by)
         r->dur[r->n++] = model_dur(c);
         r->errors += !!(c->flags & CS_CF_ERROR);
     }
-    if ((tmp = model_scratch(m, (max_n ? max_n : 1) * sizeof(*tmp))) == NULL)
-        return -ENOMEM;
     for (uint32_t i = 0; i < t->nrow; i++) {
-        stats_sort(t->row[i].dur, t->row[i].n, tmp);
+        stats_sort(t->row[i].dur, t->row[i].n, buf + total);
         stats_summarize(t->row[i].dur, t->row[i].n, &t->row[i].s);
+        t->row[i].dur = NULL; /* the scratch is the next user's */
     }
     if (t->nrow)
         qsort(t->row, t->nrow, sizeof(*t->row), cmp_row);
@@ -293,8 +296,6 @@ const struct stats_row *stats_table_row(const struct stats_table *t, const struc
 
 void stats_table_exit(struct stats_table *t)
 {
-    for (uint32_t i = 0; i < t->nrow; i++)
-        model_free_big(t->row[i].dur);
     free(t->row);
     m_hash_free(t->ix);
     memset(t, 0, sizeof(*t));

@@ -41,7 +41,7 @@ struct stats_row {
     uint64_t stream;    /* STATS_BY_STREAM */
     uint32_t name_run, name_id; /* STATS_BY_KERNEL: run and strings id */
     uint64_t errors;    /* calls with CS_CF_ERROR */
-    uint64_t *dur;      /* ascending; owned */
+    uint64_t *dur;      /* ascending, in the model's scratch while the table is built; NULL after */
     uint64_t n, cap;
     uint64_t p99_gate;  /* chains.c: outlier threshold when the tail is heavy, else 0 */
     struct stats_summary s;
