@@ -425,12 +425,25 @@ static double ext_share(const struct model *m, uint32_t run, uint32_t p, uint64_
     return tree + ext > 0 ? ext / (tree + ext) : -1.0;
 }
 
+/* The outside process with the most CPU in the system window around
+ * @p t, 0 if none. */
+static uint32_t ext_top(const struct model *m, uint32_t run, uint64_t t)
+{
+    uint64_t i = model_sys_after(m, run, t);
+
+    if (i < m->runs[run].first_sys + m->runs[run].nsys && m->sys[i].t_start_ns <= t)
+        return m->sys[i].top_pid[0];
+    return 0;
+}
+
 /* One run-queue wait: when a CUDA thread was woken (it sleeps in syncs,
  * pipes, locks) but other processes kept the CPUs, they cost it the wait
  * just as a preemption would. The wait is split between the tree and the
- * outside by their shares of the CPU meanwhile (system windows); the holder
- * named is the process that ran on that CPU just before it (prev_pid), on
- * its side, else the holder is unknown. */
+ * outside by their shares of the CPU meanwhile (system windows). Holders
+ * named: in the tree, the process that ran on that CPU just before it
+ * (prev_pid) when it is a tree process; outside, the outside process with
+ * the most CPU in that window (prev_pid is often a short-lived kernel
+ * thread or the sampler, not who kept the CPU); else unknown. */
 static void wake_rec(struct ctx *x, uint32_t run, const struct cs_rec_runq *r)
 {
     const struct model *m = x->m;
@@ -453,12 +466,13 @@ static void wake_rec(struct ctx *x, uint32_t run, const struct cs_rec_runq *r)
     ci = call_at(m, t, r->t_enqueue_ns);
     for (int k = 0; k < 2; k++) {
         uint64_t part = (uint64_t)((double)d * (k ? share : 1.0 - share));
+        uint32_t who = k ? ext_top(m, run, r->t_run_ns) : hp != M_NONE ? r->prev_pid : 0;
         if (part == 0)
             continue;
         x->run_wake[k] += part;
         x->run_wake_n[k] += part * 2 >= d;
-        if (r->prev_pid && (hp == M_NONE) == k)
-            holder_add(x->holders[k], run, r->prev_pid, hp, part);
+        if (who)
+            holder_add(x->holders[k], run, who, k ? model_find_proc(m, run, who) : hp, part);
         else
             x->run_pre_anon[k] += part;
         if (ci != ~0ull)
