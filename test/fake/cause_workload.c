@@ -4,17 +4,23 @@
  *   cause_workload MODE [seconds=3]
  *     tree      4 x CPUs + 2 forked workers spin on the CPUs while the main
  *               process prepares each step on the CPU (2 ms), launches and
- *               syncs
+ *               syncs. Each worker starts its own session: with autogroup
+ *               scheduling (CONFIG_SCHED_AUTOGROUP) a session shares one
+ *               CPU share, and the box's other sessions would take half the
+ *               CPUs from one session whatever its number of workers
  *     external  the same main loop, no workers: the test starts `hog`s
  *               outside the traced tree
  *     starve    2 forked workers "read" each batch from slow storage (10 ms
  *               asleep) and send it over a pipe; the main process waits on
  *               the pipe while its stream is idle (2 ms of kernels a step)
- *     pageable  32 MiB cudaMemcpyAsync from malloc'ed memory every step
+ *     pageable  a 12 MiB cudaMemcpyAsync from malloc'ed memory every step,
+ *               then 4 x 0.5 ms kernels (the staging, ~1.5 ms on the CPU,
+ *               stays near a scheduler slice: longer bursts are preempted
+ *               as much as they run on a box that other sessions load)
  *     churn     cudaMalloc/cudaFree of 64 MiB every step (2 ms + 1 ms,
  *               slept: FAKECUDA_LAT_NS)
- *     sync      a 400 us kernel and a cudaStreamSynchronize every launch,
- *               200 us of CPU work between them
+ *     sync      a 300 us kernel and a cudaStreamSynchronize every launch,
+ *               400 us of CPU work between them
  *     clean     GPU-bound: 4 x 5 ms kernels and a 1 MiB pinned copy a step
  *     hog       spin on one CPU for `seconds` (no CUDA): the outside load
  * Runs for about `seconds`, then prints "<mode>: <steps> steps in <s> s". */
@@ -121,6 +127,7 @@ static void run_tree(double deadline, long *steps)
     long n = 4 * sysconf(_SC_NPROCESSORS_ONLN) + 2;
     for (long w = 0; w < n && w < MAX_WORKERS; w++)
         if (fork_worker() == 0) {
+            setsid();
             while (now_s() < deadline + 5) /* SIGKILLed by the parent long before */
                 spin_us(1000);
             _exit(0);
@@ -191,7 +198,7 @@ static void run_starve(double deadline, long *steps)
 
 static void run_pageable(double deadline, long *steps)
 {
-    const size_t bytes = 32 * MIB;
+    const size_t bytes = 12 * MIB;
     unsigned char *h = malloc(bytes);
     void *d = NULL;
     if (h == NULL)
@@ -201,7 +208,7 @@ static void run_pageable(double deadline, long *steps)
     CHECK_RT(cudaMemset(d, 0, bytes)); /* its first-touch page faults out of the copies */
     for (; now_s() < deadline; (*steps)++) {
         CHECK_RT(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, stream));
-        launch((const void *)k_small, 4, d);
+        launch((const void *)k_step, 4, d);
         CHECK_RT(cudaStreamSynchronize(stream));
     }
     CHECK_RT(cudaFree(d));
@@ -224,7 +231,7 @@ static void run_sync(double deadline, long *steps)
     void *d = NULL;
     CHECK_RT(cudaMalloc(&d, MIB));
     for (; now_s() < deadline; (*steps)++) {
-        spin_us(200);
+        spin_us(400);
         launch((const void *)k_step, 1, d);
         CHECK_RT(cudaStreamSynchronize(stream));
     }
@@ -250,9 +257,9 @@ static const struct mode modes[] = {
     {"tree", "k_small=200", NULL, run_tree},
     {"external", "k_small=200", NULL, run_cpu_steps},
     {"starve", "k_step=500", NULL, run_starve},
-    {"pageable", "k_small=100", NULL, run_pageable},
+    {"pageable", "k_step=500", NULL, run_pageable},
     {"churn", "k_step=300", "cuMemAlloc_v2=2000000,cuMemFree_v2=1000000", run_churn},
-    {"sync", "k_step=400", NULL, run_sync},
+    {"sync", "k_step=300", NULL, run_sync},
     {"clean", "k_long=5000", NULL, run_clean},
 };
 
