@@ -44,6 +44,21 @@ fi
 
 now_ns() { date +%s%N; }
 
+# gpu_local_cpus N: N CPUs of GPU 0's NUMA node, skipping its first two
+# (interrupts), as a taskset list; empty when it cannot tell.
+gpu_local_cpus() {
+    local bus list
+    bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i 0 2>/dev/null |
+        tr 'A-F' 'a-f' | sed 's/^0000//')
+    list=$(cat "/sys/bus/pci/devices/$bus/local_cpulist" 2>/dev/null) || return 0
+    python3 -c 'import sys
+cpus = []
+for part in sys.argv[1].split(","):
+    a, _, b = part.partition("-")
+    cpus += range(int(a), int(b or a) + 1)
+print(",".join(map(str, cpus[2:2 + int(sys.argv[2])])))' "$list" "$1"
+}
+
 # sampler_wrap: a script that runs the sampler with $CS_SAMPLER_ARGS first
 sampler_wrap() {
     local w="$RUNS/sampler-wrap.sh"
@@ -61,6 +76,7 @@ run_one() {
     cmd=("$@")
     local run="$RUNS/$name-$mode-$i.lmdb" out="$RUNS/$name-$mode-$i-$traced.out"
     local t0 t1 rc
+    [ -n "${CS_PIN:-}" ] && cmd=(taskset -c "$CS_PIN" "${cmd[@]}")
     t0=$(now_ns)
     if [ "$traced" = 1 ]; then
         rm -f "$run" "$run-lock"
@@ -125,14 +141,25 @@ part_overhead() { # issue 3's launch-loop target, measured several ways
     if [ -x "$B/bench_shim" ]; then
         # its RUNPATH names the build machine's fake/; only this command sees ours
         LD_LIBRARY_PATH="$B/fake" "$B/bench_shim" 5 200 1000 >"$OUT/bench-shim.txt" 2>>"$LOG"
+        [ -n "$(gpu_local_cpus 4)" ] && LD_LIBRARY_PATH="$B/fake" taskset -c "$(gpu_local_cpus 4)" \
+            "$B/bench_shim" 5 200 1000 >"$OUT/bench-shim-pinned.txt" 2>>"$LOG"
         cat "$OUT/bench-shim.txt" >>"$LOG"
     fi
-    CS_ANALYZE=0 REPS=$r interleave launch static -- "$RUNS/launch_static" "${ll[@]}"
-    CS_ANALYZE=0 REPS=$r interleave launch shared -- "$RUNS/launch_shared" "${ll[@]}"
-    CS_ANALYZE=0 REPS=$((r / 2)) CS_RECORD_FLAGS=--no-host \
-        interleave launch static-nohost -- "$RUNS/launch_static" "${ll[@]}"
-    CS_ANALYZE=0 REPS=$((r / 2)) interleave tiny loop -- "$PY" "$W" tiny x
-    REPS=1 interleave launch static-analysed -- "$RUNS/launch_static" "${ll[@]}"
+    local pin
+    pin=$(gpu_local_cpus 2)
+    log "gpu-check: overhead: launch loops pinned to CPUs ${pin:-none} (GPU 0's node)"
+    # the loop process on two CPUs near the GPU, traced or not: the
+    # untraced runs otherwise move between sockets and vary by 30 %
+    CS_PIN=$pin CS_ANALYZE=0 REPS=$r interleave launch static-pinned -- "$RUNS/launch_static" "${ll[@]}"
+    CS_PIN=$pin CS_ANALYZE=0 REPS=$r interleave launch shared-pinned -- "$RUNS/launch_shared" "${ll[@]}"
+    if [ "${OVERHEAD_ALL:-0}" = 1 ]; then
+        CS_ANALYZE=0 REPS=$r interleave launch static -- "$RUNS/launch_static" "${ll[@]}"
+        CS_ANALYZE=0 REPS=$r interleave launch shared -- "$RUNS/launch_shared" "${ll[@]}"
+        CS_ANALYZE=0 REPS=$((r / 2)) CS_RECORD_FLAGS=--no-host \
+            interleave launch static-nohost -- "$RUNS/launch_static" "${ll[@]}"
+        CS_ANALYZE=0 REPS=$((r / 2)) interleave tiny loop -- "$PY" "$W" tiny x
+        REPS=1 interleave launch static-analysed -- "$RUNS/launch_static" "${ll[@]}"
+    fi
 }
 
 part_seedov() { # issue 3's seed target: W=4, more pairs; page sampling 1 in 16
