@@ -55,6 +55,9 @@ shielded "$cudaspy" record -q -o "$run" -- "$workload" "$mode" "$secs" >"$run.lo
     { cat "$run.log" >&2; echo "real_cause: $mode: recording failed" >&2; exit 1; }
 stop_hogs
 cat "$run.log"
+# the host causes need the scheduler events of tier A (perf, as root)
+tier=$("${CS_ANALYZE:-cudaspy-analyze}" "$run" | sed -n 's/.*sampler tier \([A-Za-z]*\).*/\1/p')
+[ "$tier" = A ] || { echo "real_cause: $mode: skipped: sampler tier ${tier:-?}, not A"; exit 77; }
 if ! sh "$(dirname "$0")/expect_cause.sh" "$run" "$want"; then
     "${CS_ANALYZE:-cudaspy-analyze}" "$run" | sed -n '/^FINDINGS/,/^LATENCY/p' >&2
     exit 1
