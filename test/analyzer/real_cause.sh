@@ -56,7 +56,7 @@ shielded "$cudaspy" record -q -o "$run" -- "$workload" "$mode" "$secs" >"$run.lo
 stop_hogs
 cat "$run.log"
 # the host causes need the scheduler events of tier A (perf, as root)
-tier=$("${CS_ANALYZE:-cudaspy-analyze}" "$run" | sed -n 's/.*sampler tier \([A-Za-z]*\).*/\1/p')
+tier=$("${CS_ANALYZE:-cudaspy-analyze}" "$run" | sed -n 's/.*sampler tier \([A-Za-z]*\).*/\1/p' | head -n 1)
 [ "$tier" = A ] || { echo "real_cause: $mode: skipped: sampler tier ${tier:-?}, not A"; exit 77; }
 if ! sh "$(dirname "$0")/expect_cause.sh" "$run" "$want"; then
     "${CS_ANALYZE:-cudaspy-analyze}" "$run" | sed -n '/^FINDINGS/,/^LATENCY/p' >&2
