@@ -804,7 +804,8 @@ static void holders_evidence(struct finding *f, const struct ctx *x, int k)
               nh, fmt_ns(a, 32, named),
               x->run_pre_anon[k] ? ", the holder is unknown for part of the rest" : "");
     else if (x->run_pre_anon[k])
-        jaddf(f->evidence, "holder unknown for %s (sampler saw no switch-in on that CPU)",
+        jaddf(f->evidence, "holder unknown for %s (no switch-in seen on that CPU, or a "
+                           "wake-up wait whose CPU last ran a process of the other side)",
               fmt_ns(a, 32, x->run_pre_anon[k]));
 
     for (int i = 0; i < 4 && x->holders[k][i].n; i++) {
