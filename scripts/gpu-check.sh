@@ -11,7 +11,8 @@
 #   overhead: the shim's cost per call on this host (bench_shim, fake driver)
 #        and the empty-kernel launch loop (static and shared runtime), traced
 #        vs untraced, OVERHEAD_REPS interleaved pairs; seedov: the seed W=4,
-#        SEED_REPS pairs, plus pairs with the page sampling period raised
+#        SEED_REPS pairs, plus pairs with the page sampling period raised;
+#        ddpov: the clean 2-rank DDP loop at 4000 steps, DDP_REPS pairs
 # Env: CS_RECORD_FLAGS extra `cudaspy record` options; CS_SAMPLER_ARGS extra
 #   sampler options (through a wrapper named by CUDASPY_SAMPLER);
 #   CS_ANALYZE=0 skips analysing the traced runs (pure overhead runs)
@@ -160,6 +161,11 @@ part_overhead() { # issue 3's launch-loop target, measured several ways
         CS_ANALYZE=0 REPS=$((r / 2)) interleave tiny loop -- "$PY" "$W" tiny x
         REPS=1 interleave launch static-analysed -- "$RUNS/launch_static" "${ll[@]}"
     fi
+}
+
+part_ddpov() { # issue 10's overhead target: the clean DDP loop, long, more pairs
+    local trun=("$PY" -m torch.distributed.run --standalone --nproc_per_node=2 "$here/gpu/ddp.py")
+    CS_ANALYZE=0 REPS=${DDP_REPS:-4} interleave ddp clean-long -- "${trun[@]}" --steps 4000
 }
 
 part_seedov() { # issue 3's seed target: W=4, more pairs; page sampling 1 in 16
