@@ -169,9 +169,12 @@ part_ddpov() { # issue 10's overhead target: the clean DDP loop, long, more pair
 }
 
 part_seedov() { # issue 3's seed target: W=4, more pairs; page sampling 1 in 16
-    CS_ANALYZE=0 REPS=${SEED_REPS:-5} interleave seed w4 -- "$PY" "$W" seed loader 4
-    CS_ANALYZE=0 REPS=${SEED_REPS:-5} CS_SAMPLER_ARGS="--page-period 16" \
-        interleave seed w4-pp16 -- "$PY" "$W" seed loader 4
+    local pin="" sfx=""
+    # SEED_PIN=1: the whole tree (main + 4 workers) on 8 CPUs of GPU 0's node
+    [ "${SEED_PIN:-0}" = 1 ] && pin=$(gpu_local_cpus 8) && sfx=-pinned
+    CS_PIN=$pin CS_ANALYZE=0 REPS=${SEED_REPS:-5} interleave seed "w4$sfx" -- "$PY" "$W" seed loader 4
+    CS_PIN=$pin CS_ANALYZE=0 REPS=${SEED_REPS:-5} CS_SAMPLER_ARGS="--page-period 16" \
+        interleave seed "w4-pp16$sfx" -- "$PY" "$W" seed loader 4
 }
 
 part_profiler() { # torch.profiler (CUPTI) on the seed workload, for comparison
