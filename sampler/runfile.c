@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -555,6 +556,16 @@ struct cs_run {
     uint64_t counts[2][CS_REC_KIND_COUNT];
 };
 
+/* How a cursor reads blocks. Through the map, reading a block's first page
+ * maps the whole 2 MB page-cache folio around it, and a pass over a big file
+ * leaves all of it mapped (RSS grows by the file's size); a pread() copy maps
+ * nothing, for about the cost of the page faults it saves. */
+enum cursor_copy {
+    COPY_NONE = 0,  /* pointers into LMDB's map (cs_cursor_open()) */
+    COPY_BLOCK = 1, /* each block copied into buf (cs_cursor_release_pages()) */
+    COPY_HEADER = 2 /* only each block's header copied (cs_run_count()) */
+};
+
 struct cs_cursor {
     struct cs_run *r;
     MDB_txn *txn;
@@ -563,6 +574,7 @@ struct cs_cursor {
     uint64_t since_ns, until_ns;
     int started;
     int any_kind; /* return blocks of every kind in the table (cs_run_count) */
+    enum cursor_copy copy; /* how blocks are read */
     void *buf; /* aligned copy of a block stored unaligned in a leaf page */
     size_t buf_cap;
 };
@@ -1066,6 +1078,7 @@ uint64_t cs_run_count(struct cs_run *r, unsigned kind)
     if (cursor_open(r, kind, 0, UINT64_MAX, 1, &c) < 0)
         return 0;
     txnid = mdb_txn_id(c->txn);
+    c->copy = COPY_HEADER; /* the records are not needed */
     if (!r->counted[t] || r->count_txnid[t] != txnid) {
         memset(r->counts[t], 0, sizeof(r->counts[t]));
         while (cs_cursor_next(c, &h, &recs, NULL) == 1)
@@ -1124,6 +1137,11 @@ static int cursor_open(struct cs_run *r, unsigned kind, uint64_t since_ns, uint6
     return 0;
 }
 
+void cs_cursor_release_pages(struct cs_cursor *c)
+{
+    c->copy = COPY_BLOCK;
+}
+
 /* Check one block's key and header against its value size and database. */
 static int cursor_check(struct cs_cursor *c, const MDB_val *k, const MDB_val *v,
                         const struct cs_blk_hdr *h, struct cs_err *err)
@@ -1147,6 +1165,38 @@ static int cursor_check(struct cs_cursor *c, const MDB_val *k, const MDB_val *v,
                           cs_be32_get((uint8_t *)k->mv_data + 12), h->n, h->rec_size,
                           v->mv_size);
     return 0;
+}
+
+/* Copies value @p v (or with COPY_HEADER its block header: cursor_check()
+ * goes by v's size) out of the file into buf. @return the copy, 8-aligned,
+ * or NULL with *rc = -ENOMEM, -errno or CS_E_TRUNCATED (a short read). */
+static const void *cursor_read(struct cs_cursor *c, const MDB_val *v, int *rc)
+{
+    size_t n = v->mv_size, got = 0;
+    off_t at = (off_t)((const uint8_t *)v->mv_data - c->r->map);
+
+    if (c->copy == COPY_HEADER && n > sizeof(struct cs_blk_hdr))
+        n = sizeof(struct cs_blk_hdr);
+    if (n > c->buf_cap || c->buf == NULL) {
+        void *b = realloc(c->buf, n ? n : 1);
+        if (b == NULL) {
+            *rc = -ENOMEM;
+            return NULL;
+        }
+        c->buf = b;
+        c->buf_cap = n;
+    }
+    while (got < n) {
+        ssize_t k = pread(c->r->fd, (uint8_t *)c->buf + got, n - got, at + (off_t)got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            *rc = k < 0 ? -errno : CS_E_TRUNCATED;
+            return NULL;
+        }
+        got += (size_t)k;
+    }
+    return c->buf;
 }
 
 /* The value as an 8-aligned pointer (small values in leaf pages are only
@@ -1189,9 +1239,13 @@ int cs_cursor_next(struct cs_cursor *c, const struct cs_blk_hdr **hdr, const voi
             return run_past_end(c->r, c->db, err);
         if (k.mv_size == BLK_KEY_BYTES && cs_be64_get(k.mv_data) > c->until_ns)
             return 0; /* keys sort by ts_first */
-        h = cursor_aligned(c, &v);
-        if (h == NULL)
+        rc = -ENOMEM;
+        h = c->copy ? cursor_read(c, &v, &rc) : cursor_aligned(c, &v);
+        if (h == NULL && rc == -ENOMEM)
             return cs_err_set(err, -ENOMEM, "%s: out of memory", c->r->path);
+        if (h == NULL)
+            return cs_err_set(err, rc, "%s: %s: cannot read a block (%s)", c->r->path,
+                              db_names[c->db], cs_strerror(rc));
         rc = cursor_check(c, &k, &v, h, err);
         if (rc)
             return rc;
@@ -1207,6 +1261,8 @@ void cs_cursor_close(struct cs_cursor *c)
 {
     if (c == NULL)
         return;
+    if (c->copy && c->r->map) /* what walking the tree's pages mapped */
+        madvise((void *)c->r->map, c->r->file_bytes, MADV_DONTNEED);
     mdb_cursor_close(c->cur);
     mdb_txn_abort(c->txn);
     c->r->ncursors--;

@@ -142,11 +142,11 @@ int cs_cursor_open(struct cs_run *r, unsigned kind, uint64_t since_ns, uint64_t 
 int cs_cursor_next(struct cs_cursor *c, const struct cs_blk_hdr **hdr, const void **recs,
                    struct cs_err *err);
 
-/** From now on, hand the pages of each block back to the kernel once the
- * cursor has moved past it (or skipped it): for one pass over a big file,
- * so the process does not keep the whole file mapped (its RSS would grow by
- * the file's size). Advice only: the pages stay in the page cache, and a
- * later read of the same block maps them again. */
+/** For one pass over a big file: from now on the cursor copies each block
+ * out of the file (pread) instead of handing out a pointer into the map, and
+ * on close unmaps what walking the tree mapped, so the process does not keep
+ * the file mapped (its RSS would grow by the file's size). Blocks stay
+ * borrowed until the next call, as before; the pages stay in the page cache. */
 void cs_cursor_release_pages(struct cs_cursor *c);
 
 /** Close, free. Accepts NULL. */
