@@ -481,7 +481,8 @@ static void wake_rec(struct ctx *x, uint32_t run, const struct cs_rec_runq *r)
 }
 
 /* The runq records of every run; a block that cannot be read ends that
- * run's (the model has read and checked the kinds the report needs). */
+ * run's (the model has read and checked the kinds the report needs). A run
+ * without runq records is not scanned, and a scan hands its pages back. */
 static void run_wake(struct ctx *x)
 {
     const struct model *m = x->m;
@@ -491,8 +492,11 @@ static void run_wake(struct ctx *x)
         struct cs_cursor *c = NULL;
         const struct cs_blk_hdr *h;
         const void *recs;
-        int rc = cs_cursor_open(mr->run, CS_REC_RUNQ, mr->win_lo_ns, mr->win_hi_ns, &c);
+        int rc = -1;
 
+        if (mr->counts[CS_REC_RUNQ] &&
+            (rc = cs_cursor_open(mr->run, CS_REC_RUNQ, mr->win_lo_ns, mr->win_hi_ns, &c)) == 0)
+            cs_cursor_release_pages(c);
         while (rc == 0 && cs_cursor_next(c, &h, &recs, NULL) == 1) {
             if (h->kind != CS_REC_RUNQ || h->rec_size != sizeof(struct cs_rec_runq))
                 continue;

@@ -7,9 +7,6 @@
 #include <string.h>
 #include <stdio.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-#include <unistd.h>
 
 #include "cudaspy/api.h"
 #include "model.h"
@@ -330,75 +327,18 @@ static void link_parents(struct model *m)
     }
 }
 
-/* ---- the run file's pages ---- */
-
-/* Finds where the reader mapped @p r's file (/proc/self/maps, by device and
- * inode), so pages of blocks already placed can be handed back: a read-only
- * shared file mapping refaults them from the page cache if needed, and peak
- * RSS stays near the model's own size instead of model + file. */
-static void find_map(struct m_run *r)
-{
-    struct stat st;
-    FILE *f;
-    char line[4096];
-
-    if (stat(r->path, &st) < 0 || (f = fopen("/proc/self/maps", "r")) == NULL)
-        return;
-    while (fgets(line, sizeof(line), f)) {
-        unsigned long lo, hi, off, ino;
-        unsigned maj, min;
-        if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu", &lo, &hi, &off, &maj, &min, &ino) != 6)
-            continue;
-        if (ino == st.st_ino && maj == major(st.st_dev) && min == minor(st.st_dev) &&
-            hi - lo > r->map_hi - r->map_lo) {
-            r->map_lo = lo;
-            r->map_hi = hi;
-        }
-    }
-    fclose(f);
-}
-
-/* Pages to hand back, gathered so one madvise covers many blocks (each call
- * costs a TLB shootdown). */
-struct drop {
-    uintptr_t lo, hi;
-};
-
-static void drop_flush(struct drop *d)
-{
-    if (d->hi > d->lo)
-        madvise((void *)d->lo, d->hi - d->lo, MADV_DONTNEED);
-    d->lo = d->hi = 0;
-}
-
-static void drop_add(struct drop *d, const struct m_run *r, const void *from, size_t len)
-{
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t lo = ((uintptr_t)from + page - 1) & ~(page - 1);
-    uintptr_t hi = ((uintptr_t)from + len) & ~(page - 1);
-
-    if (lo < r->map_lo || hi > r->map_hi || hi <= lo)
-        return;
-    if (d->hi > d->lo && (lo > d->hi + 64 * page || hi + 64 * page < d->lo))
-        drop_flush(d); /* not near the gathered range */
-    if (d->hi <= d->lo) {
-        d->lo = lo;
-        d->hi = hi;
-    } else {
-        d->lo = lo < d->lo ? lo : d->lo;
-        d->hi = hi > d->hi ? hi : d->hi;
-    }
-    if (d->hi - d->lo >= (64u << 20))
-        drop_flush(d);
-}
-
 /* ---- blocks ---- */
 
 /* Calls fn(m, run, hdr, recs) for every block of @p kind in every run. */
 typedef int (*block_fn)(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
                         const void *recs, void *arg);
 
-static int each_block(struct model *m, unsigned kind, block_fn fn, void *arg, int drop,
+/* Every pass hands back the pages it has read (cs_cursor_release_pages()),
+ * so peak RSS stays near the model's own size instead of model + file.
+ * With @p if_any, runs without records of @p kind (by their counts) are not
+ * scanned: only for kinds whose table an earlier pass read whole, so a
+ * corrupt block is still found. */
+static int each_block(struct model *m, unsigned kind, int if_any, block_fn fn, void *arg,
                       struct cs_err *err)
 {
     for (int r = 0; r < m->nruns; r++) {
@@ -406,20 +346,19 @@ static int each_block(struct model *m, unsigned kind, block_fn fn, void *arg, in
         struct cs_cursor *c = NULL;
         const struct cs_blk_hdr *h;
         const void *recs;
-        struct drop d = {0, 0};
         int rc;
 
+        if (if_any && mr->counts[kind] == 0)
+            continue;
         reading = mr->path;
         rc = cs_cursor_open(mr->run, kind, mr->win_lo_ns, mr->win_hi_ns, &c);
-
+        if (rc == 0)
+            cs_cursor_release_pages(c);
         while (rc == 0 && (rc = cs_cursor_next(c, &h, &recs, err)) == 1) {
             if (h->kind != kind || h->rec_size != cs_rec_size(kind))
                 continue;
             rc = fn(m, (uint32_t)r, h, recs, arg);
-            if (drop)
-                drop_add(&d, mr, h, sizeof(*h) + (size_t)h->n * h->rec_size);
         }
-        drop_flush(&d);
         cs_cursor_close(c);
         reading = NULL;
         if (rc < 0) {
@@ -646,7 +585,7 @@ static int load_grouped(struct model *m, unsigned kind, block_fn fn, void **arr,
     if (base == NULL)
         return -ENOMEM;
     pl.pos = base + 1;
-    rc = each_block(m, kind, fn, &pl, 0, err);
+    rc = each_block(m, kind, 0, fn, &pl, err);
     if (rc < 0)
         goto out;
     for (uint32_t t = 0; t < m->nthr; t++) {
@@ -670,7 +609,7 @@ static int load_grouped(struct model *m, unsigned kind, block_fn fn, void **arr,
     pl.pass = 1;
     pl.last_thr = M_NONE;
     pl.last_proc = M_NONE;
-    rc = each_block(m, kind, fn, &pl, 1, err);
+    rc = each_block(m, kind, 0, fn, &pl, err);
 out:
     free(pl.pos - 1);
     return rc;
@@ -773,15 +712,16 @@ static int cmp_sys(const void *a, const void *b)
     return x->t_start_ns < y->t_start_ns ? -1 : x->t_start_ns > y->t_start_ns;
 }
 
+/* After the off-CPU passes, which read every host block. */
 static int load_windows(struct model *m, struct cs_err *err)
 {
     struct vec pw = {0}, sw = {0};
-    int rc = each_block(m, CS_REC_PWIN, pwin_block, &pw, 1, err);
+    int rc = each_block(m, CS_REC_PWIN, 1, pwin_block, &pw, err);
 
     if (rc == 0)
-        rc = each_block(m, CS_REC_SYSWIN, sys_block, &sw, 1, err);
+        rc = each_block(m, CS_REC_SYSWIN, 1, sys_block, &sw, err);
     if (rc == 0)
-        rc = each_block(m, CS_REC_LOST, lost_block, NULL, 1, err);
+        rc = each_block(m, CS_REC_LOST, 1, lost_block, NULL, err);
     m->pwin = pw.p;
     m->npwin = pw.n;
     m->sys = sw.p;
@@ -832,7 +772,6 @@ static int open_run(struct model *m, int i, const char *path, struct cs_err *err
     }
     for (unsigned k = 1; k < CS_REC_KIND_COUNT; k++)
         r->counts[k] = cs_run_count(r->run, k);
-    find_map(r);
     r->t0_ns = cs_run_meta_u64(r->run, "t_start_ns", 0);
     r->t_end_ns = cs_run_meta_u64(r->run, "t_end_ns", 0);
     if (r->t_end_ns < r->t0_ns)

@@ -94,7 +94,6 @@ struct m_run {
     uint64_t t0_ns, t_end_ns;  /* meta t_start_ns / t_end_ns (or record extent) */
     uint64_t win_lo_ns, win_hi_ns; /* analysed window, absolute */
     uint64_t first_sys, nsys;  /* range in model.sys */
-    uintptr_t map_lo, map_hi;  /* the run file's mapping, to release pages once read */
     uint64_t host_end_ns;      /* latest end of any record (runs without t_end_ns) */
     uint64_t counts[CS_REC_KIND_COUNT];
     uint64_t lost_perf, lost_shim, lost_spans;
