@@ -4,6 +4,9 @@
  * stdio, no stdout, errno preserved, fds O_CLOEXEC, sends never raise
  * SIGPIPE. The protocol is include/cudaspy/ring.h (docs/ring.md). */
 #include <errno.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <stdio.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -27,6 +30,7 @@
 __thread struct shim_ring_thread shim_ring_t_ __attribute__((tls_model("initial-exec")));
 _Atomic int shim_ring_off_;
 uint32_t shim_ring_clock_;
+uint8_t shim_ring_pfw_;
 
 static struct {
     pthread_mutex_t lock; /* everything below; slow path only */
@@ -404,6 +408,23 @@ static int seg_create(void)
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
 #endif
 
+/* PREFETCHW when the CPU has it (CPUID 0x80000001 ECX bit 8; older ones
+ * may fault on it), else a read prefetch; none with CUDASPY_RING_PREFETCH=0. */
+static void detect_prefetchw(void)
+{
+    const char *env = getenv("CUDASPY_RING_PREFETCH");
+    uint8_t how = SHIM_PF_READ;
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+
+    if (__get_cpuid(0x80000001u, &a, &b, &c, &d) && (c & (1u << 8)))
+        how = SHIM_PF_WRITE;
+#endif
+    if (env && strcmp(env, "0") == 0)
+        how = SHIM_PF_NONE;
+    __atomic_store_n(&shim_ring_pfw_, how, __ATOMIC_RELAXED);
+}
+
 /* Map the sub-ring's pages now, so that the hot path never takes a page
  * fault on first touch (a fault per 4 KiB costs more than 40 records). An
  * older kernel says EINVAL: the pages then come on first touch. */
@@ -426,6 +447,7 @@ static int claim(uint32_t tid, struct cs_ring_prod *prod)
                                                    &free_tid, tid)) {
                     cs_ring_prod_init(prod, g.seg[s], i);
                     prefault(prod);
+                    detect_prefetchw();
                     return 0;
                 }
             }

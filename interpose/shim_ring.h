@@ -37,6 +37,9 @@ extern __thread struct shim_ring_thread shim_ring_t_
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
 extern _Atomic int shim_ring_off_ __attribute__((visibility("hidden")));   /* 1 = stopped */
 extern uint32_t shim_ring_clock_ __attribute__((visibility("hidden")));   /* 0 = undecided */
+/* How to prefetch the next entry: SHIM_PF_* (CUDASPY_RING_PREFETCH=0: not). */
+enum { SHIM_PF_NONE, SHIM_PF_READ, SHIM_PF_WRITE };
+extern uint8_t shim_ring_pfw_ __attribute__((visibility("hidden")));
 
 /* ---- process-wide ---- */
 
@@ -118,6 +121,32 @@ static inline uint32_t shim_ring_tid(void)
     return __builtin_expect(t != 0, 1) ? t : shim_ring_tid_slow();
 }
 
+/** Start fetching, for writing, the cache lines the next entry of @p p
+ * will use: the collector read them last, from another core, and a store
+ * that has to wait for them holds up every later store of the thread,
+ * the driver's own included. Issued after a push, the transfer overlaps the
+ * program's work until its next CUDA call. Never faults. */
+static inline void shim_ring_prefetch_next(const struct cs_ring_prod *p)
+{
+    const uint8_t *q = p->data + (p->head & (p->size - 1));
+    const size_t last = sizeof(struct cs_ring_ent) + sizeof(struct cs_rec_cuda) - 1;
+    uint8_t how = __atomic_load_n(&shim_ring_pfw_, __ATOMIC_RELAXED);
+
+#if defined(__x86_64__)
+    if (__builtin_expect(how == SHIM_PF_WRITE, 1)) {
+        __asm__ volatile("prefetchw %0" : : "m"(q[0]));
+        __asm__ volatile("prefetchw %0" : : "m"(q[64]));
+        __asm__ volatile("prefetchw %0" : : "m"(q[last]));
+        return;
+    }
+#endif
+    if (how == SHIM_PF_READ) {
+        __builtin_prefetch(q, 1, 3);
+        __builtin_prefetch(q + 64, 1, 3);
+        __builtin_prefetch(q + last, 1, 3);
+    }
+}
+
 /** Copy @p r into this thread's sub-ring, or count a drop when it is full.
  * Attaches on first use. No locks, no malloc, no system calls after attach. */
 static inline void shim_ring_push_cuda(const struct cs_rec_cuda *r)
@@ -140,6 +169,7 @@ static inline void shim_ring_push_cuda(const struct cs_rec_cuda *r)
     e->aux = 0;
     memcpy(e + 1, r, sizeof(*r));
     cs_ring_commit(p);
+    shim_ring_prefetch_next(p);
 }
 
 /* ---- definitions (slow path is fine; they attach on first use) ---- */

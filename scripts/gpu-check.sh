@@ -12,7 +12,8 @@
 #        and the empty-kernel launch loop (static and shared runtime), traced
 #        vs untraced, OVERHEAD_REPS interleaved pairs; seedov: the seed W=4,
 #        SEED_REPS pairs, plus pairs with the page sampling period raised;
-#        ddpov: the clean 2-rank DDP loop at 4000 steps, DDP_REPS pairs
+#        ddpov: the clean 2-rank DDP loop at 4000 steps, DDP_REPS pairs;
+#        pfab: the shim's ring prefetch on and off (bench_shim, launch loop)
 # Env: CS_RECORD_FLAGS extra `cudaspy record` options; CS_SAMPLER_ARGS extra
 #   sampler options (through a wrapper named by CUDASPY_SAMPLER);
 #   CS_ANALYZE=0 skips analysing the traced runs (pure overhead runs)
@@ -161,6 +162,20 @@ part_overhead() { # issue 3's launch-loop target, measured several ways
         CS_ANALYZE=0 REPS=$((r / 2)) interleave tiny loop -- "$PY" "$W" tiny x
         REPS=1 interleave launch static-analysed -- "$RUNS/launch_static" "${ll[@]}"
     fi
+}
+
+part_pfab() { # the ring's next-entry prefetch on and off: bench_shim, pinned launch loop
+    local pin r=${OVERHEAD_REPS:-4} ll=(100000 7)
+    pin=$(gpu_local_cpus 2)
+    [ -x "$RUNS/launch_static" ] || nvcc -O2 -o "$RUNS/launch_static" "$here/gpu/launch_loop.cu" 2>>"$LOG"
+    for pf in 1 0; do
+        LD_LIBRARY_PATH="$B/fake" CUDASPY_RING_PREFETCH=$pf taskset -c "$(gpu_local_cpus 4)" \
+            "$B/bench_shim" 5 200 1000 >"$OUT/bench-shim-pf$pf.txt" 2>>"$LOG"
+    done
+    for pf in 1 0; do
+        CS_PIN=$pin CS_ANALYZE=0 REPS=$r interleave launch "static-pinned-pf$pf" \
+            CUDASPY_RING_PREFETCH=$pf -- "$RUNS/launch_static" "${ll[@]}"
+    done
 }
 
 part_ddpov() { # issue 10's overhead target: the clean DDP loop, long, more pairs
