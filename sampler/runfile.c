@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <lmdb.h>
 #include <malloc.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -595,14 +596,35 @@ struct cs_run *cs_run_new(void)
 #define LM_OFF_MAGIC  16
 #define LM_OFF_VER    20
 #define LM_OFF_PSIZE  40
+#define LM_OFF_MAINDB 88
 #define LM_OFF_LASTPG 136
 #define LM_OFF_TXNID  144
 #define LM_META_BYTES 152
 
+/* An MDB_db record (48 bytes: pad u32, flags u16, depth u16, 4 counts,
+ * root), as in the meta page (main DB) and in main-DB leaves (named DBs). */
+#define LM_DB_BYTES     48
+#define LM_DB_OFF_FLAGS 4
+#define LM_DB_OFF_DEPTH 6
+#define LM_DB_OFF_ROOT  40
+
+struct lm_db {
+    uint16_t flags, depth;
+    uint64_t root; /* LM_P_INVALID: empty */
+};
+
 struct lm_meta {
     uint32_t psize;
     uint64_t last_pg, txnid;
+    struct lm_db main_db;
 };
+
+static void lm_db_parse(const uint8_t *p, struct lm_db *d)
+{
+    memcpy(&d->flags, p + LM_DB_OFF_FLAGS, 2);
+    memcpy(&d->depth, p + LM_DB_OFF_DEPTH, 2);
+    memcpy(&d->root, p + LM_DB_OFF_ROOT, 8);
+}
 
 static int lm_meta_parse(const uint8_t *p, struct lm_meta *m)
 {
@@ -615,6 +637,22 @@ static int lm_meta_parse(const uint8_t *p, struct lm_meta *m)
     memcpy(&m->psize, p + LM_OFF_PSIZE, 4);
     memcpy(&m->last_pg, p + LM_OFF_LASTPG, 8);
     memcpy(&m->txnid, p + LM_OFF_TXNID, 8);
+    lm_db_parse(p + LM_OFF_MAINDB, &m->main_db);
+    return 0;
+}
+
+/* The meta page LMDB will use: the newer of the two (pages 0 and 1, page
+ * size @p psize), as mdb_env_pick_meta() chooses. -1 if page 0 is bad. */
+static int lm_meta_newest(int fd, uint32_t psize, struct lm_meta *m)
+{
+    uint8_t buf[LM_META_BYTES];
+    struct lm_meta b;
+
+    if (pread(fd, buf, sizeof(buf), 0) != (ssize_t)sizeof(buf) || lm_meta_parse(buf, m) < 0)
+        return -1;
+    if (pread(fd, buf, sizeof(buf), psize) == (ssize_t)sizeof(buf) &&
+        lm_meta_parse(buf, &b) == 0 && b.txnid > m->txnid)
+        *m = b;
     return 0;
 }
 
@@ -631,10 +669,8 @@ static int run_truncated(const char *path, uint32_t psize, uint64_t pgno, int64_
  * every page its newest meta page counts (else touching them is SIGBUS). */
 static int run_precheck(struct cs_run *r, const char *path, struct cs_err *err)
 {
-    uint8_t m0[LM_META_BYTES], m1[LM_META_BYTES];
-    struct lm_meta a, b, *m = &a;
+    struct lm_meta m;
     struct stat st;
-    ssize_t got;
 
     r->fd = open(path, O_RDONLY | O_CLOEXEC);
     if (r->fd < 0) {
@@ -647,21 +683,244 @@ static int run_precheck(struct cs_run *r, const char *path, struct cs_err *err)
         return cs_err_set(err, CS_E_BADMAGIC, "%s: not a cudaspy run file (a directory)", path);
     if (st.st_size == 0)
         return cs_err_set(err, CS_E_TRUNCATED, "%s: truncated file (0 bytes)", path);
-    got = pread(r->fd, m0, sizeof(m0), 0);
-    if (got < (ssize_t)sizeof(m0) || lm_meta_parse(m0, &a) < 0)
+    if (lm_meta_newest(r->fd, 0, &m) < 0) /* psize 0: page 0's meta twice */
         return cs_err_set(err, CS_E_BADMAGIC, "%s: not a cudaspy run file (no LMDB header)",
                           path);
-    if (a.psize < 512 || a.psize > 65536 || (a.psize & (a.psize - 1)))
+    if (m.psize < 512 || m.psize > 65536 || (m.psize & (m.psize - 1)))
         return cs_err_set(err, CS_E_CORRUPT, "%s: corrupt run file (page size %" PRIu32 ")",
-                          path, a.psize);
-    if (st.st_size < 2 * (int64_t)a.psize)
-        return run_truncated(path, a.psize, 1, st.st_size, err);
-    got = pread(r->fd, m1, sizeof(m1), a.psize);
-    if (got == (ssize_t)sizeof(m1) && lm_meta_parse(m1, &b) == 0 && b.txnid > a.txnid)
-        m = &b;
-    if ((uint64_t)st.st_size < (m->last_pg + 1) * a.psize)
-        return run_truncated(path, a.psize, m->last_pg, st.st_size, err);
+                          path, m.psize);
+    if (st.st_size < 2 * (int64_t)m.psize)
+        return run_truncated(path, m.psize, 1, st.st_size, err);
+    lm_meta_newest(r->fd, m.psize, &m);
+    if (m.last_pg >= (uint64_t)st.st_size / m.psize) /* no (last_pg + 1) * psize overflow */
+        return run_truncated(path, m.psize, m.last_pg, st.st_size, err);
     return 0;
+}
+
+/* ---- structure check: the pages LMDB walks when we open a run ----
+ * LMDB trusts its pages. A page whose mp_lower is below the 16-byte header
+ * has NUMKEYS() near 2^31, and mdb_node_search()'s binary search then
+ * overflows (low + high) and never ends: bug 5 of docs/reliability.md, a
+ * main-DB root flagged LEAF2 with mp_lower 0, hung cs_run_open() inside
+ * mdb_dbi_open(). A cycle of branch pages makes a cursor walk endless too.
+ * So before LMDB maps the file we pread() and check, on the newest meta's
+ * snapshot: every page of the main DB and of the five small tables that
+ * cs_run_open() loads whole (each page reached once, leaves exactly at the
+ * depth the DB record gives), and the root-to-first-leaf path (MDB_FIRST's)
+ * of the two block tables. Per page: its number, branch or leaf flags,
+ * lower/upper, every node inside the page, child page numbers in the file.
+ * Cost: the pages open reads anyway plus a few per block table; never a
+ * pass over the blocks. Constants are LMDB 0.9's (mdb.c). */
+#define LM_PAGEHDR     16u
+#define LM_P_BRANCH    0x01u
+#define LM_P_LEAF      0x02u
+#define LM_P_KINDS     0x6fu /* BRANCH LEAF OVERFLOW META LEAF2 SUBP */
+#define LM_F_BIGDATA   0x01u
+#define LM_F_SUBDATA   0x02u
+#define LM_F_DUPDATA   0x04u
+#define LM_NODEHDR     8u
+#define LM_MAX_DEPTH   31u /* CURSOR_STACK 32 */
+#define LM_P_INVALID   UINT64_MAX
+#define LM_DUP_FLAGS   (MDB_DUPSORT | MDB_DUPFIXED | MDB_INTEGERDUP | MDB_REVERSEDUP)
+#define LM_CHECK_TRIES 4
+
+struct lm_walk {
+    struct cs_run *r;
+    const struct lm_meta *m;
+    const char *tree;      /* "main database" or a table name, for messages */
+    int is_main;           /* main-DB leaves hold the named DB records */
+    struct itab seen;      /* pages reached so far (twice = not a tree) */
+    uint8_t *pages;        /* one page buffer per level */
+    struct lm_db named[DB_COUNT];
+    int found[DB_COUNT];
+    struct cs_err *err;
+};
+
+static uint16_t lm_u16(const uint8_t *p, size_t off)
+{
+    uint16_t v;
+
+    memcpy(&v, p + off, 2);
+    return v;
+}
+
+__attribute__((format(printf, 3, 4))) static int lm_bad(struct lm_walk *w, uint64_t pgno,
+                                                         const char *fmt, ...)
+{
+    char what[128];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    return cs_err_set(w->err, CS_E_CORRUPT, "%s: corrupt run file (%s, page %" PRIu64 ": %s)",
+                      w->r->path, w->tree, pgno, what);
+}
+
+/* A main-DB leaf node: keep the record of a named DB we open. */
+static int lm_named(struct lm_walk *w, uint64_t pgno, const uint8_t *nd, unsigned dsize)
+{
+    unsigned ksize = lm_u16(nd, 6);
+
+    if ((lm_u16(nd, 4) & (LM_F_SUBDATA | LM_F_DUPDATA)) != LM_F_SUBDATA)
+        return 0; /* not a named DB: mdb_dbi_open() refuses it by itself */
+    if ((lm_u16(nd, 4) & LM_F_BIGDATA) || dsize != LM_DB_BYTES)
+        return lm_bad(w, pgno, "database record of %u bytes, flags 0x%x", dsize, lm_u16(nd, 4));
+    for (int i = 0; i < DB_COUNT; i++)
+        if (strlen(db_names[i]) == ksize && memcmp(nd + LM_NODEHDR, db_names[i], ksize) == 0) {
+            lm_db_parse(nd + LM_NODEHDR + ksize, &w->named[i]);
+            w->found[i] = 1;
+        }
+    return 0;
+}
+
+/* Check that node @p i of page @p p (LMDB's layout) lies inside the page;
+ * a branch node's child page number goes to *child. */
+static int lm_node(struct lm_walk *w, uint64_t pgno, const uint8_t *p, unsigned i, int leaf,
+                   uint64_t *child)
+{
+    uint32_t psize = w->m->psize;
+    unsigned off = lm_u16(p, LM_PAGEHDR + 2 * i), ksize, flags, dsize, dlen;
+    const uint8_t *nd = p + off;
+
+    if (off < lm_u16(p, 14) || off + LM_NODEHDR > psize)
+        return lm_bad(w, pgno, "node %u at offset %u", i, off);
+    ksize = lm_u16(nd, 6);
+    flags = lm_u16(nd, 4);
+    dsize = lm_u16(nd, 0) | (unsigned)lm_u16(nd, 2) << 16;
+    dlen = !leaf ? 0 : (flags & LM_F_BIGDATA) ? 8 : dsize;
+    if ((uint64_t)off + LM_NODEHDR + ksize + dlen > psize)
+        return lm_bad(w, pgno, "node %u overruns the page (%u bytes of key and value)", i,
+                      ksize + dlen);
+    if (!leaf) {
+        *child = dsize | (uint64_t)flags << 32; /* NODEPGNO(): lo, hi, flags */
+        return 0;
+    }
+    if (w->is_main)
+        return lm_named(w, pgno, nd, dsize);
+    if (flags & (LM_F_SUBDATA | LM_F_DUPDATA))
+        return lm_bad(w, pgno, "node %u has flags 0x%x", i, flags);
+    return 0;
+}
+
+/* Read page @p pgno into @p p and check its header: number, kind (a leaf
+ * when @p leaf), lower/upper; *nkeys gets its node count. */
+static int lm_page(struct lm_walk *w, uint64_t pgno, uint8_t *p, int leaf, unsigned *nkeys)
+{
+    uint32_t psize = w->m->psize;
+    unsigned flags, lower, upper;
+    uint64_t id;
+    ssize_t got;
+
+    if (pgno < 2 || pgno > w->m->last_pg)
+        return cs_err_set(w->err, CS_E_CORRUPT,
+                          "%s: corrupt run file (%s: page number %" PRIu64
+                          " outside pages 2..%" PRIu64 ")",
+                          w->r->path, w->tree, pgno, w->m->last_pg);
+    got = pread(w->r->fd, p, psize, (off_t)(pgno * psize));
+    if (got < 0)
+        return cs_err_set(w->err, -errno, "%s: %s", w->r->path, strerror(errno));
+    if (got < (ssize_t)psize)
+        return run_truncated(w->r->path, psize, pgno, (int64_t)(pgno * psize) + got, w->err);
+    memcpy(&id, p, 8);
+    flags = lm_u16(p, 10);
+    lower = lm_u16(p, 12);
+    upper = lm_u16(p, 14);
+    if (id != pgno)
+        return lm_bad(w, pgno, "header says page %" PRIu64, id);
+    if ((flags & LM_P_KINDS) != (leaf ? LM_P_LEAF : LM_P_BRANCH))
+        return lm_bad(w, pgno, "flags 0x%x, want a %s page", flags, leaf ? "leaf" : "branch");
+    if (lower < LM_PAGEHDR || lower > upper || upper > psize || (lower & 1))
+        return lm_bad(w, pgno, "lower %u, upper %u", lower, upper);
+    *nkeys = (lower - LM_PAGEHDR) / 2;
+    if (!leaf && *nkeys == 0)
+        return lm_bad(w, pgno, "branch page without keys");
+    return 0;
+}
+
+/* Check the tree under page @p pgno, at @p level of a tree @p depth deep:
+ * every page when @p whole, else the first child at each level only. */
+static int lm_tree(struct lm_walk *w, uint64_t pgno, unsigned level, unsigned depth, int whole)
+{
+    uint8_t *p = w->pages + (size_t)level * w->m->psize;
+    int leaf = level + 1 == depth, is_new, rc;
+    unsigned nkeys;
+    uint32_t id;
+
+    if (itab_get(&w->seen, &pgno, sizeof(pgno), &id, &is_new) < 0)
+        return cs_err_set(w->err, -ENOMEM, "%s: out of memory", w->r->path);
+    if (!is_new)
+        return lm_bad(w, pgno, "reached twice, so the pages are not a tree");
+    rc = lm_page(w, pgno, p, leaf, &nkeys);
+    for (unsigned i = 0; rc == 0 && i < nkeys; i++) {
+        uint64_t child;
+        rc = lm_node(w, pgno, p, i, leaf, &child);
+        if (rc == 0 && !leaf && (whole || i == 0))
+            rc = lm_tree(w, child, level + 1, depth, whole);
+    }
+    return rc;
+}
+
+/* Check DB record @p d (its flags must be @p want_flags, or any without
+ * duplicates for ~0u) and the tree under its root. */
+static int lm_db_check(struct lm_walk *w, const struct lm_db *d, unsigned want_flags, int whole)
+{
+    if (d->root == LM_P_INVALID)
+        return 0; /* empty: LMDB reads no page of it */
+    if ((d->flags & LM_DUP_FLAGS) || (want_flags != ~0u && d->flags != want_flags) ||
+        d->depth == 0 || d->depth > LM_MAX_DEPTH)
+        return cs_err_set(w->err, CS_E_CORRUPT,
+                          "%s: corrupt run file (%s: flags 0x%x, depth %u)", w->r->path,
+                          w->tree, d->flags, d->depth);
+    return lm_tree(w, d->root, 0, d->depth, whole);
+}
+
+/* One check of snapshot @p m: the main DB whole, then each table we open. */
+static int lm_check(struct cs_run *r, const struct lm_meta *m, struct cs_err *err)
+{
+    struct lm_walk w = {.r = r, .m = m, .tree = "main database", .is_main = 1, .err = err};
+    int rc;
+
+    w.pages = malloc((size_t)LM_MAX_DEPTH * m->psize);
+    if (w.pages == NULL)
+        return cs_err_set(err, -ENOMEM, "%s: out of memory", r->path);
+    rc = lm_db_check(&w, &m->main_db, ~0u, 1);
+    w.is_main = 0;
+    for (int i = 0; rc == 0 && i < DB_COUNT; i++) {
+        w.tree = db_names[i];
+        if (w.found[i]) /* a missing one: run_load() says so */
+            rc = lm_db_check(&w, &w.named[i], db_flags[i], i != DB_CUDA && i != DB_HOST);
+    }
+    itab_free(&w.seen);
+    free(w.pages);
+    return rc;
+}
+
+/* The newest meta now (after run_precheck() accepted the page size). */
+static void lm_meta_now(int fd, struct lm_meta *m)
+{
+    lm_meta_newest(fd, 0, m);
+    lm_meta_newest(fd, m->psize, m);
+}
+
+/* lm_check() the snapshot LMDB is about to open. A live writer may reuse an
+ * older snapshot's pages while we read them, so a failure counts only if
+ * the newest meta is still the one checked; else check the newer one. */
+static int run_check_tree(struct cs_run *r, struct cs_err *err)
+{
+    struct lm_meta m, now;
+    int rc = 0;
+
+    for (int i = 0; i < LM_CHECK_TRIES; i++) {
+        lm_meta_now(r->fd, &m);
+        rc = lm_check(r, &m, err);
+        if (rc == 0)
+            return 0;
+        lm_meta_now(r->fd, &now);
+        if (now.txnid == m.txnid)
+            break;
+    }
+    return rc;
 }
 
 /* The same check through LMDB's own view, after it opened the env. */
@@ -999,6 +1258,8 @@ int cs_run_open(struct cs_run *r, const char *path, struct cs_err *err)
     if (r->path == NULL)
         return cs_err_set(err, -ENOMEM, "%s: out of memory", path);
     rc = run_precheck(r, path, err);
+    if (rc == 0)
+        rc = run_check_tree(r, err);
     if (rc == 0)
         rc = run_env_open(r, err);
     if (rc == 0)
