@@ -853,7 +853,7 @@ static int lm_tree(struct lm_walk *w, uint64_t pgno, unsigned level, unsigned de
         return lm_bad(w, pgno, "reached twice, so the pages are not a tree");
     rc = lm_page(w, pgno, p, leaf, &nkeys);
     for (unsigned i = 0; rc == 0 && i < nkeys; i++) {
-        uint64_t child;
+        uint64_t child = 0;
         rc = lm_node(w, pgno, p, i, leaf, &child);
         if (rc == 0 && !leaf && (whole || i == 0))
             rc = lm_tree(w, child, level + 1, depth, whole);
