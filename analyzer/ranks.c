@@ -22,6 +22,8 @@
 #define RK_ALIGN_MAX 4           /* sync points a rank's sequence may be shifted by */
 #define RK_ALIGN_SAMPLE 512      /* sync points compared to choose the shift */
 #define RK_PAGE_STORM 4          /* page allocation rate x median = storm */
+#define RK_PAGE_COST_NS 1000     /* CPU to allocate, zero and fault in one page */
+#define RK_PAGE_SHARE 10         /* % of the busy time pages must explain */
 
 /* Where the straggler's syncing thread spent the time it was late. */
 enum rk_cause { RK_BUSY, RK_PAGE, RK_PRE_TREE, RK_PRE_EXT, RK_SLEEP, RK_DISK, RK_CUDA, RK_NCAUSE };
@@ -530,9 +532,15 @@ static int top_cause(const struct rk_ctx *x, const struct rk_rank *s)
             best = k;
     if (best != RK_BUSY || s->win_ns == 0)
         return best;
+    /* a storm only if it is a storm against the run's median and the
+       pages could have cost a real share of the busy time: 180 pages in
+       8 s of a spinning rank is not why it was late */
+    if (s->win_pages < 64 ||
+        s->win_pages * RK_PAGE_COST_NS * 100 < s->cause_ns[RK_BUSY] * RK_PAGE_SHARE)
+        return best;
     med = page_rate_median(x->m, s->proc[0]);
     double rate = (double)s->win_pages * 1e9 / (double)s->win_ns;
-    return s->win_pages >= 64 && rate >= (double)(med ? med : 1) * RK_PAGE_STORM ? RK_PAGE : best;
+    return rate >= (double)(med ? med : 1) * RK_PAGE_STORM ? RK_PAGE : best;
 }
 
 static const char *rank_pid_label(const struct rk_ctx *x, const struct rk_rank *r, char *buf,

@@ -19,6 +19,7 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,10 +49,20 @@ static uint64_t now_cpu_ns(void)
 }
 
 /* Spin on CPU for @p ms of this thread's CPU time; returns a value the
- * compiler cannot drop. */
+ * compiler cannot drop. Like real host work it also takes a few fresh
+ * pages (64): far too few to be why the rank is late, which the analyzer
+ * must see (cli.ranks_straggler wants the cause "busy", not "page_alloc"). */
 static uint64_t burn(long ms)
 {
     uint64_t end = now_cpu_ns() + (uint64_t)ms * 1000000ull, x = 1;
+    size_t len = 64 * 4096;
+    char *fresh = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (fresh != MAP_FAILED) {
+        for (size_t i = 0; i < len; i += 4096)
+            fresh[i] = (char)i;
+        munmap(fresh, len);
+    }
 
     while (now_cpu_ns() < end)
         for (int i = 0; i < 1000; i++)

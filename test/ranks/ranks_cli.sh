@@ -22,7 +22,7 @@ case $case_ in
 straggler)  # rank 1 burns 20 ms of CPU every 10th step: it is named, on CPU
     record s.lmdb straggle
     analyse s.lmdb ranks=2 straggler=1 busy_dominates \
-        cause_in=busy,page_alloc,preempted_tree,preempted_external
+        cause_in=busy,preempted_tree,preempted_external
     "$jexpect" has=rank_straggler <s.lmdb.json >/dev/null || fail "json_expect has"
     ;;
 control)    # the same job without the extra work: no HIGH rank_straggler
