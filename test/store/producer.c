@@ -4,14 +4,16 @@
  * record k of a thread has seq k (from 1), so a reader can check that every
  * (pid, tid, seq) landed exactly once.
  *
- *   producer [-p PROCS] [-t THREADS] [-n RECORDS] [-m MODE] [-r PER_MS]
+ *   producer [-p PROCS] [-t THREADS] [-n RECORDS] [-m MODE] [-r PER_MS] [-T SECONDS]
  *   MODE: exit (return normally, default), _exit (no cleanup at all),
- *         kill (SIGKILL itself), forever (push until killed),
+ *         kill (SIGKILL itself), forever (push until killed or -T),
  *         fork (push N, fork a child that pushes N, push N more),
  *         churn (threads one after another: each must reuse the first
  *                segment's sub-rings; exit 4 if a second segment appears)
  * Exits 5 if a push changed errno.
  *   PER_MS: pace each thread to about this many records per millisecond
+ *   SECONDS: every process dies of SIGALRM after this long, whoever forgot
+ *         to kill it (0: never; forever mode's default is 120)
  * Prints "produced <records> dropped <drops>" per process to stdout. */
 #include <errno.h>
 #include <pthread.h>
@@ -29,9 +31,10 @@ struct prod_args {
     int procs, threads;
     long n, per_ms;
     const char *mode;
+    long limit_s; /* -T; -1: the mode's default */
 };
 
-static struct prod_args A = {1, 1, 1000, 0, "exit"};
+static struct prod_args A = {1, 1, 1000, 0, "exit", -1};
 static pthread_barrier_t done_bar;
 
 static const char kernel_name[] = "test_kernel_with_a_name";
@@ -143,6 +146,7 @@ static void proc_main(void)
     struct cs_frame f[2] = {{0x1234, 1, 0}, {0x5678, 1, 0}};
     pthread_t th[256];
 
+    alarm((unsigned)A.limit_s); /* fork() clears the parent's alarm */
     pthread_barrier_init(&done_bar, NULL, (unsigned)A.threads + 1);
     shim_ring_push_name(1, 0xabc, CS_NAME_KERNEL, kernel_name, strlen(kernel_name));
     shim_ring_push_stack(1, f, 2);
@@ -175,18 +179,22 @@ int main(int argc, char **argv)
 {
     int opt, fail = 0;
 
-    while ((opt = getopt(argc, argv, "p:t:n:m:r:")) != -1) {
+    while ((opt = getopt(argc, argv, "p:t:n:m:r:T:")) != -1) {
         switch (opt) {
         case 'p': A.procs = atoi(optarg); break;
         case 't': A.threads = atoi(optarg); break;
         case 'n': A.n = atol(optarg); break;
         case 'm': A.mode = optarg; break;
         case 'r': A.per_ms = atol(optarg); break;
+        case 'T': A.limit_s = atol(optarg); break;
         default: return 2;
         }
     }
-    if (A.threads < 1 || A.threads > 256 || A.procs < 1)
+    if (A.limit_s < 0)
+        A.limit_s = strcmp(A.mode, "forever") == 0 ? 120 : 0;
+    if (A.threads < 1 || A.threads > 256 || A.procs < 1 || A.limit_s > 86400)
         return 2;
+    alarm((unsigned)A.limit_s);
     for (int p = 0; p < A.procs; p++) {
         pid_t pid = fork();
         if (pid == 0)

@@ -3,6 +3,9 @@
  * the real sampler writes the run file, cs_run reads it back. Covers many
  * producers, producers leaving by _exit() or SIGKILL, a SIGKILLed
  * collector, exit status, TSC conversion, malformed clients, attach mode.
+ * Every process group it starts is SIGKILLed after each test and at exit,
+ * whichever way the test ended (a producer left in -m forever once filled
+ * the disk through its sampler).
  * Usage: test_collector SAMPLER PRODUCER */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +25,49 @@ static const char *sampler, *producer;
 static char dir[] = "/tmp/cs_test_collector.XXXXXX";
 static char path[128], errpath[160];
 
+/* Children started without waiting, each leading its own process group,
+ * until reaped: kids_kill() ends them whatever a test did before returning. */
+#define KIDS_MAX 8
+static pid_t kids[KIDS_MAX];
+static int nkids;
+
+/* waitpid() for a child of run_argv(); it is no longer ours to kill. */
+static pid_t kid_wait(pid_t pid, int *st)
+{
+    pid_t got = waitpid(pid, st, 0);
+
+    for (int i = 0; got == pid && i < nkids; i++)
+        if (kids[i] == pid)
+            kids[i] = kids[--nkids];
+    return got;
+}
+
+/* SIGKILL every group still running (the sampler, its command, producers)
+ * and reap its leader. After each test and at exit. */
+static void kids_kill(void)
+{
+    while (nkids > 0) {
+        pid_t pid = kids[--nkids];
+        kill(-pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+}
+
+/* A pipe for --ready-fd 5 with neither end on fd 5 (an earlier test that
+ * failed before closing its run file shifts the numbers pipe() returns). */
+static int ready_pipe(int ready[2])
+{
+    int p[2];
+
+    if (pipe(p) < 0)
+        return -1;
+    ready[0] = fcntl(p[0], F_DUPFD, 6);
+    ready[1] = fcntl(p[1], F_DUPFD, 6);
+    close(p[0]);
+    close(p[1]);
+    return ready[0] < 0 || ready[1] < 0 ? -1 : 0;
+}
+
 /* Run argv (NULL-terminated) with stderr to errpath; @return wait status. */
 static int run_argv(char *const *argv, pid_t *out_pid, int wait_it)
 {
@@ -37,10 +83,20 @@ static int run_argv(char *const *argv, pid_t *out_pid, int wait_it)
         execv(argv[0], argv);
         _exit(127);
     }
+    if (pid < 0)
+        return -1;
+    setpgid(pid, pid); /* as the child does: a kill(-pid) right away reaches it */
     if (out_pid)
         *out_pid = pid;
-    if (!wait_it)
+    if (!wait_it) {
+        if (nkids == KIDS_MAX) { /* a test started too many: never leave one behind */
+            kill(-pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            return -1;
+        }
+        kids[nkids++] = pid;
         return 0;
+    }
     if (waitpid(pid, &st, 0) != pid)
         return -1;
     return st;
@@ -250,7 +306,8 @@ static int test_producer_sigkill_keeps_records(void)
 static int test_collector_sigkill_keeps_committed_blocks(void)
 {
     char *argv[] = {(char *)sampler, "--no-host", "-q", "-o", path, "--", (char *)producer,
-                    "-p", "2", "-t", "2", "-m", "forever", "-r", "100", NULL};
+                    "-p", "2", "-t", "2", "-m", "forever", "-r", "100",
+                    "-T", "120", NULL};
     struct cs_run *r = cs_run_new();
     struct cs_err err = {""};
     struct landed l = {0};
@@ -266,7 +323,7 @@ static int test_collector_sigkill_keeps_committed_blocks(void)
     }
     CHECK(l.n >= 50000);
     CHECK_EQ(kill(-pid, SIGKILL), 0); /* the sampler and its tree */
-    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECK(kid_wait(pid, &st) == pid);
     CHECK(WIFSIGNALED(st));
     CHECK_OK(cs_run_open(r, path, &err));
     CHECK_EQ(cs_run_meta_u64(r, "clean_shutdown", 9), 0);
@@ -409,7 +466,7 @@ static int test_malformed_clients_are_dropped(void)
     h.h.magic = 0;
     CHECK_OK(send_raw(addr, &h, sizeof(h)));
     CHECK_OK(send_raw(addr, &s, sizeof(s))); /* seg before hello, no fd */
-    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECK(kid_wait(pid, &st) == pid);
     CHECK(WIFEXITED(st));
     CHECK_EQ(WEXITSTATUS(st), 0);
     CHECK(file_has(errpath, "malformed message; dropping it"));
@@ -435,7 +492,7 @@ static int test_attach_mode_ends_with_its_pid(void)
         _exit(0);
     }
     snprintf(pidbuf, sizeof(pidbuf), "%d", (int)child);
-    CHECK_EQ(pipe(ready), 0);
+    CHECK_EQ(ready_pipe(ready), 0);
     CHECK(dup2(ready[1], 5) == 5);
     CHECK_EQ(run_argv(argv, &pid, 0), 0);
     close(5);
@@ -443,7 +500,7 @@ static int test_attach_mode_ends_with_its_pid(void)
     CHECK_EQ(read(ready[0], &c, 1), 1);
     close(ready[0]);
     CHECK(waitpid(child, &st, 0) == child); /* the sampler sees it gone */
-    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECK(kid_wait(pid, &st) == pid);
     CHECK(WIFEXITED(st));
     CHECK_EQ(WEXITSTATUS(st), 0);
     CHECK_OK(cs_run_open(r, path, NULL));
@@ -461,7 +518,7 @@ static int test_sigterm_with_live_producer_finishes(void)
     char addr[64], pidbuf[16];
     char *sargv[] = {(char *)sampler, "--no-host", "-q", "-o", path, "--listen", addr, "--pid",
                      pidbuf, "--ready-fd", "5", NULL};
-    char *pargv[] = {(char *)producer, "-p", "1", "-t", "2", "-m", "forever", NULL};
+    char *pargv[] = {(char *)producer, "-p", "1", "-t", "2", "-m", "forever", "-T", "120", NULL};
     struct cs_run *r = cs_run_new();
     struct landed l = {0};
     pid_t prod, samp;
@@ -471,7 +528,7 @@ static int test_sigterm_with_live_producer_finishes(void)
     snprintf(addr, sizeof(addr), "@cs-test-term-%d", (int)getpid());
     snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());
     unlink(path);
-    CHECK_EQ(pipe(ready), 0);
+    CHECK_EQ(ready_pipe(ready), 0);
     CHECK(dup2(ready[1], 5) == 5);
     CHECK_EQ(run_argv(sargv, &samp, 0), 0);
     close(5);
@@ -487,9 +544,9 @@ static int test_sigterm_with_live_producer_finishes(void)
     }
     CHECK(l.n >= 20000);
     CHECK_EQ(kill(samp, SIGTERM), 0);
-    CHECK(waitpid(samp, &st, 0) == samp);
+    CHECK(kid_wait(samp, &st) == samp);
     kill(-prod, SIGKILL);
-    waitpid(prod, NULL, 0);
+    kid_wait(prod, NULL);
     CHECK(WIFEXITED(st));
     CHECK_EQ(WEXITSTATUS(st), 0);
     CHECK_OK(cs_run_open(r, path, NULL));
@@ -500,6 +557,14 @@ static int test_sigterm_with_live_producer_finishes(void)
     cs_run_free(r);
     return 0;
 }
+
+/* RUN(), then end whatever the test left running (a failed CHECK returns
+ * before the test's own kill). */
+#define RUN_KIDS(fn)                                                             \
+    do {                                                                         \
+        RUN(fn);                                                                 \
+        kids_kill();                                                             \
+    } while (0)
 
 int main(int argc, char **argv)
 {
@@ -512,17 +577,18 @@ int main(int argc, char **argv)
     snprintf(path, sizeof(path), "%s/run.lmdb", dir);
     snprintf(errpath, sizeof(errpath), "%s/stderr", dir);
     setenv("CUDASPY_RING_KB", "4096", 1); /* holds every test's records: no drops */
-    RUN(test_16_procs_4_threads_every_record_once);
-    RUN(test_producer_exit_without_flush_keeps_records);
-    RUN(test_producer_sigkill_keeps_records);
-    RUN(test_collector_sigkill_keeps_committed_blocks);
-    RUN(test_fork_child_never_writes_parent_ring);
-    RUN(test_thread_exit_releases_sub_ring);
-    RUN(test_exit_status_is_the_commands);
-    RUN(test_tsc_records_become_monotonic_ns);
-    RUN(test_malformed_clients_are_dropped);
-    RUN(test_attach_mode_ends_with_its_pid);
-    RUN(test_sigterm_with_live_producer_finishes);
+    atexit(kids_kill);
+    RUN_KIDS(test_16_procs_4_threads_every_record_once);
+    RUN_KIDS(test_producer_exit_without_flush_keeps_records);
+    RUN_KIDS(test_producer_sigkill_keeps_records);
+    RUN_KIDS(test_collector_sigkill_keeps_committed_blocks);
+    RUN_KIDS(test_fork_child_never_writes_parent_ring);
+    RUN_KIDS(test_thread_exit_releases_sub_ring);
+    RUN_KIDS(test_exit_status_is_the_commands);
+    RUN_KIDS(test_tsc_records_become_monotonic_ns);
+    RUN_KIDS(test_malformed_clients_are_dropped);
+    RUN_KIDS(test_attach_mode_ends_with_its_pid);
+    RUN_KIDS(test_sigterm_with_live_producer_finishes);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     if (system(cmd) != 0)
         return 2;
