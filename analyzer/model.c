@@ -363,6 +363,7 @@ static int each_block(struct model *m, unsigned kind, int if_any, block_fn fn, v
 struct place {
     int pass;
     uint64_t *pos; /* per thread: next free slot (pass 1) or count (pass 0) */
+    uint64_t *end; /* pass 1, per thread: end of its slice */
     uint32_t last_key_proc, last_tid, last_thr;
     uint32_t last_run, last_pid, last_proc;
 };
@@ -388,24 +389,26 @@ static uint32_t place_thr(struct model *m, struct place *pl, uint32_t run, uint3
     return t;
 }
 
+/* Pass 0 counts a record of thread @p t; pass 1 checks it has a slot.
+ * @return 0, 1 when pass 1 must skip it, or -ENOMEM. A run still being
+ * written can gain records between the passes (each reads its own
+ * snapshot): those were not counted, have no slot, and are left out. */
 static int place_count(struct place *pl, struct model *m, uint32_t t)
 {
     if (t == M_NONE)
         return -ENOMEM;
-    if (pl->pass == 0) {
+    if (pl->pass == 1)
+        return t >= pl->pos[-1] || pl->pos[t] >= pl->end[t];
+    if (t >= pl->pos[-1]) { /* pos grows with the thread table */
         uint32_t cap = m->cap_thr;
-        /* pos grows with the thread table */
-        if (t >= pl->pos[-1]) {
-            uint64_t *base = pl->pos - 1, *q;
-            q = realloc(base, ((size_t)cap + 1) * sizeof(*q));
-            if (q == NULL)
-                return -ENOMEM;
-            memset(q + 1 + q[0], 0, (cap - q[0]) * sizeof(*q));
-            q[0] = cap;
-            pl->pos = q + 1;
-        }
-        pl->pos[t]++;
+        uint64_t *q = realloc(pl->pos - 1, ((size_t)cap + 1) * sizeof(*q));
+        if (q == NULL)
+            return -ENOMEM;
+        memset(q + 1 + q[0], 0, (cap - q[0]) * sizeof(*q));
+        q[0] = cap;
+        pl->pos = q + 1;
     }
+    pl->pos[t]++;
     return 0;
 }
 
@@ -418,6 +421,7 @@ static int call_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
 
     for (uint32_t i = 0; i < h->n; i++, r++) {
         uint32_t t;
+        int rc;
         if (r->t_enter_ns < mr->win_lo_ns || r->t_enter_ns >= mr->win_hi_ns)
             continue;
         if (r->api == CS_API_NONE || r->api >= CS_API_COUNT)
@@ -425,9 +429,9 @@ static int call_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
         t = place_thr(m, pl, run, r->pid, r->tid);
         if (t != M_NONE && !m->proc[m->thr[t].proc].selected)
             continue; /* --pid: only that process and its descendants */
-        if (place_count(pl, m, t) < 0)
+        if ((rc = place_count(pl, m, t)) < 0)
             return -ENOMEM;
-        if (pl->pass == 1) {
+        if (pl->pass == 1 && rc == 0) {
             struct m_call *c = &m->call[pl->pos[t]++];
             c->t_enter_ns = r->t_enter_ns;
             c->t_exit_ns = r->t_exit_ns < r->t_enter_ns ? r->t_enter_ns : r->t_exit_ns;
@@ -477,6 +481,7 @@ static int off_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
 
     for (uint32_t i = 0; i < h->n; i++, r++) {
         uint32_t t;
+        int rc;
         if (r->t_end_ns <= mr->win_lo_ns || r->t_start_ns >= mr->win_hi_ns ||
             r->t_end_ns < r->t_start_ns)
             continue;
@@ -487,9 +492,9 @@ static int off_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
             off_totals(m, t, r, mr);
         if (m->thr[t].ncalls == 0)
             continue; /* not a CUDA thread: its totals are all we need */
-        if (place_count(pl, m, t) < 0)
+        if ((rc = place_count(pl, m, t)) < 0)
             return -ENOMEM;
-        if (pl->pass == 1) {
+        if (pl->pass == 1 && rc == 0) {
             struct m_off *o = &m->off[pl->pos[t]++];
             o->t_start_ns = r->t_start_ns;
             o->t_end_ns = r->t_end_ns;
@@ -571,6 +576,10 @@ static int load_grouped(struct model *m, unsigned kind, block_fn fn, void **arr,
     rc = each_block(m, kind, 0, fn, &pl, err);
     if (rc < 0)
         goto out;
+    pl.end = malloc((pl.pos[-1] + 1) * sizeof(*pl.end));
+    rc = pl.end ? 0 : -ENOMEM;
+    if (rc < 0)
+        goto out;
     for (uint32_t t = 0; t < m->nthr; t++) {
         uint64_t n = t < pl.pos[-1] ? pl.pos[t] : 0;
         if (kind == CS_REC_CUDA) {
@@ -580,8 +589,10 @@ static int load_grouped(struct model *m, unsigned kind, block_fn fn, void **arr,
             m->thr[t].first_off = sum;
             m->thr[t].noff = n;
         }
-        if (t < pl.pos[-1])
+        if (t < pl.pos[-1]) {
             pl.pos[t] = sum;
+            pl.end[t] = sum + n;
+        }
         sum += n;
     }
     *arr = model_alloc_big(sum ? sum * size : 1);
@@ -595,6 +606,7 @@ static int load_grouped(struct model *m, unsigned kind, block_fn fn, void **arr,
     rc = each_block(m, kind, 0, fn, &pl, err);
 out:
     free(pl.pos - 1);
+    free(pl.end);
     return rc;
 }
 
