@@ -32,7 +32,10 @@ if(TARGET cudaspy-analyze AND TARGET cudaspy_launcher AND TARGET client_rt_share
     # nosan: these compare recorded sync latencies (3x, 10x); in the loaded
     # sanitized passes slept 1 ms syncs measured ~3 ms at p99 (ASan) and one
     # TSan pass read the slow run as noise. They run in the normal pass.
-    set_tests_properties(cli.gate_${case} PROPERTIES LABELS "unit;nosan" TIMEOUT 60)
+    # RUN_SERIAL: under a parallel ctest two recordings of the same slept
+    # 1 ms syncs differed by more than 1.5x at p99 about one time in three.
+    set_tests_properties(cli.gate_${case} PROPERTIES LABELS "unit;nosan" TIMEOUT 60
+                         RUN_SERIAL TRUE)
   endforeach()
 endif()
 

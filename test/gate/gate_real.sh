@@ -24,15 +24,17 @@ record base.lmdb 1000000 1000
 case $case_ in
 real_identical)
     # a run against itself passes on every API; a second recording of the
-    # same workload passes on the syncs (other APIs are too noisy on a
-    # shared 2-core box to assert without timing flakes)
+    # same workload passes on the syncs' median (other APIs, and the p99 of
+    # slept 1 ms syncs, are too noisy on a shared 2-core box: 1 % of the
+    # sleeps of one recording overslept past 3.4 ms)
     expect_rc 0 "$analyze" gate --baseline base.lmdb base.lmdb
     grep -q '^cuStreamSynchronize .* 1.00x .* ok$' out.txt || fail "sync row"
     record again.lmdb 1000000 1000
-    expect_rc 0 "$analyze" gate --baseline base.lmdb --api $syncs again.lmdb
+    expect_rc 0 "$analyze" gate --baseline base.lmdb --metric p50 --api $syncs again.lmdb
     ;;
-real_regress)  # 3x slower syncs fail, naming the API
-    record slow.lmdb 3000000 1000
+real_regress)  # 5x slower syncs fail, naming the API (3x sat within
+    # the spread of a loaded box's oversleeping at the base's p99)
+    record slow.lmdb 5000000 1000
     expect_rc 1 "$analyze" gate --baseline base.lmdb slow.lmdb
     grep -q '^cuStreamSynchronize .*REGRESSED' out.txt || fail "cuStreamSynchronize not flagged"
     grep -q '^cudaspy-analyze: gate: cuStreamSynchronize: p99 regressed' err.txt || fail stderr
