@@ -19,8 +19,8 @@ add_test(NAME unit.stats COMMAND test_stats)
 set_tests_properties(unit.stats PROPERTIES LABELS unit)
 
 # cli.analyze_<case>: test/cli/analyze_<case>.sh ANALYZE GEN_RUN WORKDIR
-foreach(case missing_file random_bytes truncated corrupt corrupt_hang future_version empty_run
-        no_sampler usage help fail_on degraded)
+foreach(case missing_file random_bytes truncated corrupt corrupt_hang corrupt_cycle
+        future_version empty_run no_sampler usage help fail_on degraded)
   add_test(NAME cli.analyze_${case}
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cli/analyze_${case}.sh
                    $<TARGET_FILE:cudaspy-analyze> $<TARGET_FILE:gen_run> ${CS_AN_WORK}/cli_${case})
