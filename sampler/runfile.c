@@ -704,7 +704,8 @@ static int run_precheck(struct cs_run *r, const char *path, struct cs_err *err)
  * has NUMKEYS() near 2^31, and mdb_node_search()'s binary search then
  * overflows (low + high) and never ends: bug 5 of docs/reliability.md, a
  * main-DB root flagged LEAF2 with mp_lower 0, hung cs_run_open() inside
- * mdb_dbi_open(). A cycle of branch pages makes a cursor walk endless too.
+ * mdb_dbi_open(). Branch pages that are not a tree make a cursor walk
+ * revisit rows, or trip an LMDB assertion (abort) in mdb_cursor_next().
  * So before LMDB maps the file we pread() and check, on the newest meta's
  * snapshot: every page of the main DB and of the five small tables that
  * cs_run_open() loads whole (each page reached once, leaves exactly at the
