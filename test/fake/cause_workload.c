@@ -108,18 +108,25 @@ static pid_t fork_worker(void)
 
 /* ---- modes ---- */
 
-/* Prepare on the CPU, launch three short kernels, sync: the CPU work is
- * what other processes can take away from the main thread. */
-static void run_cpu_steps(double deadline, long *steps)
+/* Until @p deadline: spin @p spin us on the CPU, launch @p kernel @p n
+ * times, sync. */
+static void run_steps(double deadline, long *steps, long spin, const void *kernel, int n)
 {
     void *d = NULL;
     CHECK_RT(cudaMalloc(&d, MIB));
     for (; now_s() < deadline; (*steps)++) {
-        spin_us(2000);
-        launch((const void *)k_small, 3, d);
+        spin_us(spin);
+        launch(kernel, n, d);
         CHECK_RT(cudaStreamSynchronize(stream));
     }
     CHECK_RT(cudaFree(d));
+}
+
+/* Prepare on the CPU, launch three short kernels, sync: the CPU work is
+ * what other processes can take away from the main thread. */
+static void run_cpu_steps(double deadline, long *steps)
+{
+    run_steps(deadline, steps, 2000, (const void *)k_small, 3);
 }
 
 static void run_tree(double deadline, long *steps)
@@ -228,14 +235,7 @@ static void run_churn(double deadline, long *steps)
 
 static void run_sync(double deadline, long *steps)
 {
-    void *d = NULL;
-    CHECK_RT(cudaMalloc(&d, MIB));
-    for (; now_s() < deadline; (*steps)++) {
-        spin_us(400);
-        launch((const void *)k_step, 1, d);
-        CHECK_RT(cudaStreamSynchronize(stream));
-    }
-    CHECK_RT(cudaFree(d));
+    run_steps(deadline, steps, 400, (const void *)k_step, 1);
 }
 
 static void run_clean(double deadline, long *steps)
