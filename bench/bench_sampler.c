@@ -3,8 +3,10 @@
  * collector; the sampler's own CPU comes from getrusage(RUSAGE_SELF) over
  * the run, the switch rate from /proc/stat ctxt (every switch on the box is
  * a CPU-wide record the sampler reads). Paced runs step the rate up to find
- * the highest one with 0 lost records.
- * Usage: bench_sampler [SECONDS] [RING_PAGES] */
+ * the highest one with 0 lost records. Last, what tracing adds to each
+ * page fault of a traced process (its own clock, pages touched fresh),
+ * untraced vs page sampling every allocation vs 1 in 16, interleaved.
+ * Usage: bench_sampler [SECONDS=3 (0: page faults only)] [RING_PAGES] [PAGE_ROUNDS=5] */
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -236,6 +239,123 @@ static int run_once(int npairs, uint64_t rate, uint64_t dur_ns, unsigned ring_pa
     return 0;
 }
 
+/* ---- what tracing adds to a page fault ---- */
+
+#define FAULT_CHUNK (16u << 20) /* bytes mapped, touched and unmapped per loop */
+#define FAULT_PAGES 131072u     /* pages a child touches: 512 MiB */
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Child: wait for the go byte, touch FAULT_PAGES fresh pages, send back
+ * the ns per page. Never returns. */
+static void toucher(int go, int res)
+{
+    char b;
+    uint64_t t0, done = 0;
+    double ns;
+
+    if (read(go, &b, 1) != 1)
+        _exit(1);
+    t0 = mono_ns();
+    while (done < FAULT_PAGES) {
+        char *m = mmap(NULL, FAULT_CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (m == MAP_FAILED)
+            _exit(1);
+        for (size_t k = 0; k < FAULT_CHUNK; k += 4096, done++)
+            m[k] = 1;
+        munmap(m, FAULT_CHUNK);
+    }
+    ns = (double)(mono_ns() - t0) / (double)done;
+    _exit(write(res, &ns, sizeof(ns)) == sizeof(ns) ? 0 : 1);
+}
+
+/* One child's ns per fault; traced with page sampling period @p period, or
+ * untraced when 0. @return < 0 on failure. */
+static double fault_once(unsigned period)
+{
+    int go[2], res[2], status;
+    struct collector c;
+    struct host_opts o = {.force_tier = 'A', .page_alloc_period = period};
+    struct cs_err err = {""};
+    struct host *h = NULL;
+    double ns = -1;
+
+    if (pipe(go) < 0 || pipe(res) < 0)
+        return -1;
+    memset(&c, 0, sizeof(c));
+    o.root = fork();
+    if (o.root == 0)
+        toucher(go[0], res[1]);
+    if (period && ((h = host_new(&o)) == NULL || host_open(h, &c, &err) < 0)) {
+        fprintf(stderr, "bench_sampler: host_open: %s\n", err.msg);
+        host_free(h);
+        h = NULL;
+        kill(o.root, SIGKILL);
+    }
+    if (write(go[1], "g", 1) != 1)
+        kill(o.root, SIGKILL);
+    while (h && waitpid(o.root, &status, WNOHANG) == 0) {
+        struct pollfd fds[256];
+        int n = host_pollfds(h, fds, 256);
+        poll(fds, (nfds_t)n, 10);
+        host_drain(h, procfs_now_ns());
+    }
+    if (!h)
+        waitpid(o.root, &status, 0);
+    if (read(res[0], &ns, sizeof(ns)) != sizeof(ns))
+        ns = -1;
+    if (h) {
+        host_finish(h, procfs_now_ns());
+        host_free(h);
+    }
+    close(go[0]), close(go[1]), close(res[0]), close(res[1]);
+    return ns;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return v[n / 2];
+}
+
+/* Rounds of (untraced, period 1, period 16) in rotating order. */
+static int fault_cost(int rounds)
+{
+    static const unsigned periods[3] = {0, 1, 16};
+    double ns[3][64], d1[64], d16[64];
+
+    for (int r = 0; r < rounds; r++)
+        for (int k = 0; k < 3; k++) {
+            int m = (r + k) % 3;
+            if ((ns[m][r] = fault_once(periods[m])) < 0)
+                return -1;
+        }
+    for (int r = 0; r < rounds; r++) {
+        d1[r] = ns[1][r] - ns[0][r];
+        d16[r] = ns[2][r] - ns[0][r];
+    }
+    printf("%-30s untraced_p50    %10.1f  ns     per fault, n=%u pages x %d rounds\n",
+           "sampler.page_fault", median(ns[0], rounds), FAULT_PAGES, rounds);
+    printf("%-30s added_p50       %10.1f  ns     per fault, page sampling 1 in 1\n",
+           "sampler.page_fault", median(d1, rounds));
+    printf("%-30s added_p50       %10.1f  ns     per fault, page sampling 1 in 16\n",
+           "sampler.page_fault", median(d16, rounds));
+    return 0;
+}
+
 static void header(int argc, char **argv)
 {
     char host[64] = "?", commit[64] = "unknown";
@@ -269,6 +389,7 @@ int main(int argc, char **argv)
 {
     uint64_t dur_ns = (uint64_t)(argc > 1 ? atof(argv[1]) : 3.0) * 1000000000ull;
     unsigned pages = argc > 2 ? (unsigned)atoi(argv[2]) : 512;
+    int page_rounds = argc > 3 ? atoi(argv[3]) : 5;
     static const uint64_t rates[] = {5000, 20000, 40000, 0};
     int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
     double best = 0;
@@ -278,8 +399,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_sampler: needs root (tier A)\n");
         return 2;
     }
+    if (page_rounds < 1 || page_rounds > 64) {
+        fprintf(stderr, "bench_sampler: PAGE_ROUNDS must be 1-64\n");
+        return 2;
+    }
     header(argc, argv);
-    for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
+    for (size_t i = 0; dur_ns && i < sizeof(rates) / sizeof(rates[0]); i++) {
         char subj[64];
 
         snprintf(subj, sizeof(subj), "sampler.pingpong_%s", rates[i] ? "paced" : "full");
@@ -289,7 +414,9 @@ int main(int argc, char **argv)
         if (r.lost == 0 && r.sys_rate > best)
             best = r.sys_rate;
     }
-    printf("%-30s switch_rate     %10.0f  /s     lost=0 ring_pages=%u ncpu=%ld\n",
-           "sampler.max_rate_0_lost", best, pages, sysconf(_SC_NPROCESSORS_ONLN));
-    return 0;
+    if (dur_ns)
+        printf("%-30s switch_rate     %10.0f  /s     lost=0 ring_pages=%u ncpu=%ld\n",
+               "sampler.max_rate_0_lost", best, pages, sysconf(_SC_NPROCESSORS_ONLN));
+    fflush(stdout);
+    return fault_cost(page_rounds) < 0 ? 3 : 0;
 }

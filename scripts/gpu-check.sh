@@ -147,6 +147,9 @@ part_overhead() { # issue 3's launch-loop target, measured several ways
             "$B/bench_shim" 5 200 1000 >"$OUT/bench-shim-pinned.txt" 2>>"$LOG"
         cat "$OUT/bench-shim.txt" >>"$LOG"
     fi
+    if [ -x "$B/bench_sampler" ]; then # what page sampling adds to a fault here
+        "$B/bench_sampler" 0 512 7 >"$OUT/bench-sampler-faults.txt" 2>>"$LOG"
+    fi
     local pin
     pin=$(gpu_local_cpus 2)
     log "gpu-check: overhead: launch loops pinned to CPUs ${pin:-none} (GPU 0's node)"
