@@ -987,14 +987,28 @@ static void f_pipe(struct ctx *x)
                   fmt_ns(d, 32, m->proc[w->proc].st.oncpu_ns), m->proc[w->proc].st.page_allocs);
     }
     tail_evidence(f, tail_for(x, C_PIPE), C_PIPE);
-    snprintf(f->summary, sizeof(f->summary),
-             "the GPU sat idle %s while the main thread waited for its %u worker(s) to deliver "
-             "batches", fmt_ns(a, 32, wait), nw);
-    snprintf(f->host, sizeof(f->host), "main thread asleep %s waiting on %u worker(s) / "
-             "helper threads", fmt_ns(b, 32, wait), nw);
+    if (nw)
+        snprintf(f->summary, sizeof(f->summary),
+                 "the GPU sat idle %s while the main thread waited for its %u worker(s) to "
+                 "deliver batches", fmt_ns(a, 32, wait), nw);
+    else
+        snprintf(f->summary, sizeof(f->summary),
+                 "the GPU sat idle %s while the main thread waited for helper threads of its "
+                 "own process", fmt_ns(a, 32, wait));
+    if (nw)
+        snprintf(f->host, sizeof(f->host), "main thread asleep %s waiting on %u worker(s) / "
+                 "helper threads", fmt_ns(b, 32, wait), nw);
+    else
+        snprintf(f->host, sizeof(f->host), "main thread asleep %s waiting on its own helper "
+                 "threads", fmt_ns(b, 32, wait));
     snprintf(f->cuda, sizeof(f->cuda), "GPU idle >= %s in %" PRIu64 " gaps after syncs",
              fmt_ns(a, 32, idle), gaps);
-    if (cpus && nw + 1 >= cpus)
+    if (nw == 0)
+        snprintf(f->rec, sizeof(f->rec),
+                 "find what the helper thread waits for before it wakes the main thread (a "
+                 "data-loading or pin-memory thread, or a collective's thread such as gloo's: "
+                 "then see rank_straggler); move that work off the step's critical path");
+    else if (cpus && nw + 1 >= cpus)
         snprintf(f->rec, sizeof(f->rec),
                  "%u workers already fill %u CPUs: make batches cheaper to produce (for an "
                  "in-memory dataset index tensors directly with a pre-shuffled index instead of "

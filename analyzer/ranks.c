@@ -10,6 +10,7 @@
 
 #include "chains.h"
 #include "cudaspy/api.h"
+#include "cudaspy/grow.h"
 #include "ranks.h"
 #include "stats.h"
 
@@ -31,6 +32,14 @@ enum rk_cause { RK_BUSY, RK_PAGE, RK_PRE_TREE, RK_PRE_EXT, RK_SLEEP, RK_DISK, RK
 static const char *const rk_cause_names[RK_NCAUSE] = {
     "busy", "page_alloc", "preempted_tree", "preempted_external", "sleep", "io_wait", "cuda"};
 
+/* A thread of a rank, not its syncing one, woken by another rank's process
+ * at t_ns: the helper thread of a host barrier (gloo) that then wakes the
+ * syncing thread. */
+struct rk_relay {
+    uint32_t tid;
+    uint64_t t_ns;
+};
+
 struct rk_rank {
     uint32_t rank;
     uint32_t proc[RK_MAX_PROCS], nproc;
@@ -48,6 +57,8 @@ struct rk_rank {
     uint64_t holder_ns;
     uint64_t worst_step, worst_lost;
     uint64_t first_late, last_late; /* sync points of its first and last straggle */
+    struct rk_relay *relay;     /* its other threads' sleeps that a peer ended, by tid, time */
+    size_t nrelay, relay_cap;
 };
 
 struct rk_ctx {
@@ -254,24 +265,111 @@ static int woken_by_peer(const struct rk_ctx *x, uint32_t self, uint32_t waker)
     return 0;
 }
 
+static int cmp_relay(const void *a, const void *b)
+{
+    const struct rk_relay *x = a, *y = b;
+
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    return x->t_ns < y->t_ns ? -1 : x->t_ns > y->t_ns;
+}
+
+/* Did a peer wake thread @p tid of rank @p r within [t0, t1]? */
+static int relay_woken(const struct rk_rank *r, uint32_t tid, uint64_t t0, uint64_t t1)
+{
+    size_t lo = 0, hi = r->nrelay;
+
+    while (lo < hi) { /* first entry >= (tid, t0) */
+        size_t mid = (lo + hi) / 2;
+        const struct rk_relay *e = &r->relay[mid];
+        if (e->tid < tid || (e->tid == tid && e->t_ns < t0))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < r->nrelay && r->relay[lo].tid == tid && r->relay[lo].t_ns <= t1;
+}
+
+/* Whether waker @p pid/@p tid is another thread of rank @p ri than its
+ * syncing one, itself woken by a peer during [t0, t1]. */
+static int woken_by_relay(const struct rk_ctx *x, uint32_t ri, uint32_t run, uint32_t pid,
+                          uint32_t tid, uint64_t t0, uint64_t t1)
+{
+    const struct rk_rank *r = &x->r[ri];
+    uint32_t p = pid ? model_find_proc(x->m, run, pid) : M_NONE;
+
+    return p != M_NONE && x->rank_of[p] == ri && tid != x->m->thr[r->thr].tid &&
+           relay_woken(r, tid, t0, t1);
+}
+
 /* Time rank @p ri's syncing thread slept in [t0, t1) woken by another
- * rank's process. A barrier run by a helper thread that then wakes the
- * syncing one (gloo) is not seen: the model keeps no off-CPU intervals of
- * threads without CUDA calls. */
+ * rank's process, or by a thread of its own that a peer had just woken (a
+ * barrier run by a helper thread, as gloo's). */
 static uint64_t peer_sleep(const struct rk_ctx *x, uint32_t ri, uint64_t t0, uint64_t t1)
 {
     const struct model *m = x->m;
-    uint32_t t = x->r[ri].thr;
+    uint32_t t = x->r[ri].thr, run = m->proc[m->thr[t].proc].run;
     uint64_t end = m->thr[t].first_off + m->thr[t].noff, sum = 0;
 
     for (uint64_t i = model_off_after(m, t, t0); i < end && m->off[i].t_start_ns < t1; i++) {
         const struct m_off *o = &m->off[i];
         if (o->cls != CS_OFF_SLEEP && o->cls != CS_OFF_BLOCKED)
             continue;
-        if (woken_by_peer(x, ri, o->waker_pid))
+        if (woken_by_peer(x, ri, o->waker_pid) ||
+            woken_by_relay(x, ri, run, o->waker_pid, o->waker_tid, o->t_start_ns, o->t_end_ns))
             sum += model_overlap(o->t_start_ns, o->t_end_ns, t0, t1);
     }
     return sum;
+}
+
+/* One off-CPU record of run @p run: keep it if a peer woke a thread of a
+ * rank other than its syncing thread. */
+static int relay_add(struct rk_ctx *x, uint32_t run, const struct cs_rec_offcpu *o)
+{
+    uint32_t p, ri;
+    struct rk_rank *r;
+
+    if (o->cls != CS_OFF_SLEEP && o->cls != CS_OFF_BLOCKED)
+        return 0;
+    p = model_find_proc(x->m, run, o->pid);
+    ri = p != M_NONE ? x->rank_of[p] : M_NONE;
+    if (ri == M_NONE || x->r[ri].thr == M_NONE || o->tid == x->m->thr[x->r[ri].thr].tid ||
+        !woken_by_peer(x, ri, o->waker_pid))
+        return 0;
+    r = &x->r[ri];
+    if (cs_grow((void **)&r->relay, &r->relay_cap, r->nrelay + 1, sizeof(*r->relay)) < 0)
+        return -ENOMEM;
+    r->relay[r->nrelay++] = (struct rk_relay){o->tid, o->t_end_ns};
+    return 0;
+}
+
+/* The model keeps off-CPU intervals of CUDA threads only: read the other
+ * threads' from the run files, once. */
+static int relays(struct rk_ctx *x)
+{
+    const struct model *m = x->m;
+    int rc = 0;
+
+    for (int run = 0; rc == 0 && run < m->nruns; run++) {
+        const struct m_run *mr = &m->runs[run];
+        struct cs_cursor *c = NULL;
+        const struct cs_blk_hdr *h;
+        const void *recs;
+
+        if (!mr->counts[CS_REC_OFFCPU] ||
+            cs_cursor_open(mr->run, CS_REC_OFFCPU, mr->win_lo_ns, mr->win_hi_ns, &c) != 0)
+            continue;
+        cs_cursor_release_pages(c);
+        while (rc == 0 && cs_cursor_next(c, &h, &recs, NULL) == 1)
+            for (uint32_t i = 0; rc == 0 && h->kind == CS_REC_OFFCPU &&
+                                 h->rec_size == sizeof(struct cs_rec_offcpu) && i < h->n; i++)
+                rc = relay_add(x, (uint32_t)run, (const struct cs_rec_offcpu *)recs + i);
+        cs_cursor_close(c);
+    }
+    for (uint32_t i = 0; i < x->n; i++)
+        if (x->r[i].nrelay)
+            qsort(x->r[i].relay, x->r[i].nrelay, sizeof(struct rk_relay), cmp_relay);
+    return rc;
 }
 
 static int waits(struct rk_ctx *x, uint32_t ri)
@@ -773,6 +871,8 @@ static int analyse(struct rk_ctx *x)
     align(x);
     if (x->steps < 10)
         return 0;
+    if ((rc = relays(x)) < 0)
+        return rc;
     for (uint32_t i = 0; i < x->n; i++)
         if ((rc = waits(x, i)) < 0)
             return rc;
@@ -802,7 +902,8 @@ int ranks_build(const struct model *m, uint64_t wall_ns, json_t *chains, json_t 
     for (uint32_t i = 0; rc == 0 && i < x.n; i++)
         json_array_append_new(arr, rank_json(&x, &x.r[i]));
     for (uint32_t i = 0; i < x.n; i++)
-        free(x.r[i].sync), free(x.r[i].wait), free(x.r[i].ready), free(x.r[i].thrs);
+        free(x.r[i].sync), free(x.r[i].wait), free(x.r[i].ready), free(x.r[i].thrs),
+            free(x.r[i].relay);
     free(x.r);
     free(x.rank_of);
     if (rc < 0) {

@@ -11,7 +11,7 @@ target_include_directories(ranks_expect PRIVATE ${CS_JANSSON_INC})
 target_link_libraries(ranks_expect PRIVATE ${CS_JANSSON_LIB})
 
 if(TARGET cudaspy-analyze AND TARGET cudaspy_launcher)
-  foreach(case straggler control ranks_json)
+  foreach(case straggler relay control ranks_json)
     add_test(NAME cli.ranks_${case}
              COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ranks/ranks_cli.sh ${case}
                      $<TARGET_FILE:cudaspy-analyze> $<TARGET_FILE:cudaspy_launcher>

@@ -8,8 +8,7 @@
  * In `straggle` mode rank 1 burns ~20 ms of CPU before every 10th step (the
  * planted straggler: its peer waits in the barrier); `control` does not;
  * `relay` straggles too, but a helper thread of each rank runs the barrier
- * and wakes the main thread (as gloo's threads do): a known gap of the
- * analyzer (docs/multigpu.md), not under test.
+ * and wakes the main thread (as gloo's threads do): cli.ranks_relay.
  * Usage: client_ranks [straggle|control|relay] [steps=300] [burn_ms=20]
  * Prints "ranks 2", "steps N" and "checksum <hex>" (identical traced or
  * untraced); exits 0, or 3 after one line naming the failed call. */

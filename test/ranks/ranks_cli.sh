@@ -25,6 +25,12 @@ straggler)  # rank 1 burns 20 ms of CPU every 10th step: it is named, on CPU
         cause_in=busy,preempted_tree,preempted_external
     "$jexpect" has=rank_straggler <s.lmdb.json >/dev/null || fail "json_expect has"
     ;;
+relay)      # rank 1 straggles, but each rank's barrier runs in a helper thread
+    # that then wakes the syncing one (as gloo's threads do): still named
+    record r.lmdb relay
+    analyse r.lmdb may_precede=data_pipeline_starvation ranks=2 straggler=1 \
+        cause_in=busy,preempted_tree,preempted_external
+    ;;
 control)    # the same job without the extra work: no HIGH rank_straggler
     record c.lmdb control
     analyse c.lmdb ranks=2 no_high_straggler
