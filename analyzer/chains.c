@@ -21,6 +21,8 @@
 
 #define MS 1000000ull
 #define HOLDERS 16
+#define fmt_ns chains_fmt_ns /* short names for their many uses here */
+#define jaddf chains_jaddf
 #define TOP_EX 3
 
 enum cause {
@@ -83,7 +85,7 @@ struct ctx {
 
 /* ---- small helpers ---- */
 
-static const char *fmt_ns(char *buf, size_t n, uint64_t ns)
+const char *chains_fmt_ns(char *buf, size_t n, uint64_t ns)
 {
     if (ns < 1000)
         snprintf(buf, n, "%" PRIu64 " ns", ns);
@@ -103,8 +105,7 @@ static double pct(uint64_t part, uint64_t whole)
     return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-static void jaddf(json_t *arr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void jaddf(json_t *arr, const char *fmt, ...)
+void chains_jaddf(json_t *arr, const char *fmt, ...)
 {
     char buf[768];
     va_list ap;
@@ -480,31 +481,17 @@ static void wake_rec(struct ctx *x, uint32_t run, const struct cs_rec_runq *r)
     }
 }
 
-/* The runq records of every run; a block that cannot be read ends that
- * run's (the model has read and checked the kinds the report needs). A run
- * without runq records is not scanned, and a scan hands its pages back. */
+static int wake_block(uint32_t run, const void *recs, uint32_t n, void *arg)
+{
+    for (uint32_t i = 0; i < n; i++)
+        wake_rec(arg, run, (const struct cs_rec_runq *)recs + i);
+    return 0;
+}
+
+/* The runq records of every run (the model does not keep them). */
 static void run_wake(struct ctx *x)
 {
-    const struct model *m = x->m;
-
-    for (int r = 0; r < m->nruns; r++) {
-        const struct m_run *mr = &m->runs[r];
-        struct cs_cursor *c = NULL;
-        const struct cs_blk_hdr *h;
-        const void *recs;
-        int rc = -1;
-
-        if (mr->counts[CS_REC_RUNQ] &&
-            (rc = cs_cursor_open(mr->run, CS_REC_RUNQ, mr->win_lo_ns, mr->win_hi_ns, &c)) == 0)
-            cs_cursor_release_pages(c);
-        while (rc == 0 && cs_cursor_next(c, &h, &recs, NULL) == 1) {
-            if (h->kind != CS_REC_RUNQ || h->rec_size != sizeof(struct cs_rec_runq))
-                continue;
-            for (uint32_t i = 0; i < h->n; i++)
-                wake_rec(x, (uint32_t)r, (const struct cs_rec_runq *)recs + i);
-        }
-        cs_cursor_close(c);
-    }
+    model_scan(x->m, CS_REC_RUNQ, wake_block, x);
 }
 
 /* Contention of kind @p k (0 tree, 1 outside): preemptions + wake-up waits. */

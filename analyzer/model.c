@@ -315,48 +315,102 @@ static void link_parents(struct model *m)
 /* Calls fn(m, run, hdr, recs) for every block of @p kind in every run. */
 typedef int (*block_fn)(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
                         const void *recs, void *arg);
+typedef int (*run_fn)(uint32_t run, const struct cs_blk_hdr *h, const void *recs, void *arg);
 
-/* Every pass hands back the pages it has read (cs_cursor_release_pages()),
- * so peak RSS stays near the model's own size instead of model + file.
- * With @p if_any, runs without records of @p kind (by their counts) are not
- * scanned: only for kinds whose table an earlier pass read whole, so a
- * corrupt block is still found. */
+/* Calls fn on every well-formed block of @p kind in run @p r's window. The
+ * pass hands back the pages it has read (cs_cursor_release_pages()), so
+ * peak RSS stays near the model's own size instead of model + file.
+ * @return 0, the cursor's error (in @p err) or fn's */
+static int scan_run(const struct model *m, int r, unsigned kind, run_fn fn, void *arg,
+                    struct cs_err *err)
+{
+    const struct m_run *mr = &m->runs[r];
+    struct cs_cursor *c = NULL;
+    const struct cs_blk_hdr *h;
+    const void *recs;
+    int rc;
+
+    reading = mr->path;
+    rc = cs_cursor_open(mr->run, kind, mr->win_lo_ns, mr->win_hi_ns, &c);
+    if (rc == 0)
+        cs_cursor_release_pages(c);
+    while (rc == 0 && (rc = cs_cursor_next(c, &h, &recs, err)) == 1) {
+        if (h->kind != kind || h->rec_size != cs_rec_size(kind))
+            continue;
+        rc = fn((uint32_t)r, h, recs, arg);
+    }
+    cs_cursor_close(c);
+    reading = NULL;
+    return rc;
+}
+
+struct each_arg {
+    struct model *m;
+    block_fn fn;
+    void *arg;
+};
+
+static int each_one(uint32_t run, const struct cs_blk_hdr *h, const void *recs, void *arg)
+{
+    struct each_arg *e = arg;
+    return e->fn(e->m, run, h, recs, e->arg);
+}
+
+/* Every block of @p kind in every run, through scan_run(). With @p if_any,
+ * runs without records of @p kind (by their counts) are not scanned: only
+ * for kinds whose table an earlier pass read whole, so a corrupt block is
+ * still found. */
 static int each_block(struct model *m, unsigned kind, int if_any, block_fn fn, void *arg,
                       struct cs_err *err)
 {
+    struct each_arg e = {m, fn, arg};
+
     for (int r = 0; r < m->nruns; r++) {
-        struct m_run *mr = &m->runs[r];
-        struct cs_cursor *c = NULL;
-        const struct cs_blk_hdr *h;
-        const void *recs;
+        const char *path = m->runs[r].path;
         int rc;
 
-        if (if_any && mr->counts[kind] == 0)
+        if (if_any && m->runs[r].counts[kind] == 0)
             continue;
-        reading = mr->path;
-        rc = cs_cursor_open(mr->run, kind, mr->win_lo_ns, mr->win_hi_ns, &c);
-        if (rc == 0)
-            cs_cursor_release_pages(c);
-        while (rc == 0 && (rc = cs_cursor_next(c, &h, &recs, err)) == 1) {
-            if (h->kind != kind || h->rec_size != cs_rec_size(kind))
-                continue;
-            rc = fn(m, (uint32_t)r, h, recs, arg);
-        }
-        cs_cursor_close(c);
-        reading = NULL;
+        rc = scan_run(m, r, kind, each_one, &e, err);
         if (rc < 0) {
             if (err && err->msg[0] == '\0')
                 cs_err_set(err, rc, "%s", cs_strerror(rc));
             if (err) {
                 char tmp[sizeof(err->msg)];
                 snprintf(tmp, sizeof(tmp), "%s", err->msg);
-                if (strncmp(tmp, mr->path, strlen(mr->path)) != 0)
-                    cs_err_set(err, rc, "%s: %s", mr->path, tmp);
+                if (strncmp(tmp, path, strlen(path)) != 0)
+                    cs_err_set(err, rc, "%s: %s", path, tmp);
             }
             return rc;
         }
     }
     return 0;
+}
+
+struct scan_arg {
+    model_scan_fn fn;
+    void *arg;
+    int rc; /* fn's first negative return */
+};
+
+static int scan_one(uint32_t run, const struct cs_blk_hdr *h, const void *recs, void *arg)
+{
+    struct scan_arg *s = arg;
+    int rc = s->fn(run, recs, h->n, s->arg);
+
+    if (rc < 0)
+        s->rc = rc;
+    return rc < 0 ? rc : 0;
+}
+
+int model_scan(const struct model *m, unsigned kind, model_scan_fn fn, void *arg)
+{
+    struct scan_arg s = {fn, arg, 0};
+
+    for (int r = 0; r < m->nruns && s.rc == 0; r++)
+        if (m->runs[r].counts[kind])
+            scan_run(m, r, kind, scan_one, &s, NULL);
+    return s.rc;
 }
 
 /* Pass state for the two-pass loaders: pass 0 counts per thread, pass 1 places. */

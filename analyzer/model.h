@@ -166,6 +166,17 @@ uint32_t model_find_proc(const struct model *m, uint32_t run, uint32_t pid);
 /** Whether process @p a descends from process @p b (or is b). */
 int model_descends(const struct model *m, uint32_t a, uint32_t b);
 
+/** Called by model_scan() with one block of @p n records of run @p run;
+ * a negative return stops the scan. */
+typedef int (*model_scan_fn)(uint32_t run, const void *recs, uint32_t n, void *arg);
+
+/** Hand every block of records of @p kind within each run's analysed window
+ * to @p fn, for kinds the model does not keep (or not all of): read once,
+ * pages handed back. Runs without such records are skipped, and a block
+ * that cannot be read ends its run's scan (the model has already checked
+ * the kinds the report needs). @return 0, or @p fn's negative code */
+int model_scan(const struct model *m, unsigned kind, model_scan_fn fn, void *arg);
+
 /** Index of the first off-CPU interval of thread @p t ending after @p t_ns. */
 uint64_t model_off_after(const struct model *m, uint32_t t, uint64_t t_ns);
 

@@ -16,6 +16,8 @@
 
 #define US 1000ull
 #define MS 1000000ull
+#define fmt_ns chains_fmt_ns /* shared with chains.c */
+#define jaddf chains_jaddf
 #define RK_MAX_PROCS 8
 #define RK_NOTABLE_NS (100 * US) /* a step counts when skew and loss both reach this */
 #define RK_MIN_STEPS 2           /* straggled steps needed for a finding */
@@ -72,31 +74,6 @@ struct rk_ctx {
 };
 
 /* ---- helpers ---- */
-
-static const char *fmt_ns(char *buf, size_t n, uint64_t ns)
-{
-    if (ns < US)
-        snprintf(buf, n, "%" PRIu64 " ns", ns);
-    else if (ns < MS)
-        snprintf(buf, n, "%.1f us", (double)ns / 1e3);
-    else if (ns < 1000 * MS)
-        snprintf(buf, n, "%.1f ms", (double)ns / 1e6);
-    else
-        snprintf(buf, n, "%.2f s", (double)ns / 1e9);
-    return buf;
-}
-
-static void jaddf(json_t *arr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void jaddf(json_t *arr, const char *fmt, ...)
-{
-    char buf[768];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    json_array_append_new(arr, json_string(buf));
-}
 
 static int is_step_sync(const struct m_call *c)
 {
@@ -343,30 +320,22 @@ static int relay_add(struct rk_ctx *x, uint32_t run, const struct cs_rec_offcpu 
     return 0;
 }
 
+static int relay_block(uint32_t run, const void *recs, uint32_t n, void *arg)
+{
+    int rc = 0;
+
+    for (uint32_t i = 0; rc == 0 && i < n; i++)
+        rc = relay_add(arg, run, (const struct cs_rec_offcpu *)recs + i);
+    return rc;
+}
+
 /* The model keeps off-CPU intervals of CUDA threads only: read the other
  * threads' from the run files, once. */
 static int relays(struct rk_ctx *x)
 {
-    const struct model *m = x->m;
-    int rc = 0;
+    int rc = model_scan(x->m, CS_REC_OFFCPU, relay_block, x);
 
-    for (int run = 0; rc == 0 && run < m->nruns; run++) {
-        const struct m_run *mr = &m->runs[run];
-        struct cs_cursor *c = NULL;
-        const struct cs_blk_hdr *h;
-        const void *recs;
-
-        if (!mr->counts[CS_REC_OFFCPU] ||
-            cs_cursor_open(mr->run, CS_REC_OFFCPU, mr->win_lo_ns, mr->win_hi_ns, &c) != 0)
-            continue;
-        cs_cursor_release_pages(c);
-        while (rc == 0 && cs_cursor_next(c, &h, &recs, NULL) == 1)
-            for (uint32_t i = 0; rc == 0 && h->kind == CS_REC_OFFCPU &&
-                                 h->rec_size == sizeof(struct cs_rec_offcpu) && i < h->n; i++)
-                rc = relay_add(x, (uint32_t)run, (const struct cs_rec_offcpu *)recs + i);
-        cs_cursor_close(c);
-    }
-    for (uint32_t i = 0; i < x->n; i++)
+    for (uint32_t i = 0; rc == 0 && i < x->n; i++)
         if (x->r[i].nrelay)
             qsort(x->r[i].relay, x->r[i].nrelay, sizeof(struct rk_relay), cmp_relay);
     return rc;

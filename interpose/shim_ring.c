@@ -409,14 +409,22 @@ static int seg_create(void)
 #endif
 
 /* PREFETCHW when the CPU has it (CPUID 0x80000001 ECX bit 8; older ones
- * may fault on it), else a read prefetch; none with CUDASPY_RING_PREFETCH=0. */
+ * may fault on it), else a read prefetch; none with CUDASPY_RING_PREFETCH=0.
+ * Decided at the first claim; under g.lock. */
 static void detect_prefetchw(void)
 {
-    const char *env = getenv("CUDASPY_RING_PREFETCH");
+    static int decided;
+    const char *env;
     uint8_t how = SHIM_PF_READ;
 #if defined(__x86_64__)
     unsigned a, b, c, d;
+#endif
 
+    if (decided)
+        return;
+    decided = 1;
+    env = getenv("CUDASPY_RING_PREFETCH");
+#if defined(__x86_64__)
     if (__get_cpuid(0x80000001u, &a, &b, &c, &d) && (c & (1u << 8)))
         how = SHIM_PF_WRITE;
 #endif

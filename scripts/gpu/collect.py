@@ -119,6 +119,7 @@ def summarise(group):
         verdict = "ok" if top and top.get("cause") in planted else "missed"
     el_p = [parse_out(r["out"])[1] for r in plain if parse_out(r["out"])[1] is not None]
     el_t = [parse_out(r["out"])[1] for r in traced if parse_out(r["out"])[1] is not None]
+    pairs, pair_med, pair_ci = pair_stats(plain, traced)
     launches = sum(int(a.get("count", 0)) for a in (js or {}).get("apis", [])
                    if a.get("layer") == "driver" and "Launch" in a.get("api", ""))
     return {
@@ -132,9 +133,9 @@ def summarise(group):
         "overhead_wall_pct": None if ratio([r["wall_ns"] for r in traced], [r["wall_ns"] for r in plain]) is None
         else 100 * ratio([r["wall_ns"] for r in traced], [r["wall_ns"] for r in plain]),
         "overhead_elapsed_pct": None if ratio(el_t, el_p) is None else 100 * ratio(el_t, el_p),
-        "overhead_pairs_pct": pair_stats(plain, traced)[0],
-        "overhead_pair_median_pct": pair_stats(plain, traced)[1],
-        "overhead_pair_ci95_pct": pair_stats(plain, traced)[2],
+        "overhead_pairs_pct": pairs,
+        "overhead_pair_median_pct": pair_med,
+        "overhead_pair_ci95_pct": pair_ci,
         "outputs_identical": bool(res_plain) and res_plain == res_traced and None not in res_plain,
         "top_cause": top.get("cause") if top else None,
         "top_severity": top.get("severity") if top else None,
