@@ -1162,6 +1162,57 @@ static void f_churn(struct ctx *x)
         f->timeline = tl_for_call(x, x->t, e.call[0]);
 }
 
+/* ---- processes side by side ---- */
+
+/* A process's share of a cause, 0 when the cause is not its. */
+typedef uint64_t share_fn(const struct ctx *x, const struct feed_proc *fp);
+
+struct span_v {
+    uint64_t t0, t1, v;
+};
+
+static int span_cmp(const void *a, const void *b)
+{
+    const struct span_v *p = a, *q = b;
+    return p->t0 < q->t0 ? -1 : p->t0 > q->t0;
+}
+
+/* The wall time a per-process cause costs processes that ran side by side
+ * (the ranks of one job, each feeding its own GPU) is the largest of their
+ * shares, not the sum: two ranks 7 % each inside launch calls lost 7 % of
+ * the wall time, not 14 %. Groups the processes whose busy spans overlap
+ * and adds up each group's largest share. Without memory for the groups,
+ * the largest share. */
+static uint64_t side_by_side(const struct ctx *x, share_fn *share)
+{
+    const struct feed *f = x->f;
+    struct span_v *s = malloc((f->np ? f->np : 1) * sizeof(*s));
+    uint64_t sum = 0, grp = 0, end = 0, max = 0;
+    uint32_t n = 0;
+
+    for (uint32_t i = 0; i < f->np; i++) {
+        uint64_t v = share(x, &f->p[i]);
+        if (v == 0)
+            continue;
+        max = v > max ? v : max;
+        if (s)
+            s[n++] = (struct span_v){f->p[i].busy_first_ns, f->p[i].busy_last_ns, v};
+    }
+    if (s == NULL)
+        return max;
+    qsort(s, n, sizeof(*s), span_cmp);
+    for (uint32_t i = 0; i < n; i++) {
+        if (i > 0 && s[i].t0 >= end) { /* a new group starts */
+            sum += grp;
+            grp = 0;
+        }
+        grp = s[i].v > grp ? s[i].v : grp;
+        end = s[i].t1 > end ? s[i].t1 : end;
+    }
+    free(s);
+    return sum + grp;
+}
+
 /* Syncs about as many as launches, with short gaps after them. */
 /* The outermost synchronisation API with the most calls: what a per-step
  * sync finding is about (the call that drained the longest gap may be a
@@ -1180,25 +1231,31 @@ static const struct stats_row *busiest_sync_row(const struct stats_table *t)
     return best;
 }
 
+/* GPU idle after per-step syncs: idle time plus the launches that ended it. */
+static uint64_t sync_share(const struct ctx *x, const struct feed_proc *fp)
+{
+    if (!x->m->proc[fp->proc].selected || fp->syncs < 100 || fp->launches == 0 ||
+        fp->syncs * 2 < fp->launches || fp->short_gaps * 2 < fp->gaps)
+        return 0;
+    return fp->idle_ns + fp->relaunch_ns;
+}
+
 static void f_sync(struct ctx *x)
 {
     const struct model *m = x->m;
     const struct feed_proc *worst = NULL;
-    uint64_t impact = 0;
+    uint64_t impact;
     struct finding *f;
     char a[32], b[32];
 
     for (uint32_t i = 0; i < x->f->np; i++) {
         const struct feed_proc *fp = &x->f->p[i];
-        if (!m->proc[fp->proc].selected || fp->syncs < 100 || fp->launches == 0 ||
-            fp->syncs * 2 < fp->launches || fp->short_gaps * 2 < fp->gaps)
-            continue;
-        impact += fp->idle_ns + fp->relaunch_ns;
-        if (!worst || fp->syncs > worst->syncs)
+        if (sync_share(x, fp) && (!worst || fp->syncs > worst->syncs))
             worst = fp;
     }
     if (worst == NULL)
         return;
+    impact = side_by_side(x, sync_share);
     f = fnew(x, C_SYNC, impact);
     jaddf(f->evidence, "%" PRIu64 " syncs for %" PRIu64 " kernel launches (one per %.1f "
                        "launches), %s waiting in them",
@@ -1255,28 +1312,32 @@ static int host_paced(const struct feed_proc *fp, uint64_t span)
     return fp->launches >= 10000 && fp->launch_gap_p50_ns < 1000000 && fp->sync_ns * 20 <= span;
 }
 
+/* Time inside launch calls of a process whose host sets the pace. */
+static uint64_t launch_share(const struct ctx *x, const struct feed_proc *fp)
+{
+    uint64_t span = fp->busy_last_ns - fp->busy_first_ns;
+
+    if (!x->m->proc[fp->proc].selected || fp->launches < 1000 || span == 0 ||
+        !(back_to_back(fp, span) || host_paced(fp, span)))
+        return 0;
+    return fp->launch_ns;
+}
+
 static void f_launch(struct ctx *x)
 {
-    const struct model *m = x->m;
     const struct feed_proc *worst = NULL;
-    uint64_t impact = 0;
     struct finding *f;
     char a[32], b[32], d[32];
 
     for (uint32_t i = 0; i < x->f->np; i++) {
         const struct feed_proc *fp = &x->f->p[i];
-        uint64_t span = fp->busy_last_ns - fp->busy_first_ns;
-        if (!m->proc[fp->proc].selected || fp->launches < 1000 || span == 0 ||
-            !(back_to_back(fp, span) || host_paced(fp, span)))
-            continue;
-        impact += fp->launch_ns;
-        if (!worst || fp->launches > worst->launches)
+        if (launch_share(x, fp) && (!worst || fp->launches > worst->launches))
             worst = fp;
     }
     if (worst == NULL)
         return;
     uint64_t span = worst->busy_last_ns - worst->busy_first_ns;
-    f = fnew(x, C_LAUNCH, impact);
+    f = fnew(x, C_LAUNCH, side_by_side(x, launch_share));
     jaddf(f->evidence, "%" PRIu64 " launches in %s (%.0f per second); %s (%.0f %%) of that time "
                        "inside launch calls",
           worst->launches, fmt_ns(a, 32, span), (double)worst->launches * 1e9 / (double)span,

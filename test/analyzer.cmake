@@ -42,6 +42,7 @@ set(CS_AN_PLANTED
     "alloc_churn\;top=alloc_churn"
     "sync_per_iteration\;top=sync_per_iteration"
     "launch_bound\;top=launch_bound"
+    "launch_bound_ranks\;sev=launch_bound:MEDIUM\;nohigh"
     "io_wait\;top=io_wait"
     "page_alloc_pressure\;top=page_alloc_pressure"
     "clean\;nohigh\;nomissing"

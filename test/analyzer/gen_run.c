@@ -2,7 +2,9 @@
  * for the analyzer's tests and benchmark. Each scenario plants one cause in
  * an otherwise ordinary training loop: a main process (pid 1000) with CUDA
  * calls, four DataLoader-like workers (1001-1004), sometimes an outside CPU
- * hog (pid 2000), on 2 CPUs. Deterministic for a given seed.
+ * hog (pid 2000), on 2 CPUs. Deterministic for a given seed. In
+ * launch_bound_ranks a second CUDA process (pid 1100, rank 1) runs the same
+ * loop beside the main one (rank 0), each host-paced for 8 % of the run.
  * Usage: gen_run SCENARIO OUT.lmdb [--steps N] [--seed S] [--big N]
  *        [--format-version V] (V overrides the stored format version)
  *        [--lost N] (N host records lost on CPU 1, and no clean shutdown) */
@@ -20,14 +22,16 @@
 #define MAIN 1000u
 #define NWORK 4u
 #define HOG 2000u
+#define RANK1 1100u /* launch_bound_ranks: the second CUDA process */
 
 enum scen { S_CLEAN, S_TREE, S_EXT, S_STARVE, S_PAGEABLE, S_CHURN, S_SYNC, S_LAUNCH, S_IOWAIT,
-            S_EMPTY, S_NOHOST, S_BIG, S_PAGE, S_STARVE_PIN };
+            S_EMPTY, S_NOHOST, S_BIG, S_PAGE, S_STARVE_PIN, S_LAUNCH_RANKS };
 static const char *const scen_names[] = {"clean", "cpu_contention_tree", "cpu_contention_external",
                                          "data_pipeline_starvation", "pageable_memcpy",
                                          "alloc_churn", "sync_per_iteration", "launch_bound",
                                          "io_wait", "empty", "nohost", "big",
-                                         "page_alloc_pressure", "starvation_pin_thread"};
+                                         "page_alloc_pressure", "starvation_pin_thread",
+                                         "launch_bound_ranks"};
 
 /* Block buffers, one per record kind, flushed when full. */
 struct buf {
@@ -97,6 +101,12 @@ static void put(unsigned kind, const void *rec, uint64_t lo, uint64_t hi)
 /* ---- CUDA calls ---- */
 
 static uint64_t n_cuda;
+static uint32_t cur_pid = MAIN; /* the process the CUDA calls are made by */
+
+static uint32_t *seq(void)
+{
+    return &seqs[cur_pid == MAIN ? 0 : 1];
+}
 
 static void call_rec(uint16_t api, uint64_t t0, uint64_t t1, uint16_t flags, uint64_t bytes,
                      uint8_t dir, uint32_t parent, uint32_t name_id)
@@ -107,10 +117,10 @@ static void call_rec(uint16_t api, uint64_t t0, uint64_t t1, uint16_t flags, uin
     r.t_exit_ns = t1;
     r.stream = 0x7f0000001000ull;
     r.bytes = bytes;
-    r.seq = ++seqs[0];
+    r.seq = ++*seq();
     r.parent_seq = parent;
-    r.pid = MAIN;
-    r.tid = MAIN;
+    r.pid = cur_pid;
+    r.tid = cur_pid;
     r.name_id = name_id;
     r.api = api;
     r.dir = dir;
@@ -130,7 +140,7 @@ static uint64_t call(uint16_t api, uint16_t drv, uint64_t t0, uint64_t dur, uint
 
     if (drv && dur > 2 * US)
         call_rec(drv, t0 + US / 2, t0 + dur - US / 2, flags | CS_CF_NESTED, bytes, dir,
-                 seqs[0] + 2, name);
+                 *seq() + 2, name);
     call_rec(api, t0, t0 + dur, flags, bytes, dir, 0, name);
     return t0 + dur;
 }
@@ -193,8 +203,9 @@ static void acc_off(uint64_t t0, uint64_t t1, uint8_t cls)
 static void main_off(uint64_t t0, uint64_t t1, uint8_t cls, uint32_t waker, uint32_t holder,
                      int in_tree)
 {
-    off(MAIN, MAIN, t0, t1, cls, waker, holder, in_tree);
-    acc_off(t0, t1, cls);
+    off(cur_pid, cur_pid, t0, t1, cls, waker, holder, in_tree);
+    if (cur_pid == MAIN)
+        acc_off(t0, t1, cls);
 }
 
 static void pwin(uint32_t pid, uint64_t t0, uint64_t oncpu, uint64_t sleep, uint64_t disk,
@@ -248,6 +259,8 @@ static void windows(enum scen sc, uint64_t t_end)
         uint64_t off = a->sleep + a->disk + a->preempt;
         pwin(MAIN, t0, off < 10 * MS ? 10 * MS - off : 0, a->sleep, a->disk, a->preempt, a->vcsw,
              a->ivcsw, 20 + a->allocs);
+        if (sc == S_LAUNCH_RANKS)
+            pwin(RANK1, t0, 10 * MS, 0, 0, 0, 0, 0, 20);
         for (uint32_t k = 1; k <= NWORK; k++)
             pwin(MAIN + k, t0, busy_workers ? 4 * MS : 100 * US, busy_workers ? 2 * MS : 9 * MS,
                  0, busy_workers ? 4 * MS : 0, busy_workers ? 12 : 1, busy_workers ? 10 : 0,
@@ -293,7 +306,8 @@ static uint64_t gpu_sync(struct step_ctx *c, uint64_t gpu_ns)
 
 static void step(struct step_ctx *c)
 {
-    unsigned nlaunch = c->sc == S_LAUNCH ? 200 : 20;
+    int host_paced = c->sc == S_LAUNCH || c->sc == S_LAUNCH_RANKS;
+    unsigned nlaunch = host_paced ? 200 : 20;
     int pageable = c->sc == S_PAGEABLE && (c->i % 4 != 0);
     uint64_t bytes = c->sc == S_PAGEABLE ? 64ull << 20 : 4ull << 20;
     uint64_t copy_ns = pageable ? urand(18 * MS, 22 * MS) : bytes / 20; /* pinned: 20 B/ns */
@@ -319,10 +333,12 @@ static void step(struct step_ctx *c)
         if (c->sc == S_SYNC)
             c->t = call(CS_API_cudaStreamSynchronize, CS_API_cuStreamSynchronize, c->t + 2 * US,
                         urand(40 * US, 60 * US), 0, 0, 0);
-        c->t += c->sc == S_LAUNCH ? urand(5 * US, 7 * US) : 2 * US;
+        c->t += c->sc == S_LAUNCH         ? urand(5 * US, 7 * US)
+                : c->sc == S_LAUNCH_RANKS ? urand(50 * US, 70 * US)
+                                          : 2 * US;
     }
     if (c->sc != S_SYNC)
-        c->t = gpu_sync(c, c->sc == S_LAUNCH ? urand(100 * US, 200 * US)
+        c->t = gpu_sync(c, host_paced ? urand(100 * US, 200 * US)
                                              : urand(2 * MS, 3 * MS) + (pageable ? 0 : copy_ns));
     if (c->sc == S_CHURN)
         c->t = call(CS_API_cudaFree, CS_API_cuMemFree_v2, c->t + 5 * US,
@@ -337,33 +353,38 @@ static void step(struct step_ctx *c)
 
 /* ---- tables and meta ---- */
 
-static void procs(enum scen sc, uint64_t t_end)
+static void proc(uint32_t pid, uint32_t ppid, uint32_t flags, const char *comm,
+                 const char *cmdline)
 {
-    char comm[16];
+    struct cs_proc p = {0};
+    struct cs_thread th = {0};
+    char c[16] = "";
 
-    for (uint32_t k = 0; k <= NWORK; k++) {
-        struct cs_proc p = {0};
-        struct cs_thread th = {0};
-        p.pid = MAIN + k;
-        p.ppid = k ? MAIN : 999;
-        p.start_ns = T0 + k * MS;
-        p.exit_ns = 0;
-        p.exit_status = -1;
-        p.flags = k ? 0 : (CS_PF_CUDA | CS_PF_ROOT);
-        p.rank = CS_RANK_NONE;
-        snprintf(comm, sizeof(comm), k ? "pt_data_worker" : "python");
-        memcpy(p.comm, comm, sizeof(p.comm));
-        if (cs_store_intern(st, k ? "python train.py (worker)" : "python train.py", k ? 24 : 15,
-                            &p.cmdline_id) < 0 ||
-            cs_store_put_proc(st, &p) < 0)
-            die("proc", -ENOMEM);
-        th.pid = th.tid = p.pid;
-        th.start_ns = p.start_ns;
-        memcpy(th.name, comm, sizeof(th.name));
-        cs_store_put_thread(st, &th);
-    }
-    (void)sc;
-    (void)t_end;
+    p.pid = pid;
+    p.ppid = ppid;
+    p.start_ns = T0 + (pid - MAIN) % 100 * MS;
+    p.exit_ns = 0;
+    p.exit_status = -1;
+    p.flags = flags;
+    p.rank = CS_RANK_NONE;
+    snprintf(c, sizeof(c), "%s", comm);
+    memcpy(p.comm, c, sizeof(p.comm));
+    if (cs_store_intern(st, cmdline, strlen(cmdline), &p.cmdline_id) < 0 ||
+        cs_store_put_proc(st, &p) < 0)
+        die("proc", -ENOMEM);
+    th.pid = th.tid = p.pid;
+    th.start_ns = p.start_ns;
+    memcpy(th.name, c, sizeof(th.name));
+    cs_store_put_thread(st, &th);
+}
+
+static void procs(enum scen sc)
+{
+    proc(MAIN, 999, CS_PF_CUDA | CS_PF_ROOT, "python", "python train.py");
+    for (uint32_t k = 1; k <= NWORK; k++)
+        proc(MAIN + k, MAIN, 0, "pt_data_worker", "python train.py (worker)");
+    if (sc == S_LAUNCH_RANKS)
+        proc(RANK1, 999, CS_PF_CUDA, "python", "python train.py --rank 1");
 }
 
 static void meta(enum scen sc, uint64_t t_end)
@@ -440,6 +461,15 @@ int main(int argc, char **argv)
         acc_main = calloc(nwin, sizeof(*acc_main));
         for (c.i = 0; c.i < steps; c.i++)
             step(&c);
+        if (sc == S_LAUNCH_RANKS) { /* rank 1, side by side from the same start */
+            struct step_ctx r = {.sc = (enum scen)sc, .t = T0 + 5 * MS};
+            for (unsigned k = 0; k < CS_REC_KIND_COUNT; k++)
+                flush(k);
+            cur_pid = RANK1;
+            for (r.i = 0; r.i < steps; r.i++)
+                step(&r);
+            c.t = r.t > c.t ? r.t : c.t;
+        }
         t_end = c.t + MS;
         nwin = (t_end - T0) / (10 * MS);
         if (sc != S_NOHOST)
@@ -452,7 +482,7 @@ int main(int argc, char **argv)
     for (unsigned k = 0; k < CS_REC_KIND_COUNT; k++)
         flush(k);
     if (sc != S_EMPTY)
-        procs((enum scen)sc, t_end);
+        procs((enum scen)sc);
     meta((enum scen)sc, t_end);
     if (fmt_version)
         cs_store_put_meta_u64(st, "format_version", fmt_version);

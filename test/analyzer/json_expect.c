@@ -5,6 +5,7 @@
  *   top=CAUSE      the first chain (largest impact) has this cause
  *   has=CAUSE      some chain has this cause
  *   nohigh         no chain is HIGH
+ *   sev=CAUSE:SEV  the chain of CAUSE has severity SEV (HIGH, MEDIUM, LOW)
  *   missing=TEXT   "missing" holds exactly TEXT
  *   nomissing      "missing" is empty */
 #include <jansson.h>
@@ -38,6 +39,33 @@ static int has_string(const json_t *arr, const char *key, const char *want)
     return 0;
 }
 
+/* sev=CAUSE:SEV; @return 0 when the chain of CAUSE has severity SEV. */
+static int check_sev(const json_t *chains, const char *want, const char *causes)
+{
+    const char *colon = strchr(want, ':');
+    const json_t *c;
+    size_t i;
+
+    if (colon == NULL) {
+        fprintf(stderr, "json_expect: sev=%s: want CAUSE:SEV\n", want);
+        return 2;
+    }
+    json_array_foreach(chains, i, c) {
+        const char *cause = json_string_value(json_object_get(c, "cause"));
+        const char *sev = json_string_value(json_object_get(c, "severity"));
+        if (!cause || strlen(cause) != (size_t)(colon - want) ||
+            strncmp(cause, want, (size_t)(colon - want)) != 0)
+            continue;
+        if (sev && strcmp(sev, colon + 1) == 0)
+            return 0;
+        fprintf(stderr, "json_expect: %s is %s, want %s (chains: %s)\n", cause,
+                sev ? sev : "none", colon + 1, causes);
+        return 1;
+    }
+    fprintf(stderr, "json_expect: no %.*s chain (chains: %s)\n", (int)(colon - want), want, causes);
+    return 1;
+}
+
 /* @return 0 when check @p arg holds, 1 when not, 2 when unknown. */
 static int check(const json_t *j, const char *arg, const char *causes)
 {
@@ -57,6 +85,8 @@ static int check(const json_t *j, const char *arg, const char *causes)
         fprintf(stderr, "json_expect: no %s chain (chains: %s)\n", arg + 4, causes);
         return 1;
     }
+    if (strncmp(arg, "sev=", 4) == 0)
+        return check_sev(chains, arg + 4, causes);
     if (strcmp(arg, "nohigh") == 0) {
         if (!has_string(chains, "severity", "HIGH"))
             return 0;
