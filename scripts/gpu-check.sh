@@ -7,16 +7,22 @@
 #   report-*.txt                 full analyzer reports of the seed runs
 #   seed-w4.html                 HTML report of the seed run (W=4)
 # Usage: scripts/gpu-check.sh [PART...]
-#   parts: smoke seed suite profiler ddp overhead seedov (default: seed suite)
+#   parts: smoke seed suite profiler ddp overhead faults seedov ddpov pfab
+#   (default: seed suite)
 #   overhead: the shim's cost per call on this host (bench_shim, fake driver)
 #        and the empty-kernel launch loop (static and shared runtime), traced
-#        vs untraced, OVERHEAD_REPS interleaved pairs; seedov: the seed W=4,
-#        SEED_REPS pairs, plus pairs with the page sampling period raised;
-#        ddpov: the clean 2-rank DDP loop at 4000 steps, DDP_REPS pairs;
+#        vs untraced, OVERHEAD_REPS interleaved pairs; faults: what page
+#        sampling adds to a page fault here (bench_sampler); seedov: the seed
+#        W=4, SEED_REPS triples of untraced, traced, traced with page
+#        sampling 1 in 16, with the tree's CPU times; ddpov: the clean 2-rank
+#        DDP loop at DDP_OV_STEPS steps (1000 4000), DDP_REPS pairs each;
 #        pfab: the shim's ring prefetch on and off (bench_shim, launch loop)
 # Env: CS_RECORD_FLAGS extra `cudaspy record` options; CS_SAMPLER_ARGS extra
 #   sampler options (through a wrapper named by CUDASPY_SAMPLER);
-#   CS_ANALYZE=0 skips analysing the traced runs (pure overhead runs)
+#   CS_ANALYZE=0 skips analysing the traced runs (pure overhead runs);
+#   CS_TIMES=1 has bash print the run's CPU times (`times`, its whole
+#   reaped tree) after a `cputimes:` line of the run's output; CS_BASE=MODE
+#   pairs a traced-only mode with the untraced runs of MODE
 #   ddp: 2-rank DDP under torchrun (NCCL, needs 2 GPUs) straggling and clean,
 #        twoproc (one GPU) straggling and control (docs/multigpu.md)
 # Needs: a cudaspy build in $CS_BUILD (default build-gpu, built elsewhere with
@@ -78,6 +84,9 @@ run_one() {
     cmd=("$@")
     local run="$RUNS/$name-$mode-$i.lmdb" out="$RUNS/$name-$mode-$i-$traced.out"
     local t0 t1 rc
+    # shellcheck disable=SC2016 # the inner script's own $@ and $rc
+    [ "${CS_TIMES:-0}" = 1 ] &&
+        cmd=(bash -c '"$@"; rc=$?; echo cputimes:; times; exit $rc' cputimes "${cmd[@]}")
     [ -n "${CS_PIN:-}" ] && cmd=(taskset -c "$CS_PIN" "${cmd[@]}")
     t0=$(now_ns)
     if [ "$traced" = 1 ]; then
@@ -96,8 +105,8 @@ run_one() {
         timeout 120 "$B/cudaspy-analyze" --json "$run" >"$json" 2>>"$LOG" || log "gpu-check: $name: analyze failed"
         timeout 120 "$B/cudaspy-analyze" "$run" >"$RUNS/$name-$mode-$i.txt" 2>>"$LOG"
     fi
-    printf '{"name":"%s","mode":"%s","traced":%s,"rep":%s,"rc":%s,"wall_ns":%s,"out":"%s","json":"%s","run":"%s"}\n' \
-        "$name" "$mode" "$traced" "$i" "$rc" "$((t1 - t0))" "$out" "$json" "$run" >>"$RUNS/runs.jsonl"
+    printf '{"name":"%s","mode":"%s","traced":%s,"rep":%s,"rc":%s,"wall_ns":%s,"out":"%s","json":"%s","run":"%s","base":"%s"}\n' \
+        "$name" "$mode" "$traced" "$i" "$rc" "$((t1 - t0))" "$out" "$json" "$run" "${CS_BASE:-}" >>"$RUNS/runs.jsonl"
     log "gpu-check: $name $mode traced=$traced rep=$i rc=$rc wall=$(((t1 - t0) / 1000000)) ms"
 }
 
@@ -147,9 +156,7 @@ part_overhead() { # issue 3's launch-loop target, measured several ways
             "$B/bench_shim" 5 200 1000 >"$OUT/bench-shim-pinned.txt" 2>>"$LOG"
         cat "$OUT/bench-shim.txt" >>"$LOG"
     fi
-    if [ -x "$B/bench_sampler" ]; then # what page sampling adds to a fault here
-        "$B/bench_sampler" 0 512 7 >"$OUT/bench-sampler-faults.txt" 2>>"$LOG"
-    fi
+    part_faults
     local pin
     pin=$(gpu_local_cpus 2)
     log "gpu-check: overhead: launch loops pinned to CPUs ${pin:-none} (GPU 0's node)"
@@ -167,6 +174,12 @@ part_overhead() { # issue 3's launch-loop target, measured several ways
     fi
 }
 
+part_faults() { # what page sampling adds to a page fault on this host
+    [ -x "$B/bench_sampler" ] || return 0
+    "$B/bench_sampler" 0 512 "${FAULT_ROUNDS:-7}" >"$OUT/bench-sampler-faults.txt" 2>>"$LOG"
+    cat "$OUT/bench-sampler-faults.txt" >>"$LOG"
+}
+
 part_pfab() { # the ring's next-entry prefetch on and off: bench_shim, pinned launch loop
     local pin r=${OVERHEAD_REPS:-4} ll=(100000 7)
     pin=$(gpu_local_cpus 2)
@@ -181,18 +194,46 @@ part_pfab() { # the ring's next-entry prefetch on and off: bench_shim, pinned la
     done
 }
 
-part_ddpov() { # issue 10's overhead target: the clean DDP loop, long, more pairs
+part_ddpov() { # issue 10's overhead target: the clean DDP loop, short and long
     local trun=("$PY" -m torch.distributed.run --standalone --nproc_per_node=2 "$here/gpu/ddp.py")
-    CS_ANALYZE=0 REPS=${DDP_REPS:-4} interleave ddp clean-long -- "${trun[@]}" --steps 4000
+    local steps
+    for steps in ${DDP_OV_STEPS:-1000 4000}; do
+        CS_TIMES=1 CS_ANALYZE=0 REPS=${DDP_REPS:-4} interleave ddp "clean-s$steps" -- \
+            "${trun[@]}" --steps "$steps"
+    done
+    # every traced control, analysed once the timing is done: none may have a HIGH finding
+    local run
+    for run in "$RUNS"/ddp-clean-s*.lmdb; do
+        timeout 120 "$B/cudaspy-analyze" --json "$run" 2>>"$LOG" | "$PY" -c 'import json, sys
+j = json.load(sys.stdin)
+print(sys.argv[1], " ".join(c["severity"] + ":" + c["cause"] for c in j["chains"]) or "no finding",
+      "ranks:", " ".join("%s/dev%s" % (r.get("rank"), r.get("device")) for r in j.get("ranks", [])))' \
+            "$(basename "$run")" >>"$OUT/ddpov-findings.txt" 2>>"$LOG"
+    done
 }
 
-part_seedov() { # issue 3's seed target: W=4, more pairs; page sampling 1 in 16
-    local pin="" sfx=""
+# seed_run VARIANT REP PIN SUFFIX: one seed W=4 run of part_seedov
+seed_run() {
+    local cmd=("$PY" "$W" seed loader 4)
+    case $1 in
+    u) CS_PIN=$3 CS_TIMES=1 run_one seed "w4$4" 0 "$2" -- "${cmd[@]}" ;;
+    t) CS_PIN=$3 CS_TIMES=1 CS_ANALYZE=$(($2 == 1)) run_one seed "w4$4" 1 "$2" -- "${cmd[@]}" ;;
+    p) CS_PIN=$3 CS_TIMES=1 CS_ANALYZE=0 CS_BASE="w4$4" CS_SAMPLER_ARGS="--page-period 16" \
+        run_one seed "w4-pp16$4" 1 "$2" -- "${cmd[@]}" ;;
+    esac
+}
+
+part_seedov() { # issue 3's seed target: W=4, untraced / traced / page sampling 1 in 16
+    local pin="" sfx="" i
     # SEED_PIN=1: the whole tree (main + 4 workers) on 8 CPUs of GPU 0's node
     [ "${SEED_PIN:-0}" = 1 ] && pin=$(gpu_local_cpus 8) && sfx=-pinned
-    CS_PIN=$pin CS_ANALYZE=0 REPS=${SEED_REPS:-5} interleave seed "w4$sfx" -- "$PY" "$W" seed loader 4
-    CS_PIN=$pin CS_ANALYZE=0 REPS=${SEED_REPS:-5} CS_SAMPLER_ARGS="--page-period 16" \
-        interleave seed "w4-pp16$sfx" -- "$PY" "$W" seed loader 4
+    for i in $(seq 1 "${SEED_REPS:-5}"); do # each variant first, second, last in turn
+        case $((i % 3)) in
+        1) seed_run u "$i" "$pin" "$sfx"; seed_run t "$i" "$pin" "$sfx"; seed_run p "$i" "$pin" "$sfx" ;;
+        2) seed_run t "$i" "$pin" "$sfx"; seed_run p "$i" "$pin" "$sfx"; seed_run u "$i" "$pin" "$sfx" ;;
+        0) seed_run p "$i" "$pin" "$sfx"; seed_run u "$i" "$pin" "$sfx"; seed_run t "$i" "$pin" "$sfx" ;;
+        esac
+    done
 }
 
 part_profiler() { # torch.profiler (CUPTI) on the seed workload, for comparison

@@ -63,6 +63,27 @@ def parse_out(path):
     return res, el
 
 
+def parse_cpu(path):
+    """The run's CPU times, user and system s of its whole reaped tree: the
+    children line of bash's `times` after `cputimes:` (CS_TIMES=1)."""
+    try:
+        lines = open(path).read().splitlines()
+        at = lines.index("cputimes:")
+        user, sys_ = lines[at + 2].split()
+    except (OSError, ValueError, IndexError):
+        return None
+    sec = [int(m) * 60 + float(x) for m, x in (re.fullmatch(r"(\d+)m([\d.]+)s", t).groups()
+                                               for t in (user, sys_))]
+    return sec[0], sec[1]
+
+
+def bootstrap(pairs):
+    """Median of @pairs and a bootstrap 95 % interval of it (fixed seed)."""
+    rng = random.Random(1)
+    meds = sorted(statistics.median(rng.choices(pairs, k=len(pairs))) for _ in range(2000))
+    return statistics.median(pairs), (meds[50], meds[1949])
+
+
 def load_json(path):
     try:
         return json.load(open(path)) if path else None
@@ -94,14 +115,25 @@ def pair_stats(plain, traced):
              if by_rep.get(t["rep"]) and parse_out(t["out"])[1] is not None]
     if not pairs:
         return pairs, None, None
-    rng = random.Random(1)
-    meds = sorted(statistics.median(rng.choices(pairs, k=len(pairs))) for _ in range(2000))
-    return pairs, statistics.median(pairs), (meds[50], meds[1949])
+    return (pairs,) + bootstrap(pairs)
 
 
-def summarise(group):
+def cpu_pairs(plain, traced):
+    """Per interleaved pair, what tracing added to the tree's CPU time:
+    (user s, system s, total as % of the untraced run's timed region)."""
+    by_rep = {r["rep"]: (parse_cpu(r["out"]), parse_out(r["out"])[1]) for r in plain}
+    out = []
+    for t in traced:
+        c, (cp, el) = parse_cpu(t["out"]), by_rep.get(t["rep"], (None, None))
+        if c and cp and el:
+            du, ds = c[0] - cp[0], c[1] - cp[1]
+            out.append((du, ds, 100 * (du + ds) / el))
+    return out
+
+
+def summarise(group, base_plain=()):
     name, mode = group[0]["name"], group[0]["mode"]
-    plain = [r for r in group if r["traced"] == 0]
+    plain = [r for r in group if r["traced"] == 0] or list(base_plain)
     traced = [r for r in group if r["traced"] == 1]
     outs = {r["traced"]: parse_out(r["out"]) for r in group}
     res_plain = {parse_out(r["out"])[0] for r in plain}
@@ -120,6 +152,7 @@ def summarise(group):
     el_p = [parse_out(r["out"])[1] for r in plain if parse_out(r["out"])[1] is not None]
     el_t = [parse_out(r["out"])[1] for r in traced if parse_out(r["out"])[1] is not None]
     pairs, pair_med, pair_ci = pair_stats(plain, traced)
+    cpu = cpu_pairs(plain, traced)
     launches = sum(int(a.get("count", 0)) for a in (js or {}).get("apis", [])
                    if a.get("layer") == "driver" and "Launch" in a.get("api", ""))
     return {
@@ -136,6 +169,9 @@ def summarise(group):
         "overhead_pairs_pct": pairs,
         "overhead_pair_median_pct": pair_med,
         "overhead_pair_ci95_pct": pair_ci,
+        "cpu_added_pairs": cpu,
+        "cpu_untraced_s": [parse_cpu(r["out"]) for r in plain],
+        "cpu_traced_s": [parse_cpu(r["out"]) for r in traced],
         "outputs_identical": bool(res_plain) and res_plain == res_traced and None not in res_plain,
         "top_cause": top.get("cause") if top else None,
         "top_severity": top.get("severity") if top else None,
@@ -203,6 +239,23 @@ def write_overhead_md(rows, path):
             f.write(f"| {r['workload']} {r['mode']} | {len(r['overhead_pairs_pct'])} | "
                     f"{r['overhead_pair_median_pct']:+.2f}% | {lo:+.2f}% .. {hi:+.2f}% | {each} | "
                     f"{statistics.median(r['elapsed_untraced_s']):.4f} |\n")
+    rows = [r for r in rows if len(r.get("cpu_added_pairs") or []) >= 3]
+    if not rows:
+        return
+    with open(path, "a") as f:
+        f.write("\n## CPU time tracing added to the traced tree, per interleaved pair\n\n"
+                "(`times` of the whole reaped tree, traced minus untraced; the sampler's "
+                "own CPU is not in it; % of the untraced timed region)\n\n")
+        f.write("| workload | pairs | user s, median | system s, median | total, % of timed region: "
+                "median | 95 % interval | each pair % |\n|---|---|---|---|---|---|---|\n")
+        for r in rows:
+            c = r["cpu_added_pairs"]
+            med, (lo, hi) = bootstrap([p[2] for p in c])
+            each = " ".join(f"{p[2]:+.1f}" for p in c)
+            f.write(f"| {r['workload']} {r['mode']} | {len(c)} | "
+                    f"{statistics.median(p[0] for p in c):+.3f} | "
+                    f"{statistics.median(p[1] for p in c):+.3f} | {med:+.2f}% | "
+                    f"{lo:+.2f}% .. {hi:+.2f}% | {each} |\n")
 
 
 def main():
@@ -211,7 +264,11 @@ def main():
     groups = {}
     for r in runs:
         groups.setdefault((r["name"], r["mode"]), []).append(r)
-    rows = [summarise(g) for g in groups.values()]
+    rows = []
+    for g in groups.values():
+        base = [b for b in groups.get((g[0]["name"], g[0].get("base") or ""), [])
+                if b["traced"] == 0]
+        rows.append(summarise(g, base))
     add_profiler_overhead(rows, groups)
     host = os.environ.get("CS_GPU_HOST") or subprocess.run("nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc; uname -r",
                           shell=True, capture_output=True, text=True).stdout.replace("\n", " · ").strip(" ·")
