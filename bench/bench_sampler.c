@@ -5,7 +5,8 @@
  * a CPU-wide record the sampler reads). Paced runs step the rate up to find
  * the highest one with 0 lost records. Last, what tracing adds to each
  * page fault of a traced process (its own clock, pages touched fresh),
- * untraced vs page sampling every allocation vs 1 in 16, interleaved.
+ * untraced vs page allocations and faults or faults alone, sampled every
+ * event or 1 in 16, interleaved.
  * Usage: bench_sampler [SECONDS=3 (0: page faults only)] [RING_PAGES] [PAGE_ROUNDS=5] */
 #include <errno.h>
 #include <poll.h>
@@ -276,13 +277,22 @@ static void toucher(int go, int res)
     _exit(write(res, &ns, sizeof(ns)) == sizeof(ns) ? 0 : 1);
 }
 
-/* One child's ns per fault; traced with page sampling period @p period, or
- * untraced when 0. @return < 0 on failure. */
-static double fault_once(unsigned period)
+/* How a fault run is traced: page source and sample period; period 0 =
+ * untraced. */
+struct fault_var {
+    int source;
+    unsigned period;
+    const char *what;
+};
+
+/* One child's ns per fault, traced as @p v says. @return < 0 on failure. */
+static double fault_once(const struct fault_var *v)
 {
     int go[2], res[2], status;
+    unsigned period = v->period;
     struct collector c;
-    struct host_opts o = {.force_tier = 'A', .page_alloc_period = period};
+    struct host_opts o = {.force_tier = 'A', .page_alloc_period = period,
+                          .page_source = v->source};
     struct cs_err err = {""};
     struct host *h = NULL;
     double ns = -1;
@@ -331,28 +341,35 @@ static double median(double *v, int n)
     return v[n / 2];
 }
 
-/* Rounds of (untraced, period 1, period 16) in rotating order. */
+#define NVAR 5
+
+/* Rounds of every variant (untraced first in the table) in rotating order;
+ * each traced variant's median of (traced - untraced of its round). */
 static int fault_cost(int rounds)
 {
-    static const unsigned periods[3] = {0, 1, 16};
-    double ns[3][64], d1[64], d16[64];
+    static const struct fault_var var[NVAR] = {
+        {0, 0, "untraced"},
+        {HOST_PAGES_ALLOCS, 1, "kmem:mm_page_alloc + minor faults, 1 in 1"},
+        {HOST_PAGES_ALLOCS, 16, "kmem:mm_page_alloc + minor faults, 1 in 16"},
+        {HOST_PAGES_FAULTS, 1, "minor faults only, 1 in 1"},
+        {HOST_PAGES_FAULTS, 16, "minor faults only, 1 in 16"},
+    };
+    double ns[NVAR][64], d[64];
 
     for (int r = 0; r < rounds; r++)
-        for (int k = 0; k < 3; k++) {
-            int m = (r + k) % 3;
-            if ((ns[m][r] = fault_once(periods[m])) < 0)
+        for (int k = 0; k < NVAR; k++) {
+            int m = (r + k) % NVAR;
+            if ((ns[m][r] = fault_once(&var[m])) < 0)
                 return -1;
         }
-    for (int r = 0; r < rounds; r++) {
-        d1[r] = ns[1][r] - ns[0][r];
-        d16[r] = ns[2][r] - ns[0][r];
-    }
     printf("%-30s untraced_p50    %10.1f  ns     per fault, n=%u pages x %d rounds\n",
            "sampler.page_fault", median(ns[0], rounds), FAULT_PAGES, rounds);
-    printf("%-30s added_p50       %10.1f  ns     per fault, page sampling 1 in 1\n",
-           "sampler.page_fault", median(d1, rounds));
-    printf("%-30s added_p50       %10.1f  ns     per fault, page sampling 1 in 16\n",
-           "sampler.page_fault", median(d16, rounds));
+    for (int m = 1; m < NVAR; m++) {
+        for (int r = 0; r < rounds; r++)
+            d[r] = ns[m][r] - ns[0][r];
+        printf("%-30s added_p50       %10.1f  ns     per fault, %s\n", "sampler.page_fault",
+               median(d, rounds), var[m].what);
+    }
     return 0;
 }
 

@@ -32,6 +32,8 @@ struct host *host_new(const struct host_opts *o)
         h->o.runq_min_ns = 100000ull;
     if (!h->o.page_alloc_period)
         h->o.page_alloc_period = 1;
+    if (!h->o.page_source)
+        h->o.page_source = HOST_PAGES_DEFAULT;
     if (!h->o.ring_pages)
         h->o.ring_pages = 512;
     h->stat_fd = h->psi_fd = -1;
@@ -175,8 +177,9 @@ static int members(const struct host *h, struct member *m)
                              t->id_waking, 1, 1, NULL};
     m[n++] = (struct member){"sched:sched_wakeup_new", PE_ROLE_TP_WAKENEW, PERF_TYPE_TRACEPOINT,
                              t->id_wakeup_new, 1, 1, NULL};
-    m[n++] = (struct member){"kmem:mm_page_alloc", PE_ROLE_PAGE_ALLOC, PERF_TYPE_TRACEPOINT,
-                             t->id_page_alloc, pp, 1, NULL};
+    if (h->o.page_source == HOST_PAGES_ALLOCS)
+        m[n++] = (struct member){"kmem:mm_page_alloc", PE_ROLE_PAGE_ALLOC, PERF_TYPE_TRACEPOINT,
+                                 t->id_page_alloc, pp, 1, NULL};
     m[n++] = (struct member){"minor-faults", PE_ROLE_FAULT_MIN, PERF_TYPE_SOFTWARE,
                              PERF_COUNT_SW_PAGE_FAULTS_MIN, pp, 0, NULL};
     m[n++] = (struct member){"major-faults", PE_ROLE_FAULT_MAJ, PERF_TYPE_SOFTWARE,
@@ -256,6 +259,7 @@ static int new_sched(struct host *h, int cpuwide, int has_block_tp, int has_wake
         .cpuwide = cpuwide,
         .has_block_tp = has_block_tp,
         .has_wake_tp = has_wake_tp,
+        .pages_from_faults = h->o.page_source == HOST_PAGES_FAULTS,
         .self = getpid(),
     };
 
@@ -584,6 +588,8 @@ static void write_open_meta(struct host *h)
     collector_meta(h->c, "host_busy_source", h->tier == 'A' ? "perf-idle" : "proc-stat");
     collector_meta_u64(h->c, "host_window_ns", h->o.window_ns);
     collector_meta_u64(h->c, "host_page_alloc_period", h->o.page_alloc_period);
+    collector_meta(h->c, "host_page_source",
+                   h->o.page_source == HOST_PAGES_ALLOCS ? "kmem:mm_page_alloc" : "minor-faults");
     collector_meta_u64(h->c, "host_ncpu", (uint64_t)h->ncpu);
 }
 

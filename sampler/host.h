@@ -17,6 +17,13 @@
 
 struct host;
 
+/* Page counts come from kmem:mm_page_alloc (every allocation, order-weighted,
+ * the kernel's own too) or from the minor-fault software event (one page a
+ * fault; a THP fault counts 1, not 512). The tracepoint costs each fault of
+ * every process the assembly of its record even when not sampled. */
+enum { HOST_PAGES_ALLOCS = 'a', HOST_PAGES_FAULTS = 'f' };
+#define HOST_PAGES_DEFAULT HOST_PAGES_ALLOCS
+
 struct host_opts {
     pid_t root;               /* root of the traced tree */
     int launched;             /* 1: we forked root (subreaper); 0: attached */
@@ -24,7 +31,8 @@ struct host_opts {
     uint64_t window_ns;       /* per-process counter windows; default 10 ms */
     uint64_t offcpu_min_ns;   /* emit off-CPU intervals at least this long; default 100 us */
     uint64_t runq_min_ns;     /* emit run-queue waits at least this long; default 100 us */
-    unsigned page_alloc_period; /* kmem:mm_page_alloc sample period; default 1 */
+    unsigned page_alloc_period; /* page event sample period; default 1 */
+    int page_source;          /* what counts pages: HOST_PAGES_ALLOCS or _FAULTS; 0 = default */
     const char *events;       /* libpfm4 names, comma-separated, or NULL */
     unsigned ring_pages;      /* data pages per CPU ring (power of 2); default 512 */
 };

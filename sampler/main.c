@@ -34,7 +34,7 @@ struct sampler_args {
     const char *output, *listen, *preload, *events;
     char **cmd;       /* launch mode */
     pid_t pid;        /* attach mode */
-    int ready_fd, quiet, no_host, tier;
+    int ready_fd, quiet, no_host, tier, page_source;
     uint64_t window_ns, offcpu_ns, runq_ns, map_bytes, max_map_bytes;
     unsigned page_period, ring_pages;
 };
@@ -73,7 +73,9 @@ static void usage(FILE *f)
 "      --window-ms N   per-process counter window (default 10)\n"
 "      --offcpu-us N   record off-CPU intervals from N us (default 100)\n"
 "      --runq-us N     record run-queue waits from N us (default 100)\n"
-"      --page-period N sample every Nth page allocation (default 1)\n"
+"      --page-period N sample every Nth page event (default 1)\n"
+"      --page-source allocs|faults  count pages from kmem:mm_page_alloc\n"
+"                      or from minor faults (default allocs)\n"
 "      --events LIST   extra libpfm4 counters, comma-separated\n"
 "      --ring-pages N  perf ring data pages per CPU (default 512)\n"
 "      --map-mb N      initial run-file map size in MiB (default 1024; grows)\n"
@@ -124,7 +126,7 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 enum {
     OPT_LISTEN = 256, OPT_READY, OPT_PRELOAD, OPT_NOHOST, OPT_TIER, OPT_WINDOW, OPT_OFFCPU,
     OPT_RUNQ, OPT_PAGE, OPT_EVENTS, OPT_RING, OPT_PID, OPT_MAP, OPT_VERSION, OPT_HELP,
-    OPT_MAXMAP
+    OPT_MAXMAP, OPT_PAGESRC
 };
 
 static const struct option long_opts[] = {
@@ -137,6 +139,7 @@ static const struct option long_opts[] = {
     {"pid", required_argument, 0, OPT_PID},  {"map-mb", required_argument, 0, OPT_MAP},
     {"quiet", no_argument, 0, 'q'},          {"version", no_argument, 0, OPT_VERSION},
     {"help", no_argument, 0, OPT_HELP},      {"max-map-mb", required_argument, 0, OPT_MAXMAP},
+    {"page-source", required_argument, 0, OPT_PAGESRC},
     {0, 0, 0, 0}};
 
 /* Numeric option @p opt into @p a. */
@@ -184,6 +187,11 @@ static int parse_args(int argc, char **argv, struct sampler_args *a)
             if (strlen(optarg) != 1 || !strchr("ABC", optarg[0]))
                 return usage_error("invalid tier '%s' (A, B or C)", optarg);
             a->tier = optarg[0];
+            break;
+        case OPT_PAGESRC:
+            if (strcmp(optarg, "allocs") != 0 && strcmp(optarg, "faults") != 0)
+                return usage_error("invalid page source '%s' (allocs or faults)", optarg);
+            a->page_source = optarg[0];
             break;
         case OPT_VERSION: printf(PROG " " CS_VERSION "\n"); return 1;
         case OPT_HELP: usage(stdout); return 1;
@@ -390,6 +398,7 @@ static void host_start(struct loop *l)
                            .force_tier = l->a->tier, .window_ns = l->a->window_ns,
                            .offcpu_min_ns = l->a->offcpu_ns, .runq_min_ns = l->a->runq_ns,
                            .page_alloc_period = l->a->page_period, .events = l->a->events,
+                           .page_source = l->a->page_source,
                            .ring_pages = l->a->ring_pages};
     struct cs_err err = {""};
 

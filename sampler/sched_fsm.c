@@ -1010,7 +1010,11 @@ static void on_count(struct sched_fsm *s, const struct pe_ev *ev)
         return;
     switch (ev->kind) {
     case PE_EV_PAGE_ALLOC: p->win.page_allocs += (uint32_t)ev->a; break;
-    case PE_EV_FAULT_MIN: p->win.minflt += (uint32_t)ev->a; break;
+    case PE_EV_FAULT_MIN:
+        p->win.minflt += (uint32_t)ev->a;
+        if (s->o.pages_from_faults)
+            p->win.page_allocs += (uint32_t)ev->a;
+        break;
     case PE_EV_FAULT_MAJ: p->win.majflt += (uint32_t)ev->a; break;
     }
     p->active = 1;

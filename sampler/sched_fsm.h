@@ -26,6 +26,7 @@ struct sched_fsm_opts {
     int cpuwide;            /* CPU-wide switch records: holders, idle, outsiders */
     int has_block_tp;       /* sched_switch labels S/D */
     int has_wake_tp;        /* sched_waking: run-queue waits after sleeps */
+    int pages_from_faults;  /* count a minor fault as a page allocation */
     pid_t self;             /* never tracked */
 };
 

@@ -7,14 +7,15 @@
 #   report-*.txt                 full analyzer reports of the seed runs
 #   seed-w4.html                 HTML report of the seed run (W=4)
 # Usage: scripts/gpu-check.sh [PART...]
-#   parts: smoke seed suite profiler ddp overhead faults seedov ddpov pfab
+#   parts: smoke seed suite profiler ddp overhead faults seedov ddpov ddpdiag pfab
 #   (default: seed suite)
 #   overhead: the shim's cost per call on this host (bench_shim, fake driver)
 #        and the empty-kernel launch loop (static and shared runtime), traced
 #        vs untraced, OVERHEAD_REPS interleaved pairs; faults: what page
 #        sampling adds to a page fault here (bench_sampler); seedov: the seed
-#        W=4, SEED_REPS triples of untraced, traced, traced with page
-#        sampling 1 in 16, with the tree's CPU times; ddpov: the clean 2-rank
+#        W=4, SEED_REPS triples of untraced, traced, traced with pages counted
+#        from minor faults 1 in 16, with the tree's CPU times; ddpdiag: the
+#        1000-step DDP loop untraced, traced, traced --no-host; ddpov: the clean 2-rank
 #        DDP loop at DDP_OV_STEPS steps (1000 4000), DDP_REPS pairs each;
 #        pfab: the shim's ring prefetch on and off (bench_shim, launch loop)
 # Env: CS_RECORD_FLAGS extra `cudaspy record` options; CS_SAMPLER_ARGS extra
@@ -212,28 +213,39 @@ print(sys.argv[1], " ".join(c["severity"] + ":" + c["cause"] for c in j["chains"
     done
 }
 
-# seed_run VARIANT REP PIN SUFFIX: one seed W=4 run of part_seedov
-seed_run() {
-    local cmd=("$PY" "$W" seed loader 4)
-    case $1 in
-    u) CS_PIN=$3 CS_TIMES=1 run_one seed "w4$4" 0 "$2" -- "${cmd[@]}" ;;
-    t) CS_PIN=$3 CS_TIMES=1 CS_ANALYZE=$(($2 == 1)) run_one seed "w4$4" 1 "$2" -- "${cmd[@]}" ;;
-    p) CS_PIN=$3 CS_TIMES=1 CS_ANALYZE=0 CS_BASE="w4$4" CS_SAMPLER_ARGS="--page-period 16" \
-        run_one seed "w4-pp16$4" 1 "$2" -- "${cmd[@]}" ;;
-    esac
+# rotate3 NAME MODE ALT_MODE VAR=VALUE... -- CMD...: REPS rounds of untraced,
+# traced, and traced with the VAR=VALUE settings of this script (mode
+# ALT_MODE, paired with MODE's untraced runs), each first, second, last in
+# turn; the traced run of round 1 is analysed (for its counts)
+rotate3() {
+    local name=$1 mode=$2 alt=$3 i k envs=()
+    shift 3
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
+    for i in $(seq 1 "$REPS"); do
+        for k in 0 1 2; do
+            case $(((i + k) % 3)) in
+            0) run_one "$name" "$mode" 0 "$i" -- "$@" ;;
+            1) CS_ANALYZE=$((i == 1)) run_one "$name" "$mode" 1 "$i" -- "$@" ;;
+            2) (for e in "${envs[@]}"; do export "${e?}"; done
+                CS_BASE=$mode CS_ANALYZE=0 run_one "$name" "$alt" 1 "$i" -- "$@") ;;
+            esac
+        done
+    done
 }
 
-part_seedov() { # issue 3's seed target: W=4, untraced / traced / page sampling 1 in 16
-    local pin="" sfx="" i
+part_seedov() { # issue 3's seed target: W=4, untraced / traced / pages from faults 1 in 16
+    local pin="" sfx=""
     # SEED_PIN=1: the whole tree (main + 4 workers) on 8 CPUs of GPU 0's node
     [ "${SEED_PIN:-0}" = 1 ] && pin=$(gpu_local_cpus 8) && sfx=-pinned
-    for i in $(seq 1 "${SEED_REPS:-5}"); do # each variant first, second, last in turn
-        case $((i % 3)) in
-        1) seed_run u "$i" "$pin" "$sfx"; seed_run t "$i" "$pin" "$sfx"; seed_run p "$i" "$pin" "$sfx" ;;
-        2) seed_run t "$i" "$pin" "$sfx"; seed_run p "$i" "$pin" "$sfx"; seed_run u "$i" "$pin" "$sfx" ;;
-        0) seed_run p "$i" "$pin" "$sfx"; seed_run u "$i" "$pin" "$sfx"; seed_run t "$i" "$pin" "$sfx" ;;
-        esac
-    done
+    CS_PIN=$pin CS_TIMES=1 REPS=${SEED_REPS:-5} rotate3 seed "w4$sfx" "w4-f16$sfx" \
+        "CS_SAMPLER_ARGS=--page-source faults --page-period 16" -- "$PY" "$W" seed loader 4
+}
+
+part_ddpdiag() { # where the short DDP loop's overhead comes from: host sampling off
+    local trun=("$PY" -m torch.distributed.run --standalone --nproc_per_node=2 "$here/gpu/ddp.py")
+    CS_TIMES=1 REPS=${DDP_REPS:-4} rotate3 ddp diag-s1000 diag-s1000-nohost \
+        "CS_RECORD_FLAGS=--no-host" -- "${trun[@]}" --steps 1000
 }
 
 part_profiler() { # torch.profiler (CUPTI) on the seed workload, for comparison

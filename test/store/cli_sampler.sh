@@ -16,7 +16,7 @@ expect() { # expect CODE STDERR_TEXT ARGS...
 
 [ "$("$s" --version)" = "cudaspy-sampler 0.1.0" ] || fail "--version"
 help=$("$s" --help)
-for w in "Usage: cudaspy-sampler" "Examples:" "Exit status:" "--no-host" "--ready-fd"; do
+for w in "Usage: cudaspy-sampler" "Examples:" "Exit status:" "--no-host" "--ready-fd" "--page-source"; do
     [[ "$help" == *"$w"* ]] || fail "--help lacks $w"
 done
 expect 2 "cudaspy-sampler: unknown or incomplete option '--bogus'
@@ -24,6 +24,7 @@ Try 'cudaspy-sampler --help' for more information." --bogus
 expect 2 "cudaspy-sampler: no command given (-- CMD ...) and no --pid" -o x.lmdb
 expect 2 "cudaspy-sampler: give either --pid or a command, not both" --pid 1 -- true
 expect 2 "cudaspy-sampler: invalid tier 'Z' (A, B or C)" --tier Z -- true
+expect 2 "cudaspy-sampler: invalid page source 'pages' (allocs or faults)" --page-source pages -- true
 expect 2 "cudaspy-sampler: invalid number 'x'" --window-ms x -- true
 expect 3 "cudaspy-sampler: /nonexistent/dir/run.lmdb: cannot create run file" \
     --no-host -o /nonexistent/dir/run.lmdb -- true

@@ -118,22 +118,48 @@ static int test_threads_have_names(void)
     return 0;
 }
 
-static int test_page_allocs_match_touched_pages(void)
+/* The page worker's pwin page counts add up to the pages it touched. */
+static int pages_match(struct collector *c, const struct wl_report *r, int n)
 {
     const struct cs_rec_pwin *w;
     uint32_t pid = 0;
     uint64_t allocs = 0;
 
-    for (int i = 0; i < nrep; i++)
-        if (rep[i].kind == WL_PAGES)
-            pid = rep[i].pid;
+    for (int i = 0; i < n; i++)
+        if (r[i].kind == WL_PAGES)
+            pid = r[i].pid;
     CHECK(pid != 0);
-    for (size_t i = 0; (w = fake_rec(col, CS_REC_PWIN, i)) != NULL; i++)
+    for (size_t i = 0; (w = fake_rec(c, CS_REC_PWIN, i)) != NULL; i++)
         if (w->pid == pid)
             allocs += w->page_allocs;
-    fprintf(stderr, "page allocs %llu, touched %u\n", (unsigned long long)allocs, WL_PAGES_K);
+    fprintf(stderr, "page allocs %llu, touched %u (%s)\n", (unsigned long long)allocs,
+            WL_PAGES_K, fake_meta(c, "host_page_source"));
     CHECK(near(allocs, WL_PAGES_K, 10.0, 0));
     return 0;
+}
+
+static int test_page_allocs_match_touched_pages(void)
+{
+    CHECK_STR(fake_meta(col, "host_page_source"),
+              HOST_PAGES_DEFAULT == HOST_PAGES_ALLOCS ? "kmem:mm_page_alloc" : "minor-faults");
+    return pages_match(col, rep, nrep);
+}
+
+/* The other page source than the default, in a run of its own. */
+static int test_other_page_source_counts_the_same_pages(void)
+{
+    static struct hrun r2;
+    struct host_opts o = {.force_tier = 'A', .ring_pages = 2048,
+                          .page_source = HOST_PAGES_DEFAULT == HOST_PAGES_ALLOCS
+                                             ? HOST_PAGES_FAULTS : HOST_PAGES_ALLOCS};
+    int rc;
+
+    CHECK(hrun_tree(&r2, o, 1, 0) == 0);
+    CHECK_STR(fake_meta(r2.c, "host_page_source"),
+              o.page_source == HOST_PAGES_ALLOCS ? "kmem:mm_page_alloc" : "minor-faults");
+    rc = pages_match(r2.c, r2.rep, r2.nrep);
+    fake_collector_free(r2.c);
+    return rc;
 }
 
 static int test_pwin_switches_sum_to_records(void)
@@ -297,6 +323,7 @@ int main(void)
     RUN(test_every_process_in_table_with_parent_and_comm);
     RUN(test_threads_have_names);
     RUN(test_page_allocs_match_touched_pages);
+    RUN(test_other_page_source_counts_the_same_pages);
     RUN(test_pwin_switches_sum_to_records);
     RUN(test_syswin_every_window);
     RUN(test_meta_says_tier_a);
