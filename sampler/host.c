@@ -30,10 +30,11 @@ struct host *host_new(const struct host_opts *o)
         h->o.offcpu_min_ns = 100000ull;
     if (!h->o.runq_min_ns)
         h->o.runq_min_ns = 100000ull;
-    if (!h->o.page_alloc_period)
-        h->o.page_alloc_period = 1;
     if (!h->o.page_source)
         h->o.page_source = HOST_PAGES_DEFAULT;
+    if (!h->o.page_alloc_period)
+        h->o.page_alloc_period = h->o.page_source == HOST_PAGES_FAULTS ? HOST_PAGES_PERIOD_FAULTS
+                                                                       : HOST_PAGES_PERIOD_ALLOCS;
     if (!h->o.ring_pages)
         h->o.ring_pages = 512;
     h->stat_fd = h->psi_fd = -1;

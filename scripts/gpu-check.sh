@@ -7,7 +7,8 @@
 #   report-*.txt                 full analyzer reports of the seed runs
 #   seed-w4.html                 HTML report of the seed run (W=4)
 # Usage: scripts/gpu-check.sh [PART...]
-#   parts: smoke seed suite profiler ddp overhead faults seedov ddpov ddpdiag pfab
+#   parts: smoke seed suite profiler ddp overhead faults seedov ddpov ddpdiag
+#   ddppin seedpairs pfab
 #   (default: seed suite)
 #   overhead: the shim's cost per call on this host (bench_shim, fake driver)
 #        and the empty-kernel launch loop (static and shared runtime), traced
@@ -15,7 +16,8 @@
 #        sampling adds to a page fault here (bench_sampler); seedov: the seed
 #        W=4, SEED_REPS triples of untraced, traced, traced with pages counted
 #        from minor faults 1 in 16, with the tree's CPU times; ddpdiag: the
-#        1000-step DDP loop untraced, traced, traced --no-host; ddpov: the clean 2-rank
+#        1000-step DDP loop untraced, traced, traced --no-host; ddppin: ddpov
+#        with each rank pinned near its GPU; ddpov: the clean 2-rank
 #        DDP loop at DDP_OV_STEPS steps (1000 4000), DDP_REPS pairs each;
 #        pfab: the shim's ring prefetch on and off (bench_shim, launch loop)
 # Env: CS_RECORD_FLAGS extra `cudaspy record` options; CS_SAMPLER_ARGS extra
@@ -53,11 +55,11 @@ fi
 
 now_ns() { date +%s%N; }
 
-# gpu_local_cpus N: N CPUs of GPU 0's NUMA node, skipping its first two
-# (interrupts), as a taskset list; empty when it cannot tell.
+# gpu_local_cpus N [GPU]: N CPUs of GPU's (default 0) NUMA node, skipping its
+# first two (interrupts), as a taskset list; empty when it cannot tell.
 gpu_local_cpus() {
     local bus list
-    bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i 0 2>/dev/null |
+    bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i "${2:-0}" 2>/dev/null |
         tr 'A-F' 'a-f' | sed 's/^0000//')
     list=$(cat "/sys/bus/pci/devices/$bus/local_cpulist" 2>/dev/null) || return 0
     python3 -c 'import sys
@@ -242,10 +244,25 @@ part_seedov() { # issue 3's seed target: W=4, untraced / traced / pages from fau
         "CS_SAMPLER_ARGS=--page-source faults --page-period 16" -- "$PY" "$W" seed loader 4
 }
 
+part_seedpairs() { # the seed W=4 untraced and traced (analysed), with the tree's CPU times
+    CS_TIMES=1 REPS=${SEED_REPS:-5} interleave seed w4 -- "$PY" "$W" seed loader 4
+}
+
 part_ddpdiag() { # where the short DDP loop's overhead comes from: host sampling off
     local trun=("$PY" -m torch.distributed.run --standalone --nproc_per_node=2 "$here/gpu/ddp.py")
     CS_TIMES=1 REPS=${DDP_REPS:-4} rotate3 ddp diag-s1000 diag-s1000-nohost \
         "CS_RECORD_FLAGS=--no-host" -- "${trun[@]}" --steps 1000
+}
+
+part_ddppin() { # the clean DDP loop with each rank pinned to 8 CPUs of its GPU's node
+    local trun=("$PY" -m torch.distributed.run --standalone --nproc_per_node=2 "$here/gpu/ddp.py")
+    local steps cpus
+    cpus="$(gpu_local_cpus 8 0);$(gpu_local_cpus 8 1)"
+    log "gpu-check: ddppin: rank CPUs $cpus"
+    for steps in ${DDP_OV_STEPS:-1000 4000}; do
+        CS_TIMES=1 CS_ANALYZE=0 REPS=${DDP_REPS:-4} interleave ddp "pinned-s$steps" \
+            "CS_DDP_CPUS=$cpus" -- "${trun[@]}" --steps "$steps"
+    done
 }
 
 part_profiler() { # torch.profiler (CUPTI) on the seed workload, for comparison

@@ -138,7 +138,8 @@ def summarise(group, base_plain=()):
     outs = {r["traced"]: parse_out(r["out"]) for r in group}
     res_plain = {parse_out(r["out"])[0] for r in plain}
     res_traced = {parse_out(r["out"])[0] for r in traced}
-    js = load_json(traced[-1]["json"]) if traced else None
+    analysed = [r for r in traced if r.get("json")]
+    js = load_json(analysed[-1]["json"]) if analysed else None
     chains = (js or {}).get("chains", [])
     top = chains[0] if chains else None
     planted = PLANTED.get((name, mode), "coverage")
@@ -181,8 +182,8 @@ def summarise(group, base_plain=()):
         "driver_launches": launches,
         "kernel_names": (js or {}).get("run", {}).get("kernel_names"),
         "sampler_tier": (js or {}).get("run", {}).get("sampler_tier"),
-        "json": traced[-1]["json"] if traced else None,
-        "run": traced[-1]["run"] if traced else None,
+        "json": analysed[-1]["json"] if analysed else None,
+        "run": analysed[-1]["run"] if analysed else None,
     }
 
 

@@ -9,6 +9,11 @@ the gradients with NCCL and every step ends with torch.cuda.synchronize()
 burns --burn-ms of CPU before every --every-th step (a slow data loader), so
 rank 0 waits in the all-reduce; without it the run is the clean control.
 
+CS_DDP_CPUS="LIST0;LIST1" pins rank r, every thread of it, to CPU list r
+(taskset syntax; gpu-check.sh gives each rank CPUs of its GPU's NUMA node):
+unpinned, the ranks' host-bound steps vary by 30 % with the socket they run
+on, which hides a few per cent of tracing cost.
+
 --backend gloo --same-gpu runs both ranks on GPU 0 (gloo all-reduces through
 the host; NCCL refuses two ranks on one GPU): a one-GPU variant, which the
 straggler method is known to miss (docs/multigpu.md).
@@ -56,6 +61,27 @@ def burn(ms):
     return x
 
 
+def cpu_list(s):
+    cpus = set()
+    for part in s.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def pin(local):
+    """Every thread of this process onto CS_DDP_CPUS's list for @local."""
+    lists = os.environ.get("CS_DDP_CPUS", "").split(";")
+    if local >= len(lists) or not lists[local]:
+        return
+    cpus = cpu_list(lists[local])
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except OSError:
+            pass
+
+
 def model_for(hidden, dev):
     torch.manual_seed(1234)  # same initial weights on every rank
     layers = []
@@ -68,6 +94,7 @@ def model_for(hidden, dev):
 def main():
     a = parse()
     rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
+    pin(local)
     dev = torch.device("cuda", 0 if a.same_gpu else local)
     torch.cuda.set_device(dev)
     torch.backends.cuda.matmul.allow_tf32 = False
