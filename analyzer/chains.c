@@ -1345,17 +1345,25 @@ static void f_launch(struct ctx *x)
     jaddf(f->evidence, "median launch call %s, median host gap between launches %s: the host "
                        "issues kernels back to back",
           fmt_ns(a, 32, worst->launch_p50_ns), fmt_ns(b, 32, worst->launch_gap_p50_ns));
-    jaddf(f->evidence, "known GPU idle only %s (%.1f %% of the busy span): the GPU is fed as "
-                       "fast as the host can launch",
-          fmt_ns(d, 32, worst->idle_ns), pct(worst->idle_ns, span));
+    if (worst->idle_ns * 10 <= span) /* back to back: the GPU keeps up */
+        jaddf(f->evidence, "known GPU idle only %s (%.1f %% of the busy span): the GPU is fed "
+                           "as fast as the host can launch",
+              fmt_ns(d, 32, worst->idle_ns), pct(worst->idle_ns, span));
+    else /* host-paced: the GPU finishes early and waits */
+        jaddf(f->evidence, "known GPU idle %s (%.1f %% of the busy span): the GPU finishes each "
+                           "batch of kernels and waits for the host's next launches",
+              fmt_ns(d, 32, worst->idle_ns), pct(worst->idle_ns, span));
     snprintf(f->summary, sizeof(f->summary), "launch-bound: %" PRIu64 " small kernels at %.0f "
              "per second, the host's launch cost sets the pace", worst->launches,
              (double)worst->launches * 1e9 / (double)span);
     snprintf(f->host, sizeof(f->host), "%" PRIu64 " launches at %.0f per second, %s each",
              worst->launches, (double)worst->launches * 1e9 / (double)span,
              fmt_ns(a, 32, worst->launch_p50_ns));
-    snprintf(f->cuda, sizeof(f->cuda), "GPU idle only %.1f %% of the busy span: it runs as fast "
-             "as kernels are launched", pct(worst->idle_ns, span));
+    snprintf(f->cuda, sizeof(f->cuda),
+             worst->idle_ns * 10 <= span
+                 ? "GPU idle only %.1f %% of the busy span: it runs as fast as kernels are launched"
+                 : "GPU idle %.1f %% of the busy span, waiting for the host's launches",
+             pct(worst->idle_ns, span));
     snprintf(f->rec, sizeof(f->rec),
              "launch fewer, larger kernels: capture the step in a CUDA graph (cudaGraphLaunch; "
              "torch.compile(mode=\"reduce-overhead\")), fuse elementwise kernels, raise the "

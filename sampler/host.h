@@ -21,8 +21,9 @@ struct host;
  * the kernel's own too) or from the minor-fault software event (one page a
  * fault; a THP fault counts 1, not 512). The tracepoint costs each fault of
  * every process the assembly of its record even when not sampled; on the
- * seed (1.7 M faults in 9 s) it added 1-2.5 s of system time to the tree at
- * period 1, minor faults 1 in 16 about 0.1 s (bench/results, 2026-11-29). */
+ * seed (1.7 M faults in 9 s) it added 0.8-2.6 s of system time to the tree
+ * at period 1, minor faults 1 in 16 none measurable (median -0.05 s over 9
+ * pairs; bench/results/gpu-2026-11-29-pages). */
 enum { HOST_PAGES_ALLOCS = 'a', HOST_PAGES_FAULTS = 'f' };
 #define HOST_PAGES_DEFAULT HOST_PAGES_FAULTS
 #define HOST_PAGES_PERIOD_FAULTS 16 /* default period of each source */
