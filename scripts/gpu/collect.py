@@ -77,6 +77,29 @@ def parse_cpu(path):
     return sec[0], sec[1]
 
 
+def parse_quarters(path):
+    """The time of each quarter of the timed steps (ddp.py's `quarters:`)."""
+    try:
+        for line in open(path):
+            if line.startswith("quarters:"):
+                return [float(x) for x in line.split()[1:]]
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def quarter_pairs(plain, traced):
+    """Per quarter of the timed steps, the overhead of each interleaved pair, %."""
+    by_rep = {r["rep"]: parse_quarters(r["out"]) for r in plain}
+    out = [[], [], [], []]
+    for t in traced:
+        q, qp = parse_quarters(t["out"]), by_rep.get(t["rep"])
+        if q and qp and len(q) == len(qp) == 4:
+            for k in range(4):
+                out[k].append(100 * (q[k] / qp[k] - 1))
+    return out if out[0] else None
+
+
 def bootstrap(pairs):
     """Median of @pairs and a bootstrap 95 % interval of it (fixed seed)."""
     rng = random.Random(1)
@@ -171,6 +194,7 @@ def summarise(group, base_plain=()):
         "overhead_pair_median_pct": pair_med,
         "overhead_pair_ci95_pct": pair_ci,
         "cpu_added_pairs": cpu,
+        "quarter_pairs_pct": quarter_pairs(plain, traced),
         "cpu_untraced_s": [parse_cpu(r["out"]) for r in plain],
         "cpu_traced_s": [parse_cpu(r["out"]) for r in traced],
         "outputs_identical": bool(res_plain) and res_plain == res_traced and None not in res_plain,
@@ -240,6 +264,15 @@ def write_overhead_md(rows, path):
             f.write(f"| {r['workload']} {r['mode']} | {len(r['overhead_pairs_pct'])} | "
                     f"{r['overhead_pair_median_pct']:+.2f}% | {lo:+.2f}% .. {hi:+.2f}% | {each} | "
                     f"{statistics.median(r['elapsed_untraced_s']):.4f} |\n")
+    quarters = [r for r in rows if r.get("quarter_pairs_pct")]
+    if quarters:
+        with open(path, "a") as f:
+            f.write("\n## Overhead by quarter of the timed steps, median of pairs\n\n"
+                    "| workload | pairs | 1st | 2nd | 3rd | 4th |\n|---|---|---|---|---|---|\n")
+            for r in quarters:
+                q = r["quarter_pairs_pct"]
+                f.write(f"| {r['workload']} {r['mode']} | {len(q[0])} | " +
+                        " | ".join(f"{statistics.median(x):+.1f}%" for x in q) + " |\n")
     rows = [r for r in rows if len(r.get("cpu_added_pairs") or []) >= 3]
     if not rows:
         return

@@ -22,7 +22,9 @@ straggler method is known to miss (docs/multigpu.md).
 (several seconds, inside the traced wall time that sets the severity).
 
 Rank 0 prints `result: loss=<sum> params=<sum>` (identical traced or
-untraced) and `elapsed: <s>` (the timed steps, after warm-up)."""
+untraced), `elapsed: <s>` (the timed steps, after warm-up) and
+`quarters: <s> <s> <s> <s>`, the time of each quarter of the timed steps:
+a tracing cost that falls in the job's first seconds shows in the first."""
 import argparse
 import os
 import time
@@ -106,6 +108,7 @@ def main():
     ys = [torch.randn(a.batch, 1, device=dev, generator=g) for _ in range(8)]
     loss_sum = torch.zeros((), device=dev, dtype=torch.float64)
     t0 = None
+    marks = []  # end of each quarter of the timed steps
     for step in range(a.warmup + a.steps):
         if step == a.warmup:
             dist.barrier()
@@ -119,6 +122,9 @@ def main():
         opt.step()
         loss_sum += loss.detach().double()
         torch.cuda.synchronize()  # the step's host sync point
+        done = step - a.warmup + 1
+        if done > 0 and len(marks) < done * 4 // a.steps:
+            marks.append(time.perf_counter())
     elapsed = time.perf_counter() - t0
     psum = sum(p.detach().double().sum() for p in model.parameters())
     tot = torch.stack([loss_sum, psum])
@@ -126,6 +132,8 @@ def main():
     if rank == 0:
         print(f"result: loss={tot[0].item():.6e} params={tot[1].item():.6e}")
         print(f"elapsed: {elapsed:.3f}")
+        q = [b - e for b, e in zip(marks, [t0] + marks[:-1])]
+        print("quarters: " + " ".join(f"{x:.4f}" for x in q))
     dist.destroy_process_group()
 
 
