@@ -75,7 +75,8 @@ static void usage(FILE *f)
 "      --runq-us N     record run-queue waits from N us (default 100)\n"
 "      --page-source faults|allocs  count pages from minor faults (default)\n"
 "                      or from kmem:mm_page_alloc (THP and kernel pages too,\n"
-"                      but a cost on every page allocation on the machine)\n"
+"                      but a cost on every page allocation on the machine;\n"
+"                      also CUDASPY_PAGE_SOURCE)\n"
 "      --page-period N sample every Nth page event (default 16 for faults,\n"
 "                      1 for allocs)\n"
 "      --events LIST   extra libpfm4 counters, comma-separated\n"
@@ -211,6 +212,13 @@ static int parse_args(int argc, char **argv, struct sampler_args *a)
                                         : "no command given (-- CMD ...) and no --pid");
     if ((env = getenv("CUDASPY_HOST")) && strcmp(env, "0") == 0)
         a->no_host = 1;
+    if (!a->page_source && (env = getenv("CUDASPY_PAGE_SOURCE")) && *env) {
+        if (strcmp(env, "allocs") == 0 || strcmp(env, "faults") == 0)
+            a->page_source = env[0];
+        else
+            fprintf(stderr, PROG ": warning: CUDASPY_PAGE_SOURCE='%s' is not allocs or faults; "
+                            "faults\n", env);
+    }
     if ((env = getenv("CUDASPY_QUIET")) && strcmp(env, "1") == 0)
         a->quiet = 1;
     if (a->max_map_bytes == 0 && (env = getenv("CUDASPY_MAX_MAP_MB")) && *env) {

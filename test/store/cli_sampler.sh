@@ -26,6 +26,12 @@ expect 2 "cudaspy-sampler: give either --pid or a command, not both" --pid 1 -- 
 expect 2 "cudaspy-sampler: invalid tier 'Z' (A, B or C)" --tier Z -- true
 expect 2 "cudaspy-sampler: invalid page source 'pages' (allocs or faults)" --page-source pages -- true
 expect 2 "cudaspy-sampler: invalid number 'x'" --window-ms x -- true
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+err=$(CUDASPY_PAGE_SOURCE=pages "$s" -q --no-host -o "$tmp/run.lmdb" -- true 2>&1) ||
+    fail "CUDASPY_PAGE_SOURCE=pages: exit $?"
+[[ "$err" == *"cudaspy-sampler: warning: CUDASPY_PAGE_SOURCE='pages' is not allocs or faults; faults"* ]] ||
+    fail "CUDASPY_PAGE_SOURCE=pages: stderr '$err'"
 expect 3 "cudaspy-sampler: /nonexistent/dir/run.lmdb: cannot create run file" \
     --no-host -o /nonexistent/dir/run.lmdb -- true
 echo "ok   cli_sampler"

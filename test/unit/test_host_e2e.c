@@ -68,6 +68,8 @@ static void pwin_sums(uint32_t pid, uint64_t *vcsw, uint64_t *pages, uint64_t *f
 static int test_meta_says_tier_a_and_nothing_lost(void)
 {
     CHECK_STR(cs_run_meta(run, "sampler_tier"), "A");
+    /* main() asked for the tracepoint through the environment */
+    CHECK_STR(cs_run_meta(run, "host_page_source"), "kmem:mm_page_alloc");
     CHECK_EQ(cs_run_meta_u64(run, "host_lost", 1), 0);
     CHECK(cs_run_count(run, CS_REC_OFFCPU) > 0);
     CHECK(cs_run_count(run, CS_REC_SYSWIN) > 0);
@@ -148,6 +150,7 @@ int main(int argc, char **argv)
         return 1;
     snprintf(path, sizeof(path), "%s/run.lmdb", out);
     snprintf(report, sizeof(report), "%s/report", out);
+    setenv("CUDASPY_PAGE_SOURCE", "allocs", 1); /* the non-default source, by env */
     rc = launch(argv[1], argv[2], path, report);
     if (rc != 0) {
         fprintf(stderr, "cudaspy-sampler exited %d\n", rc);
