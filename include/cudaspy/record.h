@@ -133,7 +133,9 @@ struct cs_rec_pwin {
     uint32_t vcsw;        /* voluntary context switches */
     uint32_t ivcsw;       /* involuntary context switches */
     uint32_t migrations;
-    uint32_t page_allocs; /* pages allocated (order-weighted, sample-period weighted) */
+    uint32_t page_allocs; /* pages allocated, period-weighted: minor faults (meta
+                           host_page_source "minor-faults") or order-weighted
+                           kmem:mm_page_alloc samples */
     uint32_t minflt;
     uint32_t majflt;
     uint32_t nthreads;    /* threads seen in the window */
