@@ -549,6 +549,7 @@ struct cs_run {
     size_t nthreads;
     struct run_stack *stacks; /* by id */
     size_t nstacks;
+    uint64_t id_max; /* while loading strings or stacks: the largest id allowed */
     /* cs_run_count(): records of each kind per table (0 host, 1 CUDA), from
      * one scan of its block headers, valid while the file's newest txn is
      * count_txnid[t] (a live writer's next commit makes them stale) */
@@ -1128,6 +1129,34 @@ static int load_meta(struct cs_run *r, const MDB_val *k, const MDB_val *v, struc
     return 0;
 }
 
+/* Strings and stacks are numbered 1..N as they are written, and loaded into
+ * arrays indexed by id: an id far past its table's row count is corruption,
+ * and must not size an array (a fuzzed file asked for 16 GB). The bound is
+ * twice the table's rows plus 1024, and never past one row per 8 bytes of
+ * the file, in case the row count itself is corrupt. */
+static int set_id_max(struct cs_run *r, MDB_txn *txn, unsigned db, struct cs_err *err)
+{
+    MDB_stat st;
+    int rc = mdb_stat(txn, r->dbi[db], &st);
+
+    if (rc)
+        return cs_err_set(err, lmdb_rc(rc), "%s: %s: %s", r->path, db_names[db],
+                          mdb_strerror(rc));
+    r->id_max = 2 * (uint64_t)st.ms_entries + 1024;
+    if (r->id_max > r->file_bytes / 8 + 1024)
+        r->id_max = r->file_bytes / 8 + 1024;
+    return 0;
+}
+
+/* @return 0, or CS_E_CORRUPT when id @p id of @p db is out of range. */
+static int check_id(struct cs_run *r, unsigned db, uint32_t id, struct cs_err *err)
+{
+    if (id <= r->id_max)
+        return 0;
+    return cs_err_set(err, CS_E_CORRUPT, "%s: %s: id %u past the table's range (%" PRIu64 ")",
+                      r->path, db_names[db], id, r->id_max);
+}
+
 static int load_string(struct cs_run *r, const MDB_val *k, const MDB_val *v, struct cs_err *err)
 {
     uint32_t id;
@@ -1137,6 +1166,8 @@ static int load_string(struct cs_run *r, const MDB_val *k, const MDB_val *v, str
         return cs_err_set(err, CS_E_CORRUPT, "%s: strings: key of %zu bytes, want 4", r->path,
                           k->mv_size);
     memcpy(&id, k->mv_data, sizeof(id));
+    if (check_id(r, DB_STRINGS, id, err) < 0)
+        return CS_E_CORRUPT;
     if (cs_grow((void **)&r->strings, &cap, (size_t)id + 1, sizeof(char *)) < 0)
         return cs_err_set(err, -ENOMEM, "%s: out of memory", r->path);
     r->nstrings = cap;
@@ -1157,6 +1188,8 @@ static int load_stack(struct cs_run *r, const MDB_val *k, const MDB_val *v, stru
         return cs_err_set(err, CS_E_CORRUPT, "%s: stacks: row of %zu bytes is not whole frames",
                           r->path, v->mv_size);
     memcpy(&id, k->mv_data, sizeof(id));
+    if (check_id(r, DB_STACKS, id, err) < 0)
+        return CS_E_CORRUPT;
     if (cs_grow((void **)&r->stacks, &cap, (size_t)id + 1, sizeof(*r->stacks)) < 0)
         return cs_err_set(err, -ENOMEM, "%s: out of memory", r->path);
     r->nstacks = cap;
@@ -1242,13 +1275,13 @@ static int run_load(struct cs_run *r, struct cs_err *err)
     rc = run_each(r, txn, DB_META, load_meta, err);
     if (rc == 0)
         rc = run_check_format(r, err);
-    if (rc == 0)
+    if (rc == 0 && (rc = set_id_max(r, txn, DB_STRINGS, err)) == 0)
         rc = run_each(r, txn, DB_STRINGS, load_string, err);
     if (rc == 0)
         rc = run_each(r, txn, DB_PROCS, load_proc, err);
     if (rc == 0)
         rc = run_each(r, txn, DB_THREADS, load_thread, err);
-    if (rc == 0)
+    if (rc == 0 && (rc = set_id_max(r, txn, DB_STACKS, err)) == 0)
         rc = run_each(r, txn, DB_STACKS, load_stack, err);
     if (rc) {
         mdb_txn_abort(txn);
