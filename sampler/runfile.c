@@ -674,6 +674,7 @@ static int run_precheck(struct cs_run *r, const char *path, struct cs_err *err)
 {
     struct lm_meta m;
     struct stat st;
+    uint32_t psize;
 
     r->fd = open(path, O_RDONLY | O_CLOEXEC);
     if (r->fd < 0) {
@@ -694,7 +695,11 @@ static int run_precheck(struct cs_run *r, const char *path, struct cs_err *err)
                           path, m.psize);
     if (st.st_size < 2 * (int64_t)m.psize)
         return run_truncated(path, m.psize, 1, st.st_size, err);
-    lm_meta_newest(r->fd, m.psize, &m);
+    psize = m.psize;
+    lm_meta_newest(r->fd, psize, &m);
+    if (m.psize != psize) /* the newest meta's own page size, 0 in a fuzzed file */
+        return cs_err_set(err, CS_E_CORRUPT, "%s: corrupt run file (page size %" PRIu32
+                          " in the newest meta, %" PRIu32 " in the first)", path, m.psize, psize);
     if (m.last_pg >= (uint64_t)st.st_size / m.psize) /* no (last_pg + 1) * psize overflow */
         return run_truncated(path, m.psize, m.last_pg, st.st_size, err);
     return 0;

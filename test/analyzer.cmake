@@ -19,7 +19,7 @@ add_test(NAME unit.stats COMMAND test_stats)
 set_tests_properties(unit.stats PROPERTIES LABELS unit)
 
 # cli.analyze_<case>: test/cli/analyze_<case>.sh ANALYZE GEN_RUN WORKDIR
-foreach(case missing_file random_bytes truncated corrupt corrupt_hang corrupt_cycle corrupt_id
+foreach(case missing_file random_bytes truncated corrupt corrupt_hang corrupt_cycle corrupt_id corrupt_meta
         future_version empty_run no_sampler usage help fail_on degraded)
   add_test(NAME cli.analyze_${case}
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cli/analyze_${case}.sh
