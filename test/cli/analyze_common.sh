@@ -6,6 +6,7 @@ set -u
 A=$1
 GEN=$2
 W=$3
+CLI_DIR=$(cd "$(dirname "$0")" && pwd) # test/cli, before the cd below
 rm -rf "$W" && mkdir -p "$W" && cd "$W" || exit 1
 fail=0
 
@@ -39,6 +40,20 @@ gen() {
     s=$1 f=$2
     shift 2
     "$GEN" "$s" "$f" "$@" || { echo "gen_run $s failed"; exit 1; }
+}
+
+# corpus NAME LOCAL: copy the fuzz corpus's run file NAME to LOCAL
+corpus() {
+    cp "$CLI_DIR/../fuzz/corpus/runfile/$1" "$2" || exit 1
+}
+
+# want_rejected FILE TEXT: the analyzer refuses FILE at once (a 20 s
+# timeout stands in for a hang): exit 2, no stdout, stderr exactly TEXT
+want_rejected() {
+    run timeout 20 "$A" "$1"
+    want_rc 2
+    want_out ""
+    want_err "$2"
 }
 
 finish() {

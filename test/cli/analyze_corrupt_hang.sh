@@ -3,22 +3,16 @@
 # mp_lower 0, so its key count read as ~2^31 and the binary search in
 # mdb_node_search() overflowed and never ended. The reader now checks the
 # pages LMDB walks on open first: a clean one-line error, exit 2, no hang
-# (timeout 10 s stands in for "forever"). Two inputs: the fuzzer's file as
+# (want_rejected's timeout stands in for "forever"). Two inputs: the fuzzer's file as
 # found (page 3's header also names the wrong page), and the same file with
 # that number fixed, which is the bare hang.
-D=$(cd "$(dirname "$0")" && pwd)
-. "$D/analyze_common.sh"
-cp "$D/../fuzz/corpus/runfile/regress-hang-mdb_dbi_open.run" hang.run || exit 1
-
-run timeout 10 "$A" hang.run
-want_rc 2
-want_out ""
-want_err "cudaspy-analyze: hang.run: corrupt run file (main database, page 3: header says page 1536)"
+. "$(dirname "$0")/analyze_common.sh"
+corpus regress-hang-mdb_dbi_open.run hang.run
+want_rejected hang.run \
+    "cudaspy-analyze: hang.run: corrupt run file (main database, page 3: header says page 1536)"
 
 cp hang.run leaf2.run
 printf '\003\000\000\000\000\000\000\000' | dd of=leaf2.run bs=1 seek=12288 conv=notrunc 2>/dev/null
-run timeout 10 "$A" leaf2.run
-want_rc 2
-want_out ""
-want_err "cudaspy-analyze: leaf2.run: corrupt run file (main database, page 3: flags 0x2e, want a leaf page)"
+want_rejected leaf2.run \
+    "cudaspy-analyze: leaf2.run: corrupt run file (main database, page 3: flags 0x2e, want a leaf page)"
 finish
