@@ -659,6 +659,24 @@ static int lm_meta_newest(int fd, uint32_t psize, struct lm_meta *m)
     return 0;
 }
 
+/* The meta LMDB will use now: page 0's gives the page size, then the newer
+ * of pages 0 and 1 wins. *psize0 (if not NULL) gets page 0's page size.
+ * @return 0, -1 when page 0 holds no meta, -2 when the newest meta gives
+ * another page size than page 0's (both carry the environment's; a fuzzed
+ * file's page 1 said 0). */
+static int lm_meta_now(int fd, struct lm_meta *m, uint32_t *psize0)
+{
+    uint32_t psize;
+
+    if (lm_meta_newest(fd, 0, m) < 0) /* psize 0: page 0's meta twice */
+        return -1;
+    psize = m->psize;
+    if (psize0)
+        *psize0 = psize;
+    lm_meta_newest(fd, psize, m);
+    return m->psize == psize ? 0 : -2;
+}
+
 static int run_truncated(const char *path, uint32_t psize, uint64_t pgno, int64_t size,
                          struct cs_err *err)
 {
@@ -675,6 +693,7 @@ static int run_precheck(struct cs_run *r, const char *path, struct cs_err *err)
     struct lm_meta m;
     struct stat st;
     uint32_t psize;
+    int rc;
 
     r->fd = open(path, O_RDONLY | O_CLOEXEC);
     if (r->fd < 0) {
@@ -687,17 +706,15 @@ static int run_precheck(struct cs_run *r, const char *path, struct cs_err *err)
         return cs_err_set(err, CS_E_BADMAGIC, "%s: not a cudaspy run file (a directory)", path);
     if (st.st_size == 0)
         return cs_err_set(err, CS_E_TRUNCATED, "%s: truncated file (0 bytes)", path);
-    if (lm_meta_newest(r->fd, 0, &m) < 0) /* psize 0: page 0's meta twice */
+    if ((rc = lm_meta_now(r->fd, &m, &psize)) == -1)
         return cs_err_set(err, CS_E_BADMAGIC, "%s: not a cudaspy run file (no LMDB header)",
                           path);
-    if (m.psize < 512 || m.psize > 65536 || (m.psize & (m.psize - 1)))
+    if (psize < 512 || psize > 65536 || (psize & (psize - 1)))
         return cs_err_set(err, CS_E_CORRUPT, "%s: corrupt run file (page size %" PRIu32 ")",
-                          path, m.psize);
-    if (st.st_size < 2 * (int64_t)m.psize)
-        return run_truncated(path, m.psize, 1, st.st_size, err);
-    psize = m.psize;
-    lm_meta_newest(r->fd, psize, &m);
-    if (m.psize != psize) /* the newest meta's own page size, 0 in a fuzzed file */
+                          path, psize);
+    if (st.st_size < 2 * (int64_t)psize)
+        return run_truncated(path, psize, 1, st.st_size, err);
+    if (rc < 0)
         return cs_err_set(err, CS_E_CORRUPT, "%s: corrupt run file (page size %" PRIu32
                           " in the newest meta, %" PRIu32 " in the first)", path, m.psize, psize);
     if (m.last_pg >= (uint64_t)st.st_size / m.psize) /* no (last_pg + 1) * psize overflow */
@@ -939,13 +956,6 @@ static int lm_check(struct cs_run *r, const struct lm_meta *m, struct cs_err *er
     return rc;
 }
 
-/* The newest meta now (after run_precheck() accepted the page size). */
-static void lm_meta_now(int fd, struct lm_meta *m)
-{
-    lm_meta_newest(fd, 0, m);
-    lm_meta_newest(fd, m->psize, m);
-}
-
 /* lm_check() the snapshot LMDB is about to open. A live writer may reuse an
  * older snapshot's pages while we read them, so a failure counts only if
  * the newest meta is still the one checked; else check the newer one. */
@@ -955,11 +965,13 @@ static int run_check_tree(struct cs_run *r, struct cs_err *err)
     int rc = 0;
 
     for (int i = 0; i < LM_CHECK_TRIES; i++) {
-        lm_meta_now(r->fd, &m);
+        if (lm_meta_now(r->fd, &m, NULL) < 0)
+            return cs_err_set(err, CS_E_CORRUPT, "%s: corrupt run file (meta pages changed "
+                              "their page size)", r->path);
         rc = lm_check(r, &m, err);
         if (rc == 0)
             return 0;
-        lm_meta_now(r->fd, &now);
+        lm_meta_now(r->fd, &now, NULL);
         if (now.txnid == m.txnid)
             break;
     }
@@ -1166,13 +1178,14 @@ static int load_string(struct cs_run *r, const MDB_val *k, const MDB_val *v, str
 {
     uint32_t id;
     size_t cap = r->nstrings;
+    int rc;
 
     if (k->mv_size != sizeof(id))
         return cs_err_set(err, CS_E_CORRUPT, "%s: strings: key of %zu bytes, want 4", r->path,
                           k->mv_size);
     memcpy(&id, k->mv_data, sizeof(id));
-    if (check_id(r, DB_STRINGS, id, err) < 0)
-        return CS_E_CORRUPT;
+    if ((rc = check_id(r, DB_STRINGS, id, err)) < 0)
+        return rc;
     if (cs_grow((void **)&r->strings, &cap, (size_t)id + 1, sizeof(char *)) < 0)
         return cs_err_set(err, -ENOMEM, "%s: out of memory", r->path);
     r->nstrings = cap;
@@ -1188,13 +1201,14 @@ static int load_stack(struct cs_run *r, const MDB_val *k, const MDB_val *v, stru
     uint32_t id;
     size_t cap = r->nstacks;
     struct run_stack *st;
+    int rc;
 
     if (k->mv_size != sizeof(id) || v->mv_size % sizeof(struct cs_frame) || v->mv_size == 0)
         return cs_err_set(err, CS_E_CORRUPT, "%s: stacks: row of %zu bytes is not whole frames",
                           r->path, v->mv_size);
     memcpy(&id, k->mv_data, sizeof(id));
-    if (check_id(r, DB_STACKS, id, err) < 0)
-        return CS_E_CORRUPT;
+    if ((rc = check_id(r, DB_STACKS, id, err)) < 0)
+        return rc;
     if (cs_grow((void **)&r->stacks, &cap, (size_t)id + 1, sizeof(*r->stacks)) < 0)
         return cs_err_set(err, -ENOMEM, "%s: out of memory", r->path);
     r->nstacks = cap;
