@@ -609,7 +609,6 @@ static void tl_call(json_t *tl, const struct model *m, uint64_t ci, const struct
                fmt_ns(a, 32, model_dur(c)));
 }
 
-/* Page allocations of the call's process during the call, when notable. */
 /* Did run @p run count its page allocations from minor faults (the
  * sampler's default since 2026-11-29)? Then they are its faults too. */
 static int pages_from_faults(const struct model *m, uint32_t run)
@@ -619,6 +618,7 @@ static int pages_from_faults(const struct model *m, uint32_t run)
     return src && strcmp(src, "minor-faults") == 0;
 }
 
+/* Page allocations of the call's process during the call, when notable. */
 static void tl_pages(json_t *tl, const struct ctx *x, const struct m_call *c)
 {
     const struct model *m = x->m;
@@ -989,20 +989,19 @@ static void f_pipe(struct ctx *x)
                   fmt_ns(d, 32, m->proc[w->proc].st.oncpu_ns), m->proc[w->proc].st.page_allocs);
     }
     tail_evidence(f, tail_for(x, C_PIPE), C_PIPE);
-    if (nw)
+    if (nw) {
         snprintf(f->summary, sizeof(f->summary),
                  "the GPU sat idle %s while the main thread waited for its %u worker(s) to "
                  "deliver batches", fmt_ns(a, 32, wait), nw);
-    else
+        snprintf(f->host, sizeof(f->host), "main thread asleep %s waiting on %u worker(s) / "
+                 "helper threads", fmt_ns(b, 32, wait), nw);
+    } else {
         snprintf(f->summary, sizeof(f->summary),
                  "the GPU sat idle %s while the main thread waited for helper threads of its "
                  "own process", fmt_ns(a, 32, wait));
-    if (nw)
-        snprintf(f->host, sizeof(f->host), "main thread asleep %s waiting on %u worker(s) / "
-                 "helper threads", fmt_ns(b, 32, wait), nw);
-    else
         snprintf(f->host, sizeof(f->host), "main thread asleep %s waiting on its own helper "
                  "threads", fmt_ns(b, 32, wait));
+    }
     snprintf(f->cuda, sizeof(f->cuda), "GPU idle >= %s in %" PRIu64 " gaps after syncs",
              fmt_ns(a, 32, idle), gaps);
     if (nw == 0)
@@ -1228,7 +1227,6 @@ static uint64_t side_by_side(const struct ctx *x, share_fn *share)
     return sum + grp;
 }
 
-/* Syncs about as many as launches, with short gaps after them. */
 /* The outermost synchronisation API with the most calls: what a per-step
  * sync finding is about (the call that drained the longest gap may be a
  * memset or a copy). */
@@ -1246,7 +1244,8 @@ static const struct stats_row *busiest_sync_row(const struct stats_table *t)
     return best;
 }
 
-/* GPU idle after per-step syncs: idle time plus the launches that ended it. */
+/* Syncs about as many as launches, with short gaps after them: the GPU
+ * idle after them plus the launches that ended it. */
 static uint64_t sync_share(const struct ctx *x, const struct feed_proc *fp)
 {
     if (!x->m->proc[fp->proc].selected || fp->syncs < 100 || fp->launches == 0 ||
@@ -1259,7 +1258,6 @@ static void f_sync(struct ctx *x)
 {
     const struct model *m = x->m;
     const struct feed_proc *worst = NULL;
-    uint64_t impact;
     struct finding *f;
     char a[32], b[32];
 
@@ -1270,8 +1268,7 @@ static void f_sync(struct ctx *x)
     }
     if (worst == NULL)
         return;
-    impact = side_by_side(x, sync_share);
-    f = fnew(x, C_SYNC, impact);
+    f = fnew(x, C_SYNC, side_by_side(x, sync_share));
     jaddf(f->evidence, "%" PRIu64 " syncs for %" PRIu64 " kernel launches (one per %.1f "
                        "launches), %s waiting in them",
           worst->syncs, worst->launches, (double)worst->launches / (double)worst->syncs,
@@ -1352,6 +1349,7 @@ static void f_launch(struct ctx *x)
     if (worst == NULL)
         return;
     uint64_t span = worst->busy_last_ns - worst->busy_first_ns;
+    int keeps_up = worst->idle_ns * 10 <= span; /* back to back, else host-paced */
     f = fnew(x, C_LAUNCH, side_by_side(x, launch_share));
     jaddf(f->evidence, "%" PRIu64 " launches in %s (%.0f per second); %s (%.0f %%) of that time "
                        "inside launch calls",
@@ -1360,11 +1358,11 @@ static void f_launch(struct ctx *x)
     jaddf(f->evidence, "median launch call %s, median host gap between launches %s: the host "
                        "issues kernels back to back",
           fmt_ns(a, 32, worst->launch_p50_ns), fmt_ns(b, 32, worst->launch_gap_p50_ns));
-    if (worst->idle_ns * 10 <= span) /* back to back: the GPU keeps up */
+    if (keeps_up)
         jaddf(f->evidence, "known GPU idle only %s (%.1f %% of the busy span): the GPU is fed "
                            "as fast as the host can launch",
               fmt_ns(d, 32, worst->idle_ns), pct(worst->idle_ns, span));
-    else /* host-paced: the GPU finishes early and waits */
+    else
         jaddf(f->evidence, "known GPU idle %s (%.1f %% of the busy span): the GPU finishes each "
                            "batch of kernels and waits for the host's next launches",
               fmt_ns(d, 32, worst->idle_ns), pct(worst->idle_ns, span));
@@ -1375,9 +1373,9 @@ static void f_launch(struct ctx *x)
              worst->launches, (double)worst->launches * 1e9 / (double)span,
              fmt_ns(a, 32, worst->launch_p50_ns));
     snprintf(f->cuda, sizeof(f->cuda),
-             worst->idle_ns * 10 <= span
-                 ? "GPU idle only %.1f %% of the busy span: it runs as fast as kernels are launched"
-                 : "GPU idle %.1f %% of the busy span, waiting for the host's launches",
+             keeps_up ? "GPU idle only %.1f %% of the busy span: it runs as fast as kernels "
+                        "are launched"
+                      : "GPU idle %.1f %% of the busy span, waiting for the host's launches",
              pct(worst->idle_ns, span));
     snprintf(f->rec, sizeof(f->rec),
              "launch fewer, larger kernels: capture the step in a CUDA graph (cudaGraphLaunch; "
