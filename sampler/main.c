@@ -145,6 +145,12 @@ static const struct option long_opts[] = {
     {"page-source", required_argument, 0, OPT_PAGESRC},
     {0, 0, 0, 0}};
 
+/* 'a' or 'f' for a page source named "allocs" or "faults", else 0. */
+static int page_source_of(const char *s)
+{
+    return strcmp(s, "allocs") == 0 || strcmp(s, "faults") == 0 ? s[0] : 0;
+}
+
 /* Numeric option @p opt into @p a. */
 static int parse_num(struct sampler_args *a, int opt, const char *arg)
 {
@@ -192,9 +198,8 @@ static int parse_args(int argc, char **argv, struct sampler_args *a)
             a->tier = optarg[0];
             break;
         case OPT_PAGESRC:
-            if (strcmp(optarg, "allocs") != 0 && strcmp(optarg, "faults") != 0)
+            if ((a->page_source = page_source_of(optarg)) == 0)
                 return usage_error("invalid page source '%s' (allocs or faults)", optarg);
-            a->page_source = optarg[0];
             break;
         case OPT_VERSION: printf(PROG " " CS_VERSION "\n"); return 1;
         case OPT_HELP: usage(stdout); return 1;
@@ -212,13 +217,10 @@ static int parse_args(int argc, char **argv, struct sampler_args *a)
                                         : "no command given (-- CMD ...) and no --pid");
     if ((env = getenv("CUDASPY_HOST")) && strcmp(env, "0") == 0)
         a->no_host = 1;
-    if (!a->page_source && (env = getenv("CUDASPY_PAGE_SOURCE")) && *env) {
-        if (strcmp(env, "allocs") == 0 || strcmp(env, "faults") == 0)
-            a->page_source = env[0];
-        else
-            fprintf(stderr, PROG ": warning: CUDASPY_PAGE_SOURCE='%s' is not allocs or faults; "
-                            "faults\n", env);
-    }
+    if (!a->page_source && (env = getenv("CUDASPY_PAGE_SOURCE")) && *env &&
+        (a->page_source = page_source_of(env)) == 0)
+        fprintf(stderr, PROG ": warning: CUDASPY_PAGE_SOURCE='%s' is not allocs or faults; "
+                        "faults\n", env);
     if ((env = getenv("CUDASPY_QUIET")) && strcmp(env, "1") == 0)
         a->quiet = 1;
     if (a->max_map_bytes == 0 && (env = getenv("CUDASPY_MAX_MAP_MB")) && *env) {
