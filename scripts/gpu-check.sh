@@ -197,13 +197,22 @@ part_pfab() { # the ring's next-entry prefetch on and off: bench_shim, pinned la
     done
 }
 
-part_ddpov() { # issue 10's overhead target: the clean DDP loop, short and long
-    local trun=("$PY" -m torch.distributed.run --standalone --nproc_per_node=2 "$here/gpu/ddp.py")
-    local steps
+# 2-rank DDP under torchrun (scripts/gpu/ddp.py), one GPU per rank
+TRUN=("$PY" -m torch.distributed.run --standalone --nproc_per_node=2 "$here/gpu/ddp.py")
+
+# ddp_lengths MODE ENV...: the clean DDP loop at each of DDP_OV_STEPS
+# (1000 4000), DDP_REPS interleaved pairs each, timed only, mode MODE-sN
+ddp_lengths() {
+    local mode=$1 steps
+    shift
     for steps in ${DDP_OV_STEPS:-1000 4000}; do
-        CS_TIMES=1 CS_ANALYZE=0 REPS=${DDP_REPS:-4} interleave ddp "clean-s$steps" -- \
-            "${trun[@]}" --steps "$steps"
+        CS_TIMES=1 CS_ANALYZE=0 REPS=${DDP_REPS:-4} interleave ddp "$mode-s$steps" "$@" -- \
+            "${TRUN[@]}" --steps "$steps"
     done
+}
+
+part_ddpov() { # issue 10's overhead target: the clean DDP loop, short and long
+    ddp_lengths clean
     # every traced control, analysed once the timing is done: none may have a HIGH finding
     local run
     for run in "$RUNS"/ddp-clean-s*.lmdb; do
@@ -249,20 +258,15 @@ part_seedpairs() { # the seed W=4 untraced and traced (analysed), with the tree'
 }
 
 part_ddpdiag() { # where the short DDP loop's overhead comes from: host sampling off
-    local trun=("$PY" -m torch.distributed.run --standalone --nproc_per_node=2 "$here/gpu/ddp.py")
     CS_TIMES=1 REPS=${DDP_REPS:-4} rotate3 ddp diag-s1000 diag-s1000-nohost \
-        "CS_RECORD_FLAGS=--no-host" -- "${trun[@]}" --steps 1000
+        "CS_RECORD_FLAGS=--no-host" -- "${TRUN[@]}" --steps 1000
 }
 
 part_ddppin() { # the clean DDP loop with each rank pinned to 8 CPUs of its GPU's node
-    local trun=("$PY" -m torch.distributed.run --standalone --nproc_per_node=2 "$here/gpu/ddp.py")
-    local steps cpus
+    local cpus
     cpus="$(gpu_local_cpus 8 0);$(gpu_local_cpus 8 1)"
     log "gpu-check: ddppin: rank CPUs $cpus"
-    for steps in ${DDP_OV_STEPS:-1000 4000}; do
-        CS_TIMES=1 CS_ANALYZE=0 REPS=${DDP_REPS:-4} interleave ddp "pinned-s$steps" \
-            "CS_DDP_CPUS=$cpus" -- "${trun[@]}" --steps "$steps"
-    done
+    ddp_lengths pinned "CS_DDP_CPUS=$cpus"
 }
 
 part_profiler() { # torch.profiler (CUPTI) on the seed workload, for comparison
@@ -295,8 +299,7 @@ part_suite() {
 }
 
 part_ddp() { # issue 10: a planted straggling rank (rank 1) and clean controls
-    local trun=("$PY" -m torch.distributed.run --standalone --nproc_per_node=2 "$here/gpu/ddp.py"
-                --steps "${DDP_STEPS:-1000}")
+    local trun=("${TRUN[@]}" --steps "${DDP_STEPS:-1000}")
     local ngpu
     ngpu=$("$PY" -c 'import torch; print(torch.cuda.device_count())' 2>>"$LOG")
     if [ "${ngpu:-0}" -ge 2 ]; then
