@@ -88,13 +88,19 @@ def parse_quarters(path):
     return None
 
 
+def paired(plain, traced, parse):
+    """(untraced, traced) values of each interleaved pair (same rep) whose
+    runs both gave a value through @parse(path)."""
+    by_rep = {r["rep"]: parse(r["out"]) for r in plain}
+    both = ((by_rep.get(t["rep"]), parse(t["out"])) for t in traced)
+    return [(p, t) for p, t in both if p is not None and t is not None]
+
+
 def quarter_pairs(plain, traced):
     """Per quarter of the timed steps, the overhead of each interleaved pair, %."""
-    by_rep = {r["rep"]: parse_quarters(r["out"]) for r in plain}
     out = [[], [], [], []]
-    for t in traced:
-        q, qp = parse_quarters(t["out"]), by_rep.get(t["rep"])
-        if q and qp and len(q) == len(qp) == 4:
+    for qp, q in paired(plain, traced, parse_quarters):
+        if len(q) == len(qp) == 4:
             for k in range(4):
                 out[k].append(100 * (q[k] / qp[k] - 1))
     return out if out[0] else None
@@ -133,9 +139,8 @@ def ratio(traced, plain):
 def pair_stats(plain, traced):
     """Overhead per interleaved pair (same rep), in %: the pairs, their
     median and a bootstrap 95 % interval of that median (fixed seed)."""
-    by_rep = {r["rep"]: parse_out(r["out"])[1] for r in plain}
-    pairs = [100 * (parse_out(t["out"])[1] / by_rep[t["rep"]] - 1) for t in traced
-             if by_rep.get(t["rep"]) and parse_out(t["out"])[1] is not None]
+    pairs = [100 * (t / p - 1) for p, t in paired(plain, traced, lambda o: parse_out(o)[1])
+             if p]
     if not pairs:
         return pairs, None, None
     return (pairs,) + bootstrap(pairs)
@@ -144,10 +149,8 @@ def pair_stats(plain, traced):
 def cpu_pairs(plain, traced):
     """Per interleaved pair, what tracing added to the tree's CPU time:
     (user s, system s, total as % of the untraced run's timed region)."""
-    by_rep = {r["rep"]: (parse_cpu(r["out"]), parse_out(r["out"])[1]) for r in plain}
     out = []
-    for t in traced:
-        c, (cp, el) = parse_cpu(t["out"]), by_rep.get(t["rep"], (None, None))
+    for (cp, el), (c, _) in paired(plain, traced, lambda o: (parse_cpu(o), parse_out(o)[1])):
         if c and cp and el:
             du, ds = c[0] - cp[0], c[1] - cp[1]
             out.append((du, ds, 100 * (du + ds) / el))
