@@ -181,6 +181,17 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
     return a > b ? a : b;
 }
 
+/* The CPU time the collector spent on this run (user + system, from its
+ * own getrusage at the end): what tracing cost outside the traced tree.
+ * null when the run does not say (a collector that died, an older run). */
+static json_t *collector_cpu_json(const struct m_run *r)
+{
+    const char *v = cs_run_meta(r->run, "collector_cpu_ns");
+
+    return v ? json_integer((json_int_t)cs_run_meta_u64(r->run, "collector_cpu_ns", 0))
+             : json_null();
+}
+
 /* host_lost meta is the collector's total; lost records are its detail. */
 static json_t *file_json(const struct model *m, int i)
 {
@@ -188,8 +199,9 @@ static json_t *file_json(const struct model *m, int i)
     const char *cmd = cs_run_meta(r->run, "cmdline");
     const char *host = cs_run_meta(r->run, "host");
     const char *why = cs_run_meta(r->run, "sampler_tier_reason");
+    json_t *o;
 
-    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:I, s:I, s:I, s:b, "
+    o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:s, s:s, s:I, s:I, s:I, s:b, "
                      "s:b, s:b, s:o, s:i}",
                      "path", r->path, "command", cmd ? cmd : "", "host", host ? host : "",
                      "t_start_ns", (json_int_t)r->t0_ns, "t_end_ns", (json_int_t)r->t_end_ns,
@@ -203,6 +215,8 @@ static json_t *file_json(const struct model *m, int i)
                      (int)cs_run_meta_u64(r->run, "clean_shutdown", 1), "degraded",
                      run_degraded(r), "empty", run_empty(r), "counts", counts_json(r), "ncpu",
                      (int)r->ncpu);
+    json_object_set_new(o, "collector_cpu_ns", collector_cpu_json(r));
+    return o;
 }
 
 static json_t *json_run(const struct analysis *a)

@@ -78,6 +78,21 @@ static const char *col(const struct out *o, const char *code)
 
 /* ---- sections ---- */
 
+/* What tracing cost outside the tree: the collector's CPU time, also as a
+ * share of one CPU over the recorded duration. */
+static void print_collector_cpu(const struct out *o, const json_t *file)
+{
+    const json_t *cpu = json_object_get(file, "collector_cpu_ns");
+    json_int_t dur = geti(file, "duration_ns");
+    char a[32];
+
+    if (!json_is_integer(cpu))
+        return;
+    fprintf(o->f, "tracing  collector CPU %s (%.1f %% of one CPU)\n",
+            fmt_ns(a, sizeof(a), json_integer_value(cpu)),
+            dur > 0 ? 100.0 * (double)json_integer_value(cpu) / (double)dur : 0.0);
+}
+
 static void print_run(const struct out *o, const json_t *j)
 {
     const json_t *run = json_object_get(j, "run"), *files = json_object_get(run, "files");
@@ -100,6 +115,7 @@ static void print_run(const struct out *o, const json_t *j)
                               geti(json_object_get(v, "counts"), "pwin") +
                               geti(json_object_get(v, "counts"), "syswin")),
                 gets_(v, "sampler_tier"), cpus);
+        print_collector_cpu(o, v);
         if (json_is_true(json_object_get(v, "degraded")))
             fprintf(o->f, "%sWARNING: degraded run:%s %s CUDA records dropped, %s host records "
                           "lost%s; figures are lower bounds\n",

@@ -17,7 +17,7 @@
 #        W=4, SEED_REPS triples of untraced, traced, traced with pages counted
 #        from minor faults 1 in 16, with the tree's CPU times; ddpdiag: the
 #        1000-step DDP loop untraced, traced, traced --no-host; ddppin: ddpov
-#        with each rank pinned near its GPU; ddpov: the clean 2-rank
+#        with each rank on its own CPUs near its GPU (main thread alone on one); ddpov: the clean 2-rank
 #        DDP loop at DDP_OV_STEPS steps (1000 4000), DDP_REPS pairs each;
 #        pfab: the shim's ring prefetch on and off (bench_shim, launch loop)
 # Env: CS_RECORD_FLAGS extra `cudaspy record` options; CS_SAMPLER_ARGS extra
@@ -55,19 +55,28 @@ fi
 
 now_ns() { date +%s%N; }
 
-# gpu_local_cpus N [GPU]: N CPUs of GPU's (default 0) NUMA node, skipping its
-# first two (interrupts), as a taskset list; empty when it cannot tell.
-gpu_local_cpus() {
-    local bus list
-    bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i "${2:-0}" 2>/dev/null |
+# gpu_cpulist [GPU]: the local_cpulist of GPU's (default 0) PCI device
+gpu_cpulist() {
+    local bus
+    bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i "${1:-0}" 2>/dev/null |
         tr 'A-F' 'a-f' | sed 's/^0000//')
-    list=$(cat "/sys/bus/pci/devices/$bus/local_cpulist" 2>/dev/null) || return 0
+    cat "/sys/bus/pci/devices/$bus/local_cpulist" 2>/dev/null
+}
+
+# gpu_local_cpus N [GPU [SKIP]]: N CPUs of GPU's (default 0) NUMA node,
+# skipping its first SKIP (default 2: interrupts), as a taskset list; empty
+# when it cannot tell.
+gpu_local_cpus() {
+    local list
+    list=$(gpu_cpulist "${2:-0}") || return 0
+    [ -n "$list" ] || return 0
     python3 -c 'import sys
 cpus = []
 for part in sys.argv[1].split(","):
     a, _, b = part.partition("-")
     cpus += range(int(a), int(b or a) + 1)
-print(",".join(map(str, cpus[2:2 + int(sys.argv[2])])))' "$list" "$1"
+skip = int(sys.argv[3])
+print(",".join(map(str, cpus[skip:skip + int(sys.argv[2])])))' "$list" "$1" "${3:-2}"
 }
 
 # sampler_wrap: a script that runs the sampler with $CS_SAMPLER_ARGS first
@@ -86,7 +95,8 @@ run_one() {
     shift
     cmd=("$@")
     local run="$RUNS/$name-$mode-$i.lmdb" out="$RUNS/$name-$mode-$i-$traced.out"
-    local t0 t1 rc
+    local t0 t1 rc mem
+    mem=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
     # shellcheck disable=SC2016 # the inner script's own $@ and $rc
     [ "${CS_TIMES:-0}" = 1 ] &&
         cmd=(bash -c '"$@"; rc=$?; echo cputimes:; times; exit $rc' cputimes "${cmd[@]}")
@@ -102,14 +112,20 @@ run_one() {
     fi
     rc=$?
     t1=$(now_ns)
-    local json=""
+    local json="" meta=""
+    if [ "$traced" = 1 ] && [ -f "$run" ]; then
+        # the run's own summary (collector CPU, counts) even when not analysed
+        meta="$RUNS/$name-$mode-$i.meta.json"
+        timeout 60 "$B/cudaspy-analyze" --json --until 0.001 "$run" >"$meta" 2>>"$LOG" || meta=""
+    fi
     if [ "$traced" = 1 ] && [ -f "$run" ] && [ "${CS_ANALYZE:-1}" = 1 ]; then
         json="$RUNS/$name-$mode-$i.json"
         timeout 120 "$B/cudaspy-analyze" --json "$run" >"$json" 2>>"$LOG" || log "gpu-check: $name: analyze failed"
         timeout 120 "$B/cudaspy-analyze" "$run" >"$RUNS/$name-$mode-$i.txt" 2>>"$LOG"
     fi
-    printf '{"name":"%s","mode":"%s","traced":%s,"rep":%s,"rc":%s,"wall_ns":%s,"out":"%s","json":"%s","run":"%s","base":"%s"}\n' \
-        "$name" "$mode" "$traced" "$i" "$rc" "$((t1 - t0))" "$out" "$json" "$run" "${CS_BASE:-}" >>"$RUNS/runs.jsonl"
+    printf '{"name":"%s","mode":"%s","traced":%s,"rep":%s,"rc":%s,"wall_ns":%s,"out":"%s","json":"%s","meta":"%s","run":"%s","base":"%s","mem_total_kb":%s}\n' \
+        "$name" "$mode" "$traced" "$i" "$rc" "$((t1 - t0))" "$out" "$json" "$meta" "$run" "${CS_BASE:-}" \
+        "${mem:-0}" >>"$RUNS/runs.jsonl"
     log "gpu-check: $name $mode traced=$traced rep=$i rc=$rc wall=$(((t1 - t0) / 1000000)) ms"
 }
 
@@ -254,7 +270,10 @@ part_seedov() { # issue 3's seed target: W=4, untraced / traced / pages from fau
 }
 
 part_seedpairs() { # the seed W=4 untraced and traced (analysed), with the tree's CPU times
-    CS_TIMES=1 REPS=${SEED_REPS:-5} interleave seed w4 -- "$PY" "$W" seed loader 4
+    local pin="" sfx=""
+    [ "${SEED_PIN:-0}" = 1 ] && pin=$(gpu_local_cpus 8) && sfx=-pinned
+    log "gpu-check: seedpairs: tree on CPUs ${pin:-any}"
+    CS_PIN=$pin CS_TIMES=1 REPS=${SEED_REPS:-5} interleave seed "w4$sfx" -- "$PY" "$W" seed loader 4
 }
 
 part_ddpdiag() { # where the short DDP loop's overhead comes from: host sampling off
@@ -262,10 +281,12 @@ part_ddpdiag() { # where the short DDP loop's overhead comes from: host sampling
         "CS_RECORD_FLAGS=--no-host" -- "${TRUN[@]}" --steps 1000
 }
 
-part_ddppin() { # the clean DDP loop with each rank pinned to 8 CPUs of its GPU's node
-    local cpus
-    cpus="$(gpu_local_cpus 8 0);$(gpu_local_cpus 8 1)"
-    log "gpu-check: ddppin: rank CPUs $cpus"
+part_ddppin() { # the clean DDP loop, each rank on 6 CPUs of its GPU's node, none shared
+    local cpus skip1=2
+    # GPUs of one node: rank 1 takes the next 6 CPUs of it
+    [ "$(gpu_cpulist 0)" = "$(gpu_cpulist 1)" ] && skip1=8
+    cpus="$(gpu_local_cpus 6 0);$(gpu_local_cpus 6 1 $skip1)"
+    log "gpu-check: ddppin: rank CPUs $cpus (main thread on the first of each)"
     ddp_lengths pinned "CS_DDP_CPUS=$cpus"
 }
 
@@ -325,6 +346,9 @@ pack_runs() {
 parts=("$@")
 [ ${#parts[@]} -gt 0 ] || parts=(seed suite)
 log "gpu-check: parts ${parts[*]} build $B reps $REPS $(date -u +%FT%TZ)"
+log "gpu-check: host: $(nproc) CPUs, $(lscpu 2>/dev/null | awk -F: '/^(Socket|Thread|NUMA node)/ {gsub(/  +/, " "); printf "%s;", $0}')" \
+    "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)," \
+    "GPU CPUs $(gpu_cpulist 0) / $(gpu_cpulist 1), MemTotal $(awk '/^MemTotal:/ {print $2}' /proc/meminfo) kB"
 warmup
 for p in "${parts[@]}"; do "part_$p"; done
 [ "${PACK_RUNS:-1}" = 1 ] && pack_runs

@@ -120,6 +120,15 @@ def load_json(path):
         return None
 
 
+def collector_cpu(run):
+    """CPU seconds the collector spent on a traced run (its run file's
+    collector_cpu_ns, through the run's summary json), or None."""
+    js = load_json(run.get("meta")) or load_json(run.get("json"))
+    files = (js or {}).get("run", {}).get("files") or [{}]
+    ns = files[0].get("collector_cpu_ns")
+    return None if ns is None else ns / 1e9
+
+
 def families(js):
     fam = {}
     for a in (js or {}).get("apis", []):
@@ -198,6 +207,8 @@ def summarise(group, base_plain=()):
         "overhead_pair_ci95_pct": pair_ci,
         "cpu_added_pairs": cpu,
         "quarter_pairs_pct": quarter_pairs(plain, traced),
+        "collector_cpu_s": [c for c in map(collector_cpu, traced) if c is not None],
+        "mem_total_kb": [r.get("mem_total_kb") for r in group],
         "cpu_untraced_s": [parse_cpu(r["out"]) for r in plain],
         "cpu_traced_s": [parse_cpu(r["out"]) for r in traced],
         "outputs_identical": bool(res_plain) and res_plain == res_traced and None not in res_plain,
@@ -259,14 +270,17 @@ def write_overhead_md(rows, path):
         return
     with open(path, "a") as f:
         f.write("\n## Overhead, interleaved pairs (workload's own timed region)\n\n")
-        f.write("| workload | pairs | median of pairs | 95 % interval (bootstrap) | each pair | untraced median s |\n")
-        f.write("|---|---|---|---|---|---|\n")
+        f.write("| workload | pairs | median of pairs | 95 % interval (bootstrap) | each pair | "
+                "untraced median s | collector CPU s, median of traced runs |\n")
+        f.write("|---|---|---|---|---|---|---|\n")
         for r in rows:
             lo, hi = r["overhead_pair_ci95_pct"]
             each = " ".join(f"{p:+.1f}" for p in r["overhead_pairs_pct"])
+            coll = r["collector_cpu_s"]
             f.write(f"| {r['workload']} {r['mode']} | {len(r['overhead_pairs_pct'])} | "
                     f"{r['overhead_pair_median_pct']:+.2f}% | {lo:+.2f}% .. {hi:+.2f}% | {each} | "
-                    f"{statistics.median(r['elapsed_untraced_s']):.4f} |\n")
+                    f"{statistics.median(r['elapsed_untraced_s']):.4f} | "
+                    f"{f'{statistics.median(coll):.3f}' if coll else '-'} |\n")
     quarters = [r for r in rows if r.get("quarter_pairs_pct")]
     if quarters:
         with open(path, "a") as f:

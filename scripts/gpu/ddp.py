@@ -12,7 +12,9 @@ rank 0 waits in the all-reduce; without it the run is the clean control.
 CS_DDP_CPUS="LIST0;LIST1" pins rank r, every thread of it, to CPU list r
 (taskset syntax; gpu-check.sh gives each rank CPUs of its GPU's NUMA node):
 unpinned, the ranks' host-bound steps vary by 30 % with the socket they run
-on, which hides a few per cent of tracing cost.
+on, which hides a few per cent of tracing cost. From the timed steps on,
+the main thread (the one that launches) has the list's first CPU to itself
+and the other threads (NCCL's, torch's) share the rest.
 
 --backend gloo --same-gpu runs both ranks on GPU 0 (gloo all-reduces through
 the host; NCCL refuses two ranks on one GPU): a one-GPU variant, which the
@@ -27,6 +29,7 @@ untraced), `elapsed: <s>` (the timed steps, after warm-up) and
 a tracing cost that falls in the job's first seconds shows in the first."""
 import argparse
 import os
+import threading
 import time
 
 # NVLink SHARP / multicast objects stay off on the lent machines: never
@@ -71,15 +74,27 @@ def cpu_list(s):
     return cpus
 
 
-def pin(local):
-    """Every thread of this process onto CS_DDP_CPUS's list for @local."""
+def my_cpus(local):
+    """CS_DDP_CPUS's CPU list for @local, or None."""
     lists = os.environ.get("CS_DDP_CPUS", "").split(";")
     if local >= len(lists) or not lists[local]:
+        return None
+    return cpu_list(lists[local])
+
+
+def pin(local, main_alone=False):
+    """Every thread of this process onto CS_DDP_CPUS's list for @local; with
+    @main_alone, the calling thread onto the list's first CPU and the others
+    onto the rest (when the list has two CPUs or more)."""
+    cpus = my_cpus(local)
+    if cpus is None:
         return
-    cpus = cpu_list(lists[local])
+    me, first = threading.get_native_id(), min(cpus)
+    split = main_alone and len(cpus) > 1
     for tid in os.listdir("/proc/self/task"):
+        want = ({first} if int(tid) == me else cpus - {first}) if split else cpus
         try:
-            os.sched_setaffinity(int(tid), cpus)
+            os.sched_setaffinity(int(tid), want)
         except OSError:
             pass
 
@@ -111,6 +126,7 @@ def main():
     marks = []  # end of each quarter of the timed steps
     for step in range(a.warmup + a.steps):
         if step == a.warmup:
+            pin(local, main_alone=True)
             dist.barrier()
             torch.cuda.synchronize()
             t0 = time.perf_counter()

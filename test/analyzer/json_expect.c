@@ -7,7 +7,9 @@
  *   nohigh         no chain is HIGH
  *   sev=CAUSE:SEV  the chain of CAUSE has severity SEV (HIGH, MEDIUM, LOW)
  *   missing=TEXT   "missing" holds exactly TEXT
- *   nomissing      "missing" is empty */
+ *   nomissing      "missing" is empty
+ *   collector_cpu  every run file says what its collector's CPU time was:
+ *                  more than 0, less than its duration (one thread) */
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -66,6 +68,30 @@ static int check_sev(const json_t *chains, const char *want, const char *causes)
     return 1;
 }
 
+/* collector_cpu: 0 when every file has 0 < collector_cpu_ns < duration_ns. */
+static int check_collector_cpu(const json_t *j)
+{
+    const json_t *f, *files = json_object_get(json_object_get(j, "run"), "files");
+    size_t i;
+
+    if (json_array_size(files) == 0) {
+        fprintf(stderr, "json_expect: no run files\n");
+        return 1;
+    }
+    json_array_foreach(files, i, f) {
+        const json_t *cpu = json_object_get(f, "collector_cpu_ns");
+        json_int_t dur = json_integer_value(json_object_get(f, "duration_ns"));
+        if (!json_is_integer(cpu) || json_integer_value(cpu) <= 0 ||
+            json_integer_value(cpu) >= dur) {
+            fprintf(stderr, "json_expect: file %zu: collector_cpu_ns %lld, duration %lld ns\n", i,
+                    json_is_integer(cpu) ? (long long)json_integer_value(cpu) : -1LL,
+                    (long long)dur);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* @return 0 when check @p arg holds, 1 when not, 2 when unknown. */
 static int check(const json_t *j, const char *arg, const char *causes)
 {
@@ -106,6 +132,8 @@ static int check(const json_t *j, const char *arg, const char *causes)
                 json_string_value(json_array_get(missing, 0)));
         return 1;
     }
+    if (strcmp(arg, "collector_cpu") == 0)
+        return check_collector_cpu(j);
     fprintf(stderr, "json_expect: unknown check '%s'\n", arg);
     return 2;
 }

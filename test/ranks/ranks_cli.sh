@@ -40,7 +40,10 @@ ranks_json) # ranks visible in JSON and text; the client's output is unchanged
     "$client" straggle 300 >plain.out 2>plain.err || fail "untraced run"
     cmp -s plain.out s.lmdb.out || fail "traced output differs"
     analyse s.lmdb ranks=2
+    "$jexpect" collector_cpu <s.lmdb.json || fail "json_expect collector_cpu"
     "$analyze" s.lmdb >report.txt || fail "text report"
+    grep -q '^tracing  collector CPU [0-9.]*[mu]*s ([0-9.]* % of one CPU)$' report.txt ||
+        fail "no collector CPU line"
     grep -q '^RANKS' report.txt || fail "no RANKS section"
     grep -q '^ *1 [0-9]' report.txt || fail "no row for rank 1"
     ;;
