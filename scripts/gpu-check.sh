@@ -229,9 +229,14 @@ ddp_lengths() {
 
 part_ddpov() { # issue 10's overhead target: the clean DDP loop, short and long
     ddp_lengths clean
-    # every traced control, analysed once the timing is done: none may have a HIGH finding
+    ddp_findings clean
+}
+
+# ddp_findings MODE: every traced control of ddp_lengths MODE, analysed once
+# the timing is done (none may have a HIGH finding), into ddpov-findings.txt
+ddp_findings() {
     local run
-    for run in "$RUNS"/ddp-clean-s*.lmdb; do
+    for run in "$RUNS/ddp-$1"-s*.lmdb; do
         timeout 120 "$B/cudaspy-analyze" --json "$run" 2>>"$LOG" | "$PY" -c 'import json, sys
 j = json.load(sys.stdin)
 print(sys.argv[1], " ".join(c["severity"] + ":" + c["cause"] for c in j["chains"]) or "no finding",
@@ -288,6 +293,7 @@ part_ddppin() { # the clean DDP loop, each rank on 6 CPUs of its GPU's node, non
     cpus="$(gpu_local_cpus 6 0);$(gpu_local_cpus 6 1 $skip1)"
     log "gpu-check: ddppin: rank CPUs $cpus (main thread on the first of each)"
     ddp_lengths pinned "CS_DDP_CPUS=$cpus"
+    ddp_findings pinned
 }
 
 part_profiler() { # torch.profiler (CUPTI) on the seed workload, for comparison
