@@ -134,6 +134,11 @@ static void missing_of(const struct model *m, int i, json_t *list)
     }
     if (r->counts[CS_REC_CUDA] == 0)
         MISSING("%sno CUDA calls (was libcudaspy.so preloaded into a CUDA program?)", pre);
+    if (cs_run_meta_u64(r->run, "duty_ns", 0))
+        MISSING("%shalf the run: recorded in phases of %llu ms on, %llu ms off (record --duty); "
+                "calls, waits and findings cover the on phases only",
+                pre, (unsigned long long)(cs_run_meta_u64(r->run, "duty_ns", 0) / 1000000),
+                (unsigned long long)(cs_run_meta_u64(r->run, "duty_ns", 0) / 1000000));
     if (strcmp(tier_of(r), "none") == 0) {
         const char *why = cs_run_meta(r->run, "sampler_tier_reason");
         MISSING("%sno host data (sampler tier none%s%s)", pre, why && *why ? ": " : "",
@@ -216,6 +221,10 @@ static json_t *file_json(const struct model *m, int i)
                      run_degraded(r), "empty", run_empty(r), "counts", counts_json(r), "ncpu",
                      (int)r->ncpu);
     json_object_set_new(o, "collector_cpu_ns", collector_cpu_json(r));
+    json_object_set_new(o, "duty_ns",
+                        cs_run_meta(r->run, "duty_ns")
+                            ? json_integer((json_int_t)cs_run_meta_u64(r->run, "duty_ns", 0))
+                            : json_null());
     return o;
 }
 

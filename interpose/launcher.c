@@ -16,13 +16,15 @@
 #define LAUNCH_EXTRA_ARGS 4 /* sampler path, --preload SO, NULL; options reuse argv's slots */
 
 static const char usage_text[] =
-    "Usage: cudaspy record [-o FILE] [--no-host] [-q] -- COMMAND [ARGS...]\n"
+    "Usage: cudaspy record [-o FILE] [--no-host] [--duty MS] [-q] -- COMMAND [ARGS...]\n"
     "\n"
     "Run COMMAND with the CUDA shim preloaded and record its CUDA calls and host\n"
     "scheduling into one run file.\n"
     "\n"
     "  -o FILE     run file to write (default: the sampler's, ./cudaspy-<pid>.lmdb)\n"
     "  --no-host   record CUDA calls only, no host sampling\n"
+    "  --duty MS   measure what recording costs: record for MS ms, pause for MS ms,\n"
+    "              and so on (the run covers the recording phases only)\n"
     "  -q          no summary line at the end\n"
     "\n"
     "Environment: CUDASPY_SAMPLER overrides the sampler path (default: next to\n"
@@ -74,10 +76,11 @@ static int record(int argc, char **argv)
         snprintf(preload, sizeof(preload), "%s/%s/libcudaspy.so", dir, LAUNCH_BIN_TO_LIB);
     av[0] = env && *env ? (char *)env : sampler;
     for (i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) {
-        if (strcmp(argv[i], "-o") == 0) {
+        if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--duty") == 0) {
             if (i + 1 >= argc || strcmp(argv[i + 1], "--") == 0)
-                return usage_error("option -o needs a file name");
-            av[n++] = "-o";
+                return usage_error(argv[i][1] == 'o' ? "option -o needs a file name"
+                                                     : "option --duty needs milliseconds");
+            av[n++] = argv[i];
             av[n++] = argv[++i];
         } else if (strcmp(argv[i], "--no-host") == 0 || strcmp(argv[i], "-q") == 0) {
             av[n++] = argv[i];

@@ -46,11 +46,12 @@ extern uint16_t shim_static_rt_ __attribute__((visibility("hidden")));
 /* Calls at least this many clock units long get a native stack; 0 = off. */
 extern uint64_t shim_stack_min_ __attribute__((visibility("hidden")));
 
-/** Is this call to be recorded? (not disabled, ring not stopped) */
+/** Is this call to be recorded? (not disabled, ring not stopped, not in
+ * an off phase of `record --duty`) */
 static inline int shim_recording(void)
 {
     return !atomic_load_explicit(&shim_off_, memory_order_relaxed) &&
-           !atomic_load_explicit(&shim_ring_off_, memory_order_relaxed);
+           !atomic_load_explicit(&shim_ring_off_, memory_order_relaxed) && !shim_ring_paused();
 }
 
 /** Start a record: entry time, ids, nesting under a runtime call. */

@@ -40,6 +40,9 @@ extern uint32_t shim_ring_clock_ __attribute__((visibility("hidden")));   /* 0 =
 /* How to prefetch the next entry: SHIM_PF_* (CUDASPY_RING_PREFETCH=0: not). */
 enum { SHIM_PF_NONE, SHIM_PF_READ, SHIM_PF_WRITE };
 extern uint8_t shim_ring_pfw_ __attribute__((visibility("hidden")));
+/* The collector's pause word for this process (segment 0's header), or a
+ * constant 0 before the first segment. */
+extern _Atomic uint32_t *_Atomic shim_ring_pause_ __attribute__((visibility("hidden")));
 
 /* ---- process-wide ---- */
 
@@ -93,6 +96,14 @@ static inline uint64_t shim_ring_now(void)
 #endif
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/** 1 while the collector has recording paused (`record --duty` off phase). */
+static inline int shim_ring_paused(void)
+{
+    _Atomic uint32_t *w = atomic_load_explicit(&shim_ring_pause_, memory_order_relaxed);
+
+    return (int)atomic_load_explicit(w, memory_order_relaxed);
 }
 
 /** This thread's producer, or NULL if it has none yet (call the slow path)

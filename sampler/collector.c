@@ -112,6 +112,7 @@ struct collector {
     uint64_t t_start_ns, last_commit_ns, last_sync_ns, last_cal_ns;
     struct collector_stats stats;
     int store_failed;
+    uint32_t paused; /* 1 in an off phase of o.duty_ns: the shims record nothing */
     int moved;   /* records moved in the last step */
     int backlog; /* a sub-ring still had data when its budget ran out */
     void (*on_reg)(void *arg, pid_t pid);
@@ -805,6 +806,12 @@ static int grow_segs(struct conn *k)
     return cs_grow((void **)&k->segs, &cap, k->nseg + 1, sizeof(*k->segs));
 }
 
+/* Tell the process of segment @p s to record (0) or not (1). */
+static void seg_pause(struct seg *s, uint32_t paused)
+{
+    atomic_store_explicit(&((struct cs_seg_hdr *)s->base)->paused, paused, memory_order_relaxed);
+}
+
 /* Map a segment after checking the message, the memfd and its header. */
 static int on_seg(struct conn *k, const uint8_t *b, size_t n, int fd)
 {
@@ -887,8 +894,8 @@ static int conn_read_one(struct collector *c, size_t i, uint64_t now_ns)
         if (h.magic == CS_MSG_MAGIC && h.version == CS_RING_VERSION) {
             if (h.type == CS_MSG_HELLO && fd < 0)
                 rc = on_hello(c, k, b, (size_t)n);
-            else if (h.type == CS_MSG_SEG)
-                rc = on_seg(k, b, (size_t)n, fd);
+            else if (h.type == CS_MSG_SEG && (rc = on_seg(k, b, (size_t)n, fd)) == 0)
+                seg_pause(&k->segs[k->nseg - 1], c->paused);
         }
     }
     if (fd >= 0)
@@ -985,9 +992,42 @@ int collector_live_conns(struct collector *c)
     return (int)c->nconns;
 }
 
+/* Phase of @p now_ns under o.duty_ns: 0 = record, 1 = pause. */
+static uint32_t duty_phase(const struct collector *c, uint64_t now_ns)
+{
+    return c->o.duty_ns ? (uint32_t)(((now_ns - c->t_start_ns) / c->o.duty_ns) & 1) : 0;
+}
+
 int collector_wait_ms(struct collector *c)
 {
-    return c->backlog ? 0 : c->moved ? 1 : 10;
+    int ms = c->backlog ? 0 : c->moved ? 1 : 10;
+
+    if (c->o.duty_ns) { /* wake up at the next phase boundary, at most 1 ms late */
+        uint64_t in = (clock_mono_ns() - c->t_start_ns) % c->o.duty_ns;
+        uint64_t left = (c->o.duty_ns - in + 999999) / 1000000;
+        if ((uint64_t)ms > left)
+            ms = (int)left;
+    }
+    return ms;
+}
+
+int collector_paused(struct collector *c)
+{
+    return (int)c->paused;
+}
+
+/* Start or end an off phase: every mapped segment of every process. */
+static void duty_tick(struct collector *c, uint64_t now_ns)
+{
+    uint32_t ph = duty_phase(c, now_ns);
+
+    if (ph == c->paused)
+        return;
+    c->paused = ph;
+    c->stats.duty_flips++;
+    for (size_t i = 0; i < c->nconns; i++)
+        for (uint32_t s = 0; s < c->conns[i]->nseg; s++)
+            seg_pause(&c->conns[i]->segs[s], ph);
 }
 
 /* Stage dirty process and thread rows. */
@@ -1043,6 +1083,7 @@ int collector_tick(struct collector *c, uint64_t now_ns)
 {
     int rc = 0;
 
+    duty_tick(c, now_ns);
     if (now_ns - c->last_cal_ns >= NS_PER_S) {
         clock_cal_update(&c->cal);
         c->last_cal_ns = now_ns;
@@ -1167,6 +1208,8 @@ static void meta_start(struct collector *c)
                            ((uint64_t)mono.tv_sec * NS_PER_S + (uint64_t)mono.tv_nsec));
     collector_meta_u64(c, "cuda_dropped", 0);
     collector_meta_u64(c, "host_lost", 0);
+    if (c->o.duty_ns)
+        collector_meta_u64(c, "duty_ns", c->o.duty_ns);
     collector_meta_u64(c, "clean_shutdown", 0);
     meta_clock(c);
 }

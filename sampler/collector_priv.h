@@ -20,6 +20,8 @@ struct collector_opts {
     uint64_t commit_ns;    /* commit interval; default 100 ms */
     uint64_t sync_ns;      /* sync interval; default 5 s */
     uint64_t max_map_bytes; /* the map never grows past this; 0 = no limit */
+    uint64_t duty_ns;      /* > 0: record in phases this long, on and off in
+                            * turn from t_start_ns (record --duty) */
 };
 
 /* Totals for the end-of-run line and meta. */
@@ -30,6 +32,7 @@ struct collector_stats {
     uint64_t conns;         /* connections accepted */
     uint64_t bad_conns;     /* connections dropped for malformed messages */
     int write_failed;       /* a commit failed: the run file stops at the last good one */
+    uint64_t duty_flips;    /* phase changes under duty_ns */
 };
 
 /** Allocate. @return NULL when out of memory. */
@@ -55,8 +58,13 @@ int collector_tick(struct collector *c, uint64_t now_ns);
 
 /** How long the main loop may wait before the next collector_step(): 0 when
  * a ring still holds more than one pass takes, 1 ms while records flow,
- * else 10 ms (a 1 MiB sub-ring holds ~10 ms at 1 M records/s). */
+ * else 10 ms (a 1 MiB sub-ring holds ~10 ms at 1 M records/s); under
+ * duty_ns never past the next phase boundary. */
 int collector_wait_ms(struct collector *c);
+
+/** 1 during an off phase of duty_ns (collector_tick switches phases and
+ * pauses the shims; the caller pauses host sampling to match). */
+int collector_paused(struct collector *c);
 
 /** Connections still open. */
 int collector_live_conns(struct collector *c);

@@ -658,6 +658,18 @@ void host_add_pid(struct host *h, pid_t pid)
         sched_fsm_seed_proc(h->s, pid, procfs_now_ns(), 0);
 }
 
+int host_pause(struct host *h, int paused)
+{
+    int rc = 0;
+
+    for (size_t i = 0; i < h->nfds; i++) {
+        int r = paused ? pe_event_disable(h->fds[i]) : pe_event_enable(h->fds[i]);
+        if (r < 0 && rc == 0)
+            rc = r;
+    }
+    return rc;
+}
+
 int host_live(struct host *h)
 {
     return h->s ? sched_fsm_live(h->s) : 0;

@@ -62,6 +62,11 @@ int host_drain(struct host *h, uint64_t now_ns);
 /** Tell the sampler @p pid belongs to the tree (a shim registered from it). */
 void host_add_pid(struct host *h, pid_t pid);
 
+/** Stop (@p paused = 1) or restart every perf event, for the off phases of
+ * `record --duty`; tier C's /proc polling goes on. @return 0 or the first
+ * ioctl's negative errno. */
+int host_pause(struct host *h, int paused);
+
 /** Number of live processes in the tracked tree (0 = the tree is gone). */
 int host_live(struct host *h);
 

@@ -35,7 +35,7 @@ struct sampler_args {
     char **cmd;       /* launch mode */
     pid_t pid;        /* attach mode */
     int ready_fd, quiet, no_host, tier, page_source;
-    uint64_t window_ns, offcpu_ns, runq_ns, map_bytes, max_map_bytes;
+    uint64_t window_ns, offcpu_ns, runq_ns, map_bytes, max_map_bytes, duty_ns;
     unsigned page_period, ring_pages;
 };
 
@@ -81,6 +81,10 @@ static void usage(FILE *f)
 "                      1 for allocs)\n"
 "      --events LIST   extra libpfm4 counters, comma-separated\n"
 "      --ring-pages N  perf ring data pages per CPU (default 512)\n"
+"      --duty MS       measure what recording costs: from the start, record\n"
+"                      for MS ms, pause the shims and the perf events for MS\n"
+"                      ms, in turn (run meta duty_ns; the run covers the\n"
+"                      recording phases only)\n"
 "      --map-mb N      initial run-file map size in MiB (default 1024; grows)\n"
 "      --max-map-mb N  the map never grows past N MiB: recording stops there\n"
 "                      (also CUDASPY_MAX_MAP_MB; default no limit)\n"
@@ -129,7 +133,7 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 enum {
     OPT_LISTEN = 256, OPT_READY, OPT_PRELOAD, OPT_NOHOST, OPT_TIER, OPT_WINDOW, OPT_OFFCPU,
     OPT_RUNQ, OPT_PAGE, OPT_EVENTS, OPT_RING, OPT_PID, OPT_MAP, OPT_VERSION, OPT_HELP,
-    OPT_MAXMAP, OPT_PAGESRC
+    OPT_MAXMAP, OPT_PAGESRC, OPT_DUTY
 };
 
 static const struct option long_opts[] = {
@@ -142,7 +146,7 @@ static const struct option long_opts[] = {
     {"pid", required_argument, 0, OPT_PID},  {"map-mb", required_argument, 0, OPT_MAP},
     {"quiet", no_argument, 0, 'q'},          {"version", no_argument, 0, OPT_VERSION},
     {"help", no_argument, 0, OPT_HELP},      {"max-map-mb", required_argument, 0, OPT_MAXMAP},
-    {"page-source", required_argument, 0, OPT_PAGESRC},
+    {"page-source", required_argument, 0, OPT_PAGESRC}, {"duty", required_argument, 0, OPT_DUTY},
     {0, 0, 0, 0}};
 
 /* 'a' or 'f' for a page source named "allocs" or "faults", else 0. */
@@ -168,8 +172,9 @@ static int parse_num(struct sampler_args *a, int opt, const char *arg)
     case OPT_PID: a->pid = (pid_t)v; break;
     case OPT_MAP: a->map_bytes = v << 20; break;
     case OPT_MAXMAP: a->max_map_bytes = v << 20; break;
+    case OPT_DUTY: a->duty_ns = v * 1000000; break;
     }
-    if ((opt == OPT_PID || opt == OPT_MAP || opt == OPT_MAXMAP) && v == 0)
+    if ((opt == OPT_PID || opt == OPT_MAP || opt == OPT_MAXMAP || opt == OPT_DUTY) && v == 0)
         return usage_error("invalid number '%s'", arg);
     if (v > INT_MAX)
         return usage_error("invalid number '%s'", arg);
@@ -295,6 +300,7 @@ struct loop {
     struct collector *c;
 #ifdef CS_HAVE_HOST
     struct host *h;
+    int h_paused;     /* host_pause() state, following collector_paused() */
 #endif
     pid_t root;
     int root_status;  /* wait status of the root, -1 while unknown */
@@ -360,6 +366,21 @@ static int loop_done(struct loop *l, uint64_t now)
     return !proc_running(l->root) && collector_live_conns(l->c) == 0 && host_live_count(l) == 0;
 }
 
+#ifdef CS_HAVE_HOST
+/* --duty: pause or restart the perf events with the shims. */
+static void host_follow_duty(struct loop *l)
+{
+    static int warned;
+    int rc;
+
+    l->h_paused = collector_paused(l->c);
+    rc = host_pause(l->h, l->h_paused);
+    if (rc < 0 && !warned++)
+        fprintf(stderr, PROG ": duty: perf events not %s (%s); host data covers off phases too\n",
+                l->h_paused ? "paused" : "restarted", strerror(-rc));
+}
+#endif
+
 static void loop_run(struct loop *l)
 {
     static struct pollfd fds[MAX_PFDS];
@@ -381,6 +402,10 @@ static void loop_run(struct loop *l)
         if (l->a->cmd)
             reap(l, now);
         collector_tick(l->c, now);
+#ifdef CS_HAVE_HOST
+        if (l->h && collector_paused(l->c) != l->h_paused)
+            host_follow_duty(l);
+#endif
         if (loop_done(l, now))
             return;
     }
@@ -541,7 +566,7 @@ static int setup(struct loop *l, char *path, size_t n, int *gate)
 {
     struct sampler_args *a = l->a;
     struct collector_opts co = {.path = path, .listen = a->listen, .map_bytes = a->map_bytes,
-                                .max_map_bytes = a->max_map_bytes};
+                                .max_map_bytes = a->max_map_bytes, .duty_ns = a->duty_ns};
     struct cs_err err = {""};
     char addr[64];
 

@@ -8,7 +8,7 @@
 #   seed-w4.html                 HTML report of the seed run (W=4)
 # Usage: scripts/gpu-check.sh [PART...]
 #   parts: smoke seed suite profiler ddp overhead faults seedov ddpov ddpdiag
-#   ddppin seedpairs pfab
+#   ddppin ddpduty seedpairs pfab
 #   (default: seed suite)
 #   overhead: the shim's cost per call on this host (bench_shim, fake driver)
 #        and the empty-kernel launch loop (static and shared runtime), traced
@@ -19,7 +19,10 @@
 #        1000-step DDP loop untraced, traced, traced --no-host; ddppin: ddpov
 #        with each rank on its own CPUs near its GPU (main thread alone on one); ddpov: the clean 2-rank
 #        DDP loop at DDP_OV_STEPS steps (1000 4000), DDP_REPS pairs each;
-#        pfab: the shim's ring prefetch on and off (bench_shim, launch loop)
+#        pfab: the shim's ring prefetch on and off (bench_shim, launch loop);
+#        ddpduty: the clean DDP loop (DDP_DUTY_STEPS, 4000) with traced runs
+#        recording in DUTY_MS (250) phases on and off, DDP_REPS pairs: steps
+#        in on phases against their neighbouring off phases
 # Env: CS_RECORD_FLAGS extra `cudaspy record` options; CS_SAMPLER_ARGS extra
 #   sampler options (through a wrapper named by CUDASPY_SAMPLER);
 #   CS_ANALYZE=0 skips analysing the traced runs (pure overhead runs);
@@ -101,6 +104,8 @@ run_one() {
     [ "${CS_TIMES:-0}" = 1 ] &&
         cmd=(bash -c '"$@"; rc=$?; echo cputimes:; times; exit $rc' cputimes "${cmd[@]}")
     [ -n "${CS_PIN:-}" ] && cmd=(taskset -c "$CS_PIN" "${cmd[@]}")
+    # where a workload that logs its steps (ddp.py) puts them
+    export CS_STEP_LOG="${out%.out}.steps"
     t0=$(now_ns)
     if [ "$traced" = 1 ]; then
         rm -f "$run" "$run-lock"
@@ -284,6 +289,14 @@ part_seedpairs() { # the seed W=4 untraced and traced (analysed), with the tree'
 part_ddpdiag() { # where the short DDP loop's overhead comes from: host sampling off
     CS_TIMES=1 REPS=${DDP_REPS:-4} rotate3 ddp diag-s1000 diag-s1000-nohost \
         "CS_RECORD_FLAGS=--no-host" -- "${TRUN[@]}" --steps 1000
+}
+
+part_ddpduty() { # recording's steady cost on the clean DDP loop, paired inside each run
+    # traced runs record in DUTY_MS phases on and off (record --duty); the
+    # untraced runs' step logs get the same analysis on an arbitrary grid
+    local steps=${DDP_DUTY_STEPS:-4000}
+    CS_TIMES=1 CS_ANALYZE=0 CS_RECORD_FLAGS="--duty ${DUTY_MS:-250}" REPS=${DDP_REPS:-4} \
+        interleave ddp "duty-s$steps" -- "${TRUN[@]}" --steps "$steps"
 }
 
 part_ddppin() { # the clean DDP loop, each rank on 6 CPUs of its GPU's node, none shared

@@ -109,6 +109,9 @@ struct cs_seg_hdr {
     uint32_t seg_index; /* 0, 1, ... within the process */
     uint32_t pid;
     uint32_t clock;     /* enum cs_clock for every record in this segment */
+    /* Written by the collector only: 1 = record nothing now (the off
+     * phases of `cudaspy record --duty`), 0 = record. Starts 0. */
+    _Atomic uint32_t paused;
 };
 
 #define CS_SEG_HDR_BYTES 4096u

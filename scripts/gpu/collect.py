@@ -129,6 +129,59 @@ def collector_cpu(run):
     return None if ns is None else ns / 1e9
 
 
+SETTLE_NS = 2_000_000  # a phase flips up to a collector poll late: skip steps starting this soon
+
+
+def read_steps(out):
+    """ddp.py's step log beside run output @out: start, then each step's end (ns)."""
+    try:
+        return [int(x) for x in open(out[:-4] + ".steps").read().split()]
+    except (OSError, ValueError):
+        return None
+
+
+def duty_of(run):
+    """(duty_ns, t_start_ns) of a traced run of `record --duty`, else (None, None)."""
+    js = load_json(run.get("meta")) or load_json(run.get("json"))
+    f = ((js or {}).get("run", {}).get("files") or [{}])[0]
+    return f.get("duty_ns"), f.get("t_start_ns")
+
+
+def phase_ratios(ends, period, t0):
+    """Per on phase k (even) whose two neighbouring off phases have steps:
+    its mean step time over the mean of theirs, less 1, in %. A step counts
+    in phase k when it starts and ends there, SETTLE_NS or more after k began."""
+    sums = {}
+    for a, b in zip(ends, ends[1:]):
+        k = (a - t0) // period
+        if (b - t0) // period != k or (a - t0) - k * period < SETTLE_NS:
+            continue
+        s = sums.setdefault(k, [0, 0])
+        s[0] += b - a
+        s[1] += 1
+    mean = {k: t / n for k, (t, n) in sums.items() if n >= 10}
+    return [100 * (mean[k] / ((mean[k - 1] + mean[k + 1]) / 2) - 1)
+            for k in sorted(mean) if k % 2 == 0 and k - 1 in mean and k + 1 in mean]
+
+
+def duty_stats(plain, traced):
+    """Phase ratios of the traced runs (their own duty grid) and, as a placebo,
+    of the untraced runs on a grid of the same period from their first step.
+    None when no traced run recorded with --duty and logged its steps."""
+    per_run, period = [], None
+    for r in traced:
+        p, t0 = duty_of(r)
+        ends = read_steps(r["out"])
+        if p and t0 and ends:
+            per_run.append(phase_ratios(ends, p, t0))
+            period = p
+    if not per_run:
+        return None
+    placebo = [phase_ratios(e, period, e[0]) for e in map(lambda r: read_steps(r["out"]), plain)
+               if e]
+    return {"period_ns": period, "traced": per_run, "placebo": placebo}
+
+
 def families(js):
     fam = {}
     for a in (js or {}).get("apis", []):
@@ -207,6 +260,7 @@ def summarise(group, base_plain=()):
         "overhead_pair_ci95_pct": pair_ci,
         "cpu_added_pairs": cpu,
         "quarter_pairs_pct": quarter_pairs(plain, traced),
+        "duty_phase_pct": duty_stats(plain, traced),
         "collector_cpu_s": [c for c in map(collector_cpu, traced) if c is not None],
         "mem_total_kb": [r.get("mem_total_kb") for r in group],
         "cpu_untraced_s": [parse_cpu(r["out"]) for r in plain],
@@ -309,6 +363,38 @@ def write_overhead_md(rows, path):
                     f"{lo:+.2f}% .. {hi:+.2f}% | {each} |\n")
 
 
+def write_duty_md(rows, path):
+    """Rows whose traced runs recorded with --duty: on phases against their
+    off neighbours, pooled over runs, and the same on the untraced runs."""
+    rows = [r for r in rows if r.get("duty_phase_pct")]
+    if not rows:
+        return
+    with open(path, "a") as f:
+        f.write("\n## Recording's cost inside each run (`record --duty`): on phases against "
+                "their off neighbours\n\n"
+                "(mean step time in a phase; placebo: the untraced runs' steps on a grid of the "
+                "same period)\n\n"
+                "| workload | period | traced runs | phase pairs | median (95 %) | mean | "
+                "per-run medians | placebo pairs | placebo median (95 %) |\n"
+                "|---|---|---|---|---|---|---|---|---|\n")
+        for r in rows:
+            d = r["duty_phase_pct"]
+            pooled = [x for run in d["traced"] for x in run]
+            plac = [x for run in d["placebo"] for x in run]
+            if not pooled:
+                continue
+            med, (lo, hi) = bootstrap(pooled)
+            pm = " ".join(f"{statistics.median(x):+.2f}" for x in d["traced"] if x)
+            if plac:
+                pmed, (plo, phi) = bootstrap(plac)
+                ptxt = f"{pmed:+.2f}% ({plo:+.2f} .. {phi:+.2f})"
+            else:
+                ptxt = "-"
+            f.write(f"| {r['workload']} {r['mode']} | {d['period_ns'] / 1e6:g} ms | "
+                    f"{len(d['traced'])} | {len(pooled)} | {med:+.2f}% ({lo:+.2f} .. {hi:+.2f}) | "
+                    f"{statistics.fmean(pooled):+.2f}% | {pm} | {len(plac)} | {ptxt} |\n")
+
+
 def main():
     runs_path, out, build = sys.argv[1], sys.argv[2], sys.argv[3]
     runs = [json.loads(l) for l in open(runs_path) if l.strip()]
@@ -327,6 +413,7 @@ def main():
     json.dump(meta, open(os.path.join(out, "results.json"), "w"), indent=1)
     write_md(rows, os.path.join(out, "results.md"), host)
     write_overhead_md(rows, os.path.join(out, "results.md"))
+    write_duty_md(rows, os.path.join(out, "results.md"))
     for r in rows:
         if r["workload"] == "seed" and r["mode"] in ("w4", "direct") and r["json"]:
             txt = r["json"][:-5] + ".txt"

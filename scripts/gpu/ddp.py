@@ -26,7 +26,9 @@ straggler method is known to miss (docs/multigpu.md).
 Rank 0 prints `result: loss=<sum> params=<sum>` (identical traced or
 untraced), `elapsed: <s>` (the timed steps, after warm-up) and
 `quarters: <s> <s> <s> <s>`, the time of each quarter of the timed steps:
-a tracing cost that falls in the job's first seconds shows in the first."""
+a tracing cost that falls in the job's first seconds shows in the first.
+With --step-log FILE rank 0 also writes when each timed step ended
+(CLOCK_MONOTONIC ns), for the on/off phases of `cudaspy record --duty`."""
 import argparse
 import os
 import threading
@@ -54,6 +56,9 @@ def parse():
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--backend", default="nccl", choices=["nccl", "gloo"])
     p.add_argument("--same-gpu", action="store_true", help="every rank on GPU 0")
+    p.add_argument("--step-log", default=os.environ.get("CS_STEP_LOG"),
+                   help="(default $CS_STEP_LOG) rank 0 writes the CLOCK_MONOTONIC ns at which the "
+                   "timed region began and each timed step ended, one per line, here")
     return p.parse_args()
 
 
@@ -124,12 +129,16 @@ def main():
     loss_sum = torch.zeros((), device=dev, dtype=torch.float64)
     t0 = None
     marks = []  # end of each quarter of the timed steps
+    ends = []   # --step-log: monotonic ns at the start, then at each timed step's end
+    log_steps = a.step_log and rank == 0
     for step in range(a.warmup + a.steps):
         if step == a.warmup:
             pin(local, main_alone=True)
             dist.barrier()
             torch.cuda.synchronize()
             t0 = time.perf_counter()
+            if log_steps:
+                ends.append(time.monotonic_ns())
         if a.straggle and rank == 1 and step % a.every == a.every - 1:
             burn(a.burn_ms)
         opt.zero_grad(set_to_none=True)
@@ -138,6 +147,8 @@ def main():
         opt.step()
         loss_sum += loss.detach().double()
         torch.cuda.synchronize()  # the step's host sync point
+        if log_steps and step >= a.warmup:
+            ends.append(time.monotonic_ns())
         done = step - a.warmup + 1
         if done > 0 and len(marks) < done * 4 // a.steps:
             marks.append(time.perf_counter())
@@ -150,6 +161,9 @@ def main():
         print(f"elapsed: {elapsed:.3f}")
         q = [b - e for b, e in zip(marks, [t0] + marks[:-1])]
         print("quarters: " + " ".join(f"{x:.4f}" for x in q))
+        if log_steps:
+            with open(a.step_log, "w") as f:
+                f.write("\n".join(map(str, ends)) + "\n")
     dist.destroy_process_group()
 
 
