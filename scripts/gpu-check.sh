@@ -8,7 +8,7 @@
 #   seed-w4.html                 HTML report of the seed run (W=4)
 # Usage: scripts/gpu-check.sh [PART...]
 #   parts: smoke seed suite profiler ddp overhead faults seedov ddpov ddpdiag
-#   ddppin ddpduty seedpairs pfab
+#   ddppin ddpduty ddpdutysplit seedpairs pfab
 #   (default: seed suite)
 #   overhead: the shim's cost per call on this host (bench_shim, fake driver)
 #        and the empty-kernel launch loop (static and shared runtime), traced
@@ -22,7 +22,8 @@
 #        pfab: the shim's ring prefetch on and off (bench_shim, launch loop);
 #        ddpduty: the clean DDP loop (DDP_DUTY_STEPS, 4000) with traced runs
 #        recording in DUTY_MS (250) phases on and off, DDP_REPS pairs: steps
-#        in on phases against their neighbouring off phases
+#        in on phases against their neighbouring off phases; ddpdutysplit:
+#        the same with a third run per round, traced --no-host (the shim alone)
 # Env: CS_RECORD_FLAGS extra `cudaspy record` options; CS_SAMPLER_ARGS extra
 #   sampler options (through a wrapper named by CUDASPY_SAMPLER);
 #   CS_ANALYZE=0 skips analysing the traced runs (pure overhead runs);
@@ -297,6 +298,12 @@ part_ddpduty() { # recording's steady cost on the clean DDP loop, paired inside 
     local steps=${DDP_DUTY_STEPS:-4000}
     CS_TIMES=1 CS_ANALYZE=0 CS_RECORD_FLAGS="--duty ${DUTY_MS:-250}" REPS=${DDP_REPS:-4} \
         interleave ddp "duty-s$steps" -- "${TRUN[@]}" --steps "$steps"
+}
+
+part_ddpdutysplit() { # ddpduty's measure with and without host sampling: the shim's share
+    local steps=${DDP_DUTY_STEPS:-4000} ms=${DUTY_MS:-250}
+    CS_TIMES=1 CS_RECORD_FLAGS="--duty $ms" REPS=${DDP_REPS:-4} rotate3 ddp "duty-s$steps" \
+        "duty-s$steps-nohost" "CS_RECORD_FLAGS=--duty $ms --no-host" -- "${TRUN[@]}" --steps "$steps"
 }
 
 part_ddppin() { # the clean DDP loop, each rank on 6 CPUs of its GPU's node, none shared
