@@ -38,13 +38,13 @@ extern __thread struct shim_thread shim_t_
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 /* 1 = every wrapper passes through (CUDASPY_DISABLE=1, inside the sampler). */
-extern _Atomic int shim_off_ __attribute__((visibility("hidden")));
-extern uint32_t shim_pid_ __attribute__((visibility("hidden"))); /* getpid(), reset at fork */
+#define shim_off_ (shim_hot_.off)
+#define shim_pid_ (shim_hot_.pid) /* getpid(), reset at fork */
 /* CS_CF_STATIC_RT once a runtime we cannot interpose asked for driver
  * functions (shim_dlsym.c), else 0; ORed into every record. */
-extern uint16_t shim_static_rt_ __attribute__((visibility("hidden")));
+#define shim_static_rt_ (shim_hot_.static_rt)
 /* Calls at least this many clock units long get a native stack; 0 = off. */
-extern uint64_t shim_stack_min_ __attribute__((visibility("hidden")));
+#define shim_stack_min_ (shim_hot_.stack_min)
 
 /** Is this call to be recorded? (not disabled, ring not stopped, not in
  * an off phase of `record --duty`) */
@@ -202,7 +202,7 @@ static inline uint64_t shim_capture_key(uint64_t stream)
 
 void shim_capture_begin(uint64_t stream);
 void shim_capture_end(uint64_t stream);
-extern _Atomic int shim_ncapturing_ __attribute__((visibility("hidden")));
+#define shim_ncapturing_ (shim_hot_.ncapturing)
 int shim_capture_has_slow(uint64_t stream);
 /** Mark @p r CS_CF_CAPTURING if its stream is being captured. */
 static inline void shim_rec_capture(struct cs_rec_cuda *r)

@@ -115,7 +115,6 @@ static inline void *gpa_get(int i)
     return SHIM_LIKELY(p != NULL) ? p : gpa_real_slow(i);
 }
 
-uint16_t shim_static_rt_;
 
 /* A runtime asks the driver for its functions through cuGetProcAddress. When
  * the asking object is not a shared libcudart (a static runtime in the

@@ -12,8 +12,6 @@
 #include "shim.h"
 
 __thread struct shim_thread shim_t_ __attribute__((tls_model("initial-exec")));
-_Atomic int shim_off_;
-uint32_t shim_pid_;
 
 static pthread_mutex_t shim_mu = PTHREAD_MUTEX_INITIALIZER;
 

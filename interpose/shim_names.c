@@ -40,8 +40,8 @@ struct name_info {
 static struct name_cache cache_drv, cache_rt;
 static struct name_info infos[NAME_MAX_IDS];
 static uint32_t next_id;                 /* under shim_lock() */
-static _Atomic uint32_t name_epoch = 1;  /* bumped on module/library unload */
-static _Atomic uint32_t name_gen = 1;    /* bumped in a fork child */
+#define name_epoch (shim_hot_.name_epoch) /* bumped on module/library unload */
+#define name_gen (shim_hot_.name_gen)     /* bumped in a fork child */
 static char *arena;
 static size_t arena_left;
 

@@ -28,11 +28,7 @@
 #define SEND_TRIES     50  /* x 100 ms waiting for socket space */
 
 __thread struct shim_ring_thread shim_ring_t_ __attribute__((tls_model("initial-exec")));
-_Atomic int shim_ring_off_;
-static _Atomic uint32_t pause_none; /* never set: no segment yet */
-_Atomic uint32_t *_Atomic shim_ring_pause_ = &pause_none;
-uint32_t shim_ring_clock_;
-uint8_t shim_ring_pfw_;
+struct shim_hot shim_hot_ = {.name_epoch = 1, .name_gen = 1};
 
 static struct {
     pthread_mutex_t lock; /* everything below; slow path only */
@@ -403,8 +399,6 @@ static int seg_create(void)
     }
     g.seg[g.nseg] = p;
     g.seg_bytes[g.nseg++] = bytes;
-    if (h->seg_index == 0) /* the collector pauses every segment; read the first */
-        atomic_store_explicit(&shim_ring_pause_, &h->paused, memory_order_release);
     return 0;
 }
 
@@ -511,7 +505,6 @@ static void atfork_child(void)
         close(g.fd);
     g.fd = -1;
     g.tried = 0;
-    atomic_store_explicit(&shim_ring_pause_, &pause_none, memory_order_relaxed);
     for (uint32_t s = 0; s < g.nseg; s++)
         munmap(g.seg[s], g.seg_bytes[s]);
     g.nseg = 0;

@@ -35,14 +35,33 @@ struct shim_ring_thread {
 
 extern __thread struct shim_ring_thread shim_ring_t_
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
-extern _Atomic int shim_ring_off_ __attribute__((visibility("hidden")));   /* 1 = stopped */
-extern uint32_t shim_ring_clock_ __attribute__((visibility("hidden")));   /* 0 = undecided */
 /* How to prefetch the next entry: SHIM_PF_* (CUDASPY_RING_PREFETCH=0: not). */
 enum { SHIM_PF_NONE, SHIM_PF_READ, SHIM_PF_WRITE };
-extern uint8_t shim_ring_pfw_ __attribute__((visibility("hidden")));
-/* The collector's pause word for this process (segment 0's header), or a
- * constant 0 before the first segment. */
-extern _Atomic uint32_t *_Atomic shim_ring_pause_ __attribute__((visibility("hidden")));
+
+/* The read-mostly state every recorded call reads, the ring's and the
+ * interposer's (shim.h), in one cache line: between two CUDA calls a busy
+ * program (Python, the framework) evicts the shim's lines, and scattered
+ * globals cost a cache miss and often a TLB miss each, several times what
+ * the record itself costs. Defined in shim_ring.c; the names below are
+ * what the code uses. */
+struct shim_hot {
+    _Atomic int ring_off;            /* 1 = recording stopped */
+    uint32_t clock;                  /* CS_CLOCK_*, 0 = undecided */
+    _Atomic int off;                 /* 1 = every wrapper passes through */
+    uint32_t pid;                    /* getpid(), reset at fork */
+    uint64_t stack_min;              /* stack for calls this long; 0 = off */
+    _Atomic int ncapturing;          /* streams being captured now */
+    _Atomic uint32_t name_epoch;     /* bumped on module/library unload */
+    _Atomic uint32_t name_gen;       /* bumped in a fork child */
+    uint16_t static_rt;              /* CS_CF_STATIC_RT or 0 */
+    uint8_t pfw;                     /* SHIM_PF_* */
+} __attribute__((aligned(64)));
+_Static_assert(sizeof(struct shim_hot) == 64, "the hot state is one cache line");
+extern struct shim_hot shim_hot_ __attribute__((visibility("hidden")));
+
+#define shim_ring_off_   (shim_hot_.ring_off)
+#define shim_ring_clock_ (shim_hot_.clock)
+#define shim_ring_pfw_   (shim_hot_.pfw)
 
 /* ---- process-wide ---- */
 
@@ -98,12 +117,13 @@ static inline uint64_t shim_ring_now(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/** 1 while the collector has recording paused (`record --duty` off phase). */
+/** 1 while the collector has recording paused (`record --duty` off phase):
+ * the word on this thread's sub-ring head line; 0 before it has one. */
 static inline int shim_ring_paused(void)
 {
-    _Atomic uint32_t *w = atomic_load_explicit(&shim_ring_pause_, memory_order_relaxed);
+    const struct cs_subring *ctl = shim_ring_t_.prod.ctl;
 
-    return (int)atomic_load_explicit(w, memory_order_relaxed);
+    return ctl && atomic_load_explicit(&ctl->paused, memory_order_relaxed);
 }
 
 /** This thread's producer, or NULL if it has none yet (call the slow path)

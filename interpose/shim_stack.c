@@ -36,7 +36,6 @@ struct mod_ent {
     uint32_t id;
 };
 
-uint64_t shim_stack_min_;
 static struct stack_ent stacks[STACK_MAX + 1]; /* index = local id, 0 unused */
 static uint32_t nstacks;
 static struct mod_ent mods[MOD_MAX];

@@ -110,7 +110,6 @@ uint16_t shim_pinned_flag(uint64_t p)
 
 #define CAP_SLOTS 64u
 
-_Atomic int shim_ncapturing_;
 static _Atomic uint64_t cap_stream[CAP_SLOTS]; /* stream + 1, 0 = free */
 
 void shim_capture_begin(uint64_t stream)

@@ -806,10 +806,11 @@ static int grow_segs(struct conn *k)
     return cs_grow((void **)&k->segs, &cap, k->nseg + 1, sizeof(*k->segs));
 }
 
-/* Tell the process of segment @p s to record (0) or not (1). */
+/* Tell every thread of segment @p s to record (0) or not (1). */
 static void seg_pause(struct seg *s, uint32_t paused)
 {
-    atomic_store_explicit(&((struct cs_seg_hdr *)s->base)->paused, paused, memory_order_relaxed);
+    for (uint32_t i = 0; i < s->nsub; i++)
+        atomic_store_explicit(&cs_seg_sub(s->base, i)->paused, paused, memory_order_relaxed);
 }
 
 /* Map a segment after checking the message, the memfd and its header. */

@@ -92,7 +92,11 @@ struct cs_subring {
     _Atomic uint64_t dropped;   /* entries lost to a full ring (producer adds) */
     uint8_t pad1[48];
     _Atomic uint64_t head;      /* bytes ever committed (producer, release) */
-    uint8_t pad2[56];
+    /* Written by the collector only: 1 = record nothing now (the off phases
+     * of `cudaspy record --duty`), 0 = record. On head's line, which the
+     * producer touches at every commit anyway. */
+    _Atomic uint32_t paused;
+    uint8_t pad2[52];
     _Atomic uint64_t tail;      /* bytes ever consumed (collector, release) */
     uint8_t pad3[56];
 };
@@ -109,9 +113,6 @@ struct cs_seg_hdr {
     uint32_t seg_index; /* 0, 1, ... within the process */
     uint32_t pid;
     uint32_t clock;     /* enum cs_clock for every record in this segment */
-    /* Written by the collector only: 1 = record nothing now (the off
-     * phases of `cudaspy record --duty`), 0 = record. Starts 0. */
-    _Atomic uint32_t paused;
 };
 
 #define CS_SEG_HDR_BYTES 4096u

@@ -18,18 +18,20 @@ calls() {
     sed -n 's/.*"outermost_calls": \([0-9]*\).*/\1/p' "$T/w.json"
 }
 # the inner 120 ms of each phase (the collector flips a phase up to a poll
-# late); the client runs about 1.3 s: phases 0-5
-on=0 off=0
+# late); the client runs about 1.3 s (phases 0-5), and starts late on a
+# loaded machine: two on phases with calls are enough
+on=0 off=0 busy=0
 for k in 0 1 2 3 4 5; do
     n=$(calls "$(awk "BEGIN { print $k * 0.2 + 0.04 }")" "$(awk "BEGIN { print $k * 0.2 + 0.16 }")")
     [ -n "$n" ] || fail "no outermost_calls in phase $k"
     if [ $((k % 2)) = 0 ]; then
         on=$((on + n))
-        [ "$k" = 4 ] || [ "$n" -gt 0 ] || fail "on phase $k holds no call"
+        [ "$n" -gt 0 ] && busy=$((busy + 1))
     else
         off=$((off + n))
     fi
 done
+[ "$busy" -ge 2 ] || fail "only $busy on phase(s) hold calls"
 [ "$on" -ge 100 ] || fail "on phases hold $on calls, want >= 100"
 [ $((off * 50)) -le "$on" ] || fail "off phases hold $off calls against $on in on phases"
 "$B/cudaspy-analyze" --json "$T/run.lmdb" >"$T/all.json" || fail "cudaspy-analyze exited $?"
