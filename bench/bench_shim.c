@@ -5,7 +5,11 @@
  * (cudaspy record: collector running, full records). Each child times
  * batches of calls per operation and reports the median ns per call; the
  * figure is the median over rounds of (mode - plain).
- * Usage: bench_shim [ROUNDS=5] [BATCHES=200] [CALLS_PER_BATCH=1000] */
+ * With EVICT_KB > 0 every call is timed alone, after the child has written
+ * EVICT_KB of other memory (outside the timing): the shim's lines are cold
+ * then, as in a real program, where the interpreter and the framework run
+ * between two CUDA calls; the hot loop alone flatters the shim.
+ * Usage: bench_shim [ROUNDS=5] [BATCHES=200] [CALLS_PER_BATCH=1000] [EVICT_KB=0] */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <errno.h>
@@ -24,6 +28,7 @@
 #endif
 #define MAX_ROUNDS 64
 #define MAX_BATCHES 4096
+#define WARM_CALLS 40000 /* > records of one 1 MiB sub-ring (CUDASPY_RING_KB default) */
 
 enum mode { MODE_PLAIN, MODE_DISABLED, MODE_RECORD, MODE_N };
 static const char *const mode_names[MODE_N] = {"plain", "disabled", "record"};
@@ -111,24 +116,56 @@ static const char *const op_names[] = {"cuLaunchKernel", "cuMemcpyHtoDAsync_v2",
                                        "cuStreamSynchronize", "cudaLaunchKernel"};
 #define N_OPS 4
 
+/* @p n calls of @p op, each after writing @p evict bytes of @p buf; ns
+ * spent in the calls alone. */
+static int64_t cold_calls(const struct ops *o, int op, int n, volatile uint8_t *buf, size_t evict)
+{
+    uint64_t in = 0;
+
+    for (int i = 0; i < n; i++) {
+        uint64_t t0;
+        for (size_t j = 0; j < evict; j += 64)
+            buf[j]++;
+        t0 = now_ns();
+        if (op_call(o, op) != CUDA_SUCCESS)
+            return -1;
+        in += now_ns() - t0;
+    }
+    return (int64_t)in;
+}
+
 /* Child: "<op> <median ns per call>" per operation on stdout. */
-static int child(int batches, int calls)
+static int child(int batches, int calls, size_t evict)
 {
     static double ns[MAX_BATCHES];
     struct ops o;
     struct timespec pause = {0, 1000000}; /* ~1 M records/s: the collector keeps up */
+    volatile uint8_t *buf = evict ? calloc(evict, 1) : NULL;
 
-    if (ops_init(&o) < 0) {
+    if (ops_init(&o) < 0 || (evict && buf == NULL)) {
         fprintf(stderr, "bench_shim: fake driver setup failed\n");
         return 3;
+    }
+    /* Past the sub-ring's first lap: in a long run every record goes to a
+     * line written (and read by the collector) before, never to fresh memory. */
+    for (int i = 0; i < WARM_CALLS; i++) {
+        if (op_call(&o, 0) != CUDA_SUCCESS)
+            return 3;
+        if (i % 200 == 199) /* let the collector keep up: no drop */
+            nanosleep(&pause, NULL);
     }
     for (int op = 0; op < N_OPS; op++) {
         for (int b = 0; b < batches; b++) {
             uint64_t t0 = now_ns();
-            for (int i = 0; i < calls; i++)
-                if (op_call(&o, op) != CUDA_SUCCESS)
-                    return 3;
-            ns[b] = (double)(now_ns() - t0) / calls;
+            int64_t in = 0;
+            if (evict)
+                in = cold_calls(&o, op, calls, buf, evict);
+            else
+                for (int i = 0; i < calls && in == 0; i++)
+                    in = op_call(&o, op) != CUDA_SUCCESS ? -1 : 0;
+            if (in < 0)
+                return 3;
+            ns[b] = (double)(evict ? (uint64_t)in : now_ns() - t0) / calls;
             nanosleep(&pause, NULL);
         }
         printf("%s %.2f\n", op_names[op], median(ns, batches));
@@ -141,7 +178,7 @@ static int child(int batches, int calls)
 struct bench {
     char dir[4096];  /* where bench_shim, libcudaspy.so and cudaspy live */
     char run[4200];  /* run file of the recording mode */
-    int batches, calls;
+    int batches, calls, evict_kb;
     double v[MODE_N][N_OPS][MAX_ROUNDS];
     uint64_t dropped;
 };
@@ -163,13 +200,14 @@ static int self_dir(char *dir, size_t n)
 
 static void child_exec(const struct bench *b, enum mode m, int out_fd)
 {
-    char self[4200], shim[4200], launcher[4200], nb[16], nc[16];
+    char self[4200], shim[4200], launcher[4200], nb[16], nc[16], ne[16];
 
     snprintf(self, sizeof(self), "%s/bench_shim", b->dir);
     snprintf(shim, sizeof(shim), "%s/libcudaspy.so", b->dir);
     snprintf(launcher, sizeof(launcher), "%s/cudaspy", b->dir);
     snprintf(nb, sizeof(nb), "%d", b->batches);
     snprintf(nc, sizeof(nc), "%d", b->calls);
+    snprintf(ne, sizeof(ne), "%d", b->evict_kb);
     dup2(out_fd, 1);
     unsetenv("LD_PRELOAD");
     unsetenv("CUDASPY_SOCK");
@@ -180,9 +218,9 @@ static void child_exec(const struct bench *b, enum mode m, int out_fd)
     }
     if (m == MODE_RECORD)
         execl(launcher, "cudaspy", "record", "-o", b->run, "--no-host", "-q", "--", self,
-              "--child", nb, nc, (char *)NULL);
+              "--child", nb, nc, ne, (char *)NULL);
     else
-        execl(self, "bench_shim", "--child", nb, nc, (char *)NULL);
+        execl(self, "bench_shim", "--child", nb, nc, ne, (char *)NULL);
     _exit(127);
 }
 
@@ -271,13 +309,16 @@ int main(int argc, char **argv)
     int rounds;
 
     if (argc >= 2 && strcmp(argv[1], "--child") == 0)
-        return child(argc > 2 ? atoi(argv[2]) : 200, argc > 3 ? atoi(argv[3]) : 1000);
+        return child(argc > 2 ? atoi(argv[2]) : 200, argc > 3 ? atoi(argv[3]) : 1000,
+                     argc > 4 ? (size_t)atoi(argv[4]) << 10 : 0);
     rounds = argc > 1 ? atoi(argv[1]) : 5;
     b.batches = argc > 2 ? atoi(argv[2]) : 200;
     b.calls = argc > 3 ? atoi(argv[3]) : 1000;
+    b.evict_kb = argc > 4 ? atoi(argv[4]) : 0;
     if (rounds < 1 || rounds > MAX_ROUNDS || b.batches < 1 || b.batches > MAX_BATCHES ||
-        b.calls < 1 || self_dir(b.dir, sizeof(b.dir)) < 0) {
-        fprintf(stderr, "usage: bench_shim [ROUNDS<=64] [BATCHES<=4096] [CALLS]\n");
+        b.calls < 1 || b.evict_kb < 0 || b.evict_kb > (1 << 20) ||
+        self_dir(b.dir, sizeof(b.dir)) < 0) {
+        fprintf(stderr, "usage: bench_shim [ROUNDS<=64] [BATCHES<=4096] [CALLS] [EVICT_KB]\n");
         return 2;
     }
     snprintf(b.run, sizeof(b.run), "/tmp/bench_shim.%d.lmdb", (int)getpid());

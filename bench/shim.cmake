@@ -1,6 +1,6 @@
 # bench/shim.cmake: bench_shim, the shim's added ns per intercepted call on
 # the fake driver (zero latency), recording vs disabled vs no preload.
-# Run: build/bench_shim [ROUNDS] [BATCHES] [CALLS_PER_BATCH]
+# Run: build/bench_shim [ROUNDS] [BATCHES] [CALLS_PER_BATCH] [EVICT_KB]
 if(TARGET cudaspy AND TARGET fake_cuda AND TARGET fake_cudart)
   add_executable(bench_shim ${CMAKE_CURRENT_SOURCE_DIR}/bench_shim.c)
   target_include_directories(bench_shim PRIVATE ${CMAKE_SOURCE_DIR}/test/fake ${CS_CUDA_INC})
