@@ -47,6 +47,15 @@ static void walls(const struct model *m, uint64_t *longest, uint64_t *sum)
     }
 }
 
+/* Was any run recorded with `record --duty` (a cost measurement)? */
+static int any_duty(const struct model *m)
+{
+    for (int i = 0; i < m->nruns; i++)
+        if (cs_run_meta_u64(m->runs[i].run, "duty_ns", 0))
+            return 1;
+    return 0;
+}
+
 static int derive(struct analysis *a)
 {
     struct model *m = &a->m;
@@ -75,7 +84,10 @@ static int derive(struct analysis *a)
     a->chains = chains_build(m, &a->api, &a->feed, sum);
     if (a->chains == NULL)
         return -ENOMEM;
-    return ranks_build(m, sum, a->chains, &a->ranks);
+    rc = ranks_build(m, sum, a->chains, &a->ranks);
+    if (rc == 0 && any_duty(m)) /* half the scheduling events are missing: no cause holds */
+        json_array_clear(a->chains);
+    return rc;
 }
 
 int analysis_load(const char *const *paths, int n, const struct analysis_opts *o,
@@ -136,7 +148,8 @@ static void missing_of(const struct model *m, int i, json_t *list)
         MISSING("%sno CUDA calls (was libcudaspy.so preloaded into a CUDA program?)", pre);
     if (cs_run_meta_u64(r->run, "duty_ns", 0))
         MISSING("%shalf the run: recorded in phases of %llu ms on, %llu ms off (record --duty); "
-                "calls, waits and findings cover the on phases only",
+                "calls cover the on phases only, and no finding is made: the perf events "
+                "paused too, so waits and their causes are incomplete",
                 pre, (unsigned long long)(cs_run_meta_u64(r->run, "duty_ns", 0) / 1000000),
                 (unsigned long long)(cs_run_meta_u64(r->run, "duty_ns", 0) / 1000000));
     if (strcmp(tier_of(r), "none") == 0) {

@@ -2,7 +2,8 @@
 # shim_duty.sh BUILD: `cudaspy record --duty 200` records in 200 ms phases,
 # on and off in turn from the run's start: calls made in the off phases are
 # not in the run (the shims pause), the on phases' are, the program's output
-# is unchanged, and the report says the run covers half the time.
+# is unchanged, and the report says the run covers half the time and makes
+# no finding (the perf events pause too).
 . "$(dirname "$0")/shim_common.sh"
 C="$B/fake/client_ranks"
 export FAKECUDA_DEVICES=2 FAKECUDA_LAT_NS="cuStreamSynchronize=1000000" FAKECUDA_LAT_MODE=sleep
@@ -38,6 +39,7 @@ done
 grep -q '"duty_ns": 200000000' "$T/all.json" || fail "JSON has no duty_ns 200000000"
 grep -q '"half the run: recorded in phases of 200 ms on, 200 ms off' "$T/all.json" ||
     fail "missing does not say the run covers the on phases only"
+grep -q '"chains": \[\]' "$T/all.json" || fail "findings made from half the scheduling events"
 # usage errors
 "$B/cudaspy" record --duty -- true 2>"$T/err" && fail "--duty without MS accepted"
 grep -q "option --duty needs milliseconds" "$T/err" || fail "no --duty usage message"
