@@ -46,6 +46,18 @@ extern __thread struct shim_thread shim_t_
 /* Calls at least this many clock units long get a native stack; 0 = off. */
 #define shim_stack_min_ (shim_hot_.stack_min)
 
+/* Diagnostic build only (cmake -DCS_SHIM_SELFTIME=ON): every recorded call
+ * adds the TSC cycles its wrapper spent outside the real call, and the
+ * process prints the total at exit (docs/shim.md). Elsewhere SHIM_ST(...)
+ * is nothing. */
+#ifdef CS_SHIM_SELFTIME
+#include <x86intrin.h>
+void shim_st_add(uint64_t cycles);
+#define SHIM_ST(...) __VA_ARGS__
+#else
+#define SHIM_ST(...)
+#endif
+
 /** Is this call to be recorded? (not disabled, ring not stopped, not in
  * an off phase of `record --duty`) */
 static inline int shim_recording(void)

@@ -414,6 +414,7 @@ SHIM_FN_TYPE_(10) SHIM_FN_TYPE_(11)
     SHIM_EXPORT int shim_w_##name(P##n) __asm__(#name);                               \
     int shim_w_##name(P##n)                                                           \
     {                                                                                 \
+        SHIM_ST(uint64_t st0_ = __rdtsc(), st1_, st2_;)                               \
         shim_fn##n real = (shim_fn##n)atomic_load_explicit(                          \
             &shim_drv_real[SHIM_IDX_##name], memory_order_acquire);                   \
         struct cs_rec_cuda r;                                                         \
@@ -426,7 +427,9 @@ SHIM_FN_TYPE_(10) SHIM_FN_TYPE_(11)
         if (SHIM_UNLIKELY(!shim_recording()))                                         \
             return real(A##n);                                                        \
         shim_rec_begin(&r, CS_API_##base, CS_VAR_##var);                              \
+        SHIM_ST(st1_ = __rdtsc();)                                                    \
         rc = real(A##n);                                                              \
+        SHIM_ST(st2_ = __rdtsc();)                                                    \
         err = errno;                                                                  \
         {                                                                             \
             const uint64_t a[] = {L##n 0};                                            \
@@ -434,6 +437,7 @@ SHIM_FN_TYPE_(10) SHIM_FN_TYPE_(11)
         }                                                                             \
         shim_rec_capture(&r);                                                         \
         shim_rec_end(&r, rc);                                                         \
+        SHIM_ST(shim_st_add(st1_ - st0_ + __rdtsc() - st2_);)                         \
         errno = err;                                                                  \
         return rc;                                                                    \
     }

@@ -5,6 +5,7 @@
  * mutex and its stderr line. Everything CUDA-related stays lazy. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -113,3 +114,36 @@ __attribute__((constructor)) static void shim_init(void)
         shim_start_collector();
     errno = err;
 }
+
+#ifdef CS_SHIM_SELFTIME
+static _Atomic uint64_t st_cycles, st_calls, st_hist[40];
+
+void shim_st_add(uint64_t cycles)
+{
+    unsigned b = cycles ? 63u - (unsigned)__builtin_clzll(cycles) : 0;
+
+    atomic_fetch_add_explicit(&st_cycles, cycles, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st_calls, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st_hist[b < 40 ? b : 39], 1, memory_order_relaxed);
+}
+
+/* Diagnostic build: the process's total and how the calls spread over
+ * powers of two of cycles ("2^8:n" = n calls of 256-511 cycles), on stderr. */
+__attribute__((destructor)) static void shim_st_report(void)
+{
+    uint64_t n = atomic_load(&st_calls), c = atomic_load(&st_cycles);
+    char msg[1024];
+    int l;
+
+    if (n == 0)
+        return;
+    l = snprintf(msg, sizeof(msg), "selftime: %llu recorded calls, %llu TSC cycles in the shim (%.1f "
+                 "per call); by power of two:", (unsigned long long)n, (unsigned long long)c,
+                 (double)c / (double)n);
+    for (unsigned b = 0; b < 40 && l > 0 && (size_t)l < sizeof(msg); b++)
+        if (atomic_load(&st_hist[b]))
+            l += snprintf(msg + l, sizeof(msg) - (size_t)l, " 2^%u:%llu", b,
+                          (unsigned long long)atomic_load(&st_hist[b]));
+    shim_log(msg);
+}
+#endif

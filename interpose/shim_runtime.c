@@ -228,6 +228,7 @@ static void *rt_resolve_slow(int i) SHIM_COLD;
     SHIM_EXPORT cudaError_t shim_r_##name params __asm__(#name);                       \
     cudaError_t shim_r_##name params                                                   \
     {                                                                                  \
+        SHIM_ST(uint64_t st0_ = __rdtsc(), st1_, st2_;)                                \
         cudaError_t(*real) params = (cudaError_t(*) params)atomic_load_explicit(       \
             &rt_real[RT_IDX_##name], memory_order_acquire);                            \
         struct shim_thread *t = &shim_t_;                                              \
@@ -246,13 +247,16 @@ static void *rt_resolve_slow(int i) SHIM_COLD;
         outer = t->rt_seq;                                                             \
         t->rt_depth++;                                                                 \
         t->rt_seq = r.seq;                                                             \
+        SHIM_ST(st1_ = __rdtsc();)                                                     \
         rc = real args;                                                                \
+        SHIM_ST(st2_ = __rdtsc();)                                                     \
         err = errno;                                                                   \
         t->rt_depth--;                                                                 \
         t->rt_seq = outer;                                                             \
         rtx_##base(&r, rc, (const void *)real RT_ARGS args);                           \
         shim_rec_capture(&r);                                                          \
         shim_rec_end(&r, (int)rc);                                                     \
+        SHIM_ST(shim_st_add(st1_ - st0_ + __rdtsc() - st2_);)                          \
         errno = err;                                                                   \
         return rc;                                                                     \
     }
