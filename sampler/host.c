@@ -224,6 +224,8 @@ static int open_members(struct host *h, int *has_switch_tp, int *has_wake_tp)
         a.sample_period = m[i].period;
         if (m[i].raw)
             a.sample_type |= PERF_SAMPLE_RAW;
+        else /* our own id in every sample: see find_read_id in pe_decode.c */
+            a.sample_type |= PERF_SAMPLE_READ;
         for (int c = 0; c < h->ncpu && rc == 0; c++)
             rc = open_member(h, &a, c, m[i].role, m[i].filter);
         if (rc < 0) {
@@ -306,6 +308,8 @@ static int open_tier_a(struct host *h)
     if ((rc = open_members(h, &has_tp, &has_wake)) < 0 ||
         (rc = new_sched(h, 1, has_tp, has_wake)) < 0)
         return rc;
+    for (int c = 0; c < h->ncpu; c++)
+        h->cpus[c].t_last = procfs_now_ns(); /* no record is earlier */
     /* Enable first, then seed: no fork can fall between the two. */
     if ((rc = enable_all(h)) < 0)
         return rc;
@@ -430,19 +434,41 @@ static int push_ev(struct host *h, const struct pe_ev *ev)
     return 0;
 }
 
+/* A fault sample's time is in the clock of the first event the kernel
+ * prepared it for, maybe another perf user's (pe_decode.c, find_read_id):
+ * keep it only between the ring's previous record and @p now, so the merge
+ * neither holds it past the end nor puts it before the switch that brought
+ * its thread in. The other records set the bound. */
+static void ring_time(struct host_cpu *hc, struct pe_ev *ev, uint64_t now)
+{
+    if (ev->kind != PE_EV_FAULT_MIN && ev->kind != PE_EV_FAULT_MAJ) {
+        if (ev->t_ns > hc->t_last)
+            hc->t_last = ev->t_ns;
+        return;
+    }
+    if (ev->t_ns < hc->t_last || ev->t_ns > now)
+        ev->t_ns = hc->t_last;
+}
+
 static void drain_rings(struct host *h)
 {
     for (int c = 0; c < h->ncpu; c++) {
         struct pe_ring *r = &h->cpus[c].ring;
         const struct perf_event_header *hd;
         struct pe_ev ev;
+        uint64_t now;
 
         if (!r->base)
             continue;
         pe_ring_begin(r);
-        while ((hd = pe_ring_next(r)) != NULL)
-            if (pe_decode(&h->dec, hd, (uint16_t)c, &ev) && push_ev(h, &ev) < 0)
+        now = procfs_now_ns(); /* after the head snapshot: no record is later */
+        while ((hd = pe_ring_next(r)) != NULL) {
+            if (!pe_decode(&h->dec, hd, (uint16_t)c, &ev))
+                continue;
+            ring_time(&h->cpus[c], &ev, now);
+            if (push_ev(h, &ev) < 0)
                 break;
+        }
         pe_ring_end(r);
     }
 }
@@ -529,6 +555,7 @@ static void close_perf(struct host *h)
     for (int c = 0; c < h->ncpu; c++) {
         pe_ring_close(&h->cpus[c].ring);
         h->cpus[c].leader = -1;
+        h->cpus[c].t_last = 0;
     }
     for (size_t i = 0; i < h->nfds; i++)
         close(h->fds[i]);

@@ -19,6 +19,7 @@
 struct host_cpu {
     struct pe_ring ring;  /* leader's ring; ring.base NULL = none */
     int leader;           /* fd, -1 = none */
+    uint64_t t_last;      /* latest record time read from the ring, ns */
 };
 
 struct host_poll;         /* tier C, host_poll.c */

@@ -16,12 +16,18 @@ struct sample_id {
     uint64_t id;
 };
 
-/* The head of a SAMPLE: IDENTIFIER, TID, TIME, CPU, then RAW if present. */
+/* The head of a SAMPLE: IDENTIFIER, TID, TIME, CPU, then RAW if present
+ * (tracepoints) or READ (software events, host.c). */
 struct sample_head {
     uint64_t id;
     uint32_t pid, tid;
     uint64_t time;
     uint32_t cpu, res;
+};
+
+/* READ of one event with read_format ID|LOST. */
+struct sample_read {
+    uint64_t value, id, lost;
 };
 
 #define TRACE_FLAG_HARDIRQ 0x08
@@ -107,6 +113,27 @@ static int decode_raw(const struct pe_decoder *d, int role, const uint8_t *raw, 
     }
 }
 
+/* A software event's sample whose IDENTIFIER is not ours. The kernel
+ * (do_perf_sw_event, seen on 6.18) prepares one sample for all the events
+ * a fault overflows, and the first to fill in id, pid/tid and time leaves
+ * them for the rest: when another perf user's event comes first (it joined
+ * the CPU's list later), our sample carries its id, pid namespace and clock
+ * (host.c bounds the time). READ is written from our own event, so its id
+ * is ours. Tracepoints prepare a sample per event and keep their ids. */
+static const struct pe_id *find_read_id(const struct pe_decoder *d,
+                                        const struct perf_event_header *h)
+{
+    const uint8_t *p = (const uint8_t *)(h + 1) + sizeof(struct sample_head);
+    const struct pe_id *e;
+    struct sample_read rd;
+
+    if (h->size < sizeof(*h) + sizeof(struct sample_head) + sizeof(rd))
+        return NULL;
+    memcpy(&rd, p, sizeof(rd));
+    e = find_id(d, rd.id);
+    return e && (e->role == PE_ROLE_FAULT_MIN || e->role == PE_ROLE_FAULT_MAJ) ? e : NULL;
+}
+
 static int decode_sample(const struct pe_decoder *d, const struct perf_event_header *h,
                          struct pe_ev *ev)
 {
@@ -119,6 +146,8 @@ static int decode_sample(const struct pe_decoder *d, const struct perf_event_hea
         return 0;
     memcpy(&s, p, sizeof(s));
     e = find_id(d, s.id);
+    if (!e)
+        e = find_read_id(d, h);
     if (!e)
         return 0;
     ev->pid = s.pid;

@@ -35,6 +35,12 @@ static void drain_until_done(struct hrun *r, struct host *h, struct wl *w)
 
 int hrun_tree(struct hrun *r, struct host_opts o, int scale, int linger_ms)
 {
+    return hrun_tree_hook(r, o, scale, linger_ms, NULL, NULL);
+}
+
+int hrun_tree_hook(struct hrun *r, struct host_opts o, int scale, int linger_ms,
+                   int (*after_open)(void *arg), void *arg)
+{
     struct cs_err err = {{0}};
     struct wl w;
     struct host *h;
@@ -50,6 +56,12 @@ int hrun_tree(struct hrun *r, struct host_opts o, int scale, int linger_ms)
     h = host_new(&o);
     if (!h || host_open(h, r->c, &err) < 0) {
         fprintf(stderr, "hrun: host_open: %s\n", err.msg);
+        kill(w.root, SIGKILL);
+        host_free(h);
+        return -1;
+    }
+    if (after_open && after_open(arg) < 0) {
+        fprintf(stderr, "hrun: the after-open hook failed\n");
         kill(w.root, SIGKILL);
         host_free(h);
         return -1;

@@ -24,6 +24,11 @@ struct hrun {
  * options @p o (root filled in). @return 0, or -1 with a message on stderr */
 int hrun_tree(struct hrun *r, struct host_opts o, int scale, int linger_ms);
 
+/** hrun_tree, calling @p after_open(@p arg) once the sampler's events are
+ * enabled and before the tree runs; it returns 0 or -1 (then so does this). */
+int hrun_tree_hook(struct hrun *r, struct host_opts o, int scale, int linger_ms,
+                   int (*after_open)(void *arg), void *arg);
+
 /** Off-CPU ns of @p tid clipped to [t0, t1]; switch-outs that began there. */
 uint64_t hrun_off(const struct hrun *r, uint32_t tid, uint64_t t0, uint64_t t1, uint64_t *vol,
                   uint64_t *invol);

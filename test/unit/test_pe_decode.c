@@ -2,7 +2,8 @@
  * records: the id table grows past any CPU count and finds every id, a
  * sched_switch sample yields prev_state from the tracefs offsets, a
  * page-allocation sample weighs period << order, CPU-wide switch records
- * carry the other side. */
+ * carry the other side, a fault sample stamped with another perf user's id
+ * is known by the id in its READ. */
 #include <string.h>
 
 #include "../check.h"
@@ -131,11 +132,48 @@ static int test_cpu_wide_switch_out_names_next(void)
     return 0;
 }
 
+/* A fault SAMPLE: header, id, pid/tid, time, cpu/res, READ {value, id, lost}. */
+static void build_fault(uint8_t *buf, uint64_t id, uint64_t read_id)
+{
+    struct perf_event_header h = {PERF_RECORD_SAMPLE, 0, 64};
+    uint64_t body[7] = {id, 42ull << 32 | 42, 1000, 3, 77, read_id, 0};
+
+    memcpy(buf, &h, sizeof(h));
+    memcpy(buf + sizeof(h), body, sizeof(body));
+}
+
+static int test_fault_sample_with_foreign_id_found_by_read_id(void)
+{
+    struct pe_decoder d = {0};
+    uint8_t buf[64];
+    struct pe_ev ev;
+
+    CHECK_OK(pe_decode_add(&d, 20, PE_ROLE_FAULT_MIN, 16));
+    CHECK_OK(pe_decode_add(&d, 21, PE_ROLE_FAULT_MAJ, 1));
+    CHECK_OK(pe_decode_add(&d, 22, PE_ROLE_TP_SWITCH, 1));
+    build_fault(buf, 9999, 20); /* the kernel gave it event 9999's id */
+    CHECK_EQ(pe_decode(&d, (struct perf_event_header *)buf, 1, &ev), 1);
+    CHECK_EQ(ev.kind, PE_EV_FAULT_MIN);
+    CHECK_EQ(ev.a, 16);
+    CHECK_EQ(ev.tid, 42);
+    CHECK_EQ(ev.t_ns, 1000);
+    build_fault(buf, 9999, 21);
+    CHECK_EQ(pe_decode(&d, (struct perf_event_header *)buf, 1, &ev), 1);
+    CHECK_EQ(ev.kind, PE_EV_FAULT_MAJ);
+    build_fault(buf, 9999, 22); /* only fault events have READ */
+    CHECK_EQ(pe_decode(&d, (struct perf_event_header *)buf, 1, &ev), 0);
+    build_fault(buf, 9999, 9998);
+    CHECK_EQ(pe_decode(&d, (struct perf_event_header *)buf, 1, &ev), 0);
+    pe_decode_reset(&d);
+    return 0;
+}
+
 int main(void)
 {
     RUN(test_id_table_grows_and_finds_every_id);
     RUN(test_switch_sample_gives_prev_state);
     RUN(test_page_alloc_weighs_period_and_order);
     RUN(test_cpu_wide_switch_out_names_next);
+    RUN(test_fault_sample_with_foreign_id_found_by_read_id);
     return check_status();
 }
