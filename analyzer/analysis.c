@@ -131,7 +131,7 @@ static void missing_of(const struct model *m, int i, json_t *list)
 {
     const struct m_run *r = &m->runs[i];
     char pre[300] = "";
-    char buf[512];
+    char buf[1024];
 
     if (m->nruns > 1)
         snprintf(pre, sizeof(pre), "%s: ", r->path);
