@@ -164,6 +164,18 @@ static void print_chain(const struct out *o, const json_t *c)
     fprintf(o->f, "  %sfix:%s %s\n\n", col(o, C_BOLD), col(o, C_OFF), gets_(c, "recommendation"));
 }
 
+/* Was a file of this report recorded with `record --duty`? */
+static int has_duty(const json_t *j)
+{
+    const json_t *v, *files = json_object_get(json_object_get(j, "run"), "files");
+    size_t i;
+
+    json_array_foreach(files, i, v)
+        if (json_is_integer(json_object_get(v, "duty_ns")))
+            return 1;
+    return 0;
+}
+
 static void print_chains(const struct out *o, const json_t *j)
 {
     const json_t *chains = json_object_get(j, "chains"), *v;
@@ -171,7 +183,9 @@ static void print_chains(const struct out *o, const json_t *j)
 
     fprintf(o->f, "\n%sFINDINGS%s (%zu)\n", col(o, C_BOLD), col(o, C_OFF), json_array_size(chains));
     if (json_array_size(chains) == 0)
-        fprintf(o->f, "  none: no cause above the thresholds\n\n");
+        fprintf(o->f, "  none: %s\n\n",
+                has_duty(j) ? "not made for a record --duty run (see missing)"
+                            : "no cause above the thresholds");
     json_array_foreach(chains, i, v)
         print_chain(o, v);
 }

@@ -40,6 +40,9 @@ grep -q '"duty_ns": 200000000' "$T/all.json" || fail "JSON has no duty_ns 200000
 grep -q '"half the run: recorded in phases of 200 ms on, 200 ms off' "$T/all.json" ||
     fail "missing does not say the run covers the on phases only"
 grep -q '"chains": \[\]' "$T/all.json" || fail "findings made from half the scheduling events"
+"$B/cudaspy-analyze" "$T/run.lmdb" >"$T/report.txt" || fail "text report exited $?"
+grep -q '^  none: not made for a record --duty run (see missing)$' "$T/report.txt" ||
+    fail "the text report does not say why it has no finding"
 # usage errors
 "$B/cudaspy" record --duty -- true 2>"$T/err" && fail "--duty without MS accepted"
 grep -q "option --duty needs milliseconds" "$T/err" || fail "no --duty usage message"
