@@ -132,6 +132,7 @@ static void missing_of(const struct model *m, int i, json_t *list)
     const struct m_run *r = &m->runs[i];
     char pre[300] = "";
     char buf[1024];
+    unsigned long long duty_ms = cs_run_meta_u64(r->run, "duty_ns", 0) / 1000000;
 
     if (m->nruns > 1)
         snprintf(pre, sizeof(pre), "%s: ", r->path);
@@ -146,12 +147,11 @@ static void missing_of(const struct model *m, int i, json_t *list)
     }
     if (r->counts[CS_REC_CUDA] == 0)
         MISSING("%sno CUDA calls (was libcudaspy.so preloaded into a CUDA program?)", pre);
-    if (cs_run_meta_u64(r->run, "duty_ns", 0))
+    if (duty_ms)
         MISSING("%shalf the run: recorded in phases of %llu ms on, %llu ms off (record --duty); "
                 "calls cover the on phases only, and no finding is made: the perf events "
                 "paused too, so waits and their causes are incomplete",
-                pre, (unsigned long long)(cs_run_meta_u64(r->run, "duty_ns", 0) / 1000000),
-                (unsigned long long)(cs_run_meta_u64(r->run, "duty_ns", 0) / 1000000));
+                pre, duty_ms, duty_ms);
     if (strcmp(tier_of(r), "none") == 0) {
         const char *why = cs_run_meta(r->run, "sampler_tier_reason");
         MISSING("%sno host data (sampler tier none%s%s)", pre, why && *why ? ": " : "",
@@ -199,15 +199,13 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
     return a > b ? a : b;
 }
 
-/* The CPU time the collector spent on this run (user + system, from its
- * own getrusage at the end): what tracing cost outside the traced tree.
- * null when the run does not say (a collector that died, an older run). */
-static json_t *collector_cpu_json(const struct m_run *r)
+/* Meta @p key of run @p r as a JSON integer, null when the run has none
+ * (collector_cpu_ns: a collector that died, an older run; duty_ns: a run
+ * recorded without --duty). */
+static json_t *meta_int_json(const struct m_run *r, const char *key)
 {
-    const char *v = cs_run_meta(r->run, "collector_cpu_ns");
-
-    return v ? json_integer((json_int_t)cs_run_meta_u64(r->run, "collector_cpu_ns", 0))
-             : json_null();
+    return cs_run_meta(r->run, key) ? json_integer((json_int_t)cs_run_meta_u64(r->run, key, 0))
+                                    : json_null();
 }
 
 /* host_lost meta is the collector's total; lost records are its detail. */
@@ -233,11 +231,9 @@ static json_t *file_json(const struct model *m, int i)
                      (int)cs_run_meta_u64(r->run, "clean_shutdown", 1), "degraded",
                      run_degraded(r), "empty", run_empty(r), "counts", counts_json(r), "ncpu",
                      (int)r->ncpu);
-    json_object_set_new(o, "collector_cpu_ns", collector_cpu_json(r));
-    json_object_set_new(o, "duty_ns",
-                        cs_run_meta(r->run, "duty_ns")
-                            ? json_integer((json_int_t)cs_run_meta_u64(r->run, "duty_ns", 0))
-                            : json_null());
+    /* the collector's CPU time: what tracing cost outside the traced tree */
+    json_object_set_new(o, "collector_cpu_ns", meta_int_json(r, "collector_cpu_ns"));
+    json_object_set_new(o, "duty_ns", meta_int_json(r, "duty_ns"));
     return o;
 }
 

@@ -116,8 +116,19 @@ static const char *const op_names[] = {"cuLaunchKernel", "cuMemcpyHtoDAsync_v2",
                                        "cuStreamSynchronize", "cudaLaunchKernel"};
 #define N_OPS 4
 
+/* @p n calls of @p op back to back; ns they took, -1 on a failed call. */
+static int64_t hot_calls(const struct ops *o, int op, int n)
+{
+    uint64_t t0 = now_ns();
+
+    for (int i = 0; i < n; i++)
+        if (op_call(o, op) != CUDA_SUCCESS)
+            return -1;
+    return (int64_t)(now_ns() - t0);
+}
+
 /* @p n calls of @p op, each after writing @p evict bytes of @p buf; ns
- * spent in the calls alone. */
+ * spent in the calls alone, -1 on a failed call. */
 static int64_t cold_calls(const struct ops *o, int op, int n, volatile uint8_t *buf, size_t evict)
 {
     uint64_t in = 0;
@@ -156,16 +167,11 @@ static int child(int batches, int calls, size_t evict)
     }
     for (int op = 0; op < N_OPS; op++) {
         for (int b = 0; b < batches; b++) {
-            uint64_t t0 = now_ns();
-            int64_t in = 0;
-            if (evict)
-                in = cold_calls(&o, op, calls, buf, evict);
-            else
-                for (int i = 0; i < calls && in == 0; i++)
-                    in = op_call(&o, op) != CUDA_SUCCESS ? -1 : 0;
+            int64_t in = evict ? cold_calls(&o, op, calls, buf, evict)
+                               : hot_calls(&o, op, calls);
             if (in < 0)
                 return 3;
-            ns[b] = (double)(evict ? (uint64_t)in : now_ns() - t0) / calls;
+            ns[b] = (double)in / calls;
             nanosleep(&pause, NULL);
         }
         printf("%s %.2f\n", op_names[op], median(ns, batches));

@@ -16,28 +16,26 @@ export LD_LIBRARY_PATH="$B/fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" CUDASPY_QU
 printf '# cudaspy-bench commit=%s host=%s cmd="bench/pyloop_duty.sh %s %s %s %s"\n' \
     "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)" "$(hostname)" \
     "${1:-build}" "$pairs" "$steps" "$work"
+# run I as gpu-check.sh names it: output I.out (unused), steps I.steps, summary I.meta.json
 for i in $(seq 1 "$pairs"); do
-    CS_STEP_LOG="$w/u$i.steps" python3 "$root/bench/pyloop.py" "$steps" "$work" >/dev/null
+    CS_STEP_LOG="$w/u$i.steps" python3 "$root/bench/pyloop.py" "$steps" "$work" >"$w/u$i.out"
     CS_STEP_LOG="$w/t$i.steps" "$B/cudaspy" record -q --duty 250 -o "$w/t$i.lmdb" -- \
-        python3 "$root/bench/pyloop.py" "$steps" "$work" >/dev/null
-    "$B/cudaspy-analyze" --json --until 0.001 "$w/t$i.lmdb" >"$w/t$i.json"
+        python3 "$root/bench/pyloop.py" "$steps" "$work" >"$w/t$i.out"
+    "$B/cudaspy-analyze" --json --until 0.001 "$w/t$i.lmdb" >"$w/t$i.meta.json"
 done
 python3 - "$root/scripts/gpu" "$w" "$pairs" <<'PY'
-import json, statistics, sys
+import statistics, sys
 sys.path.insert(0, sys.argv[1])
 import collect as C
 w, n = sys.argv[2], int(sys.argv[3])
-on, placebo, steps = [], [], []
-for i in range(1, n + 1):
-    f = json.load(open(f"{w}/t{i}.json"))["run"]["files"][0]
-    te = [int(x) for x in open(f"{w}/t{i}.steps")]
-    ue = [int(x) for x in open(f"{w}/u{i}.steps")]
-    on += C.phase_ratios(te, f["duty_ns"], f["t_start_ns"])
-    placebo += C.phase_ratios(ue, f["duty_ns"], ue[0])
-    steps.append(statistics.median(b - a for a, b in zip(ue, ue[1:])) / 1e3)
+run = lambda k, i: {"out": f"{w}/{k}{i}.out", "meta": f"{w}/{k}{i}.meta.json"}
+d = C.duty_stats([run("u", i) for i in range(1, n + 1)], [run("t", i) for i in range(1, n + 1)])
+on = [x for r in d["traced"] for x in r]
+placebo = [x for r in d["placebo"] for x in r]
 med, (lo, hi) = C.bootstrap(on)
 pmed, (plo, phi) = C.bootstrap(placebo)
-us = statistics.median(steps)
+us = statistics.median(statistics.median(b - a for a, b in zip(e, e[1:]))
+                       for e in (C.read_steps(run("u", i)["out"]) for i in range(1, n + 1))) / 1e3
 print(f"shim.pyloop_duty              overhead_p50    {med:+8.2f}  %      "
       f"95%={lo:+.2f}..{hi:+.2f} phase_pairs={len(on)} runs={n}")
 print(f"shim.pyloop_duty              placebo_p50     {pmed:+8.2f}  %      "

@@ -78,8 +78,8 @@ static int record(int argc, char **argv)
     for (i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--duty") == 0) {
             if (i + 1 >= argc || strcmp(argv[i + 1], "--") == 0)
-                return usage_error(argv[i][1] == 'o' ? "option -o needs a file name"
-                                                     : "option --duty needs milliseconds");
+                return usage_error(strcmp(argv[i], "-o") == 0 ? "option -o needs a file name"
+                                                              : "option --duty needs milliseconds");
             av[n++] = argv[i];
             av[n++] = argv[++i];
         } else if (strcmp(argv[i], "--no-host") == 0 || strcmp(argv[i], "-q") == 0) {

@@ -39,11 +39,11 @@ extern __thread struct shim_ring_thread shim_ring_t_
 enum { SHIM_PF_NONE, SHIM_PF_READ, SHIM_PF_WRITE };
 
 /* The read-mostly state every recorded call reads, the ring's and the
- * interposer's (shim.h), in one cache line: between two CUDA calls a busy
- * program (Python, the framework) evicts the shim's lines, and scattered
- * globals cost a cache miss and often a TLB miss each, several times what
- * the record itself costs. Defined in shim_ring.c; the names below are
- * what the code uses. */
+ * interposer's (shim.h), in one cache line instead of nine lines on five
+ * pages: between two CUDA calls a busy program (Python, the framework)
+ * evicts the shim's lines (no gain was measurable so far, on the H200 or
+ * the dev VM: bench/results/gpu-2026-11-30-duty). Defined in shim_ring.c;
+ * the names below are what the code uses. */
 struct shim_hot {
     _Atomic int ring_off;            /* 1 = recording stopped */
     uint32_t clock;                  /* CS_CLOCK_*, 0 = undecided */

@@ -1025,7 +1025,6 @@ static void duty_tick(struct collector *c, uint64_t now_ns)
     if (ph == c->paused)
         return;
     c->paused = ph;
-    c->stats.duty_flips++;
     for (size_t i = 0; i < c->nconns; i++)
         for (uint32_t s = 0; s < c->conns[i]->nseg; s++)
             seg_pause(&c->conns[i]->segs[s], ph);

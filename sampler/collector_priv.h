@@ -32,7 +32,6 @@ struct collector_stats {
     uint64_t conns;         /* connections accepted */
     uint64_t bad_conns;     /* connections dropped for malformed messages */
     int write_failed;       /* a commit failed: the run file stops at the last good one */
-    uint64_t duty_flips;    /* phase changes under duty_ns */
 };
 
 /** Allocate. @return NULL when out of memory. */

@@ -240,15 +240,18 @@ static int open_members(struct host *h, int *has_switch_tp, int *has_wake_tp)
     return 0;
 }
 
-static int enable_all(struct host *h)
+/* Every perf fd on (@p on 1) or off. @return 0 or the first ioctl's error
+ * (the others are still tried). */
+static int switch_all(struct host *h, int on)
 {
-    for (size_t i = 0; i < h->nfds; i++) {
-        int rc = pe_event_enable(h->fds[i]);
+    int rc = 0;
 
-        if (rc < 0)
-            return rc;
+    for (size_t i = 0; i < h->nfds; i++) {
+        int r = on ? pe_event_enable(h->fds[i]) : pe_event_disable(h->fds[i]);
+        if (r < 0 && rc == 0)
+            rc = r;
     }
-    return 0;
+    return rc;
 }
 
 static int new_sched(struct host *h, int cpuwide, int has_block_tp, int has_wake_tp)
@@ -311,7 +314,7 @@ static int open_tier_a(struct host *h)
     for (int c = 0; c < h->ncpu; c++)
         h->cpus[c].t_last = procfs_now_ns(); /* no record is earlier */
     /* Enable first, then seed: no fork can fall between the two. */
-    if ((rc = enable_all(h)) < 0)
+    if ((rc = switch_all(h, 1)) < 0)
         return rc;
     h->t_enabled = procfs_now_ns();
     return seed_tree(h, 1);
@@ -390,7 +393,7 @@ static int attach_tree(struct host *h, struct procfs_pids *done)
         procfs_pids_free(&tree);
         if (rc < 0)
             return rc;
-        if ((rc = enable_all(h)) < 0)
+        if ((rc = switch_all(h, 1)) < 0)
             return rc;
         if (done->n == before)
             break;
@@ -687,14 +690,7 @@ void host_add_pid(struct host *h, pid_t pid)
 
 int host_pause(struct host *h, int paused)
 {
-    int rc = 0;
-
-    for (size_t i = 0; i < h->nfds; i++) {
-        int r = paused ? pe_event_disable(h->fds[i]) : pe_event_enable(h->fds[i]);
-        if (r < 0 && rc == 0)
-            rc = r;
-    }
-    return rc;
+    return switch_all(h, !paused);
 }
 
 int host_live(struct host *h)

@@ -120,12 +120,16 @@ def load_json(path):
         return None
 
 
-def collector_cpu(run):
-    """CPU seconds the collector spent on a traced run (its run file's
-    collector_cpu_ns, through the run's summary json), or None."""
+def run_file(run):
+    """The run file's entry of a traced run's summary json (its meta, else
+    its full analysis), {} when there is none."""
     js = load_json(run.get("meta")) or load_json(run.get("json"))
-    files = (js or {}).get("run", {}).get("files") or [{}]
-    ns = files[0].get("collector_cpu_ns")
+    return ((js or {}).get("run", {}).get("files") or [{}])[0]
+
+
+def collector_cpu(run):
+    """CPU seconds the collector spent on a traced run, or None."""
+    ns = run_file(run).get("collector_cpu_ns")
     return None if ns is None else ns / 1e9
 
 
@@ -142,8 +146,7 @@ def read_steps(out):
 
 def duty_of(run):
     """(duty_ns, t_start_ns) of a traced run of `record --duty`, else (None, None)."""
-    js = load_json(run.get("meta")) or load_json(run.get("json"))
-    f = ((js or {}).get("run", {}).get("files") or [{}])[0]
+    f = run_file(run)
     return f.get("duty_ns"), f.get("t_start_ns")
 
 
