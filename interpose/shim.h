@@ -33,6 +33,8 @@ struct shim_thread {
     uint32_t rt_depth; /* runtime wrappers currently on this thread's stack */
     uint32_t rt_seq;   /* seq of the outermost such runtime call */
     uint32_t dev;      /* device of the current context + 1; 0 = not read yet */
+    uint32_t nested_name;    /* name id of the last launch made inside a runtime call */
+    uint32_t nested_name_of; /* that runtime call's seq */
 };
 extern __thread struct shim_thread shim_t_
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
@@ -52,7 +54,10 @@ extern __thread struct shim_thread shim_t_
  * is nothing. */
 #ifdef CS_SHIM_SELFTIME
 #include <x86intrin.h>
-void shim_st_add(uint64_t cycles);
+/* @p api's call: @p pre cycles before the real call, @p post after it */
+void shim_st_add(unsigned api, uint64_t pre, uint64_t post);
+/* of which the ring push took @p push (shim_rec_end) */
+void shim_st_push(unsigned api, uint64_t push);
 #define SHIM_ST(...) __VA_ARGS__
 #else
 #define SHIM_ST(...)
@@ -116,7 +121,9 @@ static inline void shim_rec_end(struct cs_rec_cuda *r, int result)
     r->tid = shim_ring_tid();
     if (SHIM_UNLIKELY(shim_stack_min_ != 0) && r->t_exit_ns - r->t_enter_ns >= shim_stack_min_)
         r->stack_id = shim_stack_capture_slow();
+    SHIM_ST(uint64_t st_p0_ = __rdtsc();)
     shim_ring_push_cuda(r);
+    SHIM_ST(shim_st_push(r->api, __rdtsc() - st_p0_);)
 }
 
 /** Normalise a stream handle: CU_STREAM_LEGACY -> 0; stream 0 in a
@@ -170,6 +177,30 @@ int shim_driver_index(const char *name);
 void *shim_driver_bind(int i, void *real);
 
 /* ---- names (shim_names.c) ---- */
+
+#define SHIM_NAME_SLOTS 65536u /* per cache; power of two (BSS: touched pages only) */
+struct shim_name_slot {
+    _Atomic uint64_t key; /* handle, 0 = empty */
+    _Atomic uint64_t val; /* epoch, sent mark and id (shim_names.c) */
+};
+struct shim_name_cache {
+    struct shim_name_slot slot[SHIM_NAME_SLOTS];
+};
+/* The driver handles' cache, for shim_name_prefetch(). */
+extern struct shim_name_cache shim_name_drv_ __attribute__((visibility("hidden")));
+
+static inline uint32_t shim_name_slot_of(uint64_t h)
+{
+    return (uint32_t)((h * 0x9e3779b97f4a7c15ull) >> 32) & (SHIM_NAME_SLOTS - 1);
+}
+
+/** Start loading the cache line that names driver handle @p f, before the
+ * launch that is about to run: after it, the lookup finds it in cache
+ * rather than waiting on memory. Never faults. */
+static inline void shim_name_prefetch(uint64_t f)
+{
+    __builtin_prefetch(&shim_name_drv_.slot[shim_name_slot_of(f)], 0, 3);
+}
 
 /** Process-local kernel-name id of driver handle @p f (CUfunction or
  * CUkernel), 0 if unknown. @p real_launch locates the driver. */

@@ -157,6 +157,8 @@ static inline void grid_block(struct cs_rec_cuda *r, const uint64_t *g, const ui
     }
 }
 
+/* A launch made inside a runtime launch hands its name to it (shim_t_),
+ * which then needs no lookup of its own. */
 static inline void kernel_name(struct cs_rec_cuda *r, uint64_t f, int rc, const void *real)
 {
     if (rc != 0 || f == 0)
@@ -164,6 +166,19 @@ static inline void kernel_name(struct cs_rec_cuda *r, uint64_t f, int rc, const 
     r->name_id = shim_name_driver(f, real);
     if (r->name_id)
         r->flags |= CS_CF_HAS_NAME;
+    if (r->flags & CS_CF_NESTED) {
+        shim_t_.nested_name = r->name_id;
+        shim_t_.nested_name_of = r->parent_seq;
+    }
+}
+
+/* Before the real call: start loading what the record will need after it. */
+static inline void drv_pre(unsigned api, const uint64_t *a)
+{
+    if (api == CS_API_cuLaunchKernel || api == CS_API_cuLaunchCooperativeKernel)
+        shim_name_prefetch(a[0]);
+    else if (api == CS_API_cuLaunchKernelEx)
+        shim_name_prefetch(a[1]);
 }
 
 /* Stream argument @p s of an async call, or the implicit stream of a
@@ -427,17 +442,18 @@ SHIM_FN_TYPE_(10) SHIM_FN_TYPE_(11)
         if (SHIM_UNLIKELY(!shim_recording()))                                         \
             return real(A##n);                                                        \
         shim_rec_begin(&r, CS_API_##base, CS_VAR_##var);                              \
-        SHIM_ST(st1_ = __rdtsc();)                                                    \
-        rc = real(A##n);                                                              \
-        SHIM_ST(st2_ = __rdtsc();)                                                    \
-        err = errno;                                                                  \
         {                                                                             \
             const uint64_t a[] = {L##n 0};                                            \
+            drv_pre(CS_API_##base, a);                                                \
+            SHIM_ST(st1_ = __rdtsc();)                                                \
+            rc = real(A##n);                                                          \
+            SHIM_ST(st2_ = __rdtsc();)                                                \
+            err = errno;                                                              \
             ex_##kind(&r, a, n, rc, (const void *)real);                              \
         }                                                                             \
         shim_rec_capture(&r);                                                         \
         shim_rec_end(&r, rc);                                                         \
-        SHIM_ST(shim_st_add(st1_ - st0_ + __rdtsc() - st2_);)                         \
+        SHIM_ST(shim_st_add(r.api, st1_ - st0_, __rdtsc() - st2_);)               \
         errno = err;                                                                  \
         return rc;                                                                    \
     }

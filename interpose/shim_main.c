@@ -116,25 +116,40 @@ __attribute__((constructor)) static void shim_init(void)
 }
 
 #ifdef CS_SHIM_SELFTIME
-static _Atomic uint64_t st_cycles, st_calls, st_hist[40];
+/* per API: calls, cycles before the real call, after it, and in the push */
+static _Atomic uint64_t st_n[CS_API_COUNT], st_pre[CS_API_COUNT], st_post[CS_API_COUNT],
+    st_push[CS_API_COUNT], st_hist[40];
 
-void shim_st_add(uint64_t cycles)
+void shim_st_add(unsigned api, uint64_t pre, uint64_t post)
 {
-    unsigned b = cycles ? 63u - (unsigned)__builtin_clzll(cycles) : 0;
+    uint64_t c = pre + post;
+    unsigned b = c ? 63u - (unsigned)__builtin_clzll(c) : 0;
 
-    atomic_fetch_add_explicit(&st_cycles, cycles, memory_order_relaxed);
-    atomic_fetch_add_explicit(&st_calls, 1, memory_order_relaxed);
+    api = api < CS_API_COUNT ? api : 0;
+    atomic_fetch_add_explicit(&st_n[api], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st_pre[api], pre, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st_post[api], post, memory_order_relaxed);
     atomic_fetch_add_explicit(&st_hist[b < 40 ? b : 39], 1, memory_order_relaxed);
 }
 
-/* Diagnostic build: the process's total and how the calls spread over
- * powers of two of cycles ("2^8:n" = n calls of 256-511 cycles), on stderr. */
+void shim_st_push(unsigned api, uint64_t push)
+{
+    atomic_fetch_add_explicit(&st_push[api < CS_API_COUNT ? api : 0], push, memory_order_relaxed);
+}
+
+/* Diagnostic build: the process's total, how the calls spread over powers
+ * of two of cycles ("2^8:n" = n calls of 256-511 cycles), then one line per
+ * API: calls, cycles per call before / after the real call / in the push. */
 __attribute__((destructor)) static void shim_st_report(void)
 {
-    uint64_t n = atomic_load(&st_calls), c = atomic_load(&st_cycles);
+    uint64_t n = 0, c = 0;
     char msg[1024];
     int l;
 
+    for (unsigned a = 0; a < CS_API_COUNT; a++) {
+        n += atomic_load(&st_n[a]);
+        c += atomic_load(&st_pre[a]) + atomic_load(&st_post[a]);
+    }
     if (n == 0)
         return;
     l = snprintf(msg, sizeof(msg), "selftime: %llu recorded calls, %llu TSC cycles in the shim (%.1f "
@@ -145,5 +160,14 @@ __attribute__((destructor)) static void shim_st_report(void)
             l += snprintf(msg + l, sizeof(msg) - (size_t)l, " 2^%u:%llu", b,
                           (unsigned long long)atomic_load(&st_hist[b]));
     shim_log(msg);
+    for (unsigned a = 0; a < CS_API_COUNT; a++) {
+        double k = (double)atomic_load(&st_n[a]);
+        if (k == 0)
+            continue;
+        snprintf(msg, sizeof(msg), "selftime: %s: %.0f calls, per call %.1f before, %.1f after "
+                 "(push %.1f) cycles", cs_api_table[a].name, k, (double)atomic_load(&st_pre[a]) / k,
+                 (double)atomic_load(&st_post[a]) / k, (double)atomic_load(&st_push[a]) / k);
+        shim_log(msg);
+    }
 }
 #endif

@@ -5,7 +5,11 @@
  * own ring. Names come from the driver (cuFuncGetName, then cuKernelGetName:
  * runtimes and cuBLASLt pass CUkernel handles as CUfunction) or the runtime
  * (cudaFuncGetName for host stubs and cudaKernel_t), always through the real
- * functions, after the launch returned (the driver is initialised then). */
+ * functions, after the launch returned (the driver is initialised then).
+ * A hit reads one cache line: the slot holds the id and whether this process
+ * sent it. A runtime launch takes the name of the driver launch it made
+ * (shim_driver.c kernel_name); only a runtime launch that reached no wrapped
+ * driver launch looks its stub up here. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdatomic.h>
@@ -15,19 +19,15 @@
 
 #include "shim.h"
 
-#define NAME_SLOTS 65536u    /* per cache; power of two (BSS: touched pages only) */
 #define NAME_PROBES 32u      /* linear probes before giving up */
-#define NAME_MAX_IDS 262144u /* process-local string ids (kernels and modules) */
+#define NAME_MAX_IDS 262144u /* process-local string ids (kernels and modules); < 2^24 */
 #define ARENA_CHUNK (1u << 20)
 
-struct name_slot {
-    _Atomic uint64_t key; /* handle, 0 = empty */
-    _Atomic uint64_t val; /* epoch << 32 | id (id 0 = no name) */
-};
-
-struct name_cache {
-    struct name_slot slot[NAME_SLOTS];
-};
+/* A slot's value: epoch << 32 | sent << 24 | id. sent is the low byte of
+ * name_gen when this process last defined id in its ring, so that a hit
+ * reads one cache line (a launch's lookup missed in cache on the H200). */
+#define VAL_ID(v)   ((uint32_t)(v) & 0xffffffu)
+#define VAL_SENT(v) ((uint32_t)(v) >> 24)
 
 struct name_info {
     const char *s;
@@ -37,7 +37,9 @@ struct name_info {
     _Atomic uint32_t sent_gen; /* name_gen when last defined in our ring */
 };
 
-static struct name_cache cache_drv, cache_rt;
+struct shim_name_cache shim_name_drv_; /* CUfunction / CUkernel -> id */
+static struct shim_name_cache cache_rt;  /* host stub / cudaKernel_t -> id */
+#define cache_drv shim_name_drv_
 static struct name_info infos[NAME_MAX_IDS];
 static uint32_t next_id;                 /* under shim_lock() */
 #define name_epoch (shim_hot_.name_epoch) /* bumped on module/library unload */
@@ -48,22 +50,17 @@ static size_t arena_left;
 typedef int (*name_fn)(const char **, uint64_t);
 static _Atomic(uintptr_t) fn_func_name, fn_kernel_name, fn_rt_name;
 
-static inline uint32_t slot_of(uint64_t h)
+/* @return 1 and the slot's value in *v on a hit of the current epoch, 0 on a miss. */
+static inline int cache_get(struct shim_name_cache *c, uint64_t h, uint64_t *v)
 {
-    return (uint32_t)((h * 0x9e3779b97f4a7c15ull) >> 32) & (NAME_SLOTS - 1);
-}
+    uint32_t i = shim_name_slot_of(h);
+    uint32_t epoch = atomic_load_explicit(&name_epoch, memory_order_relaxed);
 
-/* @return 1 and *id on a hit of the current epoch, 0 on a miss. */
-static inline int cache_get(struct name_cache *c, uint64_t h, uint32_t *id)
-{
-    uint32_t i = slot_of(h), epoch = atomic_load_explicit(&name_epoch, memory_order_relaxed);
-
-    for (uint32_t n = 0; n < NAME_PROBES; n++, i = (i + 1) & (NAME_SLOTS - 1)) {
+    for (uint32_t n = 0; n < NAME_PROBES; n++, i = (i + 1) & (SHIM_NAME_SLOTS - 1)) {
         uint64_t k = atomic_load_explicit(&c->slot[i].key, memory_order_acquire);
         if (k == h) {
-            uint64_t v = atomic_load_explicit(&c->slot[i].val, memory_order_acquire);
-            *id = (uint32_t)v;
-            return (uint32_t)(v >> 32) == epoch;
+            *v = atomic_load_explicit(&c->slot[i].val, memory_order_acquire);
+            return (uint32_t)(*v >> 32) == epoch;
         }
         if (k == 0)
             return 0;
@@ -71,13 +68,14 @@ static inline int cache_get(struct name_cache *c, uint64_t h, uint32_t *id)
     return 0;
 }
 
-static void cache_put(struct name_cache *c, uint64_t h, uint32_t id)
+/* Cache @p id for @p h, as sent in this process if it is. */
+static void cache_put(struct shim_name_cache *c, uint64_t h, uint32_t id)
 {
-    uint32_t i = slot_of(h);
-    uint64_t v = (uint64_t)atomic_load(&name_epoch) << 32 | id;
+    uint32_t i = shim_name_slot_of(h), sent = id ? atomic_load(&infos[id].sent_gen) : 0;
+    uint64_t v = (uint64_t)atomic_load(&name_epoch) << 32 | (sent & 0xffu) << 24 | id;
 
     shim_lock();
-    for (uint32_t n = 0; n < NAME_PROBES; n++, i = (i + 1) & (NAME_SLOTS - 1)) {
+    for (uint32_t n = 0; n < NAME_PROBES; n++, i = (i + 1) & (SHIM_NAME_SLOTS - 1)) {
         uint64_t k = atomic_load_explicit(&c->slot[i].key, memory_order_relaxed);
         if (k == h || k == 0) {
             atomic_store_explicit(&c->slot[i].val, v, memory_order_release);
@@ -97,8 +95,15 @@ static void name_send(uint32_t id)
         atomic_store(&in->sent_gen, gen);
 }
 
-static void name_resend_slow(uint32_t id) SHIM_COLD;
-static void name_resend_slow(uint32_t id) { name_send(id); }
+/* A hit on a name this process has not defined (a fork child): define it
+ * unless the other cache did, and mark the slot. */
+static void name_resend_slow(struct shim_name_cache *c, uint64_t h, uint32_t id) SHIM_COLD;
+static void name_resend_slow(struct shim_name_cache *c, uint64_t h, uint32_t id)
+{
+    if (atomic_load(&infos[id].sent_gen) != atomic_load(&name_gen))
+        name_send(id);
+    cache_put(c, h, id);
+}
 
 static char *arena_copy(const char *s, size_t len)
 {
@@ -171,9 +176,9 @@ static name_fn name_fn_get(_Atomic(uintptr_t) *slot, const void *near, const cha
     return f > 1 ? (name_fn)f : NULL;
 }
 
-static uint32_t lookup_slow(struct name_cache *c, uint64_t h, const void *near, int runtime)
+static uint32_t lookup_slow(struct shim_name_cache *c, uint64_t h, const void *near, int runtime)
     SHIM_COLD;
-static uint32_t lookup_slow(struct name_cache *c, uint64_t h, const void *near, int runtime)
+static uint32_t lookup_slow(struct shim_name_cache *c, uint64_t h, const void *near, int runtime)
 {
     const char *name = NULL;
     name_fn f;
@@ -199,15 +204,18 @@ static uint32_t lookup_slow(struct name_cache *c, uint64_t h, const void *near, 
     return id;
 }
 
-static inline uint32_t name_get(struct name_cache *c, uint64_t h, const void *near, int runtime)
+static inline uint32_t name_get(struct shim_name_cache *c, uint64_t h, const void *near,
+                                int runtime)
 {
+    uint64_t v;
     uint32_t id;
 
-    if (SHIM_UNLIKELY(!cache_get(c, h, &id)))
+    if (SHIM_UNLIKELY(!cache_get(c, h, &v)))
         return lookup_slow(c, h, near, runtime);
-    if (id && SHIM_UNLIKELY(atomic_load_explicit(&infos[id].sent_gen, memory_order_relaxed) !=
-                            atomic_load_explicit(&name_gen, memory_order_relaxed)))
-        name_resend_slow(id);
+    id = VAL_ID(v);
+    if (id && SHIM_UNLIKELY(VAL_SENT(v) !=
+                            (atomic_load_explicit(&name_gen, memory_order_relaxed) & 0xffu)))
+        name_resend_slow(c, h, id);
     return id;
 }
 

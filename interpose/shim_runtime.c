@@ -77,11 +77,16 @@ static void launch_dims(struct cs_rec_cuda *r, dim3 g, dim3 b, cudaStream_t s)
     shim_rec_stream(r, u64(s));
 }
 
+/* The name of the driver launch this call made, when it made one (the same
+ * kernel, named by the driver); else the runtime's own for @p f. */
 static void launch_name(struct cs_rec_cuda *r, cudaError_t rc, const void *real, const void *f)
 {
     if (rc != cudaSuccess || f == NULL)
         return;
-    r->name_id = shim_name_runtime(u64(f), real);
+    if (shim_t_.nested_name_of == r->seq && shim_t_.nested_name)
+        r->name_id = shim_t_.nested_name;
+    else
+        r->name_id = shim_name_runtime(u64(f), real);
     if (r->name_id)
         r->flags |= CS_CF_HAS_NAME;
 }
@@ -256,7 +261,7 @@ static void *rt_resolve_slow(int i) SHIM_COLD;
         rtx_##base(&r, rc, (const void *)real RT_ARGS args);                           \
         shim_rec_capture(&r);                                                          \
         shim_rec_end(&r, (int)rc);                                                     \
-        SHIM_ST(shim_st_add(st1_ - st0_ + __rdtsc() - st2_);)                          \
+        SHIM_ST(shim_st_add(r.api, st1_ - st0_, __rdtsc() - st2_);)                \
         errno = err;                                                                   \
         return rc;                                                                     \
     }

@@ -285,9 +285,27 @@ static int cmp_tid_seq(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* A runtime kernel launch and the driver launch it made name one kernel. */
+static void check_nested_name(const struct expect *e, struct cs_run *run,
+                              const struct cs_rec_cuda *p, const struct cs_rec_cuda *c)
+{
+    const char *pn, *cn;
+
+    if (!is_kernel_launch(c->api) || c->result != 0 || p->result != 0 ||
+        p->api == CS_API_cudaGraphLaunch ||
+        cs_api_table[p->api % CS_API_COUNT].family != CS_FAM_LAUNCH)
+        return;
+    pn = (p->flags & CS_CF_HAS_NAME) ? cs_run_string(run, p->name_id) : "";
+    cn = (c->flags & CS_CF_HAS_NAME) ? cs_run_string(run, c->name_id) : "";
+    if (pn[0] == '\0' || strcmp(pn, cn) != 0)
+        FAIL("pid %u: tid %u seq %u: runtime launch named \"%s\", its driver launch \"%s\"",
+             e->pid, p->tid, p->seq, pn, cn);
+}
+
 /* Records of one pid sorted by (tid, seq): no duplicates; a nested record's
- * parent is a runtime record of the same thread. */
-static void check_seq(const struct expect *e, struct cs_rec_cuda *r, size_t n, int runtime)
+ * parent is a runtime record of the same thread, and names the same kernel. */
+static void check_seq(const struct expect *e, struct cs_run *run, struct cs_rec_cuda *r, size_t n,
+                      int runtime)
 {
     qsort(r, n, sizeof(*r), cmp_tid_seq);
     for (size_t i = 0; i < n; i++) {
@@ -300,6 +318,8 @@ static void check_seq(const struct expect *e, struct cs_rec_cuda *r, size_t n, i
         if (p == NULL || cs_api_table[p->api % CS_API_COUNT].layer != CS_LAYER_RUNTIME)
             FAIL("pid %u: tid %u seq %u: nested under seq %u, which is no runtime record",
                  e->pid, r[i].tid, r[i].seq, r[i].parent_seq);
+        else
+            check_nested_name(e, run, p, &r[i]);
     }
 }
 
@@ -336,7 +356,7 @@ static void check_pid(const struct expect *e, struct cs_run *run, const struct r
     if (t->no_device)
         FAIL("pid %u: %llu successful records not on device 0", e->pid,
              (unsigned long long)t->no_device);
-    check_seq(e, mine, n, runtime);
+    check_seq(e, run, mine, n, runtime);
     free(mine);
     free(t);
 }
