@@ -9,3 +9,7 @@ if(TARGET cudaspy AND TARGET fake_cuda AND TARGET fake_cudart)
   target_compile_definitions(bench_shim PRIVATE BENCH_SRC_DIR="${CMAKE_SOURCE_DIR}")
   add_dependencies(bench_shim cudaspy cudaspy_launcher cudaspy-sampler)
 endif()
+
+# bench_clock: ns per rdtsc and per clock_gettime on this host (the floor of
+# each record: two clock reads). Run: build/bench_clock [ROUNDS] [READS]
+add_executable(bench_clock ${CMAKE_CURRENT_SOURCE_DIR}/bench_clock.c)

@@ -8,7 +8,7 @@
 #   seed-w4.html                 HTML report of the seed run (W=4)
 # Usage: scripts/gpu-check.sh [PART...]
 #   parts: smoke seed suite profiler ddp overhead faults seedov ddpov ddpdiag
-#   ddppin ddpduty ddpdutysplit seedpairs pfab
+#   ddppin ddpduty ddpdutysplit ddpdutyvar seedpairs pfab perf
 #   (default: seed suite)
 #   overhead: the shim's cost per call on this host (bench_shim, fake driver)
 #        and the empty-kernel launch loop (static and shared runtime), traced
@@ -23,7 +23,11 @@
 #        ddpduty: the clean DDP loop (DDP_DUTY_STEPS, 4000) with traced runs
 #        recording in DUTY_MS (250) phases on and off, DDP_REPS pairs: steps
 #        in on phases against their neighbouring off phases; ddpdutysplit:
-#        the same with a third run per round, traced --no-host (the shim alone)
+#        the same with a third run per round, traced --no-host (the shim alone);
+#        ddpdutyvar: ddpduty's traced runs, DDP_REPS rounds, with $B's shim and
+#        each libcudaspy-NAME.so of SHIM_VARIANTS in turn (experiments);
+#        perf: system-wide `perf record` (PERF, PERF_LIB) around an untraced and a
+#        traced DDP run: CPU by process and library, the shim's hot instructions
 # Env: CS_RECORD_FLAGS extra `cudaspy record` options; CS_SAMPLER_ARGS extra
 #   sampler options (through a wrapper named by CUDASPY_SAMPLER);
 #   CS_ANALYZE=0 skips analysing the traced runs (pure overhead runs);
@@ -306,6 +310,26 @@ part_ddpdutysplit() { # ddpduty's measure with and without host sampling: the sh
         "duty-s$steps-nohost" "CS_RECORD_FLAGS=--duty $ms --no-host" -- "${TRUN[@]}" --steps "$steps"
 }
 
+part_ddpdutyvar() { # ddpduty's traced runs for several builds of libcudaspy.so, rotating
+    # SHIM_VARIANTS: libcudaspy-NAME.so files; each runs with the rest of $B
+    local steps=${DDP_DUTY_STEPS:-4000} so v i k vs=()
+    for so in ${SHIM_VARIANTS:-}; do
+        v=$(basename "$so" .so) && v=${v#libcudaspy-}
+        rm -rf "$RUNS/b-$v" && cp -r "$B" "$RUNS/b-$v" && cp "$so" "$RUNS/b-$v/libcudaspy.so"
+        vs+=("$v")
+    done
+    vs+=(base)
+    for i in $(seq 1 "${DDP_REPS:-3}"); do
+        for k in $(seq 0 $((${#vs[@]} - 1))); do
+            v=${vs[$(((i + k) % ${#vs[@]}))]}
+            # shellcheck disable=SC2030 # B for this run only
+            (if [ "$v" != base ]; then B=$RUNS/b-$v; fi
+             CS_TIMES=1 CS_ANALYZE=0 CS_RECORD_FLAGS="--duty ${DUTY_MS:-250}" \
+                run_one ddp "duty-s$steps-$v" 1 "$i" -- "${TRUN[@]}" --steps "$steps")
+        done
+    done
+}
+
 part_ddppin() { # the clean DDP loop, each rank on 6 CPUs of its GPU's node, none shared
     local cpus skip1=2
     # GPUs of one node: rank 1 takes the next 6 CPUs of it
@@ -314,6 +338,32 @@ part_ddppin() { # the clean DDP loop, each rank on 6 CPUs of its GPU's node, non
     log "gpu-check: ddppin: rank CPUs $cpus (main thread on the first of each)"
     ddp_lengths pinned "CS_DDP_CPUS=$cpus"
     ddp_findings pinned
+}
+
+# perf_around FILE CMD...: CMD with a system-wide `perf record` (PERF, PERF_LIB
+# for its carried libraries, kept out of CMD's environment) into FILE
+perf_around() {
+    local data=$1 pid
+    shift
+    env LD_LIBRARY_PATH="${PERF_LIB:-}" "${PERF:-perf}" record -a -F 2999 -q -o "$data" \
+        2>>"$LOG" &
+    pid=$!
+    sleep 1
+    "$@"
+    kill -INT "$pid"
+    wait "$pid"
+}
+
+part_perf() { # where the ranks' CPU goes: perf around an untraced and a traced DDP run
+    local steps=${DDP_OV_STEPS:-1000} m f
+    local pr=(env LD_LIBRARY_PATH="${PERF_LIB:-}" "${PERF:-perf}")
+    for m in 0 1; do
+        perf_around "$RUNS/perf-$m.data" run_one ddp "perf-s$steps" "$m" 1 -- "${TRUN[@]}" --steps "$steps"
+        f="$OUT/perf-$m"
+        "${pr[@]}" report -i "$RUNS/perf-$m.data" --stdio --sort comm,dso 2>>"$LOG" | head -60 >"$f-dso.txt"
+        "${pr[@]}" report -i "$RUNS/perf-$m.data" --stdio --sort dso,sym 2>>"$LOG" | head -150 >"$f-sym.txt"
+    done
+    "${pr[@]}" annotate -i "$RUNS/perf-1.data" --stdio --dsos libcudaspy.so 2>>"$LOG" | head -3000 >"$OUT/perf-1-annotate.txt"
 }
 
 part_profiler() { # torch.profiler (CUPTI) on the seed workload, for comparison
