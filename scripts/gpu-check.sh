@@ -8,7 +8,7 @@
 #   seed-w4.html                 HTML report of the seed run (W=4)
 # Usage: scripts/gpu-check.sh [PART...]
 #   parts: smoke seed suite profiler ddp overhead faults seedov ddpov ddpdiag
-#   ddppin ddpduty ddpdutysplit ddpdutyvar seedpairs pfab perf
+#   ddppin ddpduty ddpdutysplit ddpdutyvar seedpairs pfab perf quick
 #   (default: seed suite)
 #   overhead: the shim's cost per call on this host (bench_shim, fake driver)
 #        and the empty-kernel launch loop (static and shared runtime), traced
@@ -26,6 +26,7 @@
 #        the same with a third run per round, traced --no-host (the shim alone);
 #        ddpdutyvar: ddpduty's traced runs, DDP_REPS rounds, with $B's shim and
 #        each libcudaspy-NAME.so of SHIM_VARIANTS in turn (experiments);
+#        quick: five suite workloads once each (a changed shim's check);
 #        perf: system-wide `perf record` (PERF, PERF_LIB) around an untraced and a
 #        traced DDP run: CPU by process and library, the shim's hot instructions
 # Env: CS_RECORD_FLAGS extra `cudaspy record` options; CS_SAMPLER_ARGS extra
@@ -355,15 +356,20 @@ perf_around() {
 }
 
 part_perf() { # where the ranks' CPU goes: perf around an untraced and a traced DDP run
+    # PERF_MODES: which (0 untraced, 1 traced; default both); PERF_TAG names the files
     local steps=${DDP_OV_STEPS:-1000} m f
     local pr=(env LD_LIBRARY_PATH="${PERF_LIB:-}" "${PERF:-perf}")
-    for m in 0 1; do
-        perf_around "$RUNS/perf-$m.data" run_one ddp "perf-s$steps" "$m" 1 -- "${TRUN[@]}" --steps "$steps"
-        f="$OUT/perf-$m"
-        "${pr[@]}" report -i "$RUNS/perf-$m.data" --stdio --sort comm,dso 2>>"$LOG" | head -60 >"$f-dso.txt"
-        "${pr[@]}" report -i "$RUNS/perf-$m.data" --stdio --sort dso,sym 2>>"$LOG" | head -150 >"$f-sym.txt"
+    for m in ${PERF_MODES:-0 1}; do
+        f="perf-${PERF_TAG:-run}-$m"
+        perf_around "$RUNS/$f.data" run_one ddp "$f-s$steps" "$m" 1 -- "${TRUN[@]}" --steps "$steps"
+        "${pr[@]}" report -i "$RUNS/$f.data" --stdio --sort comm,dso 2>>"$LOG" | head -60 >"$OUT/$f-dso.txt"
+        [ "$m" = 1 ] || continue
+        # the shim's own samples by function (-n: counts), and where in them
+        "${pr[@]}" report -i "$RUNS/$f.data" -n --stdio --dsos libcudaspy.so --sort sym 2>>"$LOG" |
+            head -60 >"$OUT/$f-shim.txt"
+        "${pr[@]}" annotate -i "$RUNS/$f.data" --stdio --dsos libcudaspy.so 2>>"$LOG" |
+            head -3000 >"$OUT/$f-annotate.txt"
     done
-    "${pr[@]}" annotate -i "$RUNS/perf-1.data" --stdio --dsos libcudaspy.so 2>>"$LOG" | head -3000 >"$OUT/perf-1-annotate.txt"
 }
 
 part_profiler() { # torch.profiler (CUPTI) on the seed workload, for comparison
@@ -393,6 +399,15 @@ part_suite() {
     REPS=1 interleave nvcc nosync -- "$RUNS/static_app" nosync
     REPS=1 interleave nvcc ptds -- "$RUNS/static_app_ptds" sync
     REPS=1 interleave twoproc pair -- "$PY" "$here/gpu/twoproc.py"
+}
+
+part_quick() { # a short suite for a changed shim: runtime, Triton, graphs, static cudart
+    nvcc -O2 -o "$RUNS/static_app" "$here/gpu/static_app.cu" 2>>"$LOG"
+    REPS=1 interleave train mlp -- "$PY" "$W" train mlp
+    REPS=1 interleave triton tiny -- "$PY" "$W" triton tiny
+    REPS=1 interleave graph replay -- "$PY" "$W" graph x
+    REPS=1 interleave copies pinned -- "$PY" "$W" copies pinned
+    REPS=1 interleave nvcc sync -- "$RUNS/static_app" sync
 }
 
 part_ddp() { # issue 10: a planted straggling rank (rank 1) and clean controls
