@@ -71,12 +71,24 @@ static inline int shim_recording(void)
            !atomic_load_explicit(&shim_ring_off_, memory_order_relaxed) && !shim_ring_paused();
 }
 
+/** Zero @p r with six 16-byte stores: gcc makes memset() of this size a
+ * `rep stos`, whose start-up perf found in every wrapper on the H200. */
+static inline void shim_rec_zero(struct cs_rec_cuda *r)
+{
+    typedef uint64_t v2 __attribute__((vector_size(16), aligned(8), may_alias));
+    const v2 z = {0, 0};
+    v2 *w = (v2 *)(void *)r;
+
+    _Static_assert(sizeof(*r) == 6 * sizeof(v2), "a record is six 16-byte stores");
+    w[0] = z, w[1] = z, w[2] = z, w[3] = z, w[4] = z, w[5] = z;
+}
+
 /** Start a record: entry time, ids, nesting under a runtime call. */
 static inline void shim_rec_begin(struct cs_rec_cuda *r, unsigned api, unsigned variant)
 {
     struct shim_thread *t = &shim_t_;
 
-    memset(r, 0, sizeof(*r));
+    shim_rec_zero(r);
     r->api = (uint16_t)api;
     r->variant = (uint8_t)variant;
     r->device = CS_DEVICE_UNKNOWN;

@@ -86,12 +86,14 @@ static int in_sampler(void)
 static void atfork_prepare(void) { shim_lock(); }
 static void atfork_parent(void) { shim_unlock(); }
 
-/* The child is single-threaded: re-create the mutex (another thread may have
- * held it), learn its pid, and forget what it sent through its parent's ring
- * (the ring client resets the ring, tid and socket itself). */
+/* The child is single-threaded and its one thread holds the mutex (taken
+ * by atfork_prepare): release it, learn the pid, and forget what it sent
+ * through its parent's ring (the ring client resets the ring, tid and
+ * socket itself). Re-initialising a held mutex instead left TSan counting
+ * it as held, and the child's first lock a double lock. */
 static void atfork_child(void)
 {
-    pthread_mutex_init(&shim_mu, NULL);
+    shim_unlock();
     shim_pid_ = (uint32_t)getpid();
     shim_names_atfork_child();
     shim_stack_atfork_child();
