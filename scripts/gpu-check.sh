@@ -25,7 +25,8 @@
 #        in on phases against their neighbouring off phases; ddpdutysplit:
 #        the same with a third run per round, traced --no-host (the shim alone);
 #        ddpdutyvar: ddpduty's traced runs, DDP_REPS rounds, with $B's shim and
-#        each libcudaspy-NAME.so of SHIM_VARIANTS in turn (experiments);
+#        each libcudaspy-NAME.so of SHIM_VARIANTS in turn (experiments;
+#        DDP_PIN=1 pins the ranks as ddppin does);
 #        quick: five suite workloads once each (a changed shim's check);
 #        perf: system-wide `perf record` (PERF, PERF_LIB) around an untraced and a
 #        traced DDP run: CPU by process and library, the shim's hot instructions
@@ -312,8 +313,10 @@ part_ddpdutysplit() { # ddpduty's measure with and without host sampling: the sh
 }
 
 part_ddpdutyvar() { # ddpduty's traced runs for several builds of libcudaspy.so, rotating
-    # SHIM_VARIANTS: libcudaspy-NAME.so files; each runs with the rest of $B
-    local steps=${DDP_DUTY_STEPS:-4000} so v i k vs=()
+    # SHIM_VARIANTS: libcudaspy-NAME.so files; each runs with the rest of $B.
+    # DDP_PIN=1: ranks pinned as in ddppin (does the runs' spread come from placement?)
+    local steps=${DDP_DUTY_STEPS:-4000} so v i k vs=() pin=()
+    [ "${DDP_PIN:-0}" = 1 ] && pin=("CS_DDP_CPUS=$(ddp_pin_cpus)")
     for so in ${SHIM_VARIANTS:-}; do
         v=$(basename "$so" .so) && v=${v#libcudaspy-}
         rm -rf "$RUNS/b-$v" && cp -r "$B" "$RUNS/b-$v" && cp "$so" "$RUNS/b-$v/libcudaspy.so"
@@ -326,16 +329,22 @@ part_ddpdutyvar() { # ddpduty's traced runs for several builds of libcudaspy.so,
             # shellcheck disable=SC2030 # B for this run only
             (if [ "$v" != base ]; then B=$RUNS/b-$v; fi
              CS_TIMES=1 CS_ANALYZE=0 CS_RECORD_FLAGS="--duty ${DUTY_MS:-250}" \
-                run_one ddp "duty-s$steps-$v" 1 "$i" -- "${TRUN[@]}" --steps "$steps")
+                run_one ddp "duty-s$steps-$v" 1 "$i" "${pin[@]}" -- "${TRUN[@]}" --steps "$steps")
         done
     done
 }
 
-part_ddppin() { # the clean DDP loop, each rank on 6 CPUs of its GPU's node, none shared
-    local cpus skip1=2
+# ddp_pin_cpus: CS_DDP_CPUS for ddp.py, each rank on 6 CPUs of its GPU's node
+ddp_pin_cpus() {
+    local skip1=2
     # GPUs of one node: rank 1 takes the next 6 CPUs of it
     [ "$(gpu_cpulist 0)" = "$(gpu_cpulist 1)" ] && skip1=8
-    cpus="$(gpu_local_cpus 6 0);$(gpu_local_cpus 6 1 $skip1)"
+    echo "$(gpu_local_cpus 6 0);$(gpu_local_cpus 6 1 $skip1)"
+}
+
+part_ddppin() { # the clean DDP loop, each rank on 6 CPUs of its GPU's node, none shared
+    local cpus
+    cpus=$(ddp_pin_cpus)
     log "gpu-check: ddppin: rank CPUs $cpus (main thread on the first of each)"
     ddp_lengths pinned "CS_DDP_CPUS=$cpus"
     ddp_findings pinned
