@@ -453,7 +453,7 @@ SHIM_FN_TYPE_(10) SHIM_FN_TYPE_(11)
         }                                                                             \
         shim_rec_capture(&r);                                                         \
         shim_rec_end(&r, rc);                                                         \
-        SHIM_ST(shim_st_add(r.api, st1_ - st0_, __rdtsc() - st2_);)               \
+        SHIM_ST(shim_st_add(r.api, st1_ - st0_, __rdtsc() - st2_);)                   \
         errno = err;                                                                  \
         return rc;                                                                    \
     }

@@ -25,7 +25,8 @@
 
 /* A slot's value: epoch << 32 | sent << 24 | id. sent is the low byte of
  * name_gen when this process last defined id in its ring, so that a hit
- * reads one cache line (a launch's lookup missed in cache on the H200). */
+ * reads one cache line (a launch's lookup missed in cache on the H200).
+ * Only a name defined exactly 256 fork generations up would pass for sent. */
 #define VAL_ID(v)   ((uint32_t)(v) & 0xffffffu)
 #define VAL_SENT(v) ((uint32_t)(v) >> 24)
 

@@ -261,7 +261,7 @@ static void *rt_resolve_slow(int i) SHIM_COLD;
         rtx_##base(&r, rc, (const void *)real RT_ARGS args);                           \
         shim_rec_capture(&r);                                                          \
         shim_rec_end(&r, (int)rc);                                                     \
-        SHIM_ST(shim_st_add(r.api, st1_ - st0_, __rdtsc() - st2_);)                \
+        SHIM_ST(shim_st_add(r.api, st1_ - st0_, __rdtsc() - st2_);)                    \
         errno = err;                                                                   \
         return rc;                                                                     \
     }
