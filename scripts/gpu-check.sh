@@ -8,7 +8,7 @@
 #   seed-w4.html                 HTML report of the seed run (W=4)
 # Usage: scripts/gpu-check.sh [PART...]
 #   parts: smoke seed suite profiler ddp overhead faults seedov ddpov ddpdiag
-#   ddppin ddpduty ddpdutysplit ddpdutyvar seedpairs pfab perf quick
+#   ddppin ddpduty ddpdutysplit ddpdutyvar seedpairs pfab perf quick launchshared
 #   (default: seed suite)
 #   overhead: the shim's cost per call on this host (bench_shim, fake driver)
 #        and the empty-kernel launch loop (static and shared runtime), traced
@@ -28,6 +28,7 @@
 #        each libcudaspy-NAME.so of SHIM_VARIANTS in turn (experiments;
 #        DDP_PIN=1 pins the ranks as ddppin does);
 #        quick: five suite workloads once each (a changed shim's check);
+#        launchshared: overhead's pinned launch loop, shared runtime only;
 #        perf: system-wide `perf record` (PERF, PERF_LIB) around an untraced and a
 #        traced DDP run: CPU by process and library, the shim's hot instructions
 # Env: CS_RECORD_FLAGS extra `cudaspy record` options; CS_SAMPLER_ARGS extra
@@ -176,6 +177,25 @@ part_seed() {
     REPS=1 interleave seed w0 -- "$PY" "$W" seed loader 0
 }
 
+# launch_pinned RT...: the empty-kernel loop built with each cudart RT
+# (static, shared), OVERHEAD_REPS pairs each, the process on two CPUs near
+# the GPU, traced or not: the untraced runs otherwise move between sockets
+# and vary by 30 %
+launch_pinned() {
+    local r=${OVERHEAD_REPS:-8} ll=(100000 7) pin rt
+    pin=$(gpu_local_cpus 2)
+    log "gpu-check: overhead: launch loops pinned to CPUs ${pin:-none} (GPU 0's node)"
+    for rt in "$@"; do
+        [ -x "$RUNS/launch_$rt" ] ||
+            nvcc -O2 -cudart "$rt" -o "$RUNS/launch_$rt" "$here/gpu/launch_loop.cu" 2>>"$LOG"
+        CS_PIN=$pin CS_ANALYZE=0 REPS=$r interleave launch "$rt-pinned" -- "$RUNS/launch_$rt" "${ll[@]}"
+    done
+}
+
+part_launchshared() { # the shared-runtime launch loop alone (two records per launch)
+    launch_pinned shared
+}
+
 part_overhead() { # issue 3's launch-loop target, measured several ways
     local r=${OVERHEAD_REPS:-8} ll=(100000 7)
     nvcc -O2 -o "$RUNS/launch_static" "$here/gpu/launch_loop.cu" 2>>"$LOG"
@@ -188,13 +208,7 @@ part_overhead() { # issue 3's launch-loop target, measured several ways
         cat "$OUT/bench-shim.txt" >>"$LOG"
     fi
     part_faults
-    local pin
-    pin=$(gpu_local_cpus 2)
-    log "gpu-check: overhead: launch loops pinned to CPUs ${pin:-none} (GPU 0's node)"
-    # the loop process on two CPUs near the GPU, traced or not: the
-    # untraced runs otherwise move between sockets and vary by 30 %
-    CS_PIN=$pin CS_ANALYZE=0 REPS=$r interleave launch static-pinned -- "$RUNS/launch_static" "${ll[@]}"
-    CS_PIN=$pin CS_ANALYZE=0 REPS=$r interleave launch shared-pinned -- "$RUNS/launch_shared" "${ll[@]}"
+    launch_pinned static shared
     if [ "${OVERHEAD_ALL:-0}" = 1 ]; then
         CS_ANALYZE=0 REPS=$r interleave launch static -- "$RUNS/launch_static" "${ll[@]}"
         CS_ANALYZE=0 REPS=$r interleave launch shared -- "$RUNS/launch_shared" "${ll[@]}"
