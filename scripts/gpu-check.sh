@@ -25,7 +25,8 @@
 #        in on phases against their neighbouring off phases; ddpdutysplit:
 #        the same with a third run per round, traced --no-host (the shim alone);
 #        ddpdutyvar: ddpduty's traced runs, DDP_REPS rounds, with $B's shim and
-#        each libcudaspy-NAME.so of SHIM_VARIANTS in turn (experiments;
+#        each libcudaspy-NAME.so of SHIM_VARIANTS in turn (experiments; the
+#        words hostonly and nohost split host sampling from the shim;
 #        DDP_PIN=1 pins the ranks as ddppin does);
 #        quick: five suite workloads once each (a changed shim's check);
 #        launchshared: overhead's pinned launch loop, shared runtime only;
@@ -327,11 +328,16 @@ part_ddpdutysplit() { # ddpduty's measure with and without host sampling: the sh
 }
 
 part_ddpdutyvar() { # ddpduty's traced runs for several builds of libcudaspy.so, rotating
-    # SHIM_VARIANTS: libcudaspy-NAME.so files; each runs with the rest of $B.
-    # DDP_PIN=1: ranks pinned as in ddppin (does the runs' spread come from placement?)
+    # SHIM_VARIANTS: libcudaspy-NAME.so files, each run with the rest of $B,
+    # and the words hostonly ($B's shim disabled: host sampling's share) and
+    # nohost (--no-host: the shim's share). DDP_PIN=1: ranks pinned as in
+    # ddppin (does the runs' spread come from placement?)
     local steps=${DDP_DUTY_STEPS:-4000} so v i k vs=() pin=()
     [ "${DDP_PIN:-0}" = 1 ] && pin=("CS_DDP_CPUS=$(ddp_pin_cpus)")
     for so in ${SHIM_VARIANTS:-}; do
+        case $so in
+        hostonly | nohost) vs+=("$so"); continue ;;
+        esac
         v=$(basename "$so" .so) && v=${v#libcudaspy-}
         rm -rf "$RUNS/b-$v" && cp -r "$B" "$RUNS/b-$v" && cp "$so" "$RUNS/b-$v/libcudaspy.so"
         vs+=("$v")
@@ -340,10 +346,16 @@ part_ddpdutyvar() { # ddpduty's traced runs for several builds of libcudaspy.so,
     for i in $(seq 1 "${DDP_REPS:-3}"); do
         for k in $(seq 0 $((${#vs[@]} - 1))); do
             v=${vs[$(((i + k) % ${#vs[@]}))]}
-            # shellcheck disable=SC2030 # B for this run only
-            (if [ "$v" != base ]; then B=$RUNS/b-$v; fi
-             CS_TIMES=1 CS_ANALYZE=0 CS_RECORD_FLAGS="--duty ${DUTY_MS:-250}" \
-                run_one ddp "duty-s$steps-$v" 1 "$i" "${pin[@]}" -- "${TRUN[@]}" --steps "$steps")
+            # shellcheck disable=SC2030 # B, flags and environment for this run only
+            (flags="--duty ${DUTY_MS:-250}" envs=("${pin[@]}")
+             case $v in
+             base) ;;
+             hostonly) envs+=(CUDASPY_DISABLE=1) ;;
+             nohost) flags+=" --no-host" ;;
+             *) B=$RUNS/b-$v ;;
+             esac
+             CS_TIMES=1 CS_ANALYZE=0 CS_RECORD_FLAGS=$flags \
+                run_one ddp "duty-s$steps-$v" 1 "$i" "${envs[@]}" -- "${TRUN[@]}" --steps "$steps")
         done
     done
 }
