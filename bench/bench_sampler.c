@@ -6,7 +6,8 @@
  * the highest one with 0 lost records. Last, what tracing adds to each
  * page fault of a traced process (its own clock, pages touched fresh),
  * untraced vs page allocations and faults or faults alone, sampled every
- * event or 1 in 16, interleaved.
+ * event or 1 in 16, interleaved; and what it adds to a blocking hand-off
+ * between two CPUs (pipe round trips), the way threads pass work.
  * Usage: bench_sampler [SECONDS=3 (0: page faults only)] [RING_PAGES] [PAGE_ROUNDS=5] */
 #include <errno.h>
 #include <poll.h>
@@ -277,7 +278,7 @@ static void toucher(int go, int res)
     _exit(write(res, &ns, sizeof(ns)) == sizeof(ns) ? 0 : 1);
 }
 
-/* How a fault run is traced: page source and sample period; period 0 =
+/* How a child is traced: page source and sample period; period 0 =
  * untraced. */
 struct fault_var {
     int source;
@@ -285,8 +286,10 @@ struct fault_var {
     const char *what;
 };
 
-/* One child's ns per fault, traced as @p v says. @return < 0 on failure. */
-static double fault_once(const struct fault_var *v)
+/* Fork @p child(go, res) as the root of a tree traced as @p v says, start
+ * it, drain until it exits, and return the double it sent back (its own
+ * timing). @return < 0 on failure. */
+static double child_once(void (*child)(int go, int res), const struct fault_var *v)
 {
     int go[2], res[2], status;
     unsigned period = v->period;
@@ -302,7 +305,7 @@ static double fault_once(const struct fault_var *v)
     memset(&c, 0, sizeof(c));
     o.root = fork();
     if (o.root == 0)
-        toucher(go[0], res[1]);
+        child(go[0], res[1]);
     if (period && ((h = host_new(&o)) == NULL || host_open(h, &c, &err) < 0)) {
         fprintf(stderr, "bench_sampler: host_open: %s\n", err.msg);
         host_free(h);
@@ -327,6 +330,48 @@ static double fault_once(const struct fault_var *v)
     }
     close(go[0]), close(go[1]), close(res[0]), close(res[1]);
     return ns;
+}
+
+static double fault_once(const struct fault_var *v) { return child_once(toucher, v); }
+
+/* ---- what tracing adds to a blocking hand-off between two CPUs ---- */
+
+#define HANDOFF_TRIPS 20000u
+
+/* Child: wait for the go byte, then HANDOFF_TRIPS round trips of one byte
+ * with a ponger on another CPU (each trip: two wake-ups of a blocked task,
+ * four context switches, as threads handing work to each other do); send
+ * back the ns per round trip. Never returns. */
+static void handoff(int go, int res)
+{
+    int ab[2], ba[2], ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    char b = 'x';
+    uint64_t t0;
+    double ns;
+
+    if (pipe(ab) < 0 || pipe(ba) < 0)
+        _exit(1);
+    pin(0);
+    if (fork() == 0) {
+        pin(ncpu > 1 ? 1 : 0);
+        close(ab[1]);
+        close(ba[0]);
+        ponger(ab[0], ba[1]);
+        _exit(0);
+    }
+    close(ab[0]);
+    close(ba[1]);
+    if (read(go, &b, 1) != 1)
+        _exit(1);
+    t0 = mono_ns();
+    for (unsigned i = 0; i < HANDOFF_TRIPS; i++)
+        if (write(ab[1], &b, 1) != 1 || read(ba[0], &b, 1) != 1)
+            _exit(1);
+    ns = (double)(mono_ns() - t0) / HANDOFF_TRIPS;
+    close(ab[1]);
+    while (wait(NULL) > 0)
+        ;
+    _exit(write(res, &ns, sizeof(ns)) == sizeof(ns) ? 0 : 1);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -370,6 +415,29 @@ static int fault_cost(int rounds)
         printf("%-30s added_p50       %10.1f  ns     per fault, %s\n", "sampler.page_fault",
                median(d, rounds), var[m].what);
     }
+    return 0;
+}
+
+/* Rounds of untraced and traced (the default page source) hand-offs in
+ * turn; the median of (traced - untraced of its round). */
+static int handoff_cost(int rounds)
+{
+    static const struct fault_var var[2] = {{0, 0, "untraced"},
+                                            {HOST_PAGES_FAULTS, 16, "traced"}};
+    double ns[2][64], d[64];
+
+    for (int r = 0; r < rounds; r++)
+        for (int k = 0; k < 2; k++) {
+            int m = (r + k) % 2;
+            if ((ns[m][r] = child_once(handoff, &var[m])) < 0)
+                return -1;
+        }
+    printf("%-30s untraced_p50    %10.1f  ns     per round trip, n=%u x %d rounds\n",
+           "sampler.handoff", median(ns[0], rounds), HANDOFF_TRIPS, rounds);
+    for (int r = 0; r < rounds; r++)
+        d[r] = ns[1][r] - ns[0][r];
+    printf("%-30s added_p50       %10.1f  ns     per round trip, tier A as `cudaspy record` runs it\n",
+           "sampler.handoff", median(d, rounds));
     return 0;
 }
 
@@ -435,5 +503,7 @@ int main(int argc, char **argv)
         printf("%-30s switch_rate     %10.0f  /s     lost=0 ring_pages=%u ncpu=%ld\n",
                "sampler.max_rate_0_lost", best, pages, sysconf(_SC_NPROCESSORS_ONLN));
     fflush(stdout);
+    if (handoff_cost(page_rounds) < 0)
+        return 3;
     return fault_cost(page_rounds) < 0 ? 3 : 0;
 }
