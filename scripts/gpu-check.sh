@@ -12,8 +12,9 @@
 #   (default: seed suite)
 #   overhead: the shim's cost per call on this host (bench_shim, fake driver)
 #        and the empty-kernel launch loop (static and shared runtime), traced
-#        vs untraced, OVERHEAD_REPS interleaved pairs; faults: what page
-#        sampling adds to a page fault here (bench_sampler); seedov: the seed
+#        vs untraced, OVERHEAD_REPS interleaved pairs; faults: what host
+#        sampling adds to a blocking hand-off and to a page fault here
+#        (bench_sampler); seedov: the seed
 #        W=4, SEED_REPS triples of untraced, traced, traced with pages counted
 #        from minor faults 1 in 16, with the tree's CPU times; ddpdiag: the
 #        1000-step DDP loop untraced, traced, traced --no-host; ddppin: ddpov
