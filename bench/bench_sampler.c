@@ -117,15 +117,16 @@ static void pin(int cpu)
     sched_setaffinity(0, sizeof(set), &set);
 }
 
-/* One pair, both ends on @p cpu (the most switches per second). */
-static void pair(int cpu, uint64_t rate, uint64_t dur_ns)
+/* Fork a ponger pinned to @p cpu; @p to and @p from get the caller's ends
+ * of its two pipes. Exits the process with @p fail when that fails. */
+static void spawn_ponger(int cpu, int *to, int *from, int fail)
 {
     int ab[2], ba[2];
 
     if (pipe(ab) < 0 || pipe(ba) < 0)
-        _exit(3);
-    pin(cpu);
+        _exit(fail);
     if (fork() == 0) {
+        pin(cpu);
         close(ab[1]);
         close(ba[0]);
         ponger(ab[0], ba[1]);
@@ -133,7 +134,18 @@ static void pair(int cpu, uint64_t rate, uint64_t dur_ns)
     }
     close(ab[0]);
     close(ba[1]);
-    pinger(ab[1], ba[0], rate, dur_ns);
+    *to = ab[1];
+    *from = ba[0];
+}
+
+/* One pair, both ends on @p cpu (the most switches per second). */
+static void pair(int cpu, uint64_t rate, uint64_t dur_ns)
+{
+    int to, from;
+
+    pin(cpu);
+    spawn_ponger(cpu, &to, &from, 3);
+    pinger(to, from, rate, dur_ns);
     while (wait(NULL) > 0)
         ;
     _exit(0);
@@ -344,31 +356,21 @@ static double fault_once(const struct fault_var *v) { return child_once(toucher,
  * back the ns per round trip. Never returns. */
 static void handoff(int go, int res)
 {
-    int ab[2], ba[2], ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int to, from;
     char b = 'x';
     uint64_t t0;
     double ns;
 
-    if (pipe(ab) < 0 || pipe(ba) < 0)
-        _exit(1);
     pin(0);
-    if (fork() == 0) {
-        pin(ncpu > 1 ? 1 : 0);
-        close(ab[1]);
-        close(ba[0]);
-        ponger(ab[0], ba[1]);
-        _exit(0);
-    }
-    close(ab[0]);
-    close(ba[1]);
+    spawn_ponger(sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 1 : 0, &to, &from, 1);
     if (read(go, &b, 1) != 1)
         _exit(1);
     t0 = mono_ns();
     for (unsigned i = 0; i < HANDOFF_TRIPS; i++)
-        if (write(ab[1], &b, 1) != 1 || read(ba[0], &b, 1) != 1)
+        if (write(to, &b, 1) != 1 || read(from, &b, 1) != 1)
             _exit(1);
     ns = (double)(mono_ns() - t0) / HANDOFF_TRIPS;
-    close(ab[1]);
+    close(to);
     while (wait(NULL) > 0)
         ;
     _exit(write(res, &ns, sizeof(ns)) == sizeof(ns) ? 0 : 1);

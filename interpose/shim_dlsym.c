@@ -115,7 +115,6 @@ static inline void *gpa_get(int i)
     return SHIM_LIKELY(p != NULL) ? p : gpa_real_slow(i);
 }
 
-
 /* A runtime asks the driver for its functions through cuGetProcAddress. When
  * the asking object is not a shared libcudart (a static runtime in the
  * executable, cuBLAS's own copy), the process runs CUDA code whose runtime

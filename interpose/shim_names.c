@@ -40,7 +40,6 @@ struct name_info {
 
 struct shim_name_cache shim_name_drv_; /* CUfunction / CUkernel -> id */
 static struct shim_name_cache cache_rt;  /* host stub / cudaKernel_t -> id */
-#define cache_drv shim_name_drv_
 static struct name_info infos[NAME_MAX_IDS];
 static uint32_t next_id;                 /* under shim_lock() */
 #define name_epoch (shim_hot_.name_epoch) /* bumped on module/library unload */
@@ -222,7 +221,7 @@ static inline uint32_t name_get(struct shim_name_cache *c, uint64_t h, const voi
 
 uint32_t shim_name_driver(uint64_t f, const void *real_launch)
 {
-    return name_get(&cache_drv, f, real_launch, 0);
+    return name_get(&shim_name_drv_, f, real_launch, 0);
 }
 
 uint32_t shim_name_runtime(uint64_t stub, const void *real_launch)

@@ -179,18 +179,21 @@ part_seed() {
     REPS=1 interleave seed w0 -- "$PY" "$W" seed loader 0
 }
 
+LAUNCH_ARGS=(100000 7) # the empty-kernel loop: launches per loop, loops per process
+
 # launch_pinned RT...: the empty-kernel loop built with each cudart RT
 # (static, shared), OVERHEAD_REPS pairs each, the process on two CPUs near
 # the GPU, traced or not: the untraced runs otherwise move between sockets
 # and vary by 30 %
 launch_pinned() {
-    local r=${OVERHEAD_REPS:-8} ll=(100000 7) pin rt
+    local r=${OVERHEAD_REPS:-8} pin rt
     pin=$(gpu_local_cpus 2)
     log "gpu-check: overhead: launch loops pinned to CPUs ${pin:-none} (GPU 0's node)"
     for rt in "$@"; do
         [ -x "$RUNS/launch_$rt" ] ||
             nvcc -O2 -cudart "$rt" -o "$RUNS/launch_$rt" "$here/gpu/launch_loop.cu" 2>>"$LOG"
-        CS_PIN=$pin CS_ANALYZE=0 REPS=$r interleave launch "$rt-pinned" -- "$RUNS/launch_$rt" "${ll[@]}"
+        CS_PIN=$pin CS_ANALYZE=0 REPS=$r interleave launch "$rt-pinned" -- "$RUNS/launch_$rt" \
+            "${LAUNCH_ARGS[@]}"
     done
 }
 
@@ -199,9 +202,7 @@ part_launchshared() { # the shared-runtime launch loop alone (two records per la
 }
 
 part_overhead() { # issue 3's launch-loop target, measured several ways
-    local r=${OVERHEAD_REPS:-8} ll=(100000 7)
-    nvcc -O2 -o "$RUNS/launch_static" "$here/gpu/launch_loop.cu" 2>>"$LOG"
-    nvcc -O2 -cudart shared -o "$RUNS/launch_shared" "$here/gpu/launch_loop.cu" 2>>"$LOG"
+    local r=${OVERHEAD_REPS:-8}
     if [ -x "$B/bench_shim" ]; then
         # its RUNPATH names the build machine's fake/; only this command sees ours
         LD_LIBRARY_PATH="$B/fake" "$B/bench_shim" 5 200 1000 >"$OUT/bench-shim.txt" 2>>"$LOG"
@@ -212,12 +213,12 @@ part_overhead() { # issue 3's launch-loop target, measured several ways
     part_faults
     launch_pinned static shared
     if [ "${OVERHEAD_ALL:-0}" = 1 ]; then
-        CS_ANALYZE=0 REPS=$r interleave launch static -- "$RUNS/launch_static" "${ll[@]}"
-        CS_ANALYZE=0 REPS=$r interleave launch shared -- "$RUNS/launch_shared" "${ll[@]}"
+        CS_ANALYZE=0 REPS=$r interleave launch static -- "$RUNS/launch_static" "${LAUNCH_ARGS[@]}"
+        CS_ANALYZE=0 REPS=$r interleave launch shared -- "$RUNS/launch_shared" "${LAUNCH_ARGS[@]}"
         CS_ANALYZE=0 REPS=$((r / 2)) CS_RECORD_FLAGS=--no-host \
-            interleave launch static-nohost -- "$RUNS/launch_static" "${ll[@]}"
+            interleave launch static-nohost -- "$RUNS/launch_static" "${LAUNCH_ARGS[@]}"
         CS_ANALYZE=0 REPS=$((r / 2)) interleave tiny loop -- "$PY" "$W" tiny x
-        REPS=1 interleave launch static-analysed -- "$RUNS/launch_static" "${ll[@]}"
+        REPS=1 interleave launch static-analysed -- "$RUNS/launch_static" "${LAUNCH_ARGS[@]}"
     fi
 }
 
@@ -228,7 +229,7 @@ part_faults() { # what page sampling adds to a page fault on this host
 }
 
 part_pfab() { # the ring's next-entry prefetch on and off: bench_shim, pinned launch loop
-    local pin r=${OVERHEAD_REPS:-4} ll=(100000 7)
+    local pin r=${OVERHEAD_REPS:-4}
     pin=$(gpu_local_cpus 2)
     [ -x "$RUNS/launch_static" ] || nvcc -O2 -o "$RUNS/launch_static" "$here/gpu/launch_loop.cu" 2>>"$LOG"
     for pf in 1 0; do
@@ -237,7 +238,7 @@ part_pfab() { # the ring's next-entry prefetch on and off: bench_shim, pinned la
     done
     for pf in 1 0; do
         CS_PIN=$pin CS_ANALYZE=0 REPS=$r interleave launch "static-pinned-pf$pf" \
-            CUDASPY_RING_PREFETCH=$pf -- "$RUNS/launch_static" "${ll[@]}"
+            CUDASPY_RING_PREFETCH=$pf -- "$RUNS/launch_static" "${LAUNCH_ARGS[@]}"
     done
 }
 
