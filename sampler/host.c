@@ -688,9 +688,18 @@ void host_add_pid(struct host *h, pid_t pid)
         sched_fsm_seed_proc(h->s, pid, procfs_now_ns(), 0);
 }
 
+/* While paused, the rings made no fork, exit or comm record: on restart,
+ * /proc says which processes were born into the tree (they are seeded as
+ * at the start) and which of ours died (they exit now). */
 int host_pause(struct host *h, int paused)
 {
-    return switch_all(h, !paused);
+    int rc = switch_all(h, !paused);
+
+    if (!paused && h->s) {
+        sched_fsm_drop_gone(h->s, procfs_now_ns());
+        seed_tree(h, 0);
+    }
+    return rc;
 }
 
 int host_live(struct host *h)

@@ -1165,6 +1165,19 @@ void sched_fsm_proc_gone(struct sched_fsm *s, uint32_t pid, uint64_t t_ns)
         proc_exit(s, p, t_ns);
 }
 
+void sched_fsm_drop_gone(struct sched_fsm *s, uint64_t t_ns)
+{
+    for (size_t i = 0; i < s->procs.cap; i++) {
+        struct proc *p = (struct proc *)(uintptr_t)s->procs.vals[i];
+        struct procfs_stat st;
+
+        if (!s->procs.keys[i] || p->dead)
+            continue;
+        if (procfs_stat_read((pid_t)p->row.pid, 0, &st) < 0 || st.state == 'Z' || st.state == 'X')
+            proc_exit(s, p, t_ns);
+    }
+}
+
 void sched_fsm_sys_window(struct sched_fsm *s, uint64_t ws, uint64_t we)
 {
     emit_syswin(s, ws, we);

@@ -80,6 +80,10 @@ int sched_fsm_live(const struct sched_fsm *s);
 /** Tier C: process @p pid is gone (seen at @p t_ns); emits its row. */
 void sched_fsm_proc_gone(struct sched_fsm *s, uint32_t pid, uint64_t t_ns);
 
+/** Mark exited, at @p t_ns, every tracked process that /proc no longer
+ * shows alive: its exit record was never made (perf events paused). */
+void sched_fsm_drop_gone(struct sched_fsm *s, uint64_t t_ns);
+
 /** Tier C: emit one syswin over [@p ws, @p we] from the /proc/stat readings. */
 void sched_fsm_sys_window(struct sched_fsm *s, uint64_t ws, uint64_t we);
 
