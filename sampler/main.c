@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,7 @@ struct sampler_args {
     const char *output, *listen, *preload, *events;
     char **cmd;       /* launch mode */
     pid_t pid;        /* attach mode */
-    int ready_fd, quiet, no_host, tier, page_source;
+    int ready_fd, quiet, no_host, tier, page_source, sched;
     uint64_t window_ns, offcpu_ns, runq_ns, map_bytes, max_map_bytes, duty_ns;
     unsigned page_period, ring_pages;
 };
@@ -81,6 +82,9 @@ static void usage(FILE *f)
 "                      1 for allocs)\n"
 "      --events LIST   extra libpfm4 counters, comma-separated\n"
 "      --ring-pages N  perf ring data pages per CPU (default 512)\n"
+"      --sched batch|normal  the collector's scheduling policy: batch\n"
+"                      (default) never preempts a traced thread when it\n"
+"                      wakes up; normal is the kernel's default\n"
 "      --duty MS       measure what recording costs: from the start, record\n"
 "                      for MS ms, pause the shims and the perf events for MS\n"
 "                      ms, in turn (run meta duty_ns; the run covers the\n"
@@ -133,7 +137,7 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 enum {
     OPT_LISTEN = 256, OPT_READY, OPT_PRELOAD, OPT_NOHOST, OPT_TIER, OPT_WINDOW, OPT_OFFCPU,
     OPT_RUNQ, OPT_PAGE, OPT_EVENTS, OPT_RING, OPT_PID, OPT_MAP, OPT_VERSION, OPT_HELP,
-    OPT_MAXMAP, OPT_PAGESRC, OPT_DUTY
+    OPT_MAXMAP, OPT_PAGESRC, OPT_DUTY, OPT_SCHED
 };
 
 static const struct option long_opts[] = {
@@ -147,6 +151,7 @@ static const struct option long_opts[] = {
     {"quiet", no_argument, 0, 'q'},          {"version", no_argument, 0, OPT_VERSION},
     {"help", no_argument, 0, OPT_HELP},      {"max-map-mb", required_argument, 0, OPT_MAXMAP},
     {"page-source", required_argument, 0, OPT_PAGESRC}, {"duty", required_argument, 0, OPT_DUTY},
+    {"sched", required_argument, 0, OPT_SCHED},
     {0, 0, 0, 0}};
 
 /* 'a' or 'f' for a page source named "allocs" or "faults", else 0. */
@@ -188,6 +193,7 @@ static int parse_args(int argc, char **argv, struct sampler_args *a)
     const char *env;
 
     a->ready_fd = -1;
+    a->sched = SCHED_BATCH;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "+o:q", long_opts, NULL)) != -1) {
         switch (opt) {
@@ -205,6 +211,11 @@ static int parse_args(int argc, char **argv, struct sampler_args *a)
         case OPT_PAGESRC:
             if ((a->page_source = page_source_of(optarg)) == 0)
                 return usage_error("invalid page source '%s' (allocs or faults)", optarg);
+            break;
+        case OPT_SCHED:
+            if (strcmp(optarg, "batch") != 0 && strcmp(optarg, "normal") != 0)
+                return usage_error("invalid policy '%s' (batch or normal)", optarg);
+            a->sched = optarg[0] == 'n' ? SCHED_OTHER : SCHED_BATCH;
             break;
         case OPT_VERSION: printf(PROG " " CS_VERSION "\n"); return 1;
         case OPT_HELP: usage(stdout); return 1;
@@ -592,6 +603,18 @@ static int setup(struct loop *l, char *path, size_t n, int *gate)
     return 0;
 }
 
+/* Take the collector's policy, after the traced command was forked (it
+ * keeps its own). SCHED_BATCH keeps a fair share of CPU but never preempts
+ * the task it wakes next to: the traced threads' CPUs are theirs
+ * (docs/sampler.md, "Where the collector runs"). */
+static void sched_self(const struct sampler_args *a)
+{
+    struct sched_param sp = {0};
+
+    if (a->sched != SCHED_OTHER && sched_setscheduler(0, a->sched, &sp) < 0)
+        fprintf(stderr, PROG ": warning: SCHED_BATCH: %s; normal policy\n", strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
     struct sampler_args a = {0};
@@ -616,6 +639,7 @@ int main(int argc, char **argv)
         collector_free(l.c);
         return EXIT_SYSTEM;
     }
+    sched_self(&a);
     collector_on_register(l.c, on_register, &l);
     meta_cmdline(&l);
     root_row(&l);

@@ -71,7 +71,7 @@ add_test(NAME cli.shim_dlsym_tailcall
 set_tests_properties(cli.shim_rtld_next cli.shim_dlsym_tailcall PROPERTIES LABELS "cli;nosan"
                      TIMEOUT 60)
 
-foreach(case disable exec_child stacks duty duty_tree)
+foreach(case disable exec_child stacks duty duty_tree sched)
   add_test(NAME cli.shim_${case} COMMAND ${SHIM_TEST_DIR}/cli/shim_${case}.sh ${CMAKE_BINARY_DIR})
   set_tests_properties(cli.shim_${case} PROPERTIES LABELS "cli;notsan" TIMEOUT 90)
 endforeach()
