@@ -27,8 +27,10 @@
 #        the same with a third run per round, traced --no-host (the shim alone);
 #        ddpdutyvar: ddpduty's traced runs, DDP_REPS rounds, with $B's shim and
 #        each libcudaspy-NAME.so of SHIM_VARIANTS in turn (experiments; the
-#        words hostonly and nohost split host sampling from the shim;
-#        DDP_PIN=1 pins the ranks as ddppin does);
+#        words hostonly and nohost split host sampling from the shim,
+#        schednormal runs the collector on the normal policy, pinned pins
+#        one variant's ranks; DDP_PIN=1 pins every variant as ddppin does;
+#        scripts/gpu/duty_pool.py pools several calls' runs);
 #        quick: five suite workloads once each (a changed shim's check);
 #        launchshared: overhead's pinned launch loop, shared runtime only;
 #        perf: system-wide `perf record` (PERF, PERF_LIB) around an untraced and a
@@ -331,14 +333,15 @@ part_ddpdutysplit() { # ddpduty's measure with and without host sampling: the sh
 
 part_ddpdutyvar() { # ddpduty's traced runs for several builds of libcudaspy.so, rotating
     # SHIM_VARIANTS: libcudaspy-NAME.so files, each run with the rest of $B,
-    # and the words hostonly ($B's shim disabled: host sampling's share) and
-    # nohost (--no-host: the shim's share). DDP_PIN=1: ranks pinned as in
-    # ddppin (does the runs' spread come from placement?)
+    # and the words hostonly ($B's shim disabled: host sampling's share),
+    # nohost (--no-host: the shim's share), schednormal (the collector on the
+    # kernel's default policy instead of SCHED_BATCH) and pinned (this
+    # variant's ranks pinned as in ddppin). DDP_PIN=1: every variant pinned.
     local steps=${DDP_DUTY_STEPS:-4000} so v i k vs=() pin=()
     [ "${DDP_PIN:-0}" = 1 ] && pin=("CS_DDP_CPUS=$(ddp_pin_cpus)")
     for so in ${SHIM_VARIANTS:-}; do
         case $so in
-        hostonly | nohost) vs+=("$so"); continue ;;
+        hostonly | nohost | schednormal | pinned) vs+=("$so"); continue ;;
         esac
         v=$(basename "$so" .so) && v=${v#libcudaspy-}
         rm -rf "$RUNS/b-$v" && cp -r "$B" "$RUNS/b-$v" && cp "$so" "$RUNS/b-$v/libcudaspy.so"
@@ -354,6 +357,8 @@ part_ddpdutyvar() { # ddpduty's traced runs for several builds of libcudaspy.so,
              base) ;;
              hostonly) envs+=(CUDASPY_DISABLE=1) ;;
              nohost) flags+=" --no-host" ;;
+             schednormal) CS_SAMPLER_ARGS="--sched normal" ;;
+             pinned) envs+=("CS_DDP_CPUS=$(ddp_pin_cpus)") ;;
              *) B=$RUNS/b-$v ;;
              esac
              CS_TIMES=1 CS_ANALYZE=0 CS_RECORD_FLAGS=$flags \

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""duty_pool.py: pool the `record --duty` measures of several GPU calls.
+
+Usage: duty_pool.py DIR[:MODE,MODE...] ...
+  DIR holds one call's runs.jsonl with its .out, .steps and .meta.json files
+  (paths are looked up by file name in DIR). MODEs pick the run modes
+  (e.g. duty-s4000-base); default every traced mode.
+
+Prints, for the pooled phase pairs, the median with two 95 % intervals:
+resampling phase pairs (what collect.py reports for one call) and
+resampling whole runs, which also counts how much runs differ from each
+other (placebos in the runs themselves are not repeated here)."""
+import json
+import os
+import random
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import collect  # noqa: E402
+
+
+def runs_of(spec):
+    d, _, modes = spec.partition(":")
+    want = set(modes.split(",")) if modes else None
+    out = []
+    for line in open(os.path.join(d, "runs.jsonl")):
+        r = json.loads(line)
+        if not r.get("traced") or (want and r["mode"] not in want):
+            continue
+        for k in ("out", "meta"):
+            if r.get(k):
+                r[k] = os.path.join(d, os.path.basename(r[k]))
+        out.append(r)
+    return out
+
+
+def run_bootstrap(per_run, n=2000):
+    """Median of the pooled pairs and its 95 % interval, resampling runs."""
+    rng = random.Random(1)
+    meds = []
+    for _ in range(n):
+        pick = rng.choices(per_run, k=len(per_run))
+        meds.append(statistics.median([x for run in pick for x in run]))
+    meds.sort()
+    return meds[n // 40], meds[n - 1 - n // 40]
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__.strip().splitlines()[2])
+    traced = [r for spec in sys.argv[1:] for r in runs_of(spec)]
+    st = collect.duty_stats([], traced)
+    if st is None:
+        sys.exit("duty_pool.py: no run recorded with --duty and logged its steps")
+    per_run = [p for p in st["traced"] if p]
+    pooled = [x for p in per_run for x in p]
+    med, (lo, hi) = collect.bootstrap(pooled)
+    rlo, rhi = run_bootstrap(per_run)
+    print(f"runs {len(per_run)}, phase pairs {len(pooled)}: median {med:+.2f} %, "
+          f"mean {statistics.mean(pooled):+.2f} %")
+    print(f"  95 % over pairs {lo:+.2f} .. {hi:+.2f} %; over runs {rlo:+.2f} .. {rhi:+.2f} %")
+    print("  per-run medians " + " ".join(f"{statistics.median(p):+.2f}" for p in per_run))
+
+
+if __name__ == "__main__":
+    main()
