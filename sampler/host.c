@@ -294,6 +294,15 @@ static int seed_tree(struct host *h, int at_attach)
     return rc;
 }
 
+/* The rings missed task records (paused, or lost): /proc says which
+ * processes joined the tree since (seeded as at the start) and which of
+ * ours are gone (they exit now). */
+static void resync_tree(struct host *h)
+{
+    sched_fsm_drop_gone(h->s, procfs_now_ns());
+    seed_tree(h, 0);
+}
+
 static int open_tier_a(struct host *h)
 {
     struct perf_event_attr a;
@@ -537,10 +546,10 @@ int host_drain(struct host *h, uint64_t now_ns)
     sys_sample(h, t);
     if (t > HOST_HOLDBACK_NS)
         process_until(h, t - HOST_HOLDBACK_NS);
-    /* A LOST record may have swallowed FORK records: look in /proc again. */
+    /* A LOST record may have swallowed FORK or EXIT records. */
     if (sched_fsm_stats(h->s)->lost_spans != h->lost_spans_seen) {
         h->lost_spans_seen = sched_fsm_stats(h->s)->lost_spans;
-        seed_tree(h, 0);
+        resync_tree(h);
     }
     if (t - h->t_check >= HOST_CHECK_NS) {
         h->t_check = t;
@@ -689,16 +698,13 @@ void host_add_pid(struct host *h, pid_t pid)
 }
 
 /* While paused, the rings made no fork, exit or comm record: on restart,
- * /proc says which processes were born into the tree (they are seeded as
- * at the start) and which of ours died (they exit now). */
+ * look in /proc again. */
 int host_pause(struct host *h, int paused)
 {
     int rc = switch_all(h, !paused);
 
-    if (!paused && h->s) {
-        sched_fsm_drop_gone(h->s, procfs_now_ns());
-        seed_tree(h, 0);
-    }
+    if (!paused && h->s)
+        resync_tree(h);
     return rc;
 }
 
