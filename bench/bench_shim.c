@@ -10,9 +10,9 @@
  * then, as in a real program, where the interpreter and the framework run
  * between two CUDA calls; the hot loop alone flatters the shim.
  * Usage: bench_shim [ROUNDS=5] [BATCHES=200] [CALLS_PER_BATCH=1000] [EVICT_KB=0]
- *        bench_shim --calls OP N: only N calls of operation OP (0-3, the
- *        order of the report), untimed: for instruction counts under
- *        valgrind (bench/shim_ir.sh) */
+ *        bench_shim --calls OP N [EVICT_KB]: only N calls of operation OP
+ *        (0-3, the order of the report), for instruction and cache-miss
+ *        counts under valgrind (bench/shim_ir.sh) */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <errno.h>
@@ -182,17 +182,16 @@ static int child(int batches, int calls, size_t evict)
     return 0;
 }
 
-/* Child of bench/shim_ir.sh: @p n calls of @p op and nothing else timed. */
-static int calls_only(int op, int n)
+/* Child of bench/shim_ir.sh: @p n calls of @p op, back to back or each
+ * after writing @p evict bytes of other memory. */
+static int calls_only(int op, int n, size_t evict)
 {
+    volatile uint8_t *buf = evict ? calloc(evict, 1) : NULL;
     struct ops o;
 
-    if (op < 0 || op >= N_OPS || n < 0 || ops_init(&o) < 0)
+    if (op < 0 || op >= N_OPS || n < 0 || (evict && buf == NULL) || ops_init(&o) < 0)
         return 3;
-    for (int i = 0; i < n; i++)
-        if (op_call(&o, op) != CUDA_SUCCESS)
-            return 3;
-    return 0;
+    return (evict ? cold_calls(&o, op, n, buf, evict) : hot_calls(&o, op, n)) < 0 ? 3 : 0;
 }
 
 /* ---------------- parent: run the modes, interleaved ---------------- */
@@ -330,8 +329,8 @@ int main(int argc, char **argv)
     static struct bench b;
     int rounds;
 
-    if (argc == 4 && strcmp(argv[1], "--calls") == 0)
-        return calls_only(atoi(argv[2]), atoi(argv[3]));
+    if ((argc == 4 || argc == 5) && strcmp(argv[1], "--calls") == 0)
+        return calls_only(atoi(argv[2]), atoi(argv[3]), argc == 5 ? (size_t)atoi(argv[4]) << 10 : 0);
     if (argc >= 2 && strcmp(argv[1], "--child") == 0)
         return child(argc > 2 ? atoi(argv[2]) : 200, argc > 3 ? atoi(argv[3]) : 1000,
                      argc > 4 ? (size_t)atoi(argv[4]) << 10 : 0);

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# shim_ir.sh: instructions the shim adds to each intercepted call, counted
-# by valgrind's callgrind on the fake driver (bench_shim --calls): exact
-# and repeatable where the time per call is not, though it says nothing of
-# cache misses, which dominate on a real program (docs/shim.md). For each
-# operation: total instructions of N and 2N calls, without the shim and
-# under `cudaspy record --no-host`; added = the two slopes' difference.
+# shim_ir.sh: what the shim adds to each intercepted call, counted by
+# valgrind's callgrind on the fake driver (bench_shim --calls): exact and
+# repeatable where the time per call on a shared VM is not.
+#  - instructions: N and 2N calls back to back;
+#  - D1 misses: N/5 and 2N/5 calls, each after writing 256 KiB of other
+#    memory (callgrind's simulated L1), as in a program that works between
+#    its CUDA calls: the cache lines a record touches that were cold.
+# Each figure is the slope (per call) under `cudaspy record --no-host` less
+# the slope without the shim. Neither says what a miss costs on a given
+# CPU; that is the GPU duty measure's question (docs/shim.md).
 # Usage: bench/shim_ir.sh [BUILD_DIR=build] [N=10000]   (needs valgrind)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -16,25 +20,35 @@ trap 'rm -rf "$w"' EXIT
 export CUDASPY_QUIET=1
 ops=(cuLaunchKernel cuMemcpyHtoDAsync_v2 cuStreamSynchronize cudaLaunchKernel)
 
-# ir WRAP... : OP CALLS: instructions callgrind collected in bench_shim --calls
-ir() {
-    local pre=()
-    while [ "$1" != : ]; do pre+=("$1"); shift; done
-    shift
-    { "${pre[@]}" valgrind --tool=callgrind --callgrind-out-file="$w/cg" \
-        "$B/bench_shim" --calls "$1" "$2" 2>&1 || true; } |
-        sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+# count MODE OP CALLS EVICT_KB: callgrind's total of instructions (EVICT_KB
+# 0) or of D1 misses, for bench_shim --calls; MODE plain or record
+count() {
+    local pre=(env) vg=(valgrind --tool=callgrind --callgrind-out-file="$w/cg")
+    [ "$1" = record ] && pre=("$B/cudaspy" record --no-host -o "$w/r.lmdb" --)
+    [ "$4" != 0 ] && vg+=(--cache-sim=yes)
+    { "${pre[@]}" "${vg[@]}" "$B/bench_shim" --calls "$2" "$3" "$4" 2>&1 || true; } |
+        if [ "$4" = 0 ]; then
+            sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+        else
+            sed -n 's/.*D1  misses: *\([0-9,]*\).*/\1/p' | tr -d ,
+        fi
 }
+
+# added OP CALLS EVICT_KB: the shim's slope less the plain one, per call
+added() {
+    local op=$1 k=$2 ev=$3 p1 p2 r1 r2
+    p1=$(count plain "$op" "$k" "$ev") p2=$(count plain "$op" $((2 * k)) "$ev")
+    r1=$(count record "$op" "$k" "$ev") r2=$(count record "$op" $((2 * k)) "$ev")
+    [ -n "$p1" ] && [ -n "$p2" ] && [ -n "$r1" ] && [ -n "$r2" ] ||
+        { echo "shim_ir.sh: ${ops[$op]}: no callgrind total" >&2; exit 3; }
+    awk -v k="$k" -v p1="$p1" -v p2="$p2" -v r1="$r1" -v r2="$r2" \
+        'BEGIN { printf "%.1f", ((r2 - r1) - (p2 - p1)) / k }'
+}
+
 printf '# cudaspy-bench commit=%s host=%s cmd="bench/shim_ir.sh %s %s"\n' \
     "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)" "$(hostname)" \
     "${1:-build}" "$n"
 for op in 0 1 2 3; do
-    p1=$(ir env : "$op" "$n") p2=$(ir env : "$op" $((2 * n)))
-    r1=$(ir "$B/cudaspy" record --no-host -o "$w/r.lmdb" -- : "$op" "$n")
-    r2=$(ir "$B/cudaspy" record --no-host -o "$w/r.lmdb" -- : "$op" $((2 * n)))
-    [ -n "$p1" ] && [ -n "$p2" ] && [ -n "$r1" ] && [ -n "$r2" ] ||
-        { echo "shim_ir.sh: ${ops[$op]}: no callgrind total" >&2; exit 3; }
-    awk -v op="${ops[$op]}" -v n="$n" -v p1="$p1" -v p2="$p2" -v r1="$r1" -v r2="$r2" 'BEGIN {
-        printf "shim.ir %-28s plain %6.1f  recording %6.1f  added %6.1f instructions/call\n",
-            op, (p2 - p1) / n, (r2 - r1) / n, ((r2 - r1) - (p2 - p1)) / n }'
+    printf 'shim.ir %-22s added %6s instructions  %5s D1 misses (cold) per call\n' \
+        "${ops[$op]}" "$(added "$op" "$n" 0)" "$(added "$op" $((n / 5)) 256)"
 done
