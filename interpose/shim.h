@@ -27,17 +27,8 @@
 #define SHIM_MUSTTAIL /* gcc < 15: -O2 emits the jmp; test cli.shim_dlsym_tailcall checks */
 #endif
 
-/* Per-thread call state (initial-exec TLS, zero at thread start). */
-struct shim_thread {
-    uint32_t seq;      /* last record sequence number of this thread */
-    uint32_t rt_depth; /* runtime wrappers currently on this thread's stack */
-    uint32_t rt_seq;   /* seq of the outermost such runtime call */
-    uint32_t dev;      /* device of the current context + 1; 0 = not read yet */
-    uint32_t nested_name;    /* name id of the last launch made inside a runtime call */
-    uint32_t nested_name_of; /* that runtime call's seq */
-};
-extern __thread struct shim_thread shim_t_
-    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+/* Per-thread call state (seq, rt_depth, dev, ...) lives in struct
+ * shim_thread, shim_t_, beside the ring's (shim_ring.h): one TLS line. */
 
 /* 1 = every wrapper passes through (CUDASPY_DISABLE=1, inside the sampler). */
 #define shim_off_ (shim_hot_.off)

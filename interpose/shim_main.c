@@ -12,8 +12,6 @@
 
 #include "shim.h"
 
-__thread struct shim_thread shim_t_ __attribute__((tls_model("initial-exec")));
-
 static pthread_mutex_t shim_mu = PTHREAD_MUTEX_INITIALIZER;
 
 uint32_t shim_pid_slow(void)

@@ -27,7 +27,7 @@
 #define RING_KB_DEF    1024
 #define SEND_TRIES     50  /* x 100 ms waiting for socket space */
 
-__thread struct shim_ring_thread shim_ring_t_ __attribute__((tls_model("initial-exec")));
+__thread struct shim_thread shim_t_ __attribute__((tls_model("initial-exec")));
 struct shim_hot shim_hot_ = {.name_epoch = 1, .name_gen = 1};
 
 static struct {
@@ -57,9 +57,9 @@ uint32_t shim_ring_tid_slow(void)
 {
     int e = errno;
 
-    shim_ring_t_.tid = sys_gettid();
+    shim_t_.tid = sys_gettid();
     errno = e;
-    return shim_ring_t_.tid;
+    return shim_t_.tid;
 }
 
 /* Decimal @p v into @p p; returns the end. */
@@ -470,7 +470,7 @@ static int claim(uint32_t tid, struct cs_ring_prod *prod)
  * already in it stay for the collector. */
 static void release_thread(void *arg)
 {
-    struct cs_ring_prod *p = &shim_ring_t_.prod;
+    struct cs_ring_prod *p = &shim_t_.prod;
     int e = errno;
 
     (void)arg;
@@ -508,7 +508,8 @@ static void atfork_child(void)
     for (uint32_t s = 0; s < g.nseg; s++)
         munmap(g.seg[s], g.seg_bytes[s]);
     g.nseg = 0;
-    memset(&shim_ring_t_, 0, sizeof(shim_ring_t_));
+    memset(&shim_t_.prod, 0, sizeof(shim_t_.prod)); /* the interposer keeps its fields */
+    shim_t_.tid = shim_t_.in_slow = 0;
     errno = e;
 }
 
@@ -544,7 +545,7 @@ static int push_thread_name(struct cs_ring_prod *p, const char *name)
 
 struct cs_ring_prod *shim_ring_attach_slow(void)
 {
-    struct shim_ring_thread *t = &shim_ring_t_;
+    struct shim_thread *t = &shim_t_;
     char name[17] = "";
     int e = errno, rc = 0;
 
@@ -613,8 +614,8 @@ int shim_ring_push_name(uint32_t local_id, uint64_t handle, uint32_t kind, const
 
     if (shim_ring_tls() == NULL && shim_ring_attach_slow() == NULL)
         return -ENOTCONN;
-    if (len > shim_ring_t_.prod.size / 4 - hdr)
-        len = shim_ring_t_.prod.size / 4 - hdr;
+    if (len > shim_t_.prod.size / 4 - hdr)
+        len = shim_t_.prod.size / 4 - hdr;
     e = def_reserve(&p, hdr + len, CS_ENT_NAME);
     if (e == NULL) {
         errno = err;
@@ -642,8 +643,8 @@ int shim_ring_push_stack(uint32_t local_id, const struct cs_frame *f, uint32_t n
 
     if (shim_ring_tls() == NULL && shim_ring_attach_slow() == NULL)
         return -ENOTCONN;
-    if ((size_t)nf * sizeof(*f) > shim_ring_t_.prod.size / 4 - hdr)
-        nf = (uint32_t)((shim_ring_t_.prod.size / 4 - hdr) / sizeof(*f));
+    if ((size_t)nf * sizeof(*f) > shim_t_.prod.size / 4 - hdr)
+        nf = (uint32_t)((shim_t_.prod.size / 4 - hdr) / sizeof(*f));
     e = def_reserve(&p, hdr + (size_t)nf * sizeof(*f), CS_ENT_STACK);
     if (e == NULL) {
         errno = err;

@@ -25,15 +25,30 @@
 #include "cudaspy/record.h"
 #include "cudaspy/ring.h"
 
-/* Per-thread state (initial-exec TLS, no malloc). prod.ctl == NULL until the
- * thread claimed a sub-ring. Private to shim_ring.c and these inlines. */
-struct shim_ring_thread {
+/* Per-thread state, the ring's and the interposer's (shim.h), in one
+ * initial-exec TLS block (zero at thread start, no malloc): one GOT entry
+ * to find it, and in its first cache line everything a recorded call reads
+ * (two GOT entries and two TLS lines before, each cold again after the
+ * program's own work: bench/shim_ir.sh). prod.ctl == NULL until the thread
+ * claimed a sub-ring. Defined in shim_ring.c. */
+struct shim_thread {
+    /* ring (this file and shim_ring.c) */
     struct cs_ring_prod prod;
-    uint32_t tid;     /* cached gettid(), 0 = not yet */
-    uint32_t in_slow; /* re-entry guard for the slow path */
-};
+    uint32_t tid;      /* cached gettid(), 0 = not yet */
+    /* interposer (shim.h) */
+    uint32_t seq;      /* last record sequence number of this thread */
+    uint32_t rt_depth; /* runtime wrappers currently on this thread's stack */
+    uint32_t dev;      /* device of the current context + 1; 0 = not read yet */
+    /* second line: runtime calls and slow paths only */
+    uint32_t rt_seq;         /* seq of the outermost runtime call on the stack */
+    uint32_t nested_name;    /* name id of the last launch made inside a runtime call */
+    uint32_t nested_name_of; /* that runtime call's seq */
+    uint32_t in_slow;        /* re-entry guard for the ring's slow path */
+} __attribute__((aligned(64)));
+_Static_assert(offsetof(struct shim_thread, rt_seq) == 64,
+               "what every recorded call reads is the first cache line");
 
-extern __thread struct shim_ring_thread shim_ring_t_
+extern __thread struct shim_thread shim_t_
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
 /* How to prefetch the next entry: SHIM_PF_* (CUDASPY_RING_PREFETCH=0: not). */
 enum { SHIM_PF_NONE, SHIM_PF_READ, SHIM_PF_WRITE };
@@ -121,7 +136,7 @@ static inline uint64_t shim_ring_now(void)
  * the word on this thread's sub-ring head line; 0 before it has one. */
 static inline int shim_ring_paused(void)
 {
-    const struct cs_subring *ctl = shim_ring_t_.prod.ctl;
+    const struct cs_subring *ctl = shim_t_.prod.ctl;
 
     return ctl && atomic_load_explicit(&ctl->paused, memory_order_relaxed);
 }
@@ -130,7 +145,7 @@ static inline int shim_ring_paused(void)
  * or recording is off. */
 static inline struct cs_ring_prod *shim_ring_tls(void)
 {
-    struct cs_ring_prod *p = &shim_ring_t_.prod;
+    struct cs_ring_prod *p = &shim_t_.prod;
 
     if (__builtin_expect(p->ctl == NULL, 0))
         return NULL;
@@ -148,7 +163,7 @@ struct cs_ring_prod *shim_ring_attach_slow(void) __attribute__((cold, noinline))
 uint32_t shim_ring_tid_slow(void) __attribute__((cold, noinline));
 static inline uint32_t shim_ring_tid(void)
 {
-    uint32_t t = shim_ring_t_.tid;
+    uint32_t t = shim_t_.tid;
     return __builtin_expect(t != 0, 1) ? t : shim_ring_tid_slow();
 }
 

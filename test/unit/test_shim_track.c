@@ -11,11 +11,11 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 void shim_lock(void) { pthread_mutex_lock(&mu); }
 void shim_unlock(void) { pthread_mutex_unlock(&mu); }
 
-/* The ring client's thread id cache, reduced to what shim_capture_key needs. */
-__thread struct shim_ring_thread shim_ring_t_;
+/* The per-thread state (shim_ring.c's): the thread id cache shim_capture_key needs. */
+__thread struct shim_thread shim_t_;
 struct shim_hot shim_hot_; /* shim_ring.c's, which this test does not link */
 static _Atomic uint32_t next_tid = 100;
-uint32_t shim_ring_tid_slow(void) { return shim_ring_t_.tid = atomic_fetch_add(&next_tid, 1); }
+uint32_t shim_ring_tid_slow(void) { return shim_t_.tid = atomic_fetch_add(&next_tid, 1); }
 
 static int test_pinned_inside_and_edges(void)
 {
