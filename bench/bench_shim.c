@@ -130,9 +130,22 @@ static int64_t hot_calls(const struct ops *o, int op, int n)
     return (int64_t)(now_ns() - t0);
 }
 
-/* @p n calls of @p op, each after writing @p evict bytes of @p buf; ns
- * spent in the calls alone, -1 on a failed call. */
-static int64_t cold_calls(const struct ops *o, int op, int n, volatile uint8_t *buf, size_t evict)
+/* Run 64 KiB of straight-line code: the instruction cache holds none of
+ * the shim's afterwards, as after a framework's own code between calls. */
+static void __attribute__((noinline)) code_sweep(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ volatile(".rept 65536\n\tnop\n\t.endr");
+#elif defined(__aarch64__)
+    __asm__ volatile(".rept 16384\n\tnop\n\t.endr");
+#endif
+}
+
+/* @p n calls of @p op, each after writing @p evict bytes of @p buf (and
+ * with @p code, running code_sweep()); ns spent in the calls alone, -1 on a
+ * failed call. */
+static int64_t cold_calls(const struct ops *o, int op, int n, volatile uint8_t *buf, size_t evict,
+                          int code)
 {
     uint64_t in = 0;
 
@@ -140,6 +153,8 @@ static int64_t cold_calls(const struct ops *o, int op, int n, volatile uint8_t *
         uint64_t t0;
         for (size_t j = 0; j < evict; j += 64)
             buf[j]++;
+        if (code)
+            code_sweep();
         t0 = now_ns();
         if (op_call(o, op) != CUDA_SUCCESS)
             return -1;
@@ -170,7 +185,7 @@ static int child(int batches, int calls, size_t evict)
     }
     for (int op = 0; op < N_OPS; op++) {
         for (int b = 0; b < batches; b++) {
-            int64_t in = evict ? cold_calls(&o, op, calls, buf, evict)
+            int64_t in = evict ? cold_calls(&o, op, calls, buf, evict, 0)
                                : hot_calls(&o, op, calls);
             if (in < 0)
                 return 3;
@@ -183,7 +198,7 @@ static int child(int batches, int calls, size_t evict)
 }
 
 /* Child of bench/shim_ir.sh: @p n calls of @p op, back to back or each
- * after writing @p evict bytes of other memory. */
+ * after writing @p evict bytes of other memory and running 64 KiB of code. */
 static int calls_only(int op, int n, size_t evict)
 {
     volatile uint8_t *buf = evict ? calloc(evict, 1) : NULL;
@@ -191,7 +206,7 @@ static int calls_only(int op, int n, size_t evict)
 
     if (op < 0 || op >= N_OPS || n < 0 || (evict && buf == NULL) || ops_init(&o) < 0)
         return 3;
-    return (evict ? cold_calls(&o, op, n, buf, evict) : hot_calls(&o, op, n)) < 0 ? 3 : 0;
+    return (evict ? cold_calls(&o, op, n, buf, evict, 1) : hot_calls(&o, op, n)) < 0 ? 3 : 0;
 }
 
 /* ---------------- parent: run the modes, interleaved ---------------- */
