@@ -149,12 +149,12 @@ static inline uint64_t deref_u64(uint64_t p, int rc)
     return (rc == 0 && p) ? *(const uint64_t *)(uintptr_t)p : 0;
 }
 
+/* Written out, not looped: with constant indexes the compiler keeps the
+ * wrapper's argument array in registers instead of storing it. */
 static inline void grid_block(struct cs_rec_cuda *r, const uint64_t *g, const uint64_t *b)
 {
-    for (int i = 0; i < 3; i++) {
-        r->grid[i] = (uint32_t)g[i];
-        r->block[i] = (uint16_t)b[i];
-    }
+    r->grid[0] = (uint32_t)g[0], r->grid[1] = (uint32_t)g[1], r->grid[2] = (uint32_t)g[2];
+    r->block[0] = (uint16_t)b[0], r->block[1] = (uint16_t)b[1], r->block[2] = (uint16_t)b[2];
 }
 
 /* A launch made inside a runtime launch hands its name to it (shim_t_),

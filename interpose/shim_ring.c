@@ -171,6 +171,18 @@ uint32_t shim_ring_clock_init_slow(void)
     return clk;
 }
 
+uint64_t shim_ring_now_slow(void)
+{
+    struct timespec ts;
+
+#if defined(__x86_64__) || defined(__i386__)
+    if (shim_ring_clock() == CS_CLOCK_TSC) /* it was undecided */
+        return __rdtsc();
+#endif
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 uint32_t shim_ring_clock(void)
 {
     uint32_t c = __atomic_load_n(&shim_ring_clock_, __ATOMIC_RELAXED);

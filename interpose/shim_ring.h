@@ -115,21 +115,20 @@ uint32_t shim_ring_epoch(void);
 
 /* ---- hot path ---- */
 
+/** CLOCK_MONOTONIC in ns; decides the clock first if it is undecided. */
+uint64_t shim_ring_now_slow(void) __attribute__((noinline));
+
 /** Timestamp in this process's clock (raw TSC ticks or CLOCK_MONOTONIC ns),
- * for cs_rec_cuda.t_enter_ns / t_exit_ns. No system call. */
+ * for cs_rec_cuda.t_enter_ns / t_exit_ns. No system call. Only the TSC
+ * read is inline: clock_gettime's call and spills made every wrapper
+ * longer, on the hosts that do not use them. */
 static inline uint64_t shim_ring_now(void)
 {
-    uint32_t clk = __atomic_load_n(&shim_ring_clock_, __ATOMIC_RELAXED);
-    struct timespec ts;
-
-    if (__builtin_expect(clk == 0, 0))
-        clk = shim_ring_clock_init_slow();
 #if defined(__x86_64__) || defined(__i386__)
-    if (clk == CS_CLOCK_TSC)
+    if (__builtin_expect(__atomic_load_n(&shim_ring_clock_, __ATOMIC_RELAXED) == CS_CLOCK_TSC, 1))
         return __rdtsc();
 #endif
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return shim_ring_now_slow();
 }
 
 /** 1 while the collector has recording paused (`record --duty` off phase):
