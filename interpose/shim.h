@@ -1,8 +1,10 @@
 /* shim.h: what the shim's files share (private to libcudaspy.so). Owns the
- * per-thread call state (sequence numbers, runtime nesting), the process
- * switches (disabled, inert) and the record helpers every wrapper uses. The
- * ring itself is shim_ring.h's; the wrappers are shim_driver.c (driver),
- * shim_runtime.c (runtime) and shim_dlsym.c (the gateways). */
+ * meaning of the per-thread call state (sequence numbers, runtime nesting,
+ * device), the process switches (disabled, inert) and the record helpers
+ * every wrapper uses. The ring itself is shim_ring.h's, and so is the
+ * storage of both per-thread states (one TLS line, struct shim_thread);
+ * the wrappers are shim_driver.c (driver), shim_runtime.c (runtime) and
+ * shim_dlsym.c (the gateways). */
 #ifndef CUDASPY_SHIM_H
 #define CUDASPY_SHIM_H
 

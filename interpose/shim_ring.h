@@ -1,6 +1,8 @@
 /* shim_ring.h: the producer (client) side of the ring hand-off, used by the
  * shim. Owns the process's connection to cudaspy-sampler, its memfd
- * segments and each thread's claimed sub-ring; the protocol itself is
+ * segments and each thread's claimed sub-ring, and lays out the state every
+ * recorded call reads, the ring's and the interposer's together (struct
+ * shim_hot, struct shim_thread); the protocol itself is
  * include/cudaspy/ring.h (docs/ring.md). Wrapping CUDA calls and filling
  * records is the shim's job (interpose/).
  *
