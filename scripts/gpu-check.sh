@@ -26,7 +26,8 @@
 #        in on phases against their neighbouring off phases; ddpdutysplit:
 #        the same with a third run per round, traced --no-host (the shim alone);
 #        ddpdutyvar: ddpduty's traced runs, DDP_REPS rounds, with $B's shim and
-#        each libcudaspy-NAME.so of SHIM_VARIANTS in turn (experiments; the
+#        each libcudaspy-NAME.so of SHIM_VARIANTS in turn (experiments, or
+#        another commit's shim from scripts/build-gpu-variant.sh; the
 #        words hostonly and nohost split host sampling from the shim,
 #        schednormal runs the collector on the normal policy, pinned pins
 #        one variant's ranks; DDP_PIN=1 pins every variant as ddppin does;
