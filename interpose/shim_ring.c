@@ -146,7 +146,8 @@ static ssize_t read_small(const char *path, char *buf, size_t n)
     return total;
 }
 
-uint32_t shim_ring_clock_init_slow(void)
+static uint32_t clock_init_slow(void) __attribute__((cold, noinline));
+static uint32_t clock_init_slow(void)
 {
     const char *env = getenv("CUDASPY_CLOCK");
     uint32_t clk = CS_CLOCK_MONO;
@@ -186,7 +187,7 @@ uint64_t shim_ring_now_slow(void)
 uint32_t shim_ring_clock(void)
 {
     uint32_t c = __atomic_load_n(&shim_ring_clock_, __ATOMIC_RELAXED);
-    return c ? c : shim_ring_clock_init_slow();
+    return c ? c : clock_init_slow();
 }
 
 uint32_t shim_ring_epoch(void)

@@ -99,11 +99,9 @@ void shim_ring_set_sock(const char *addr);
  * return < 0 to leave recording off. */
 void shim_ring_set_autostart(int (*fn)(char *addr, size_t n));
 
-/** Decide the clock (CUDASPY_CLOCK=tsc|mono, else tsc when the kernel's
- * clocksource is tsc, else mono). Called by shim_ring_now() the first time. */
-uint32_t shim_ring_clock_init_slow(void) __attribute__((cold, noinline));
-
-/** CS_CLOCK_* this process stamps records with. */
+/** CS_CLOCK_* this process stamps records with, decided at the first call
+ * (CUDASPY_CLOCK=tsc|mono, else tsc when the kernel's clocksource is tsc,
+ * else mono). */
 uint32_t shim_ring_clock(void);
 
 /** Records this process dropped because its ring was full (all threads). */
@@ -117,7 +115,8 @@ uint32_t shim_ring_epoch(void);
 
 /* ---- hot path ---- */
 
-/** CLOCK_MONOTONIC in ns; decides the clock first if it is undecided. */
+/** shim_ring_now() off its TSC path: CLOCK_MONOTONIC ns, or the first
+ * timestamp of a process whose clock is not decided yet (decides it). */
 uint64_t shim_ring_now_slow(void) __attribute__((noinline));
 
 /** Timestamp in this process's clock (raw TSC ticks or CLOCK_MONOTONIC ns),

@@ -312,6 +312,12 @@ static int same_dead_proc(const struct sched_fsm *s, uint32_t pid, uint64_t star
     return d <= 20000000ull;
 }
 
+/* Is @p pid in /proc and neither a zombie nor dead? Fills @p st. */
+static int alive_in_procfs(pid_t pid, struct procfs_stat *st)
+{
+    return procfs_stat_read(pid, 0, st) == 0 && st->state != 'Z' && st->state != 'X';
+}
+
 int sched_fsm_seed_proc(struct sched_fsm *s, pid_t pid, uint64_t t_ns, uint32_t flags)
 {
     struct procfs_pids tids = {0};
@@ -325,7 +331,7 @@ int sched_fsm_seed_proc(struct sched_fsm *s, pid_t pid, uint64_t t_ns, uint32_t 
         p->row.flags |= flags;
         return collector_proc(s->o.c, &p->row);
     }
-    if (procfs_stat_read(pid, 0, &st) < 0 || st.state == 'Z' || st.state == 'X')
+    if (!alive_in_procfs(pid, &st))
         return -ESRCH;
     if (same_dead_proc(s, (uint32_t)pid, procfs_ticks_to_mono_ns(st.start_ticks)))
         return 0; /* exited, not yet reaped: still in /proc */
@@ -1171,9 +1177,7 @@ void sched_fsm_drop_gone(struct sched_fsm *s, uint64_t t_ns)
         struct proc *p = (struct proc *)(uintptr_t)s->procs.vals[i];
         struct procfs_stat st;
 
-        if (!s->procs.keys[i] || p->dead)
-            continue;
-        if (procfs_stat_read((pid_t)p->row.pid, 0, &st) < 0 || st.state == 'Z' || st.state == 'X')
+        if (s->procs.keys[i] && !p->dead && !alive_in_procfs((pid_t)p->row.pid, &st))
             proc_exit(s, p, t_ns);
     }
 }
