@@ -9,6 +9,7 @@
 # Usage: scripts/gpu-check.sh [PART...]
 #   parts: smoke seed suite profiler ddp overhead faults seedov ddpov ddpdiag
 #   ddppin ddpduty ddpdutysplit ddpdutyvar seedpairs pfab perf quick launchshared
+#   launchduty
 #   (default: seed suite)
 #   overhead: the shim's cost per call on this host (bench_shim, fake driver)
 #        and the empty-kernel launch loop (static and shared runtime), traced
@@ -34,6 +35,8 @@
 #        scripts/gpu/duty_pool.py pools several calls' runs);
 #        quick: five suite workloads once each (a changed shim's check);
 #        launchshared: overhead's pinned launch loop, shared runtime only;
+#        launchduty: the launch loops (LAUNCH_RTS, static shared) measured
+#        as ddpduty does, steps of 500 launches, LAUNCH_DUTY_REPS pairs;
 #        perf: system-wide `perf record` (PERF, PERF_LIB) around an untraced and a
 #        traced DDP run: CPU by process and library, the shim's hot instructions
 # Env: CS_RECORD_FLAGS extra `cudaspy record` options; CS_SAMPLER_ARGS extra
@@ -193,10 +196,29 @@ launch_pinned() {
     pin=$(gpu_local_cpus 2)
     log "gpu-check: overhead: launch loops pinned to CPUs ${pin:-none} (GPU 0's node)"
     for rt in "$@"; do
-        [ -x "$RUNS/launch_$rt" ] ||
-            nvcc -O2 -cudart "$rt" -o "$RUNS/launch_$rt" "$here/gpu/launch_loop.cu" 2>>"$LOG"
+        launch_build "$rt"
         CS_PIN=$pin CS_ANALYZE=0 REPS=$r interleave launch "$rt-pinned" -- "$RUNS/launch_$rt" \
             "${LAUNCH_ARGS[@]}"
+    done
+}
+
+# launch_build RT: $RUNS/launch_RT, the launch loop on the static or shared runtime
+launch_build() {
+    [ -x "$RUNS/launch_$1" ] ||
+        nvcc -O2 -cudart "$1" -o "$RUNS/launch_$1" "$here/gpu/launch_loop.cu" 2>>"$LOG"
+}
+
+part_launchduty() { # the launch loops' cost inside each run: record --duty, steps of 500 launches
+    # LAUNCH_DUTY_REPS pairs per runtime (untraced runs: the placebo), each
+    # LAUNCH_DUTY_ARGS (500000 7: 3.5 M launches, about 15 s)
+    local pin rt args
+    pin=$(gpu_local_cpus 2)
+    read -r -a args <<<"${LAUNCH_DUTY_ARGS:-500000 7}"
+    log "gpu-check: launchduty: launch loops pinned to CPUs ${pin:-none}, ${args[*]}"
+    for rt in ${LAUNCH_RTS:-static shared}; do
+        launch_build "$rt"
+        CS_PIN=$pin CS_ANALYZE=0 CS_RECORD_FLAGS="--duty ${DUTY_MS:-250}" \
+            REPS=${LAUNCH_DUTY_REPS:-3} interleave launch "duty-$rt" -- "$RUNS/launch_$rt" "${args[@]}"
     done
 }
 
@@ -234,7 +256,7 @@ part_faults() { # what page sampling adds to a page fault on this host
 part_pfab() { # the ring's next-entry prefetch on and off: bench_shim, pinned launch loop
     local pin r=${OVERHEAD_REPS:-4}
     pin=$(gpu_local_cpus 2)
-    [ -x "$RUNS/launch_static" ] || nvcc -O2 -o "$RUNS/launch_static" "$here/gpu/launch_loop.cu" 2>>"$LOG"
+    launch_build static
     for pf in 1 0; do
         LD_LIBRARY_PATH="$B/fake" CUDASPY_RING_PREFETCH=$pf taskset -c "$(gpu_local_cpus 4)" \
             "$B/bench_shim" 5 200 1000 >"$OUT/bench-shim-pf$pf.txt" 2>>"$LOG"
