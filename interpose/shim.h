@@ -112,10 +112,10 @@ static inline uint16_t shim_device(void)
 /** getpid(), cached; for calls made before the constructor ran. */
 uint32_t shim_pid_slow(void) SHIM_COLD;
 
-/** Finish and push a record: exit time, result, pid/tid, optional stack. */
-static inline void shim_rec_end(struct cs_rec_cuda *r, int result)
+/** Finish a record: exit time @p t_exit, result, pid/tid, optional stack. */
+static inline void shim_rec_finish(struct cs_rec_cuda *r, int result, uint64_t t_exit)
 {
-    r->t_exit_ns = shim_ring_now();
+    r->t_exit_ns = t_exit;
     r->result = result;
     r->flags |= shim_static_rt_;
     if (result != 0)
@@ -126,8 +126,58 @@ static inline void shim_rec_end(struct cs_rec_cuda *r, int result)
     r->tid = shim_ring_tid();
     if (SHIM_UNLIKELY(shim_stack_min_ != 0) && r->t_exit_ns - r->t_enter_ns >= shim_stack_min_)
         r->stack_id = shim_stack_capture_slow();
+}
+
+/** Keep finished driver record @p r, made inside a recorded runtime call,
+ * for that call's push (shim_rec_end_rt); push the one kept before it. */
+static inline void shim_rec_hold(const struct cs_rec_cuda *r)
+{
+    struct shim_thread *t = &shim_t_;
+
+    if (SHIM_UNLIKELY(t->held_of != 0))
+        shim_ring_push_cuda(&t->held);
+    t->held = *r;
+    t->held_of = r->parent_seq;
+}
+
+/** Finish and push a driver record; one made inside a recorded runtime call
+ * waits for that call's record (shim_rec_hold): the pair then costs one
+ * ring commit and one clock read less. */
+static inline void shim_rec_end(struct cs_rec_cuda *r, int result)
+{
+    shim_rec_finish(r, result, shim_ring_now());
     SHIM_ST(uint64_t st_p0_ = __rdtsc();)
-    shim_ring_push_cuda(r);
+    if (SHIM_LIKELY(!(r->flags & CS_CF_NESTED))) /* (the layout: a static runtime's path straight) */
+        shim_ring_push_cuda(r);
+    else
+        shim_rec_hold(r);
+    SHIM_ST(shim_st_push(r->api, __rdtsc() - st_p0_);)
+}
+
+/** Finish and push a runtime record, with the driver record it kept, if
+ * any, just before it. That driver call's exit is the runtime call's exit
+ * too: what the runtime does after it is a return (docs/shim.md), and the
+ * clock read it saves is 20 ns on the H200 host. */
+static inline void shim_rec_end_rt(struct cs_rec_cuda *r, int result)
+{
+    struct shim_thread *t = &shim_t_;
+    uint32_t of = t->held_of;
+
+    SHIM_ST(uint64_t st_p0_;)
+    if (SHIM_LIKELY(of == r->seq)) {
+        shim_rec_finish(r, result, t->held.t_exit_ns);
+        SHIM_ST(st_p0_ = __rdtsc();)
+        t->held_of = 0;
+        shim_ring_push_cuda2(&t->held, r);
+    } else {
+        shim_rec_finish(r, result, shim_ring_now());
+        SHIM_ST(st_p0_ = __rdtsc();)
+        if (of != 0) { /* kept before this call began (an outer call's) */
+            t->held_of = 0;
+            shim_ring_push_cuda(&t->held);
+        }
+        shim_ring_push_cuda(r);
+    }
     SHIM_ST(shim_st_push(r->api, __rdtsc() - st_p0_);)
 }
 

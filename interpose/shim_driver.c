@@ -157,8 +157,8 @@ static inline void grid_block(struct cs_rec_cuda *r, const uint64_t *g, const ui
     r->block[0] = (uint16_t)b[0], r->block[1] = (uint16_t)b[1], r->block[2] = (uint16_t)b[2];
 }
 
-/* A launch made inside a runtime launch hands its name to it (shim_t_),
- * which then needs no lookup of its own. */
+/* A launch made inside a runtime launch hands its name to it (it waits
+ * in shim_t_.held), which then needs no lookup of its own. */
 static inline void kernel_name(struct cs_rec_cuda *r, uint64_t f, int rc, const void *real)
 {
     if (rc != 0 || f == 0)
@@ -166,10 +166,6 @@ static inline void kernel_name(struct cs_rec_cuda *r, uint64_t f, int rc, const 
     r->name_id = shim_name_driver(f, real);
     if (r->name_id)
         r->flags |= CS_CF_HAS_NAME;
-    if (r->flags & CS_CF_NESTED) {
-        shim_t_.nested_name = r->name_id;
-        shim_t_.nested_name_of = r->parent_seq;
-    }
 }
 
 /* Before the real call: start loading what the record will need after it. */

@@ -87,11 +87,13 @@ static void atfork_parent(void) { shim_unlock(); }
 /* The child is single-threaded and its one thread holds the mutex (taken
  * by atfork_prepare): release it, learn the pid, and forget what it sent
  * through its parent's ring (the ring client resets the ring, tid and
- * socket itself). Re-initialising a held mutex instead left TSan counting
+ * socket itself), and a driver record its thread kept, which is the
+ * parent's to push. Re-initialising a held mutex instead left TSan counting
  * it as held, and the child's first lock a double lock. */
 static void atfork_child(void)
 {
     shim_unlock();
+    shim_t_.held_of = 0;
     shim_pid_ = (uint32_t)getpid();
     shim_names_atfork_child();
     shim_stack_atfork_child();

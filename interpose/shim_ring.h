@@ -9,6 +9,7 @@
  * Usage (hot path, any thread):
  *     uint64_t t0 = shim_ring_now();  ...real call...  rec.t_exit_ns = shim_ring_now();
  *     shim_ring_push_cuda(&rec);      (attaches on first use; never blocks)
+ *     shim_ring_push_cuda2(&a, &b);   (two records, one commit)
  * Names and stacks get process-local ids (from 1) chosen by the shim; push
  * the definition (shim_ring_push_name/_stack) before the first record that
  * uses it. Every function here keeps errno, never writes stdout and, after
@@ -41,11 +42,15 @@ struct shim_thread {
     uint32_t seq;      /* last record sequence number of this thread */
     uint32_t rt_depth; /* runtime wrappers currently on this thread's stack */
     uint32_t dev;      /* device of the current context + 1; 0 = not read yet */
-    /* second line: runtime calls and slow paths only */
-    uint32_t rt_seq;         /* seq of the outermost runtime call on the stack */
-    uint32_t nested_name;    /* name id of the last launch made inside a runtime call */
-    uint32_t nested_name_of; /* that runtime call's seq */
-    uint32_t in_slow;        /* re-entry guard for the ring's slow path */
+    /* second line on: runtime calls and slow paths only */
+    uint32_t rt_seq;    /* seq of the innermost runtime call on the stack */
+    uint32_t held_of;   /* seq of the runtime call @held was made in; 0 = none */
+    uint32_t in_slow;   /* re-entry guard for the ring's slow path */
+    uint32_t pad;
+    /* The last driver record made inside a recorded runtime call, finished
+     * but not yet pushed: it goes into the ring with that call's record, in
+     * one entry pair (shim.h, shim_rec_end_rt). */
+    struct cs_rec_cuda held;
 } __attribute__((aligned(64)));
 _Static_assert(offsetof(struct shim_thread, rt_seq) == 64,
                "what every recorded call reads is the first cache line");
@@ -167,21 +172,28 @@ static inline uint32_t shim_ring_tid(void)
     return __builtin_expect(t != 0, 1) ? t : shim_ring_tid_slow();
 }
 
-/** Start fetching, for writing, the cache lines the next entry of @p p
- * will use: the collector read them last, from another core, and a store
- * that has to wait for them holds up every later store of the thread,
- * the driver's own included. Issued after a push, the transfer overlaps the
- * program's work until its next CUDA call. Never faults. */
-static inline void shim_ring_prefetch_next(const struct cs_ring_prod *p)
+#define SHIM_ENT_CUDA (sizeof(struct cs_ring_ent) + sizeof(struct cs_rec_cuda))
+
+/** Start fetching, for writing, the cache lines the next @p n (1 or 2)
+ * entries of @p p will use, as many as the push just made: the collector
+ * read them last, from another core, and a store that has to wait for them
+ * holds up every later store of the thread, the driver's own included.
+ * Issued after a push, the transfer overlaps the program's work until its
+ * next CUDA call. Never faults. */
+static inline void shim_ring_prefetch_next(const struct cs_ring_prod *p, unsigned n)
 {
     const uint8_t *q = p->data + (p->head & (p->size - 1));
-    const size_t last = sizeof(struct cs_ring_ent) + sizeof(struct cs_rec_cuda) - 1;
+    const size_t last = n * SHIM_ENT_CUDA - 1;
     uint8_t how = __atomic_load_n(&shim_ring_pfw_, __ATOMIC_RELAXED);
 
 #if defined(__x86_64__)
     if (__builtin_expect(how == SHIM_PF_WRITE, 1)) {
         __asm__ volatile("prefetchw %0" : : "m"(q[0]));
         __asm__ volatile("prefetchw %0" : : "m"(q[64]));
+        if (n > 1) {
+            __asm__ volatile("prefetchw %0" : : "m"(q[128]));
+            __asm__ volatile("prefetchw %0" : : "m"(q[192]));
+        }
         __asm__ volatile("prefetchw %0" : : "m"(q[last]));
         return;
     }
@@ -189,15 +201,22 @@ static inline void shim_ring_prefetch_next(const struct cs_ring_prod *p)
     if (how == SHIM_PF_READ) {
         __builtin_prefetch(q, 1, 3);
         __builtin_prefetch(q + 64, 1, 3);
+        if (n > 1) {
+            __builtin_prefetch(q + 128, 1, 3);
+            __builtin_prefetch(q + 192, 1, 3);
+        }
         __builtin_prefetch(q + last, 1, 3);
     }
 }
 
-/** Copy @p r into this thread's sub-ring, or count a drop when it is full.
- * Attaches on first use. No locks, no malloc, no system calls after attach. */
-static inline void shim_ring_push_cuda(const struct cs_rec_cuda *r)
+/** Copy @p a, then @p b unless it is NULL, into this thread's sub-ring as
+ * consecutive entries under one commit, or count them as drops when it is
+ * full. Attaches on first use. No locks, no malloc, no system calls after
+ * attach. */
+static inline void shim_ring_push_cuda2(const struct cs_rec_cuda *a, const struct cs_rec_cuda *b)
 {
     struct cs_ring_prod *p = shim_ring_tls();
+    const unsigned n = b ? 2 : 1;
     struct cs_ring_ent *e;
 
     if (__builtin_expect(p == NULL, 0)) {
@@ -205,17 +224,30 @@ static inline void shim_ring_push_cuda(const struct cs_rec_cuda *r)
         if (p == NULL)
             return;
     }
-    e = cs_ring_reserve(p, (uint32_t)(sizeof(*e) + sizeof(*r)));
+    e = cs_ring_reserve(p, (uint32_t)(n * SHIM_ENT_CUDA));
     if (__builtin_expect(e == NULL, 0)) {
-        atomic_fetch_add_explicit(&p->ctl->dropped, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&p->ctl->dropped, n, memory_order_relaxed);
         return;
     }
-    e->len = (uint32_t)(sizeof(*e) + sizeof(*r));
+    e->len = (uint32_t)SHIM_ENT_CUDA;
     e->type = CS_ENT_CUDA;
     e->aux = 0;
-    memcpy(e + 1, r, sizeof(*r));
+    memcpy(e + 1, a, sizeof(*a));
+    if (b) {
+        e = (struct cs_ring_ent *)((uint8_t *)e + SHIM_ENT_CUDA);
+        e->len = (uint32_t)SHIM_ENT_CUDA;
+        e->type = CS_ENT_CUDA;
+        e->aux = 0;
+        memcpy(e + 1, b, sizeof(*b));
+    }
     cs_ring_commit(p);
-    shim_ring_prefetch_next(p);
+    shim_ring_prefetch_next(p, n);
+}
+
+/** Copy @p r into this thread's sub-ring (shim_ring_push_cuda2 of one). */
+static inline void shim_ring_push_cuda(const struct cs_rec_cuda *r)
+{
+    shim_ring_push_cuda2(r, NULL);
 }
 
 /* ---- definitions (slow path is fine; they attach on first use) ---- */

@@ -83,8 +83,8 @@ static void launch_name(struct cs_rec_cuda *r, cudaError_t rc, const void *real,
 {
     if (rc != cudaSuccess || f == NULL)
         return;
-    if (shim_t_.nested_name_of == r->seq && shim_t_.nested_name)
-        r->name_id = shim_t_.nested_name;
+    if (shim_t_.held_of == r->seq && (shim_t_.held.flags & CS_CF_HAS_NAME))
+        r->name_id = shim_t_.held.name_id;
     else
         r->name_id = shim_name_runtime(u64(f), real);
     if (r->name_id)
@@ -260,7 +260,7 @@ static void *rt_resolve_slow(int i) SHIM_COLD;
         t->rt_seq = outer;                                                             \
         rtx_##base(&r, rc, (const void *)real RT_ARGS args);                           \
         shim_rec_capture(&r);                                                          \
-        shim_rec_end(&r, (int)rc);                                                     \
+        shim_rec_end_rt(&r, (int)rc);                                                  \
         SHIM_ST(shim_st_add(r.api, st1_ - st0_, __rdtsc() - st2_);)                    \
         errno = err;                                                                   \
         return rc;                                                                     \

@@ -36,7 +36,8 @@
 #        quick: five suite workloads once each (a changed shim's check);
 #        launchshared: overhead's pinned launch loop, shared runtime only;
 #        launchduty: the launch loops (LAUNCH_RTS, static shared) measured
-#        as ddpduty does, steps of 500 launches, LAUNCH_DUTY_REPS pairs;
+#        as ddpduty does, steps of 500 launches, LAUNCH_DUTY_REPS rounds of
+#        untraced, traced, and traced with each shim of SHIM_VARIANTS;
 #        perf: system-wide `perf record` (PERF, PERF_LIB) around an untraced and a
 #        traced DDP run: CPU by process and library, the shim's hot instructions
 # Env: CS_RECORD_FLAGS extra `cudaspy record` options; CS_SAMPLER_ARGS extra
@@ -209,17 +210,40 @@ launch_build() {
 }
 
 part_launchduty() { # the launch loops' cost inside each run: record --duty, steps of 500 launches
-    # LAUNCH_DUTY_REPS pairs per runtime (untraced runs: the placebo), each
-    # LAUNCH_DUTY_ARGS (500000 7: 3.5 M launches, about 15 s)
-    local pin rt args
+    # LAUNCH_DUTY_REPS rounds; each round runs every runtime of LAUNCH_RTS
+    # untraced (the placebo; LAUNCH_DUTY_PLAIN=0: not), traced with $B's
+    # shim, and traced with each libcudaspy-NAME.so of SHIM_VARIANTS; each
+    # run is LAUNCH_DUTY_ARGS (500000 7: 3.5 M launches, about 15 s)
+    local pin rt args i v vs bv
     pin=$(gpu_local_cpus 2)
     read -r -a args <<<"${LAUNCH_DUTY_ARGS:-500000 7}"
-    log "gpu-check: launchduty: launch loops pinned to CPUs ${pin:-none}, ${args[*]}"
-    for rt in ${LAUNCH_RTS:-static shared}; do
-        launch_build "$rt"
-        CS_PIN=$pin CS_ANALYZE=0 CS_RECORD_FLAGS="--duty ${DUTY_MS:-250}" \
-            REPS=${LAUNCH_DUTY_REPS:-3} interleave launch "duty-$rt" -- "$RUNS/launch_$rt" "${args[@]}"
+    read -r -a vs <<<"$(variant_builds)"
+    log "gpu-check: launchduty: launch loops pinned to CPUs ${pin:-none}, ${args[*]}, shims ${vs[*]}"
+    for rt in ${LAUNCH_RTS:-static shared}; do launch_build "$rt"; done
+    for i in $(seq 1 "${LAUNCH_DUTY_REPS:-3}"); do
+        for rt in ${LAUNCH_RTS:-static shared}; do
+            [ "${LAUNCH_DUTY_PLAIN:-1}" = 1 ] &&
+                CS_PIN=$pin run_one launch "duty-$rt" 0 "$i" -- "$RUNS/launch_$rt" "${args[@]}"
+            for v in "${vs[@]}"; do
+                bv=$B && [ "$v" = base ] || bv=$RUNS/b-$v
+                B=$bv CS_PIN=$pin CS_ANALYZE=0 CS_RECORD_FLAGS="--duty ${DUTY_MS:-250}" \
+                    run_one launch "duty-$rt-$v" 1 "$i" -- "$RUNS/launch_$rt" "${args[@]}"
+            done
+        done
     done
+}
+
+# variant_builds: for each libcudaspy-NAME.so of SHIM_VARIANTS, $RUNS/b-NAME
+# (a copy of $B with that shim); prints the NAMEs, then base ($B itself)
+variant_builds() {
+    local so v vs=()
+    for so in ${SHIM_VARIANTS:-}; do
+        case $so in *.so) ;; *) continue ;; esac
+        v=$(basename "$so" .so) && v=${v#libcudaspy-}
+        rm -rf "$RUNS/b-$v" && cp -r "$B" "$RUNS/b-$v" && cp "$so" "$RUNS/b-$v/libcudaspy.so"
+        vs+=("$v")
+    done
+    echo "${vs[*]} base"
 }
 
 part_launchshared() { # the shared-runtime launch loop alone (two records per launch)
@@ -363,14 +387,10 @@ part_ddpdutyvar() { # ddpduty's traced runs for several builds of libcudaspy.so,
     local steps=${DDP_DUTY_STEPS:-4000} so v i k vs=() pin=()
     [ "${DDP_PIN:-0}" = 1 ] && pin=("CS_DDP_CPUS=$(ddp_pin_cpus)")
     for so in ${SHIM_VARIANTS:-}; do
-        case $so in
-        hostonly | nohost | schednormal | pinned) vs+=("$so"); continue ;;
-        esac
-        v=$(basename "$so" .so) && v=${v#libcudaspy-}
-        rm -rf "$RUNS/b-$v" && cp -r "$B" "$RUNS/b-$v" && cp "$so" "$RUNS/b-$v/libcudaspy.so"
-        vs+=("$v")
+        case $so in hostonly | nohost | schednormal | pinned) vs+=("$so") ;; esac
     done
-    vs+=(base)
+    read -r -a so <<<"$(variant_builds)"
+    vs+=("${so[@]}")
     for i in $(seq 1 "${DDP_REPS:-3}"); do
         for k in $(seq 0 $((${#vs[@]} - 1))); do
             v=${vs[$(((i + k) % ${#vs[@]}))]}

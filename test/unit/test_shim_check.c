@@ -302,8 +302,34 @@ static void check_nested_name(const struct expect *e, struct cs_run *run,
              e->pid, p->tid, p->seq, pn, cn);
 }
 
+/* The records after runtime record r[i] that were made inside it lie
+ * inside it in time, and when the last of them is a driver call the runtime
+ * call made itself, the runtime call ends when that call does (the shim
+ * reads the clock once for both: shim.h, shim_rec_end_rt). */
+static void check_nested_times(const struct expect *e, const struct cs_rec_cuda *r, size_t n,
+                               size_t i)
+{
+    const struct cs_rec_cuda *p = &r[i], *last = NULL;
+
+    for (size_t j = i + 1; j < n && r[j].tid == p->tid && (r[j].flags & CS_CF_NESTED); j++) {
+        last = &r[j];
+        if (r[j].parent_seq != p->seq)
+            continue;
+        if (r[j].t_enter_ns < p->t_enter_ns || r[j].t_exit_ns > p->t_exit_ns)
+            FAIL("pid %u: tid %u seq %u: outside its runtime call (seq %u) in time", e->pid,
+                 r[j].tid, r[j].seq, p->seq);
+    }
+    if (last && last->parent_seq == p->seq &&
+        cs_api_table[last->api % CS_API_COUNT].layer == CS_LAYER_DRIVER &&
+        last->t_exit_ns != p->t_exit_ns)
+        FAIL("pid %u: tid %u seq %u: runtime call ends at %llu, its last driver call at %llu",
+             e->pid, p->tid, p->seq, (unsigned long long)p->t_exit_ns,
+             (unsigned long long)last->t_exit_ns);
+}
+
 /* Records of one pid sorted by (tid, seq): no duplicates; a nested record's
- * parent is a runtime record of the same thread, and names the same kernel. */
+ * parent is a runtime record of the same thread, and names the same kernel;
+ * nested records lie inside their parent. */
 static void check_seq(const struct expect *e, struct cs_run *run, struct cs_rec_cuda *r, size_t n,
                       int runtime)
 {
@@ -311,6 +337,8 @@ static void check_seq(const struct expect *e, struct cs_run *run, struct cs_rec_
     for (size_t i = 0; i < n; i++) {
         if (i && r[i].tid == r[i - 1].tid && r[i].seq == r[i - 1].seq)
             FAIL("pid %u: tid %u seq %u: duplicate record", e->pid, r[i].tid, r[i].seq);
+        if (runtime && cs_api_table[r[i].api % CS_API_COUNT].layer == CS_LAYER_RUNTIME)
+            check_nested_times(e, r, n, i);
         if (!(r[i].flags & CS_CF_NESTED) || !runtime)
             continue;
         struct cs_rec_cuda key = {.tid = r[i].tid, .seq = r[i].parent_seq};
