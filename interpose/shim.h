@@ -147,35 +147,29 @@ static inline void shim_rec_end(struct cs_rec_cuda *r, int result)
 {
     shim_rec_finish(r, result, shim_ring_now());
     SHIM_ST(uint64_t st_p0_ = __rdtsc();)
-    if (SHIM_LIKELY(!(r->flags & CS_CF_NESTED))) /* (the layout: a static runtime's path straight) */
+    if (SHIM_LIKELY(!(r->flags & CS_CF_NESTED))) /* lays out a static runtime's path straight */
         shim_ring_push_cuda(r);
     else
         shim_rec_hold(r);
     SHIM_ST(shim_st_push(r->api, __rdtsc() - st_p0_);)
 }
 
-/** Finish and push a runtime record, with the driver record it kept, if
- * any, just before it. That driver call's exit is the runtime call's exit
- * too: what the runtime does after it is a return (docs/shim.md), and the
- * clock read it saves is 20 ns on the H200 host. */
+/** Finish and push a runtime record, with the driver record kept, if any,
+ * just before it, under one commit. When that driver call was made by this
+ * runtime call, its exit is this call's exit too: what the runtime does
+ * after it is a return (docs/shim.md), and the clock read it saves is 20 ns
+ * on the H200 host. */
 static inline void shim_rec_end_rt(struct cs_rec_cuda *r, int result)
 {
     struct shim_thread *t = &shim_t_;
-    uint32_t of = t->held_of;
+    uint32_t of = t->held_of; /* this call's seq, an outer call's, or 0 */
 
-    SHIM_ST(uint64_t st_p0_;)
-    if (SHIM_LIKELY(of == r->seq)) {
-        shim_rec_finish(r, result, t->held.t_exit_ns);
-        SHIM_ST(st_p0_ = __rdtsc();)
+    shim_rec_finish(r, result, of == r->seq ? t->held.t_exit_ns : shim_ring_now());
+    SHIM_ST(uint64_t st_p0_ = __rdtsc();)
+    if (SHIM_LIKELY(of != 0)) {
         t->held_of = 0;
         shim_ring_push_cuda2(&t->held, r);
     } else {
-        shim_rec_finish(r, result, shim_ring_now());
-        SHIM_ST(st_p0_ = __rdtsc();)
-        if (of != 0) { /* kept before this call began (an outer call's) */
-            t->held_of = 0;
-            shim_ring_push_cuda(&t->held);
-        }
         shim_ring_push_cuda(r);
     }
     SHIM_ST(shim_st_push(r->api, __rdtsc() - st_p0_);)

@@ -209,6 +209,16 @@ static inline void shim_ring_prefetch_next(const struct cs_ring_prod *p, unsigne
     }
 }
 
+/* Fill the CS_ENT_CUDA entry at @p e with @p r; the byte after it. */
+static inline uint8_t *shim_ring_put_cuda(struct cs_ring_ent *e, const struct cs_rec_cuda *r)
+{
+    e->len = (uint32_t)SHIM_ENT_CUDA;
+    e->type = CS_ENT_CUDA;
+    e->aux = 0;
+    memcpy(e + 1, r, sizeof(*r));
+    return (uint8_t *)e + SHIM_ENT_CUDA;
+}
+
 /** Copy @p a, then @p b unless it is NULL, into this thread's sub-ring as
  * consecutive entries under one commit, or count them as drops when it is
  * full. Attaches on first use. No locks, no malloc, no system calls after
@@ -229,17 +239,9 @@ static inline void shim_ring_push_cuda2(const struct cs_rec_cuda *a, const struc
         atomic_fetch_add_explicit(&p->ctl->dropped, n, memory_order_relaxed);
         return;
     }
-    e->len = (uint32_t)SHIM_ENT_CUDA;
-    e->type = CS_ENT_CUDA;
-    e->aux = 0;
-    memcpy(e + 1, a, sizeof(*a));
-    if (b) {
-        e = (struct cs_ring_ent *)((uint8_t *)e + SHIM_ENT_CUDA);
-        e->len = (uint32_t)SHIM_ENT_CUDA;
-        e->type = CS_ENT_CUDA;
-        e->aux = 0;
-        memcpy(e + 1, b, sizeof(*b));
-    }
+    e = (struct cs_ring_ent *)(void *)shim_ring_put_cuda(e, a);
+    if (b)
+        shim_ring_put_cuda(e, b);
     cs_ring_commit(p);
     shim_ring_prefetch_next(p, n);
 }

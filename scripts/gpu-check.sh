@@ -384,13 +384,13 @@ part_ddpdutyvar() { # ddpduty's traced runs for several builds of libcudaspy.so,
     # nohost (--no-host: the shim's share), schednormal (the collector on the
     # kernel's default policy instead of SCHED_BATCH) and pinned (this
     # variant's ranks pinned as in ddppin). DDP_PIN=1: every variant pinned.
-    local steps=${DDP_DUTY_STEPS:-4000} so v i k vs=() pin=()
+    local steps=${DDP_DUTY_STEPS:-4000} w v i k vs=() built=() pin=()
     [ "${DDP_PIN:-0}" = 1 ] && pin=("CS_DDP_CPUS=$(ddp_pin_cpus)")
-    for so in ${SHIM_VARIANTS:-}; do
-        case $so in hostonly | nohost | schednormal | pinned) vs+=("$so") ;; esac
+    for w in ${SHIM_VARIANTS:-}; do
+        case $w in hostonly | nohost | schednormal | pinned) vs+=("$w") ;; esac
     done
-    read -r -a so <<<"$(variant_builds)"
-    vs+=("${so[@]}")
+    read -r -a built <<<"$(variant_builds)"
+    vs+=("${built[@]}")
     for i in $(seq 1 "${DDP_REPS:-3}"); do
         for k in $(seq 0 $((${#vs[@]} - 1))); do
             v=${vs[$(((i + k) % ${#vs[@]}))]}
