@@ -9,7 +9,7 @@
 # Usage: scripts/gpu-check.sh [PART...]
 #   parts: smoke seed suite profiler ddp overhead faults seedov ddpov ddpdiag
 #   ddppin ddpduty ddpdutysplit ddpdutyvar seedpairs pfab perf quick launchshared
-#   launchduty
+#   launchduty seedconc
 #   (default: seed suite)
 #   overhead: the shim's cost per call on this host (bench_shim, fake driver)
 #        and the empty-kernel launch loop (static and shared runtime), traced
@@ -38,6 +38,13 @@
 #        launchduty: the launch loops (LAUNCH_RTS, static shared) measured
 #        as ddpduty does, steps of 500 launches, LAUNCH_DUTY_REPS rounds of
 #        untraced, traced, and traced with each shim of SHIM_VARIANTS;
+#        seedconc: the seed W=4's overhead without the session's drift: two
+#        copies at once on disjoint sets of SEED_CONC_CPUS (6) CPUs of GPU 0's
+#        node (else of all CPUs), one traced, the traced side swapping every
+#        round, SEED_CONC_REPS (12) rounds, among them SEED_CONC_PLACEBO (4)
+#        rounds both untraced (the sides' asymmetry and the design's noise); the
+#        traced side's recorder and collector stay off the other side's CPUs
+#        (SEED_CONC_FENCE=0: anywhere); scripts/gpu/conc_pairs.py reads them;
 #        perf: system-wide `perf record` (PERF, PERF_LIB) around an untraced and a
 #        traced DDP run: CPU by process and library, the shim's hot instructions
 # Env: CS_RECORD_FLAGS extra `cudaspy record` options; CS_SAMPLER_ARGS extra
@@ -357,6 +364,81 @@ part_seedpairs() { # the seed W=4 untraced and traced (analysed), with the tree'
     [ "${SEED_PIN:-0}" = 1 ] && pin=$(gpu_local_cpus 8) && sfx=-pinned
     log "gpu-check: seedpairs: tree on CPUs ${pin:-any}"
     CS_PIN=$pin CS_TIMES=1 REPS=${SEED_REPS:-5} interleave seed "w4$sfx" -- "$PY" "$W" seed loader 4
+}
+
+# cpu_count LIST: how many CPUs a taskset list of single CPUs (a,b,c) names
+cpu_count() {
+    local ids=()
+    IFS=, read -r -a ids <<<"$1"
+    echo "${#ids[@]}"
+}
+
+# cpus_but LIST: the CPUs this script may run on, less LIST's, as a taskset list
+cpus_but() {
+    python3 -c 'import os, sys
+ex = {int(c) for c in sys.argv[1].split(",") if c}
+print(",".join(str(c) for c in sorted(os.sched_getaffinity(0)) if c not in ex))' "$1"
+}
+
+# conc_sides N: "A B", two disjoint sets of N CPUs: GPU 0's node's after its
+# first 2, else CPUs 2.. of nproc's; fails when there are not 2 + 2N CPUs
+conc_sides() {
+    local n=$1 a b
+    a=$(gpu_local_cpus "$n" 0 2)
+    b=$(gpu_local_cpus "$n" 0 $((2 + n)))
+    if [ "$(cpu_count "$a")" -lt "$n" ] || [ "$(cpu_count "$b")" -lt "$n" ]; then
+        log "gpu-check: seedconc: GPU 0's node has no 2 x $n CPUs after its first 2" \
+            "(${a:-none} / ${b:-none}): splitting the $(nproc) CPUs"
+        [ $((2 + 2 * n)) -le "$(nproc)" ] || return 1
+        a=$(seq -s, 2 $((1 + n)))
+        b=$(seq -s, $((2 + n)) $((1 + 2 * n)))
+    fi
+    echo "$a $b"
+}
+
+# conc_side MODE I TRACED CPUS OTHER: one seed W=4 run on CPUS (mode MODE,
+# rep I); a traced run's recorder and collector may use any CPU but OTHER's
+conc_side() {
+    local mode=$1 i=$2 traced=$3 cpus=$4 other=$5
+    [ "$traced" = 1 ] && [ "${SEED_CONC_FENCE:-1}" = 1 ] &&
+        taskset -cp "$(cpus_but "$other")" "$BASHPID" >/dev/null 2>>"$LOG"
+    CS_PIN=$cpus CS_TIMES=1 CS_ANALYZE=0 run_one seed "$mode" "$traced" "$i" "CS_BARRIER=$bar:2" \
+        -- "$PY" "$W" seed loader 4
+}
+
+# conc_round MODE I TRACED_A TRACED_B A B: side a's run (mode MODE-a) on CPUs
+# A and side b's (MODE-b) on CPUs B at the same time, rep I; both start
+# their timed loop together (workloads.py's barrier, after set-up)
+conc_round() {
+    local mode=$1 i=$2 pa pb bar
+    bar=$(mktemp -d "$RUNS/bar.XXXXXX")
+    bar=$bar conc_side "$mode-a" "$i" "$3" "$5" "$6" &
+    pa=$!
+    bar=$bar conc_side "$mode-b" "$i" "$4" "$6" "$5" &
+    pb=$!
+    wait "$pa" "$pb"
+    rm -rf "$bar"
+}
+
+part_seedconc() { # the seed W=4 traced and untraced at once, on two CPU sets, sides swapping
+    local n=${SEED_CONC_CPUS:-6} sides a b i
+    if ! sides=$(conc_sides "$n"); then
+        log "gpu-check: seedconc: $(nproc) CPUs, 2 + 2 x $n needed: skipped"
+        return
+    fi
+    read -r a b <<<"$sides"
+    log "gpu-check: seedconc: side a on CPUs $a, side b on CPUs $b," \
+        "traced side's recorder fenced ${SEED_CONC_FENCE:-1}"
+    local p=0 np=${SEED_CONC_PLACEBO:-4} nr=${SEED_CONC_REPS:-12}
+    for i in $(seq 1 "$nr"); do
+        # odd rounds trace side a, even rounds side b; the placebo rounds
+        # spread among them, so that they see the same drift
+        conc_round conc "$i" $((i % 2)) $((1 - i % 2)) "$a" "$b"
+        while [ "$p" -lt "$np" ] && [ $(((p + 1) * nr)) -le $((i * np)) ]; do
+            p=$((p + 1))
+            conc_round concp "$p" 0 0 "$a" "$b"
+        done
+    done
 }
 
 part_ddpdiag() { # where the short DDP loop's overhead comes from: host sampling off

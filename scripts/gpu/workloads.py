@@ -49,6 +49,20 @@ def proc_report(it):
               f"runq_ns={wait_ns} minflt={minflt}", file=sys.stderr)
 
 
+def barrier():
+    """$CS_BARRIER=DIR:N (gpu-check.sh seedconc): after set-up, wait until N
+    processes got here (one file each in DIR), at most 120 s, so that copies
+    run at the same time also time the same window."""
+    spec = os.environ.get("CS_BARRIER")
+    if not spec:
+        return
+    d, _, n = spec.rpartition(":")
+    open(os.path.join(d, str(os.getpid())), "w").close()
+    end = time.time() + 120
+    while len(os.listdir(d)) < int(n) and time.time() < end:
+        time.sleep(0.002)
+
+
 def w_seed(mode="loader", workers="4"):
     """The seed story: DataLoader(shuffle) over an in-RAM tensor vs direct
     indexing (../shared/seed/seed_bench.py). Planted: data pipeline starvation."""
@@ -61,6 +75,7 @@ def w_seed(mode="loader", workers="4"):
     with torch.no_grad():
         model(x[:b].to(DEV))
         torch.cuda.synchronize()
+        barrier()
         t = time.time()
         if mode == "direct":
             for i in range(0, n, b):
