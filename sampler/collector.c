@@ -113,6 +113,8 @@ struct collector {
     struct collector_stats stats;
     int store_failed;
     uint32_t paused; /* 1 in an off phase of o.duty_ns: the shims record nothing */
+    int flushing;     /* the store's thread syncs the file (cs_store_flush_start) */
+    int flush_warned; /* a failed flush was reported */
     int moved;   /* records moved in the last step */
     int backlog; /* a sub-ring still had data when its budget ran out */
     void (*on_reg)(void *arg, pid_t pid);
@@ -1079,6 +1081,21 @@ static int commit(struct collector *c, uint64_t now_ns)
     return rc;
 }
 
+/* The store's flush thread syncs the file (cs_store_flush_start); here,
+ * at the same interval, free dead readers' slots and say once if a flush
+ * failed. */
+static int flush_check(struct collector *c)
+{
+    int rc = cs_store_flush_error(c->st);
+
+    cs_store_readers_check(c->st);
+    if (rc < 0 && !c->flush_warned) {
+        c->flush_warned = 1;
+        warn("cudaspy-sampler: %s: cannot flush to disk (%s)", c->o.path, cs_strerror(rc));
+    }
+    return rc;
+}
+
 int collector_tick(struct collector *c, uint64_t now_ns)
 {
     int rc = 0;
@@ -1094,7 +1111,7 @@ int collector_tick(struct collector *c, uint64_t now_ns)
     if (now_ns - c->last_commit_ns >= c->o.commit_ns || cs_store_pending(c->st) >= COMMIT_BYTES)
         rc = commit(c, now_ns);
     if (rc == 0 && now_ns - c->last_sync_ns >= c->o.sync_ns) {
-        rc = cs_store_sync(c->st);
+        rc = c->flushing ? flush_check(c) : cs_store_sync(c->st);
         c->last_sync_ns = now_ns;
     }
     return rc;
@@ -1238,7 +1255,12 @@ int collector_open(struct collector *c, const struct collector_opts *o, struct c
     if (rc < 0)
         return rc;
     meta_start(c);
-    return cs_store_commit(c->st);
+    rc = cs_store_commit(c->st);
+    /* a slow fdatasync must not hold up draining: 90-100 ms on the dev VM
+     * dropped 0.7 % of a 300k calls/s loop's records; without the thread,
+     * collector_tick syncs inline */
+    c->flushing = rc == 0 && cs_store_flush_start(c->st, c->o.sync_ns) == 0;
+    return rc;
 }
 
 void collector_free(struct collector *c)

@@ -18,7 +18,7 @@ struct collector_opts {
     const char *listen;    /* "@name" (abstract) or a path */
     uint64_t map_bytes;    /* initial LMDB map; 0 = default */
     uint64_t commit_ns;    /* commit interval; default 100 ms */
-    uint64_t sync_ns;      /* sync interval; default 5 s */
+    uint64_t sync_ns;      /* flush-to-disk interval; default 5 s */
     uint64_t max_map_bytes; /* the map never grows past this; 0 = no limit */
     uint64_t duty_ns;      /* > 0: record in phases this long, on and off in
                             * turn from t_start_ns (record --duty) */
@@ -51,8 +51,10 @@ int collector_pollfds(struct collector *c, struct pollfd *fds, int max);
  * code on a run-file failure (recording stops; the loop goes on). */
 int collector_step(struct collector *c, uint64_t now_ns);
 
-/** Close aged blocks, commit every commit_ns, sync every sync_ns, refresh
- * the TSC calibration. @return 0 or the store's error. */
+/** Close aged blocks, commit every commit_ns, refresh the TSC calibration;
+ * every sync_ns, check the store's flush thread (which syncs the file at
+ * that interval without holding this loop up), or sync here when it could
+ * not start. @return 0 or the store's error. */
 int collector_tick(struct collector *c, uint64_t now_ns);
 
 /** How long the main loop may wait before the next collector_step(): 0 when

@@ -1,20 +1,24 @@
 /* runfile.c: the run file of runfile.h. cs_store is the collector's single
  * LMDB writer (staging, commit with map growth and replay, sync); cs_run and
  * cs_cursor read it back, live or archived. Owns every LMDB call and the
- * translation of LMDB codes to CS_E_*; what goes into blocks is the
- * collector's business. Layout: docs/format.md. */
+ * translation of LMDB codes to CS_E_*, and the thread that flushes the file
+ * to disk in the background; what goes into blocks is the collector's
+ * business. Layout: docs/format.md. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <lmdb.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cudaspy/grow.h"
@@ -137,6 +141,20 @@ struct stage_op {
     size_t koff, voff, vlen;
 };
 
+/* The background flush (cs_store_flush_start): fdatasync() of its own
+ * descriptor of the file every interval, so that the writer never waits for
+ * the disk. */
+struct flusher {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int fd;      /* dup of the LMDB file's; -1 = no thread */
+    int stop;    /* under mu */
+    uint64_t interval_ns;
+    _Atomic int err; /* first failure, -errno; 0 = none */
+    _Atomic uint64_t count; /* flushes done */
+};
+
 struct cs_store {
     MDB_env *env;
     MDB_dbi dbi[DB_COUNT];
@@ -148,11 +166,16 @@ struct cs_store {
     size_t arena_len, arena_cap;
     uint32_t blk_seq;
     struct itab strings, stacks;
+    struct flusher fl;
 };
 
 struct cs_store *cs_store_new(void)
 {
-    return calloc(1, sizeof(struct cs_store));
+    struct cs_store *s = calloc(1, sizeof(struct cs_store));
+
+    if (s)
+        s->fl.fd = -1;
+    return s;
 }
 
 static int arena_reserve(struct cs_store *s, size_t n, size_t *off)
@@ -476,14 +499,112 @@ int cs_store_commit(struct cs_store *s)
 
 int cs_store_sync(struct cs_store *s)
 {
-    int dead;
+    if (s->env == NULL)
+        return -EBADF;
+    cs_store_readers_check(s);
+    return lmdb_rc(mdb_env_sync(s->env, 1));
+}
+
+/* ---- background flush ---- */
+
+static void *flusher_main(void *arg)
+{
+    struct flusher *f = arg;
+    struct timespec at;
+
+    pthread_mutex_lock(&f->mu);
+    clock_gettime(CLOCK_MONOTONIC, &at);
+    while (!f->stop) {
+        uint64_t ns = (uint64_t)at.tv_nsec + f->interval_ns;
+        at.tv_sec += (time_t)(ns / 1000000000u);
+        at.tv_nsec = (long)(ns % 1000000000u);
+        while (!f->stop && pthread_cond_timedwait(&f->cv, &f->mu, &at) != ETIMEDOUT)
+            ;
+        if (f->stop)
+            break;
+        pthread_mutex_unlock(&f->mu);
+        if (fdatasync(f->fd) < 0) {
+            int expect = 0;
+            atomic_compare_exchange_strong(&f->err, &expect, -errno);
+        }
+        atomic_fetch_add(&f->count, 1);
+        pthread_mutex_lock(&f->mu);
+    }
+    pthread_mutex_unlock(&f->mu);
+    return NULL;
+}
+
+int cs_store_flush_start(struct cs_store *s, uint64_t interval_ns)
+{
+    struct flusher *f = &s->fl;
+    pthread_condattr_t ca;
+    mdb_filehandle_t fd;
+    int rc;
+
+    if (s->env == NULL)
+        return -EBADF;
+    if (f->fd >= 0)
+        return -EBUSY;
+    if (mdb_env_get_fd(s->env, &fd) != 0)
+        return CS_E_LMDB;
+    f->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (f->fd < 0)
+        return -errno;
+    f->interval_ns = interval_ns ? interval_ns : 1;
+    f->stop = 0;
+    atomic_store(&f->err, 0);
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&f->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    rc = pthread_create(&f->th, NULL, flusher_main, f);
+    if (rc == 0)
+        return 0;
+    pthread_cond_destroy(&f->cv);
+    pthread_mutex_destroy(&f->mu);
+    close(f->fd);
+    f->fd = -1;
+    return -rc;
+}
+
+int cs_store_flush_error(const struct cs_store *s)
+{
+    return s->fl.fd >= 0 ? atomic_load(&s->fl.err) : 0;
+}
+
+uint64_t cs_store_flush_count(const struct cs_store *s)
+{
+    return atomic_load(&s->fl.count);
+}
+
+/* Stop and join the flusher, if any. */
+static void flush_stop(struct cs_store *s)
+{
+    struct flusher *f = &s->fl;
+
+    if (f->fd < 0)
+        return;
+    pthread_mutex_lock(&f->mu);
+    f->stop = 1;
+    pthread_cond_signal(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    pthread_join(f->th, NULL);
+    pthread_cond_destroy(&f->cv);
+    pthread_mutex_destroy(&f->mu);
+    close(f->fd);
+    f->fd = -1;
+}
+
+int cs_store_readers_check(struct cs_store *s)
+{
+    int dead = 0;
 
     if (s->env == NULL)
         return -EBADF;
     /* a reader killed inside a txn (analyzer, MCP) pins old pages and makes
-     * the file grow: clear such slots with every sync */
-    mdb_reader_check(s->env, &dead);
-    return lmdb_rc(mdb_env_sync(s->env, 1));
+     * the file grow: clear its slot */
+    return lmdb_rc(mdb_reader_check(s->env, &dead));
 }
 
 size_t cs_store_pending(const struct cs_store *s)
@@ -500,6 +621,7 @@ void cs_store_close(struct cs_store *s)
 {
     if (s == NULL || s->env == NULL)
         return;
+    flush_stop(s);
     cs_store_commit(s);
     mdb_env_sync(s->env, 1);
     mdb_env_close(s->env);

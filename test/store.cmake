@@ -17,6 +17,14 @@ add_test(NAME unit.collector
          COMMAND test_collector $<TARGET_FILE:cudaspy-sampler> $<TARGET_FILE:cs_producer>)
 set_tests_properties(unit.collector PROPERTIES LABELS unit TIMEOUT 240)
 
+# The run file is flushed to disk by the store's thread: a slow fdatasync
+# never holds up the collector's loop.
+add_executable(test_flush ${CMAKE_CURRENT_LIST_DIR}/unit/test_flush.c)
+target_include_directories(test_flush PRIVATE ${CMAKE_CURRENT_LIST_DIR})
+target_link_libraries(test_flush PRIVATE cs_collect)
+add_test(NAME unit.flush COMMAND test_flush)
+set_tests_properties(unit.flush PROPERTIES LABELS unit TIMEOUT 60)
+
 # Map growth from 1 MiB past 1 GiB (writes ~1.1 GiB to /dev/shm or /tmp; skips when
 # less than 3 GiB are free) and cuts at every page boundary.
 add_executable(test_store_growth ${CMAKE_CURRENT_LIST_DIR}/fault/test_store_growth.c)

@@ -70,8 +70,25 @@ int cs_store_put_meta_u64(struct cs_store *s, const char *key, uint64_t val);
  * failure the staged data is kept and the store is still usable. */
 int cs_store_commit(struct cs_store *s);
 
-/** Flush to disk (mdb_env_sync force). @return 0 or an error as commit. */
+/** Flush to disk (mdb_env_sync force), after cs_store_readers_check().
+ * @return 0 or an error as commit. */
 int cs_store_sync(struct cs_store *s);
+
+/** Flush the file to disk every @p interval_ns from a thread of the
+ * store's own, stopped by cs_store_close(): the writer never waits for the
+ * disk (one fdatasync took 90-100 ms on the dev VM, longer than a busy
+ * shim ring lasts). @return 0, -EBUSY (started already), -errno. */
+int cs_store_flush_start(struct cs_store *s, uint64_t interval_ns);
+
+/** The background flush's first failure (-errno), or 0. */
+int cs_store_flush_error(const struct cs_store *s);
+
+/** Background flushes done so far. */
+uint64_t cs_store_flush_count(const struct cs_store *s);
+
+/** Free the reader slots of dead processes (an analyzer killed inside a
+ * read txn pins old pages and makes the file grow). @return 0 or < 0. */
+int cs_store_readers_check(struct cs_store *s);
 
 /** Bytes staged but not yet committed. */
 size_t cs_store_pending(const struct cs_store *s);
