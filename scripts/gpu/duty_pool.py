@@ -4,7 +4,9 @@
 Usage: duty_pool.py DIR[:MODE,MODE...] ...
   DIR holds one call's runs.jsonl with its .out, .steps and .meta.json files
   (paths are looked up by file name in DIR). MODEs pick the run modes
-  (e.g. duty-s4000-base); default every traced mode.
+  (e.g. duty-s4000-base); default every traced mode. The untraced runs of
+  the modes named give the placebo: the same analysis on a grid of the
+  traced runs' period from their first step.
 
 Prints, for the pooled phase pairs, the median with two 95 % intervals:
 resampling phase pairs (what collect.py reports for one call) and
@@ -28,7 +30,7 @@ def runs_of(spec):
     out = []
     for line in open(os.path.join(d, "runs.jsonl")):
         r = json.loads(line)
-        if not r.get("traced") or (want and r["mode"] not in want):
+        if want and r["mode"] not in want or not (want or r.get("traced")):
             continue
         for k in ("out", "meta"):
             if r.get(k):
@@ -52,8 +54,9 @@ def run_bootstrap(per_run, stat=statistics.median, n=2000):
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__.strip().splitlines()[2])
-    traced = [r for spec in sys.argv[1:] for r in runs_of(spec)]
-    st = collect.duty_stats([], traced)
+    runs = [r for spec in sys.argv[1:] for r in runs_of(spec)]
+    traced = [r for r in runs if r.get("traced")]
+    st = collect.duty_stats([r for r in runs if not r.get("traced")], traced)
     if st is None:
         sys.exit("duty_pool.py: no run recorded with --duty and logged its steps")
     per_run = [p for p in st["traced"] if p]
@@ -66,6 +69,11 @@ def main():
     print(f"  95 % over pairs {lo:+.2f} .. {hi:+.2f} %; over runs {rlo:+.2f} .. {rhi:+.2f} %")
     print(f"  mean: 95 % over runs {mlo:+.2f} .. {mhi:+.2f} %")
     print("  per-run medians " + " ".join(f"{statistics.median(p):+.2f}" for p in per_run))
+    placebo = [x for p in st["placebo"] for x in p]
+    if placebo:
+        pmed, (plo, phi) = collect.bootstrap(placebo)
+        print(f"  placebo: {len(st['placebo'])} untraced runs, {len(placebo)} phase pairs: median "
+              f"{pmed:+.2f} % ({plo:+.2f} .. {phi:+.2f} over pairs)")
 
 
 if __name__ == "__main__":
