@@ -10,6 +10,7 @@
 #include <lmdb.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -538,6 +539,7 @@ int cs_store_flush_start(struct cs_store *s, uint64_t interval_ns)
 {
     struct flusher *f = &s->fl;
     pthread_condattr_t ca;
+    sigset_t all, old;
     mdb_filehandle_t fd;
     int rc;
 
@@ -558,7 +560,12 @@ int cs_store_flush_start(struct cs_store *s, uint64_t interval_ns)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&f->cv, &ca);
     pthread_condattr_destroy(&ca);
+    /* signals stay the caller's: the thread starts with all blocked, so a
+     * SIGTERM interrupts the collector's poll(), not this thread's wait */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     rc = pthread_create(&f->th, NULL, flusher_main, f);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc == 0)
         return 0;
     pthread_cond_destroy(&f->cv);

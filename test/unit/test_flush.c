@@ -4,7 +4,9 @@
  * they fill: a 90-100 ms fdatasync() on the dev VM dropped 0.7 % of a
  * 300k calls/s loop's records. fdatasync() here is this file's: the real one
  * after flush_delay_ms, or a failure with flush_errno. */
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/syscall.h>
@@ -112,10 +114,38 @@ static int test_failed_flush_is_reported(void)
     return 0;
 }
 
-/* The store's own contract: one thread per store, none on a closed one. */
+/* Signals blocked in the threads of this process other than the caller's
+ * (the flusher: its SigBlk mask from /proc), or 0 when there are none. */
+static unsigned long long other_threads_sigblk(void)
+{
+    unsigned long long mask = 0;
+    char path[300], line[256];
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+
+    while (d && (e = readdir(d)) != NULL) {
+        FILE *f;
+        if (e->d_name[0] == '.' || atoi(e->d_name) == (int)syscall(SYS_gettid))
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+        if ((f = fopen(path, "r")) == NULL)
+            continue;
+        while (fgets(line, sizeof(line), f))
+            if (strncmp(line, "SigBlk:", 7) == 0)
+                mask = strtoull(line + 7, NULL, 16);
+        fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return mask;
+}
+
+/* The store's own contract: one thread per store, which takes no signals
+ * (SIGTERM must reach the collector's loop), none on a closed store. */
 static int test_flush_start_contract(void)
 {
     struct cs_store *s = cs_store_new();
+    unsigned long long blk;
     int calls;
 
     CHECK(s != NULL);
@@ -124,6 +154,10 @@ static int test_flush_start_contract(void)
     CHECK_OK(cs_store_open(s, path, NULL, NULL));
     CHECK_OK(cs_store_flush_start(s, 10 * MS));
     CHECK_EQ(cs_store_flush_start(s, 10 * MS), -EBUSY);
+    blk = other_threads_sigblk();
+    CHECK(blk & (1ull << (SIGTERM - 1)));
+    CHECK(blk & (1ull << (SIGINT - 1)));
+    CHECK(blk & (1ull << (SIGHUP - 1)));
     usleep(100 * 1000);
     CHECK(cs_store_flush_count(s) >= 2);
     cs_store_close(s);
