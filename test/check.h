@@ -80,6 +80,16 @@ static int check_failed_;
 
 static inline int check_status(void) { return check_failed_ ? 1 : 0; }
 
+/* The end of a test binary that kept its files in scratch directory @p dir:
+ * remove it (rm -rf), then check_status(); 2 when it could not be removed. */
+static inline int check_finish(const char *dir)
+{
+    char cmd[600];
+
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    return system(cmd) == 0 ? check_status() : 2;
+}
+
 /* Random tests: seed from CS_TEST_SEED or the clock, printed so a failing run
  * can be replayed. */
 static inline unsigned check_seed(void)

@@ -236,9 +236,5 @@ int main(void)
     RUN(test_gpa_client_pt_gets_twins);
     RUN(test_direct_client_runs);
     RUN(test_forker_totals);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    if (system(cmd) != 0)
-        return 1;
-    return check_status();
+    return check_finish(tmpdir);
 }

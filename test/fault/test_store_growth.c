@@ -134,16 +134,11 @@ static int test_cut_at_every_page_is_clean(void)
 
 int main(void)
 {
-    char cmd[256];
-
     snprintf(dir, sizeof(dir), "%s/cs_test_growth.XXXXXX", scratch_root());
     if (mkdtemp(dir) == NULL)
         return 2;
     snprintf(path, sizeof(path), "%s/run.lmdb", dir);
     RUN(test_cut_at_every_page_is_clean);
     RUN(test_map_grows_from_1mib_past_1gib);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        return 2;
-    return check_status();
+    return check_finish(dir);
 }

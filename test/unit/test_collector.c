@@ -568,8 +568,6 @@ static int test_sigterm_with_live_producer_finishes(void)
 
 int main(int argc, char **argv)
 {
-    char cmd[256];
-
     if (argc != 3 || mkdtemp(dir) == NULL)
         return 2;
     sampler = argv[1];
@@ -589,8 +587,5 @@ int main(int argc, char **argv)
     RUN_KIDS(test_malformed_clients_are_dropped);
     RUN_KIDS(test_attach_mode_ends_with_its_pid);
     RUN_KIDS(test_sigterm_with_live_producer_finishes);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        return 2;
-    return check_status();
+    return check_finish(dir);
 }

@@ -170,16 +170,11 @@ static int test_flush_start_contract(void)
 
 int main(void)
 {
-    char cmd[600];
-
     if (mkdtemp(dir) == NULL)
         return 2;
     snprintf(path, sizeof(path), "%s/run.lmdb", dir);
     RUN(test_tick_never_waits_for_the_disk);
     RUN(test_failed_flush_is_reported);
     RUN(test_flush_start_contract);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        return 2;
-    return check_status();
+    return check_finish(dir);
 }

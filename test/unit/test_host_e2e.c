@@ -170,8 +170,5 @@ int main(int argc, char **argv)
     RUN(test_window_switch_totals_match_status);
     RUN(test_page_allocs_in_run_file);
     cs_run_free(run);
-    snprintf(report, sizeof(report), "rm -rf %s", out);
-    if (system(report) != 0)
-        return 1;
-    return check_status();
+    return check_finish(out);
 }

@@ -531,8 +531,6 @@ static int test_live_reader_follows_writer(void)
 
 int main(void)
 {
-    char cmd[600];
-
     if (mkdtemp(dir) == NULL)
         return 2;
     snprintf(path, sizeof(path), "%s/run.lmdb", dir);
@@ -548,8 +546,5 @@ int main(void)
     RUN(test_released_pages_read_back);
     RUN(test_readonly_dir_opens_without_lock);
     RUN(test_live_reader_follows_writer);
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        return 2;
-    return check_status();
+    return check_finish(dir);
 }
