@@ -1,6 +1,7 @@
 /* collector_priv.h: the collector as driven by cudaspy-sampler's main loop
  * (main.c). The host sampler's side is collector.h.
- * Usage: collector_new -> collector_open -> loop { poll(collector_pollfds);
+ * Usage: collector_new -> collector_open -> [collector_flush_start] ->
+ *        loop { poll(collector_pollfds);
  *        collector_step; [host_drain]; collector_tick } -> collector_finish
  *        -> collector_free */
 #ifndef CUDASPY_SAMPLER_COLLECTOR_PRIV_H
@@ -40,6 +41,13 @@ struct collector *collector_new(void);
 /** Create the run file and start listening. @return 0 or a negative code
  * (@p err says what). */
 int collector_open(struct collector *c, const struct collector_opts *o, struct cs_err *err);
+
+/** Hand the run file's periodic sync to a thread of the store's own
+ * (cs_store_flush_start), so that collector_tick never waits for the disk.
+ * Call after privs_drop(): capabilities are per thread, and a thread started
+ * before would keep them all. @return 0, or < 0 (collector_tick then syncs
+ * in the loop, as without it). */
+int collector_flush_start(struct collector *c);
 
 /** Called with each pid that registers a shim ring (e.g. host_add_pid). */
 void collector_on_register(struct collector *c, void (*fn)(void *arg, pid_t pid), void *arg);

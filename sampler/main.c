@@ -646,6 +646,7 @@ int main(int argc, char **argv)
     host_start(&l);
     if ((rc = privs_drop()) < 0)
         fprintf(stderr, PROG ": warning: cannot drop privileges (%s)\n", strerror(-rc));
+    collector_flush_start(l.c); /* after the drop: it starts a thread */
     ready(&a);
     gate_release(&gate, 1);
     loop_run(&l);

@@ -36,6 +36,7 @@ int fdatasync(int fd)
 
 static char dir[] = "/tmp/cs_test_flush.XXXXXX";
 static char path[128];
+static char sock1[64], sock2[64]; /* abstract, this process's own: tests run side by side */
 
 static uint64_t now_ns(void)
 {
@@ -67,7 +68,7 @@ static uint64_t tick_for(struct collector *c, unsigned ms, int *rc)
  * happen, and the end of the run waits for the one under way. */
 static int test_tick_never_waits_for_the_disk(void)
 {
-    struct collector_opts o = {.path = path, .listen = "@cs_test_flush", .sync_ns = 20 * MS};
+    struct collector_opts o = {.path = path, .listen = sock1, .sync_ns = 20 * MS};
     struct collector *c = collector_new();
     struct cs_err err = {""};
     uint64_t worst, t0;
@@ -75,6 +76,7 @@ static int test_tick_never_waits_for_the_disk(void)
 
     CHECK(c != NULL);
     CHECK_OK(collector_open(c, &o, &err));
+    CHECK_OK(collector_flush_start(c));
     atomic_store(&flush_delay_ms, 400);
     atomic_store(&flush_calls, 0);
     worst = tick_for(c, 600, &rc);
@@ -97,13 +99,14 @@ static int test_tick_never_waits_for_the_disk(void)
  * try), and the run still closes. */
 static int test_failed_flush_is_reported(void)
 {
-    struct collector_opts o = {.path = path, .listen = "@cs_test_flush2", .sync_ns = 10 * MS};
+    struct collector_opts o = {.path = path, .listen = sock2, .sync_ns = 10 * MS};
     struct collector *c = collector_new();
     struct cs_err err = {""};
     int rc = 0;
 
     CHECK(c != NULL);
     CHECK_OK(collector_open(c, &o, &err));
+    CHECK_OK(collector_flush_start(c));
     atomic_store(&flush_errno, EIO);
     for (int i = 0; i < 100 && rc == 0; i++)
         tick_for(c, 20, &rc);
@@ -173,6 +176,8 @@ int main(void)
     if (mkdtemp(dir) == NULL)
         return 2;
     snprintf(path, sizeof(path), "%s/run.lmdb", dir);
+    snprintf(sock1, sizeof(sock1), "@cs_test_flush.%d.1", (int)getpid());
+    snprintf(sock2, sizeof(sock2), "@cs_test_flush.%d.2", (int)getpid());
     RUN(test_tick_never_waits_for_the_disk);
     RUN(test_failed_flush_is_reported);
     RUN(test_flush_start_contract);
