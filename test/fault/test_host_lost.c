@@ -1,10 +1,11 @@
 /* test_host_lost.c: the host sampler when its rings overflow. One data
- * page per CPU cannot hold the workload's bursts: LOST records must become
- * CS_REC_LOST spans, degraded windows and a host_lost total, and the run
- * must still finish with every process in the table (rescanned from /proc
- * after a loss). */
+ * page per CPU, and a burst of context switches before the first drain
+ * (the rings are CPU-wide): LOST records must become CS_REC_LOST spans,
+ * degraded windows and a host_lost total, and the run must still finish
+ * with every process in the table (rescanned from /proc after a loss). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../check.h"
@@ -59,6 +60,36 @@ static int test_processes_still_in_table(void)
     return 0;
 }
 
+/* After the rings open, before anything drains them: 20,000 round trips
+ * through two pipes, 40,000 switches that no page can hold. The
+ * workload's own bursts alone overflowed it in 7 runs of 8. */
+static int switch_burst(void *arg)
+{
+    int ab[2], ba[2], st;
+    char c = 0;
+    pid_t pid;
+
+    (void)arg;
+    if (pipe(ab) < 0 || pipe(ba) < 0)
+        return -1;
+    pid = fork();
+    if (pid == 0) {
+        close(ab[1]); /* EOF when the parent closes its end */
+        close(ba[0]);
+        while (read(ab[0], &c, 1) == 1 && write(ba[1], &c, 1) == 1)
+            ;
+        _exit(0);
+    }
+    for (int i = 0; pid > 0 && i < 20000; i++)
+        if (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1)
+            break;
+    close(ab[1]);
+    close(ab[0]);
+    close(ba[0]);
+    close(ba[1]);
+    return pid > 0 && waitpid(pid, &st, 0) == pid ? 0 : -1;
+}
+
 int main(void)
 {
     struct host_opts o = {.force_tier = 'A', .ring_pages = 1};
@@ -67,7 +98,7 @@ int main(void)
         fprintf(stderr, "skip: needs root for tier A\n");
         return 77;
     }
-    if (hrun_tree(&run, o, 2, 0) < 0)
+    if (hrun_tree_hook(&run, o, 2, 0, switch_burst, NULL) < 0)
         return 1;
     RUN(test_lost_spans_are_emitted);
     RUN(test_lost_total_in_meta);
