@@ -153,7 +153,6 @@ struct flusher {
     int stop;    /* under mu */
     uint64_t interval_ns;
     _Atomic int err; /* first failure, -errno; 0 = none */
-    _Atomic uint64_t count; /* flushes done */
 };
 
 struct cs_store {
@@ -528,7 +527,6 @@ static void *flusher_main(void *arg)
             int expect = 0;
             atomic_compare_exchange_strong(&f->err, &expect, -errno);
         }
-        atomic_fetch_add(&f->count, 1);
         pthread_mutex_lock(&f->mu);
     }
     pthread_mutex_unlock(&f->mu);
@@ -578,11 +576,6 @@ int cs_store_flush_start(struct cs_store *s, uint64_t interval_ns)
 int cs_store_flush_error(const struct cs_store *s)
 {
     return s->fl.fd >= 0 ? atomic_load(&s->fl.err) : 0;
-}
-
-uint64_t cs_store_flush_count(const struct cs_store *s)
-{
-    return atomic_load(&s->fl.count);
 }
 
 /* Stop and join the flusher, if any. */

@@ -83,9 +83,6 @@ int cs_store_flush_start(struct cs_store *s, uint64_t interval_ns);
 /** The background flush's first failure (-errno), or 0. */
 int cs_store_flush_error(const struct cs_store *s);
 
-/** Background flushes done so far. */
-uint64_t cs_store_flush_count(const struct cs_store *s);
-
 /** Free the reader slots of dead processes (an analyzer killed inside a
  * read txn pins old pages and makes the file grow). @return 0 or < 0. */
 int cs_store_readers_check(struct cs_store *s);
