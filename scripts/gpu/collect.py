@@ -106,11 +106,17 @@ def quarter_pairs(plain, traced):
     return out if out[0] else None
 
 
+def interval(stat, groups, n=2000):
+    """Bootstrap 95 % interval of @stat(groups), each group resampled on its
+    own (fixed seed)."""
+    rng = random.Random(1)
+    vals = sorted(stat([rng.choices(g, k=len(g)) for g in groups]) for _ in range(n))
+    return vals[n // 40], vals[n - 1 - n // 40]
+
+
 def bootstrap(pairs):
     """Median of @pairs and a bootstrap 95 % interval of it (fixed seed)."""
-    rng = random.Random(1)
-    meds = sorted(statistics.median(rng.choices(pairs, k=len(pairs))) for _ in range(2000))
-    return statistics.median(pairs), (meds[50], meds[1949])
+    return statistics.median(pairs), interval(lambda g: statistics.median(g[0]), [pairs])
 
 
 def load_json(path):

@@ -19,7 +19,6 @@ block) over the untraced tree's, each round. A run with rc != 0 or no
 elapsed drops its round, with a line on stderr."""
 import json
 import os
-import random
 import statistics
 import sys
 
@@ -90,13 +89,6 @@ def traced_rounds(runs):
     return out
 
 
-def boot(stat, groups, n=2000):
-    """95 % interval of @stat(groups), each group resampled on its own (fixed seed)."""
-    rng = random.Random(1)
-    vals = sorted(stat([rng.choices(g, k=len(g)) for g in groups]) for _ in range(n))
-    return vals[n // 40], vals[n - 1 - n // 40]
-
-
 def balanced(groups):
     return statistics.fmean(statistics.fmean(g) for g in groups)
 
@@ -111,12 +103,12 @@ def report_overhead(rounds):
     print(f"rounds {len(ov)} (letter: the traced side), overhead %:")
     print("  " + " ".join(f"{s}{x:+.2f}" for (s, _, _), x in zip(rounds, ov)))
     med, (lo, hi) = collect.bootstrap(ov)
-    mlo, mhi = boot(lambda g: statistics.fmean(g[0]), [ov])
+    mlo, mhi = collect.interval(lambda g: statistics.fmean(g[0]), [ov])
     print(f"  median {med:+.2f} %, 95 % {lo:+.2f} .. {hi:+.2f}")
     print(f"  mean {statistics.fmean(ov):+.2f} %, 95 % {mlo:+.2f} .. {mhi:+.2f}")
     by = [[x for (s, _, _), x in zip(rounds, ov) if s == side] for side in "ab"]
     if all(by):
-        blo, bhi = boot(balanced, by)
+        blo, bhi = collect.interval(balanced, by)
         print(f"  side-balanced mean {balanced(by):+.2f} %, 95 % {blo:+.2f} .. {bhi:+.2f} "
               f"(a traced: {len(by[0])} rounds, mean {statistics.fmean(by[0]):+.2f}; "
               f"b traced: {len(by[1])}, {statistics.fmean(by[1]):+.2f})")

@@ -16,7 +16,6 @@ mean's interval, resampling runs (the phase ratios have a long right tail,
 so it is wider)."""
 import json
 import os
-import random
 import statistics
 import sys
 
@@ -39,16 +38,10 @@ def runs_of(spec):
     return out
 
 
-def run_bootstrap(per_run, stat=statistics.median, n=2000):
+def run_bootstrap(per_run, stat=statistics.median):
     """95 % interval of @stat (median or mean) of the pooled pairs,
-    resampling runs."""
-    rng = random.Random(1)
-    vals = []
-    for _ in range(n):
-        pick = rng.choices(per_run, k=len(per_run))
-        vals.append(stat([x for run in pick for x in run]))
-    vals.sort()
-    return vals[n // 40], vals[n - 1 - n // 40]
+    resampling runs: the runs are the one group collect.interval resamples."""
+    return collect.interval(lambda g: stat([x for run in g[0] for x in run]), [per_run])
 
 
 def main():
