@@ -575,7 +575,7 @@ int cs_store_flush_start(struct cs_store *s, uint64_t interval_ns)
 
 int cs_store_flush_error(const struct cs_store *s)
 {
-    return s->fl.fd >= 0 ? atomic_load(&s->fl.err) : 0;
+    return atomic_load(&s->fl.err); /* 0 until a thread's fdatasync failed */
 }
 
 /* Stop and join the flusher, if any. */
