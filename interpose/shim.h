@@ -32,6 +32,13 @@
 /* Per-thread call state (seq, rt_depth, dev, ...) lives in struct
  * shim_thread, shim_t_, beside the ring's (shim_ring.h): one TLS line. */
 
+/* errno: a wrapper returns with what the real call left in errno, without
+ * saving it (a call to __errno_location and two cold lines a record), so
+ * nothing it runs after the call may write errno. The inline paths make no
+ * system call; every slow path that may (attaching to the collector,
+ * naming a kernel, reading the device, a stack, the clock's first read)
+ * keeps errno itself. cli.shim_errno checks. */
+
 /* 1 = every wrapper passes through (CUDASPY_DISABLE=1, inside the sampler). */
 #define shim_off_ (shim_hot_.off)
 #define shim_pid_ (shim_hot_.pid) /* getpid(), reset at fork */
@@ -95,7 +102,9 @@ static inline void shim_rec_begin(struct cs_rec_cuda *r, unsigned api, unsigned 
 
 uint32_t shim_stack_capture_slow(void) SHIM_COLD;
 
-#define SHIM_DEV_NONE 0x10000u /* shim_thread.dev: read, but no context */
+/* shim_thread.dev: SHIM_DEV_READ | what a record stores (the ordinal, or
+ * CS_DEVICE_UNKNOWN without a context); 0 = not read yet */
+#define SHIM_DEV_READ 0x10000u
 /** Read the calling thread's device from its current context (one driver
  * call, after a context change only); fills shim_thread.dev. */
 uint32_t shim_device_slow(void) SHIM_COLD;
@@ -107,7 +116,7 @@ static inline uint16_t shim_device(void)
 
     if (SHIM_UNLIKELY(d == 0))
         d = shim_device_slow();
-    return d == SHIM_DEV_NONE ? CS_DEVICE_UNKNOWN : (uint16_t)(d - 1);
+    return (uint16_t)d;
 }
 /** getpid(), cached; for calls made before the constructor ran. */
 uint32_t shim_pid_slow(void) SHIM_COLD;
@@ -175,17 +184,24 @@ static inline void shim_rec_end_rt(struct cs_rec_cuda *r, int result)
     SHIM_ST(shim_st_push(r->api, __rdtsc() - st_p0_);)
 }
 
-/** Normalise a stream handle: CU_STREAM_LEGACY -> 0; stream 0 in a
- * per-thread variant, or CU_STREAM_PER_THREAD -> CS_STREAM_PER_THREAD + PTDS. */
-static inline void shim_rec_stream(struct cs_rec_cuda *r, uint64_t s)
+/** Normalise a stream handle of a call of @p variant: CU_STREAM_LEGACY -> 0;
+ * stream 0 in a per-thread variant, or CU_STREAM_PER_THREAD ->
+ * CS_STREAM_PER_THREAD + PTDS. */
+static inline void shim_rec_stream_of(struct cs_rec_cuda *r, uint64_t s, unsigned variant)
 {
     if (s == 1)
         s = CS_STREAM_LEGACY;
-    else if ((s == 0 && r->variant != CS_VAR_LEGACY) || s == CS_STREAM_PER_THREAD)
+    else if ((s == 0 && variant != CS_VAR_LEGACY) || s == CS_STREAM_PER_THREAD)
         s = CS_STREAM_PER_THREAD;
     if (s == CS_STREAM_PER_THREAD)
         r->flags |= CS_CF_PTDS;
     r->stream = s;
+}
+
+/** The same for the call @p r records. */
+static inline void shim_rec_stream(struct cs_rec_cuda *r, uint64_t s)
+{
+    shim_rec_stream_of(r, s, r->variant);
 }
 
 /* ---- CUDA argument structs (shim_cudesc.c) ---- */
@@ -251,9 +267,34 @@ static inline void shim_name_prefetch(uint64_t f)
     __builtin_prefetch(&shim_name_drv_.slot[shim_name_slot_of(f)], 0, 3);
 }
 
+/* A slot's value: epoch << 32 | sent << 24 | id. sent is the low byte of
+ * the name generation (shim_hot.name_gen) when this process last defined
+ * id in its ring, so that a hit reads one cache line (a launch's lookup
+ * missed in cache on the H200). Only a name defined exactly 256 fork
+ * generations up would pass for sent. */
+#define SHIM_NAME_VAL_ID(v)   ((uint32_t)(v) & 0xffffffu)
+#define SHIM_NAME_VAL_SENT(v) ((uint32_t)(v) >> 24)
+
+/** shim_name_driver() past a hit in the handle's own slot. */
+uint32_t shim_name_driver_slow(uint64_t f, const void *real_launch) SHIM_COLD;
+
 /** Process-local kernel-name id of driver handle @p f (CUfunction or
- * CUkernel), 0 if unknown. @p real_launch locates the driver. */
-uint32_t shim_name_driver(uint64_t f, const void *real_launch);
+ * CUkernel), 0 if unknown. @p real_launch locates the driver. Inline: the
+ * launch that just ran usually finds its kernel in its own slot. */
+static inline uint32_t shim_name_driver(uint64_t f, const void *real_launch)
+{
+    const struct shim_name_slot *s = &shim_name_drv_.slot[shim_name_slot_of(f)];
+
+    if (SHIM_LIKELY(atomic_load_explicit(&s->key, memory_order_acquire) == f)) {
+        uint64_t v = atomic_load_explicit(&s->val, memory_order_acquire);
+        uint32_t epoch = atomic_load_explicit(&shim_hot_.name_epoch, memory_order_relaxed);
+        uint32_t gen = atomic_load_explicit(&shim_hot_.name_gen, memory_order_relaxed);
+
+        if (SHIM_LIKELY((uint32_t)(v >> 32) == epoch && SHIM_NAME_VAL_SENT(v) == (gen & 0xffu)))
+            return SHIM_NAME_VAL_ID(v);
+    }
+    return shim_name_driver_slow(f, real_launch);
+}
 /** Same for a runtime host stub or cudaKernel_t. */
 uint32_t shim_name_runtime(uint64_t stub, const void *real_launch);
 /** Forget every cached name (a module or library was unloaded). */

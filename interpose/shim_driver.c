@@ -168,13 +168,18 @@ static inline void kernel_name(struct cs_rec_cuda *r, uint64_t f, int rc, const 
         r->flags |= CS_CF_HAS_NAME;
 }
 
-/* Before the real call: start loading what the record will need after it. */
-static inline void drv_pre(unsigned api, const uint64_t *a)
+/* Before the real call: start loading what the record will need after it;
+ * a launch's grid, block and stream, which are inputs, go into the record
+ * now, so that they need not be kept across the call. */
+static inline void drv_pre(struct cs_rec_cuda *r, unsigned api, unsigned var, const uint64_t *a)
 {
-    if (api == CS_API_cuLaunchKernel || api == CS_API_cuLaunchCooperativeKernel)
+    if (api == CS_API_cuLaunchKernel || api == CS_API_cuLaunchCooperativeKernel) {
         shim_name_prefetch(a[0]);
-    else if (api == CS_API_cuLaunchKernelEx)
+        grid_block(r, a + 1, a + 4);
+        shim_rec_stream_of(r, a[8], var);
+    } else if (api == CS_API_cuLaunchKernelEx) {
         shim_name_prefetch(a[1]);
+    }
 }
 
 /* Stream argument @p s of an async call, or the implicit stream of a
@@ -187,9 +192,7 @@ static inline void call_stream(struct cs_rec_cuda *r, int n, int pos, const uint
 static inline void ex_launch(struct cs_rec_cuda *r, const uint64_t *a, int n, int rc,
                              const void *real)
 {
-    (void)n;
-    grid_block(r, a + 1, a + 4);
-    shim_rec_stream(r, a[8]);
+    (void)n; /* grid, block, stream: drv_pre() */
     kernel_name(r, a[0], rc, real);
 }
 
@@ -420,7 +423,8 @@ SHIM_FN_TYPE_(5) SHIM_FN_TYPE_(6) SHIM_FN_TYPE_(7) SHIM_FN_TYPE_(8) SHIM_FN_TYPE
 SHIM_FN_TYPE_(10) SHIM_FN_TYPE_(11)
 
 /* Call the real function exactly once with the caller's arguments; record
- * around it; hand back its result and errno unchanged. */
+ * around it; hand back its result and errno unchanged (nothing a wrapper
+ * does after the call writes errno: shim.h). */
 #define SHIM_WRAP_(name, base, var, n, kind)                                          \
     SHIM_EXPORT int shim_w_##name(P##n) __asm__(#name);                               \
     int shim_w_##name(P##n)                                                           \
@@ -429,7 +433,7 @@ SHIM_FN_TYPE_(10) SHIM_FN_TYPE_(11)
         shim_fn##n real = (shim_fn##n)atomic_load_explicit(                          \
             &shim_drv_real[SHIM_IDX_##name], memory_order_acquire);                   \
         struct cs_rec_cuda r;                                                         \
-        int rc, err;                                                                  \
+        int rc;                                                                       \
         if (SHIM_UNLIKELY(real == NULL)) {                                            \
             real = (shim_fn##n)shim_drv_resolve_slow(SHIM_IDX_##name);                \
             if (real == NULL)                                                         \
@@ -440,17 +444,15 @@ SHIM_FN_TYPE_(10) SHIM_FN_TYPE_(11)
         shim_rec_begin(&r, CS_API_##base, CS_VAR_##var);                              \
         {                                                                             \
             const uint64_t a[] = {L##n 0};                                            \
-            drv_pre(CS_API_##base, a);                                                \
+            drv_pre(&r, CS_API_##base, CS_VAR_##var, a);                              \
             SHIM_ST(st1_ = __rdtsc();)                                                \
             rc = real(A##n);                                                          \
             SHIM_ST(st2_ = __rdtsc();)                                                \
-            err = errno;                                                              \
             ex_##kind(&r, a, n, rc, (const void *)real);                              \
         }                                                                             \
         shim_rec_capture(&r);                                                         \
         shim_rec_end(&r, rc);                                                         \
         SHIM_ST(shim_st_add(r.api, st1_ - st0_, __rdtsc() - st2_);)                   \
-        errno = err;                                                                  \
         return rc;                                                                    \
     }
 SHIM_DRV_LIST(SHIM_WRAP_)
@@ -535,9 +537,9 @@ uint32_t shim_device_slow(void)
         atomic_store_explicit(&ctx_get_device, f, memory_order_release);
     }
     if (f != 1 && ((shim_ctx_get_device_fn)f)(&dev) == 0 && dev >= 0 && dev < 0xffff)
-        shim_t_.dev = (uint32_t)dev + 1;
+        shim_t_.dev = SHIM_DEV_READ | (uint32_t)dev;
     else
-        shim_t_.dev = SHIM_DEV_NONE;
+        shim_t_.dev = SHIM_DEV_READ | CS_DEVICE_UNKNOWN;
     errno = err;
     return shim_t_.dev;
 }

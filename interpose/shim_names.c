@@ -23,12 +23,9 @@
 #define NAME_MAX_IDS 262144u /* process-local string ids (kernels and modules); < 2^24 */
 #define ARENA_CHUNK (1u << 20)
 
-/* A slot's value: epoch << 32 | sent << 24 | id. sent is the low byte of
- * name_gen when this process last defined id in its ring, so that a hit
- * reads one cache line (a launch's lookup missed in cache on the H200).
- * Only a name defined exactly 256 fork generations up would pass for sent. */
-#define VAL_ID(v)   ((uint32_t)(v) & 0xffffffu)
-#define VAL_SENT(v) ((uint32_t)(v) >> 24)
+/* A slot's value: shim.h (SHIM_NAME_VAL_*). */
+#define VAL_ID(v)   SHIM_NAME_VAL_ID(v)
+#define VAL_SENT(v) SHIM_NAME_VAL_SENT(v)
 
 struct name_info {
     const char *s;
@@ -219,7 +216,7 @@ static inline uint32_t name_get(struct shim_name_cache *c, uint64_t h, const voi
     return id;
 }
 
-uint32_t shim_name_driver(uint64_t f, const void *real_launch)
+uint32_t shim_name_driver_slow(uint64_t f, const void *real_launch)
 {
     return name_get(&shim_name_drv_, f, real_launch, 0);
 }

@@ -41,7 +41,7 @@ struct shim_thread {
     /* interposer (shim.h) */
     uint32_t seq;      /* last record sequence number of this thread */
     uint32_t rt_depth; /* runtime wrappers currently on this thread's stack */
-    uint32_t dev;      /* device of the current context + 1; 0 = not read yet */
+    uint32_t dev;      /* device of the current context (shim.h); 0 = not read yet */
     /* second line on: runtime calls and slow paths only */
     uint32_t rt_seq;    /* seq of the innermost runtime call on the stack */
     uint32_t held_of;   /* seq of the runtime call @held was made in; 0 = none */
@@ -174,15 +174,15 @@ static inline uint32_t shim_ring_tid(void)
 
 #define SHIM_ENT_CUDA (sizeof(struct cs_ring_ent) + sizeof(struct cs_rec_cuda))
 
-/** Start fetching, for writing, the cache lines the next @p n (1 or 2)
- * entries of @p p will use, as many as the push just made: the collector
- * read them last, from another core, and a store that has to wait for them
- * holds up every later store of the thread, the driver's own included.
- * Issued after a push, the transfer overlaps the program's work until its
- * next CUDA call. Never faults. */
-static inline void shim_ring_prefetch_next(const struct cs_ring_prod *p, unsigned n)
+/** Start fetching, for writing, the cache lines of the next @p n (1 or 2)
+ * entries, at @p q, as many as the push just made: the collector read them
+ * last, from another core, and a store that has to wait for them holds up
+ * every later store of the thread, the driver's own included. Issued after
+ * a push, the transfer overlaps the program's work until its next CUDA
+ * call. Never faults (past the end of the ring, where the next entry will
+ * start at 0 instead, it fetches nothing useful). */
+static inline void shim_ring_prefetch_next(const uint8_t *q, unsigned n)
 {
-    const uint8_t *q = p->data + (p->head & (p->size - 1));
     const size_t last = n * SHIM_ENT_CUDA - 1;
     uint8_t how = __atomic_load_n(&shim_ring_pfw_, __ATOMIC_RELAXED);
 
@@ -222,14 +222,18 @@ static inline uint8_t *shim_ring_put_cuda(struct cs_ring_ent *e, const struct cs
 /** Copy @p a, then @p b unless it is NULL, into this thread's sub-ring as
  * consecutive entries under one commit, or count them as drops when it is
  * full. Attaches on first use. No locks, no malloc, no system calls after
- * attach. */
+ * attach. For records of calls made while recording (shim_recording(),
+ * checked before the call): a ring stopped during the call is still mapped,
+ * so it takes them without a second check, whether anyone reads it or not. */
 static inline void shim_ring_push_cuda2(const struct cs_rec_cuda *a, const struct cs_rec_cuda *b)
 {
-    struct cs_ring_prod *p = shim_ring_tls();
+    struct cs_ring_prod *p = &shim_t_.prod;
     const unsigned n = b ? 2 : 1;
     struct cs_ring_ent *e;
+    const uint8_t *next;
+    uint64_t end;
 
-    if (__builtin_expect(p == NULL, 0)) {
+    if (__builtin_expect(p->ctl == NULL, 0)) {
         p = shim_ring_attach_slow();
         if (p == NULL)
             return;
@@ -239,11 +243,13 @@ static inline void shim_ring_push_cuda2(const struct cs_rec_cuda *a, const struc
         atomic_fetch_add_explicit(&p->ctl->dropped, n, memory_order_relaxed);
         return;
     }
+    end = p->pending;
+    next = p->data + (end & (p->size - 1));
     e = (struct cs_ring_ent *)(void *)shim_ring_put_cuda(e, a);
     if (b)
         shim_ring_put_cuda(e, b);
-    cs_ring_commit(p);
-    shim_ring_prefetch_next(p, n);
+    cs_ring_publish(p, end);
+    shim_ring_prefetch_next(next, n);
 }
 
 /** Copy @p r into this thread's sub-ring (shim_ring_push_cuda2 of one). */

@@ -6,7 +6,6 @@
  * wrapper are marked CS_CF_NESTED with the runtime record's seq, so no
  * statistic counts a call twice. Real functions come from the next object
  * (RTLD_NEXT), else from a loaded libcudart.so*. */
-#include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -228,7 +227,8 @@ static void rtx_cudaFreeAsync(RX, void *p, cudaStream_t s)
 
 static void *rt_resolve_slow(int i) SHIM_COLD;
 
-/* Nesting: driver records made while this call runs point at its seq. */
+/* Nesting: driver records made while this call runs point at its seq.
+ * errno: as the driver wrappers (shim.h). */
 #define SHIM_RT_WRAP_(name, base, var, params, args)                                   \
     SHIM_EXPORT cudaError_t shim_r_##name params __asm__(#name);                       \
     cudaError_t shim_r_##name params                                                   \
@@ -240,7 +240,6 @@ static void *rt_resolve_slow(int i) SHIM_COLD;
         struct cs_rec_cuda r;                                                          \
         cudaError_t rc;                                                                \
         uint32_t outer;                                                                \
-        int err;                                                                       \
         if (SHIM_UNLIKELY(real == NULL)) {                                             \
             real = (cudaError_t(*) params)rt_resolve_slow(RT_IDX_##name);              \
             if (real == NULL)                                                          \
@@ -255,14 +254,12 @@ static void *rt_resolve_slow(int i) SHIM_COLD;
         SHIM_ST(st1_ = __rdtsc();)                                                     \
         rc = real args;                                                                \
         SHIM_ST(st2_ = __rdtsc();)                                                     \
-        err = errno;                                                                   \
         t->rt_depth--;                                                                 \
         t->rt_seq = outer;                                                             \
         rtx_##base(&r, rc, (const void *)real RT_ARGS args);                           \
         shim_rec_capture(&r);                                                          \
         shim_rec_end_rt(&r, (int)rc);                                                  \
         SHIM_ST(shim_st_add(r.api, st1_ - st0_, __rdtsc() - st2_);)                    \
-        errno = err;                                                                   \
         return rc;                                                                     \
     }
 SHIM_RT_LIST(SHIM_RT_WRAP_)

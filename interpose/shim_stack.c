@@ -143,7 +143,7 @@ static uint32_t frames_of(void *const *ip, int n, struct cs_frame *f)
     return (uint32_t)n;
 }
 
-uint32_t shim_stack_capture_slow(void)
+static uint32_t capture(void)
 {
     void *ip[STACK_FRAMES + 8];
     struct cs_frame f[STACK_FRAMES];
@@ -178,5 +178,15 @@ uint32_t shim_stack_capture_slow(void)
     shim_unlock();
     if (id && shim_ring_push_stack(id, f, nf) == 0)
         stacks[id].sent_gen = stack_gen;
+    return id;
+}
+
+/* errno kept: the wrappers do not save it (shim.h) */
+uint32_t shim_stack_capture_slow(void)
+{
+    int err = errno;
+    uint32_t id = capture();
+
+    errno = err;
     return id;
 }

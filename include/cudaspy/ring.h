@@ -191,11 +191,19 @@ static inline struct cs_ring_ent *cs_ring_reserve(struct cs_ring_prod *p, uint32
     return (struct cs_ring_ent *)(p->data + off);
 }
 
+/** Publish the entries up to @p end, p->pending read before they were
+ * filled (the stores that fill them may alias it, so the compiler would
+ * read it again). */
+static inline void cs_ring_publish(struct cs_ring_prod *p, uint64_t end)
+{
+    p->head = end;
+    atomic_store_explicit(&p->ctl->head, end, memory_order_release);
+}
+
 /** Publish the entry reserved last (release store of head). */
 static inline void cs_ring_commit(struct cs_ring_prod *p)
 {
-    p->head = p->pending;
-    atomic_store_explicit(&p->ctl->head, p->head, memory_order_release);
+    cs_ring_publish(p, p->pending);
 }
 
 /* ---- consumer (the collector) ---- */

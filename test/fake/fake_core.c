@@ -125,6 +125,7 @@ __attribute__((constructor)) static void fake_cfg_load(void)
     const char *sim = getenv("FAKECUDA_SIM"), *mode = getenv("FAKECUDA_LAT_MODE");
     fake_cfg.is_sim = sim && strcmp(sim, "1") == 0;
     fake_cfg.is_lat_sleep = mode && strcmp(mode, "sleep") == 0;
+    fake_cfg.is_errno = env_double("FAKECUDA_ERRNO", 0) != 0;
     fake_cfg.kernel_ns = 10000;
     fake_cfg.pinned_bps = env_double("FAKECUDA_PINNED_GBPS", 20.0) * 1e9;
     fake_cfg.pageable_bps = env_double("FAKECUDA_PAGEABLE_GBPS", 10.0) * 1e9;
@@ -136,7 +137,7 @@ __attribute__((constructor)) static void fake_cfg_load(void)
     for (int i = 0; i < FAKE_N_EXPORTS; i++)
         if (lat_ns[i])
             fake_cfg.is_slow = 1;
-    if (n_fails)
+    if (n_fails || fake_cfg.is_errno)
         fake_cfg.is_slow = 1;
     pthread_atfork(NULL, NULL, atfork_child);
 }
@@ -178,7 +179,11 @@ static void delay_ns(uint64_t ns)
 }
 
 /* Injected failures return before doing anything and leave errno at EDOM,
- * so a test can check that an interposer hands both back unchanged. */
+ * so a test can check that an interposer hands both back unchanged. With
+ * FAKECUDA_ERRNO=1 a call that succeeds leaves errno at 1000 + its id, as a
+ * real driver may: a call an interposer makes for itself after the
+ * program's (cuFuncGetName, cuCtxGetDevice) then shows in errno unless the
+ * interposer keeps it. */
 CUresult fake_enter_slow(enum fake_id id, uint64_t nth)
 {
     if (lat_ns[id])
@@ -189,6 +194,8 @@ CUresult fake_enter_slow(enum fake_id id, uint64_t nth)
             return fails[i].rc;
         }
     }
+    if (fake_cfg.is_errno)
+        errno = 1000 + (int)id;
     return CUDA_SUCCESS;
 }
 

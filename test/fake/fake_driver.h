@@ -31,6 +31,7 @@ struct fake_cfg {
     int is_slow;            /* any latency or failure configured: take fake_enter_slow() */
     int is_sim;             /* FAKECUDA_SIM=1: simulated per-stream timelines */
     int is_lat_sleep;       /* FAKECUDA_LAT_MODE=sleep: nanosleep instead of spinning */
+    int is_errno;           /* FAKECUDA_ERRNO=1: a call that succeeds leaves errno 1000 + its id */
     uint64_t kernel_ns;     /* default simulated kernel time */
     double pinned_bps;      /* bytes per second for copies from/to pinned memory */
     double pageable_bps;    /* bytes per second for copies from/to pageable memory */

@@ -4,8 +4,10 @@
  * and dlsym on libcuda.so.1 (Triton's and cuBLAS's way). Every call's
  * result and the errno it left (errno is set to 4242 before) go to stdout,
  * so a run with the shim must print exactly what a run without it prints,
- * also when FAKECUDA_FAIL injects errors (which set errno to EDOM).
- * Usage: test_shim_errno [iterations=3] */
+ * also when FAKECUDA_FAIL injects errors (which set errno to EDOM) and when
+ * FAKECUDA_ERRNO makes every driver call leave its own errno (then a call
+ * the shim makes for itself, e.g. for the first launch's kernel name,
+ * would show). Usage: test_shim_errno [iterations=3] */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -42,13 +44,14 @@ typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
 typedef CUresult (*htod_fn)(CUdeviceptr, const void *, size_t, CUstream);
 typedef CUresult (*sync_fn)(CUstream);
 
-static void exported(char *host, size_t n)
+static void exported(char *host, size_t n, CUfunction f)
 {
     CUdeviceptr d = 0;
 
     CALL("export cuMemAlloc_v2", cuMemAlloc(&d, n));
     CALL("export cuMemcpyHtoD_v2", cuMemcpyHtoD(d, host, n));
     CALL("export cuMemsetD8_v2", cuMemsetD8(d, 7, n));
+    CALL("export cuLaunchKernel", cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
     CALL("export cuMemcpyDtoH_v2", cuMemcpyDtoH(host, d, n));
     CALL("export cuCtxSynchronize", cuCtxSynchronize());
     CALL("export cuMemFree_v2", cuMemFree(d));
@@ -89,6 +92,8 @@ int main(int argc, char **argv)
     char *host = calloc(1, n);
     CUdevice dev;
     CUcontext ctx;
+    CUmodule mod;
+    CUfunction f;
 
     if (host == NULL)
         return 3;
@@ -96,11 +101,14 @@ int main(int argc, char **argv)
     CLIENT_CHECK("test_shim_errno", cuDeviceGet(&dev, 0));
     CLIENT_CHECK("test_shim_errno", cuDevicePrimaryCtxRetain(&ctx, dev));
     CLIENT_CHECK("test_shim_errno", cuCtxSetCurrent(ctx));
+    CLIENT_CHECK("test_shim_errno", cuModuleLoadData(&mod, "errno_probe"));
+    CLIENT_CHECK("test_shim_errno", cuModuleGetFunction(&f, mod, "errno_probe"));
     for (int i = 0; i < iters; i++) {
-        exported(host, n);
+        exported(host, n, f);
         via_gpa(host, n);
         via_dlsym();
     }
+    CLIENT_CHECK("test_shim_errno", cuModuleUnload(mod));
     printf("checksum %016llx\n", (unsigned long long)sum);
     fflush(stdout);
     free(host);
