@@ -37,7 +37,8 @@
 #        launchshared: overhead's pinned launch loop, shared runtime only;
 #        launchduty: the launch loops (LAUNCH_RTS, static shared) measured
 #        as ddpduty does, steps of 500 launches, LAUNCH_DUTY_REPS rounds of
-#        untraced, traced, and traced with each shim of SHIM_VARIANTS;
+#        untraced, traced, and traced with each shim of SHIM_VARIANTS and as
+#        its words nohost and hostonly say;
 #        seedconc: the seed W=4's overhead without the session's drift: two
 #        copies at once on disjoint sets of SEED_CONC_CPUS (6) CPUs of GPU 0's
 #        node (else of all CPUs), one traced, the traced side swapping every
@@ -219,12 +220,18 @@ launch_build() {
 part_launchduty() { # the launch loops' cost inside each run: record --duty, steps of 500 launches
     # LAUNCH_DUTY_REPS rounds; each round runs every runtime of LAUNCH_RTS
     # untraced (the placebo; LAUNCH_DUTY_PLAIN=0: not), traced with $B's
-    # shim, and traced with each libcudaspy-NAME.so of SHIM_VARIANTS; each
-    # run is LAUNCH_DUTY_ARGS (500000 7: 3.5 M launches, about 15 s)
-    local pin rt args i v vs bv
+    # shim, and traced with each libcudaspy-NAME.so of SHIM_VARIANTS, and
+    # as its words nohost (--no-host: the shim's share) and hostonly ($B's
+    # shim disabled: host sampling's share) say; each run is
+    # LAUNCH_DUTY_ARGS (500000 7: 3.5 M launches, about 15 s)
+    local pin rt args i v vs=() built=() bv flags envs
     pin=$(gpu_local_cpus 2)
     read -r -a args <<<"${LAUNCH_DUTY_ARGS:-500000 7}"
-    read -r -a vs <<<"$(variant_builds)"
+    for v in ${SHIM_VARIANTS:-}; do
+        case $v in hostonly | nohost) vs+=("$v") ;; esac
+    done
+    read -r -a built <<<"$(variant_builds)"
+    vs+=("${built[@]}")
     log "gpu-check: launchduty: launch loops pinned to CPUs ${pin:-none}, ${args[*]}, shims ${vs[*]}"
     for rt in ${LAUNCH_RTS:-static shared}; do launch_build "$rt"; done
     for i in $(seq 1 "${LAUNCH_DUTY_REPS:-3}"); do
@@ -232,9 +239,15 @@ part_launchduty() { # the launch loops' cost inside each run: record --duty, ste
             [ "${LAUNCH_DUTY_PLAIN:-1}" = 1 ] &&
                 CS_PIN=$pin run_one launch "duty-$rt" 0 "$i" -- "$RUNS/launch_$rt" "${args[@]}"
             for v in "${vs[@]}"; do
-                bv=$B && [ "$v" = base ] || bv=$RUNS/b-$v
-                B=$bv CS_PIN=$pin CS_ANALYZE=0 CS_RECORD_FLAGS="--duty ${DUTY_MS:-250}" \
-                    run_one launch "duty-$rt-$v" 1 "$i" -- "$RUNS/launch_$rt" "${args[@]}"
+                bv=$B flags="--duty ${DUTY_MS:-250}" envs=()
+                case $v in
+                base) ;;
+                hostonly) envs=(CUDASPY_DISABLE=1) ;;
+                nohost) flags+=" --no-host" ;;
+                *) bv=$RUNS/b-$v ;;
+                esac
+                B=$bv CS_PIN=$pin CS_ANALYZE=0 CS_RECORD_FLAGS=$flags \
+                    run_one launch "duty-$rt-$v" 1 "$i" "${envs[@]}" -- "$RUNS/launch_$rt" "${args[@]}"
             done
         done
     done
