@@ -37,8 +37,8 @@
 #        launchshared: overhead's pinned launch loop, shared runtime only;
 #        launchduty: the launch loops (LAUNCH_RTS, static shared) measured
 #        as ddpduty does, steps of 500 launches, LAUNCH_DUTY_REPS rounds of
-#        untraced, traced, and traced with each shim of SHIM_VARIANTS and as
-#        its words nohost and hostonly say;
+#        untraced, traced, and traced with each shim or sampler of
+#        SHIM_VARIANTS and as its words nohost and hostonly say;
 #        seedconc: the seed W=4's overhead without the session's drift: two
 #        copies at once on disjoint sets of SEED_CONC_CPUS (6) CPUs of GPU 0's
 #        node (else of all CPUs), one traced, the traced side swapping every
@@ -253,14 +253,18 @@ part_launchduty() { # the launch loops' cost inside each run: record --duty, ste
     done
 }
 
-# variant_builds: for each libcudaspy-NAME.so of SHIM_VARIANTS, $RUNS/b-NAME
-# (a copy of $B with that shim); prints the NAMEs, then base ($B itself)
+# variant_builds: for each libcudaspy-NAME.so or cudaspy-sampler-NAME of
+# SHIM_VARIANTS, $RUNS/b-NAME (a copy of $B with that shim or that
+# sampler); prints the NAMEs, then base ($B itself)
 variant_builds() {
-    local so v vs=()
-    for so in ${SHIM_VARIANTS:-}; do
-        case $so in *.so) ;; *) continue ;; esac
-        v=$(basename "$so" .so) && v=${v#libcudaspy-}
-        rm -rf "$RUNS/b-$v" && cp -r "$B" "$RUNS/b-$v" && cp "$so" "$RUNS/b-$v/libcudaspy.so"
+    local f v to vs=()
+    for f in ${SHIM_VARIANTS:-}; do
+        case $(basename "$f") in
+        libcudaspy-*.so) v=$(basename "$f" .so) && v=${v#libcudaspy-} to=libcudaspy.so ;;
+        cudaspy-sampler-*) v=$(basename "$f") && v=${v#cudaspy-sampler-} to=cudaspy-sampler ;;
+        *) continue ;;
+        esac
+        rm -rf "$RUNS/b-$v" && cp -r "$B" "$RUNS/b-$v" && cp "$f" "$RUNS/b-$v/$to"
         vs+=("$v")
     done
     echo "${vs[*]} base"
