@@ -24,8 +24,6 @@
 #define ARENA_CHUNK (1u << 20)
 
 /* A slot's value: shim.h (SHIM_NAME_VAL_*). */
-#define VAL_ID(v)   SHIM_NAME_VAL_ID(v)
-#define VAL_SENT(v) SHIM_NAME_VAL_SENT(v)
 
 struct name_info {
     const char *s;
@@ -209,8 +207,8 @@ static inline uint32_t name_get(struct shim_name_cache *c, uint64_t h, const voi
 
     if (SHIM_UNLIKELY(!cache_get(c, h, &v)))
         return lookup_slow(c, h, near, runtime);
-    id = VAL_ID(v);
-    if (id && SHIM_UNLIKELY(VAL_SENT(v) !=
+    id = SHIM_NAME_VAL_ID(v);
+    if (id && SHIM_UNLIKELY(SHIM_NAME_VAL_SENT(v) !=
                             (atomic_load_explicit(&name_gen, memory_order_relaxed) & 0xffu)))
         name_resend_slow(c, h, id);
     return id;

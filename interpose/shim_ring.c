@@ -556,6 +556,20 @@ static int push_thread_name(struct cs_ring_prod *p, const char *name)
     return 0;
 }
 
+/* This thread's producer, or NULL if it has none yet (call the slow path)
+ * or recording is off: for the pushes below, made whenever (the CUDA
+ * records' push trusts the check made before the call: shim_ring.h). */
+static inline struct cs_ring_prod *shim_ring_tls(void)
+{
+    struct cs_ring_prod *p = &shim_t_.prod;
+
+    if (__builtin_expect(p->ctl == NULL, 0))
+        return NULL;
+    if (__builtin_expect(atomic_load_explicit(&shim_ring_off_, memory_order_relaxed), 0))
+        return NULL;
+    return p;
+}
+
 struct cs_ring_prod *shim_ring_attach_slow(void)
 {
     struct shim_thread *t = &shim_t_;

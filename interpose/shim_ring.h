@@ -146,19 +146,6 @@ static inline int shim_ring_paused(void)
     return ctl && atomic_load_explicit(&ctl->paused, memory_order_relaxed);
 }
 
-/** This thread's producer, or NULL if it has none yet (call the slow path)
- * or recording is off. */
-static inline struct cs_ring_prod *shim_ring_tls(void)
-{
-    struct cs_ring_prod *p = &shim_t_.prod;
-
-    if (__builtin_expect(p->ctl == NULL, 0))
-        return NULL;
-    if (__builtin_expect(atomic_load_explicit(&shim_ring_off_, memory_order_relaxed), 0))
-        return NULL;
-    return p;
-}
-
 /** Connect and register the process if needed, claim a sub-ring for this
  * thread (pushing its name as a CS_ENT_THREAD entry). @return the producer,
  * or NULL when recording is off (nothing to do then). */

@@ -33,7 +33,8 @@
 #define SUB_BUDGET     (256u << 10)    /* ring bytes taken per sub-ring per pass: keeps the
                                           staging buffers small and cache-warm */
 #define TRANS_WAIT_NS  50000000ull     /* how long a record waits for its name definition */
-#define COMMIT_BYTES   (2u << 20)      /* commit early when this much is staged */
+#define COMMIT_BYTES   (2u << 20)      /* commit early when this much is staged: no ring
+                                          drains while a commit writes (docs/format.md) */
 #define LOCAL_ID_MAX   (1u << 24)      /* largest process-local name/stack id accepted */
 #define SEG_NSUB_MAX   1024
 #define SEG_BYTES_MAX  (16ull << 30)

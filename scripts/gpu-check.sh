@@ -219,19 +219,14 @@ launch_build() {
 
 part_launchduty() { # the launch loops' cost inside each run: record --duty, steps of 500 launches
     # LAUNCH_DUTY_REPS rounds; each round runs every runtime of LAUNCH_RTS
-    # untraced (the placebo; LAUNCH_DUTY_PLAIN=0: not), traced with $B's
-    # shim, and traced with each libcudaspy-NAME.so of SHIM_VARIANTS, and
-    # as its words nohost (--no-host: the shim's share) and hostonly ($B's
-    # shim disabled: host sampling's share) say; each run is
-    # LAUNCH_DUTY_ARGS (500000 7: 3.5 M launches, about 15 s)
-    local pin rt args i v vs=() built=() bv flags envs
+    # untraced (the placebo; LAUNCH_DUTY_PLAIN=0: not), traced with $B,
+    # and traced as each variant of SHIM_VARIANTS (builds, and the words
+    # nohost and hostonly: duty_variant); each run is LAUNCH_DUTY_ARGS
+    # (500000 7: 3.5 M launches, about 15 s)
+    local pin rt args i v vs
     pin=$(gpu_local_cpus 2)
     read -r -a args <<<"${LAUNCH_DUTY_ARGS:-500000 7}"
-    for v in ${SHIM_VARIANTS:-}; do
-        case $v in hostonly | nohost) vs+=("$v") ;; esac
-    done
-    read -r -a built <<<"$(variant_builds)"
-    vs+=("${built[@]}")
+    read -r -a vs <<<"$(variant_names hostonly nohost)"
     log "gpu-check: launchduty: launch loops pinned to CPUs ${pin:-none}, ${args[*]}, shims ${vs[*]}"
     for rt in ${LAUNCH_RTS:-static shared}; do launch_build "$rt"; done
     for i in $(seq 1 "${LAUNCH_DUTY_REPS:-3}"); do
@@ -239,18 +234,42 @@ part_launchduty() { # the launch loops' cost inside each run: record --duty, ste
             [ "${LAUNCH_DUTY_PLAIN:-1}" = 1 ] &&
                 CS_PIN=$pin run_one launch "duty-$rt" 0 "$i" -- "$RUNS/launch_$rt" "${args[@]}"
             for v in "${vs[@]}"; do
-                bv=$B flags="--duty ${DUTY_MS:-250}" envs=()
-                case $v in
-                base) ;;
-                hostonly) envs=(CUDASPY_DISABLE=1) ;;
-                nohost) flags+=" --no-host" ;;
-                *) bv=$RUNS/b-$v ;;
-                esac
-                B=$bv CS_PIN=$pin CS_ANALYZE=0 CS_RECORD_FLAGS=$flags \
-                    run_one launch "duty-$rt-$v" 1 "$i" "${envs[@]}" -- "$RUNS/launch_$rt" "${args[@]}"
+                CS_PIN=$pin duty_variant "$v" launch "duty-$rt-$v" "$i" -- \
+                    "$RUNS/launch_$rt" "${args[@]}"
             done
         done
     done
+}
+
+# variant_names WORD...: the words of SHIM_VARIANTS that are among WORD...,
+# then variant_builds' names (base last)
+variant_names() {
+    local w vs=()
+    for w in ${SHIM_VARIANTS:-}; do
+        [[ " $* " == *" $w "* ]] && vs+=("$w")
+    done
+    echo "${vs[*]} $(variant_builds)"
+}
+
+# duty_variant V NAME MODE I [ENV...] -- CMD...: run_one of a traced run
+# recording in DUTY_MS phases, as variant V says: base ($B), hostonly ($B's
+# shim disabled: host sampling's share), nohost (--no-host: the shim's
+# share), schednormal (the collector on the kernel's default policy instead
+# of SCHED_BATCH), pinned (ddp.py's ranks pinned as in ddppin), or a NAME
+# of variant_builds ($RUNS/b-NAME)
+duty_variant() {
+    local v=$1 b=$B flags="--duty ${DUTY_MS:-250}" sargs=${CS_SAMPLER_ARGS:-} envs=()
+    shift
+    case $v in
+    base) ;;
+    hostonly) envs=(CUDASPY_DISABLE=1) ;;
+    nohost) flags+=" --no-host" ;;
+    schednormal) sargs="--sched normal" ;;
+    pinned) envs=("CS_DDP_CPUS=$(ddp_pin_cpus)") ;;
+    *) b=$RUNS/b-$v ;;
+    esac
+    B=$b CS_SAMPLER_ARGS=$sargs CS_ANALYZE=0 CS_RECORD_FLAGS=$flags \
+        run_one "$1" "$2" 1 "$3" "${envs[@]}" "${@:4}"
 }
 
 # variant_builds: for each libcudaspy-NAME.so or cudaspy-sampler-NAME of
@@ -478,33 +497,17 @@ part_ddpdutysplit() { # ddpduty's measure with and without host sampling: the sh
 }
 
 part_ddpdutyvar() { # ddpduty's traced runs for several builds of libcudaspy.so, rotating
-    # SHIM_VARIANTS: libcudaspy-NAME.so files, each run with the rest of $B,
-    # and the words hostonly ($B's shim disabled: host sampling's share),
-    # nohost (--no-host: the shim's share), schednormal (the collector on the
-    # kernel's default policy instead of SCHED_BATCH) and pinned (this
-    # variant's ranks pinned as in ddppin). DDP_PIN=1: every variant pinned.
-    local steps=${DDP_DUTY_STEPS:-4000} w v i k vs=() built=() pin=()
+    # SHIM_VARIANTS: builds (variant_builds), each run with the rest of $B,
+    # and the words hostonly, nohost, schednormal and pinned (duty_variant).
+    # DDP_PIN=1: every variant pinned.
+    local steps=${DDP_DUTY_STEPS:-4000} v i k vs pin=()
     [ "${DDP_PIN:-0}" = 1 ] && pin=("CS_DDP_CPUS=$(ddp_pin_cpus)")
-    for w in ${SHIM_VARIANTS:-}; do
-        case $w in hostonly | nohost | schednormal | pinned) vs+=("$w") ;; esac
-    done
-    read -r -a built <<<"$(variant_builds)"
-    vs+=("${built[@]}")
+    read -r -a vs <<<"$(variant_names hostonly nohost schednormal pinned)"
     for i in $(seq 1 "${DDP_REPS:-3}"); do
         for k in $(seq 0 $((${#vs[@]} - 1))); do
             v=${vs[$(((i + k) % ${#vs[@]}))]}
-            # shellcheck disable=SC2030 # B, flags and environment for this run only
-            (flags="--duty ${DUTY_MS:-250}" envs=("${pin[@]}")
-             case $v in
-             base) ;;
-             hostonly) envs+=(CUDASPY_DISABLE=1) ;;
-             nohost) flags+=" --no-host" ;;
-             schednormal) CS_SAMPLER_ARGS="--sched normal" ;;
-             pinned) envs+=("CS_DDP_CPUS=$(ddp_pin_cpus)") ;;
-             *) B=$RUNS/b-$v ;;
-             esac
-             CS_TIMES=1 CS_ANALYZE=0 CS_RECORD_FLAGS=$flags \
-                run_one ddp "duty-s$steps-$v" 1 "$i" "${envs[@]}" -- "${TRUN[@]}" --steps "$steps")
+            CS_TIMES=1 duty_variant "$v" ddp "duty-s$steps-$v" "$i" "${pin[@]}" -- \
+                "${TRUN[@]}" --steps "$steps"
         done
     done
 }

@@ -11,11 +11,10 @@
 #     walk must not show in errno, since the wrappers do not save it.
 . "$(dirname "$0")/shim_common.sh"
 C="$B/fake/test_shim_errno"
+fails="cuMemAlloc_v2@2=2,cuMemcpyHtoD_v2@*=1,cuStreamSynchronize@1=400,cuMemcpyHtoDAsync_v2@2=700"
 
-FAKECUDA_FAIL="cuMemAlloc_v2@2=2,cuMemcpyHtoD_v2@*=1,cuStreamSynchronize@1=400,cuMemcpyHtoDAsync_v2@2=700" \
-    run_plain "$T/plain.out" "$T/plain.exp" "$C"
-FAKECUDA_FAIL="cuMemAlloc_v2@2=2,cuMemcpyHtoD_v2@*=1,cuStreamSynchronize@1=400,cuMemcpyHtoDAsync_v2@2=700" \
-    run_traced record "$T/run.lmdb" "$T/traced.out" "$T/traced.exp" "$C"
+FAKECUDA_FAIL=$fails run_plain "$T/plain.out" "$T/plain.exp" "$C"
+FAKECUDA_FAIL=$fails run_traced record "$T/run.lmdb" "$T/traced.out" "$T/traced.exp" "$C"
 same_stdout "$T/plain.out" "$T/traced.out"
 grep -q "gpa cuMemAlloc_v2 rc=2 errno=33" "$T/traced.out" || fail "injected error not seen"
 grep -q 'export cuMemcpyHtoD_v2 rc=1 errno=33' "$T/traced.out" || fail "injected error not seen"

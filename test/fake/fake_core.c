@@ -123,9 +123,10 @@ static void atfork_child(void);
 __attribute__((constructor)) static void fake_cfg_load(void)
 {
     const char *sim = getenv("FAKECUDA_SIM"), *mode = getenv("FAKECUDA_LAT_MODE");
+    const char *err = getenv("FAKECUDA_ERRNO");
     fake_cfg.is_sim = sim && strcmp(sim, "1") == 0;
     fake_cfg.is_lat_sleep = mode && strcmp(mode, "sleep") == 0;
-    fake_cfg.is_errno = env_double("FAKECUDA_ERRNO", 0) != 0;
+    fake_cfg.is_errno = err && strcmp(err, "1") == 0;
     fake_cfg.kernel_ns = 10000;
     fake_cfg.pinned_bps = env_double("FAKECUDA_PINNED_GBPS", 20.0) * 1e9;
     fake_cfg.pageable_bps = env_double("FAKECUDA_PAGEABLE_GBPS", 10.0) * 1e9;
