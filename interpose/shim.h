@@ -272,8 +272,28 @@ static inline void shim_name_prefetch(uint64_t f)
  * id in its ring, so that a hit reads one cache line (a launch's lookup
  * missed in cache on the H200). Only a name defined exactly 256 fork
  * generations up would pass for sent. */
-#define SHIM_NAME_VAL_ID(v)   ((uint32_t)(v) & 0xffffffu)
-#define SHIM_NAME_VAL_SENT(v) ((uint32_t)(v) >> 24)
+#define SHIM_NAME_VAL(epoch, sent, id) \
+    ((uint64_t)(epoch) << 32 | ((uint64_t)(sent) & 0xffu) << 24 | (id))
+#define SHIM_NAME_VAL_EPOCH(v) ((uint32_t)((v) >> 32))
+#define SHIM_NAME_VAL_SENT(v)  ((uint32_t)(v) >> 24)
+#define SHIM_NAME_VAL_ID(v)    ((uint32_t)(v) & 0xffffffu)
+
+/** Was slot value @p v cached since the last module/library unload? */
+static inline int shim_name_val_current(uint64_t v)
+{
+    uint32_t epoch = atomic_load_explicit(&shim_hot_.name_epoch, memory_order_relaxed);
+
+    return SHIM_NAME_VAL_EPOCH(v) == epoch;
+}
+
+/** Is the name in slot value @p v defined in this process's ring (not only
+ * in a parent's, before a fork)? */
+static inline int shim_name_val_sent(uint64_t v)
+{
+    uint32_t gen = atomic_load_explicit(&shim_hot_.name_gen, memory_order_relaxed);
+
+    return SHIM_NAME_VAL_SENT(v) == (gen & 0xffu);
+}
 
 /** shim_name_driver() past a hit in the handle's own slot. */
 uint32_t shim_name_driver_slow(uint64_t f, const void *real_launch) SHIM_COLD;
@@ -287,10 +307,8 @@ static inline uint32_t shim_name_driver(uint64_t f, const void *real_launch)
 
     if (SHIM_LIKELY(atomic_load_explicit(&s->key, memory_order_acquire) == f)) {
         uint64_t v = atomic_load_explicit(&s->val, memory_order_acquire);
-        uint32_t epoch = atomic_load_explicit(&shim_hot_.name_epoch, memory_order_relaxed);
-        uint32_t gen = atomic_load_explicit(&shim_hot_.name_gen, memory_order_relaxed);
 
-        if (SHIM_LIKELY((uint32_t)(v >> 32) == epoch && SHIM_NAME_VAL_SENT(v) == (gen & 0xffu)))
+        if (SHIM_LIKELY(shim_name_val_current(v) && shim_name_val_sent(v)))
             return SHIM_NAME_VAL_ID(v);
     }
     return shim_name_driver_slow(f, real_launch);

@@ -49,13 +49,12 @@ static _Atomic(uintptr_t) fn_func_name, fn_kernel_name, fn_rt_name;
 static inline int cache_get(struct shim_name_cache *c, uint64_t h, uint64_t *v)
 {
     uint32_t i = shim_name_slot_of(h);
-    uint32_t epoch = atomic_load_explicit(&name_epoch, memory_order_relaxed);
 
     for (uint32_t n = 0; n < NAME_PROBES; n++, i = (i + 1) & (SHIM_NAME_SLOTS - 1)) {
         uint64_t k = atomic_load_explicit(&c->slot[i].key, memory_order_acquire);
         if (k == h) {
             *v = atomic_load_explicit(&c->slot[i].val, memory_order_acquire);
-            return (uint32_t)(*v >> 32) == epoch;
+            return shim_name_val_current(*v);
         }
         if (k == 0)
             return 0;
@@ -67,7 +66,7 @@ static inline int cache_get(struct shim_name_cache *c, uint64_t h, uint64_t *v)
 static void cache_put(struct shim_name_cache *c, uint64_t h, uint32_t id)
 {
     uint32_t i = shim_name_slot_of(h), sent = id ? atomic_load(&infos[id].sent_gen) : 0;
-    uint64_t v = (uint64_t)atomic_load(&name_epoch) << 32 | (sent & 0xffu) << 24 | id;
+    uint64_t v = SHIM_NAME_VAL(atomic_load(&name_epoch), sent, id);
 
     shim_lock();
     for (uint32_t n = 0; n < NAME_PROBES; n++, i = (i + 1) & (SHIM_NAME_SLOTS - 1)) {
@@ -208,8 +207,7 @@ static inline uint32_t name_get(struct shim_name_cache *c, uint64_t h, const voi
     if (SHIM_UNLIKELY(!cache_get(c, h, &v)))
         return lookup_slow(c, h, near, runtime);
     id = SHIM_NAME_VAL_ID(v);
-    if (id && SHIM_UNLIKELY(SHIM_NAME_VAL_SENT(v) !=
-                            (atomic_load_explicit(&name_gen, memory_order_relaxed) & 0xffu)))
+    if (id && SHIM_UNLIKELY(!shim_name_val_sent(v)))
         name_resend_slow(c, h, id);
     return id;
 }
