@@ -80,3 +80,17 @@ if(TARGET cudaspy_launcher AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fake/cause_wor
       ENVIRONMENT "CS_ANALYZE=$<TARGET_FILE:cudaspy-analyze>;CS_JSON_EXPECT=$<TARGET_FILE:json_expect>")
   endforeach()
 endif()
+
+# data.analyzer.<case>: golden reports. test/data/analyzer/<case>/ holds gen
+# (gen_run arguments), optional opts (cudaspy-analyze options) and the
+# expected report.json and report.txt; test/analyzer/golden.sh compares them
+# byte for byte (issue 26: moves in analyzer/ must not change a report).
+file(GLOB CS_AN_GOLDEN ${CMAKE_CURRENT_SOURCE_DIR}/data/analyzer/*/gen)
+foreach(gen ${CS_AN_GOLDEN})
+  get_filename_component(dir ${gen} DIRECTORY)
+  get_filename_component(case ${dir} NAME)
+  add_test(NAME data.analyzer.${case}
+           COMMAND sh ${CS_AN_DIR}/golden.sh $<TARGET_FILE:cudaspy-analyze>
+                   $<TARGET_FILE:gen_run> ${dir} ${CS_AN_WORK}/golden/${case})
+  set_tests_properties(data.analyzer.${case} PROPERTIES LABELS unit TIMEOUT 60)
+endforeach()
