@@ -9,12 +9,12 @@
 #include "analysis.h"
 #include "cudaspy/api.h"
 #include "cudaspy/version.h"
-#include "chains.h"
-#include "feed.h"
-#include "model.h"
-#include "procs.h"
-#include "ranks.h"
-#include "stats.h"
+#include "rules/chains.h"
+#include "rules/feed.h"
+#include "model/model.h"
+#include "model/procs.h"
+#include "rules/ranks.h"
+#include "model/stats.h"
 
 struct dur_cache;
 

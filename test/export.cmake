@@ -1,4 +1,4 @@
-# test/export.cmake: the Chrome/Perfetto trace export (analyzer/export_chrome.c).
+# test/export.cmake: the Chrome/Perfetto trace export (analyzer/views/export_chrome.c).
 # check_trace is a strict checker of the Trace Event format; runs come from
 # gate_gen_run (test/gate.cmake).
 set(CS_EXPORT_DIR ${CMAKE_CURRENT_SOURCE_DIR}/export)

@@ -15,7 +15,7 @@ if(CS_FUZZ)
 
   # Everything of cudaspy-analyze but its main(); analyzer/main.c again as
   # an object with main renamed, for fuzz_cli.
-  file(GLOB FUZZ_ANALYZE_SRCS ${CMAKE_SOURCE_DIR}/analyzer/*.c)
+  file(GLOB_RECURSE FUZZ_ANALYZE_SRCS ${CMAKE_SOURCE_DIR}/analyzer/*.c)
   list(REMOVE_ITEM FUZZ_ANALYZE_SRCS ${CMAKE_SOURCE_DIR}/analyzer/main.c)
   add_library(fuzz_analyze STATIC ${FUZZ_ANALYZE_SRCS})
   target_include_directories(fuzz_analyze PUBLIC ${CMAKE_SOURCE_DIR}/analyzer ${CS_JANSSON_INC})

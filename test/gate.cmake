@@ -1,4 +1,4 @@
-# test/gate.cmake: the CI gate (analyzer/gate.c, summary.c, bootstrap.c).
+# test/gate.cmake: the CI gate (analyzer/gate/: gate.c, summary.c, bootstrap.c).
 # gate_gen_run writes synthetic run files with the real cs_store writer; the
 # export and HTML tests use it too.
 set(CS_GATE_DIR ${CMAKE_CURRENT_SOURCE_DIR}/gate)
@@ -6,7 +6,8 @@ set(CS_GATE_DIR ${CMAKE_CURRENT_SOURCE_DIR}/gate)
 add_executable(gate_gen_run ${CS_GATE_DIR}/gen_run.c)
 target_link_libraries(gate_gen_run cs_runfile)
 
-add_executable(test_bootstrap ${CS_GATE_DIR}/test_bootstrap.c ${CMAKE_SOURCE_DIR}/analyzer/bootstrap.c)
+add_executable(test_bootstrap ${CS_GATE_DIR}/test_bootstrap.c
+               ${CMAKE_SOURCE_DIR}/analyzer/gate/bootstrap.c)
 target_include_directories(test_bootstrap PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_bootstrap cs_core m)
 add_test(NAME unit.bootstrap COMMAND test_bootstrap)
@@ -39,8 +40,9 @@ if(TARGET cudaspy-analyze AND TARGET cudaspy_launcher AND TARGET client_rt_share
   endforeach()
 endif()
 
-add_executable(test_summary ${CS_GATE_DIR}/test_summary.c ${CMAKE_SOURCE_DIR}/analyzer/summary.c
-               ${CMAKE_SOURCE_DIR}/analyzer/bootstrap.c)
+add_executable(test_summary ${CS_GATE_DIR}/test_summary.c
+               ${CMAKE_SOURCE_DIR}/analyzer/gate/summary.c
+               ${CMAKE_SOURCE_DIR}/analyzer/gate/bootstrap.c)
 target_include_directories(test_summary PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${CS_JANSSON_INC})
 target_link_libraries(test_summary cs_runfile ${CS_JANSSON_LIB} m)
 add_test(NAME unit.summary COMMAND test_summary)

@@ -1,4 +1,4 @@
-# test/html.cmake: the self-contained HTML report (analyzer/report_html.c).
+# test/html.cmake: the self-contained HTML report (analyzer/views/report_html.c).
 # cli.html_renders loads the page in headless Chromium (Debian package
 # chromium); it is skipped when chromium is absent.
 set(CS_HTML_DIR ${CMAKE_CURRENT_SOURCE_DIR}/html)

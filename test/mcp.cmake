@@ -3,7 +3,7 @@
 # end-to-end test with the real MCP SDK client from npm (test/mcp/e2e.mjs),
 # installed by the test into the build dir and reused on later runs.
 add_executable(test_mcp_index ${CMAKE_CURRENT_SOURCE_DIR}/mcp/test_mcp_index.c
-               ${CMAKE_SOURCE_DIR}/analyzer/mcp_index.c)
+               ${CMAKE_SOURCE_DIR}/analyzer/mcp/mcp_index.c)
 target_include_directories(test_mcp_index PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_mcp_index PRIVATE cs_analysis)
 add_test(NAME unit.mcp_index COMMAND test_mcp_index)

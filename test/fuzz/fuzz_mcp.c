@@ -1,5 +1,5 @@
 /* fuzz_mcp.c: libFuzzer target for the MCP server's request handler
- * (analyzer/mcp_proto.c mcp_proto_handle() and every tool and prompt behind
+ * (analyzer/mcp/mcp_proto.c mcp_proto_handle() and every tool and prompt behind
  * it). Two runs are loaded once, as `cudaspy-analyze mcp RUN RUN` would load
  * them (analysis, its JSON, the query index, the gate summary); each input
  * is split into lines and every line is answered in-process. Each response
@@ -8,8 +8,8 @@
  * scratch file first (opening it leaves a -lock file beside it). */
 #include "analysis.h"
 #include "fuzz_common.h"
-#include "mcp.h"
-#include "summary.h"
+#include "mcp/mcp.h"
+#include "gate/summary.h"
 
 #ifndef CS_FUZZ_RUN
 #define CS_FUZZ_RUN "run.lmdb"

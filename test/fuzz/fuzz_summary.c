@@ -1,12 +1,12 @@
 /* fuzz_summary.c: libFuzzer target for the saved gate summary reader
- * (analyzer/summary.c: summary_load() of a file starting with '{'). The
+ * (analyzer/gate/summary.c: summary_load() of a file starting with '{'). The
  * input is the file; a summary that loads is saved again, reloaded, and
  * gated against itself and the reload (gate.c's gate_eval with the bootstrap
  * on, few resamples), so every field the reader accepts reaches the code
  * that uses it. */
 #include "fuzz_common.h"
-#include "gate.h"
-#include "summary.h"
+#include "gate/gate.h"
+#include "gate/summary.h"
 
 static void gate_pair(const struct summary *a, const struct summary *b)
 {

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "../../analyzer/bootstrap.h"
+#include "../../analyzer/gate/bootstrap.h"
 #include "check.h"
 
 static int test_quantile_is_nearest_rank(void)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analyzer/summary.h"
+#include "../../analyzer/gate/summary.h"
 #include "check.h"
 
 static const char good[] =

@@ -50,9 +50,9 @@ bad_input)
     grep -q '^cudaspy-analyze: junk.lmdb' err.txt || fail message
     expect_rc 2 "$analyze" report --html
     ;;
-assets)  # analyzer/html_assets.h is generated from analyzer/html/report.html.in
-    sh "$src/test/html/gen_assets.sh" "$src/analyzer/html/report.html.in" assets.h || fail gen
-    cmp assets.h "$src/analyzer/html_assets.h" || fail "html_assets.h is stale: run test/html/gen_assets.sh"
+assets)  # analyzer/views/html_assets.h is generated from analyzer/views/html/report.html.in
+    sh "$src/test/html/gen_assets.sh" "$src/analyzer/views/html/report.html.in" assets.h || fail gen
+    cmp assets.h "$src/analyzer/views/html_assets.h" || fail "html_assets.h is stale: run test/html/gen_assets.sh"
     ;;
 *) fail "unknown case" ;;
 esac

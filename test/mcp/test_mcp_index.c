@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "mcp.h"
+#include "mcp/mcp.h"
 
 static unsigned seed;
 

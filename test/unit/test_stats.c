@@ -1,11 +1,11 @@
-/* test_stats.c: analyzer/stats.c: radix sort and nearest-rank percentiles
+/* test_stats.c: analyzer/model/stats.c: radix sort and nearest-rank percentiles
  * against a brute-force reference (qsort + the rank formula in floating
  * point) on random data of many shapes. Prints its seed (CS_TEST_SEED). */
 #include <math.h>
 #include <stdlib.h>
 
 #include "check.h"
-#include "stats.h"
+#include "model/stats.h"
 
 static unsigned seed;
 

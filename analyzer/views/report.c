@@ -1,4 +1,4 @@
-/* report.c: `cudaspy-analyze [report] RUN...`: option parsing, the text
+/* views/report.c: `cudaspy-analyze [report] RUN...`: option parsing, the text
  * report and --json. The text is rendered from the docs/json.md object, so
  * both forms always say the same thing; analysis.c builds that object. */
 #include <errno.h>
@@ -12,8 +12,8 @@
 
 #include "analysis.h"
 #include "commands.h"
-#include "model.h"
-#include "ranks.h"
+#include "model/model.h"
+#include "rules/ranks.h"
 #include "cudaspy/version.h"
 
 #define PROG "cudaspy-analyze"

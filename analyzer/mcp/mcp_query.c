@@ -1,4 +1,4 @@
-/* mcp_query.c: what each MCP tool computes. Whole-run figures (run summary,
+/* mcp/mcp_query.c: what each MCP tool computes. Whole-run figures (run summary,
  * findings, per-process breakdown, GPU feed) are slices of analysis_json();
  * latency over filters, timelines and stalls come from the per-run indexes
  * (mcp_index.c); compare_runs asks the gate (gate_eval). Argument checking
@@ -10,10 +10,10 @@
 #include <string.h>
 
 #include "analysis.h"
-#include "gate.h"
+#include "gate/gate.h"
 #include "mcp.h"
-#include "stats.h"
-#include "summary.h"
+#include "model/stats.h"
+#include "gate/summary.h"
 
 #define TEXT_ROWS 40 /* rows of a table printed in the text block */
 

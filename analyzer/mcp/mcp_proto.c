@@ -1,4 +1,4 @@
-/* mcp_proto.c: the MCP server's wire side: newline-delimited JSON-RPC 2.0 on
+/* mcp/mcp_proto.c: the MCP server's wire side: newline-delimited JSON-RPC 2.0 on
  * stdio, the legacy initialize handshake (2025-06-18, 2025-11-25) and
  * stateless requests carrying a `_meta` protocol version (2026-07-28), with
  * the JSON-RPC errors. What the tools and the prompt answer is mcp_tools.c's

@@ -1,4 +1,4 @@
-/* ranks.c: per-rank tables and the rank_straggler finding (ranks.h has the
+/* rules/ranks.c: per-rank tables and the rank_straggler finding (ranks.h has the
  * method). Only reads the model; the finding's JSON has the keys of every
  * other chain (docs/json.md) plus rank, host_cause, steps, straggled_steps
  * and lost_ns. */
@@ -12,7 +12,7 @@
 #include "cudaspy/api.h"
 #include "cudaspy/grow.h"
 #include "ranks.h"
-#include "stats.h"
+#include "model/stats.h"
 
 #define US 1000ull
 #define MS 1000000ull

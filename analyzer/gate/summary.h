@@ -1,4 +1,4 @@
-/* summary.h: per-API (and per API + kernel name) latency summaries of one
+/* gate/summary.h: per-API (and per API + kernel name) latency summaries of one
  * run, built from a run file or loaded from the small versioned JSON file
  * `cudaspy-analyze summary --save` writes (format in docs/ci.md). The gate
  * compares two of them; the HTML report draws histograms from the full

@@ -1,4 +1,4 @@
-/* stats.c: exact percentiles (radix sort + nearest rank) and the latency
+/* model/stats.c: exact percentiles (radix sort + nearest rank) and the latency
  * tables. Every call's duration is kept, so a table costs 8 bytes per call
  * while it is built, in the model's scratch memory (model.c keeps the calls
  * themselves); a built table keeps only each row's summary. */

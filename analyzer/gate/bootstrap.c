@@ -1,4 +1,4 @@
-/* bootstrap.c: nearest-rank quantiles and the percentile bootstrap of a
+/* gate/bootstrap.c: nearest-rank quantiles and the percentile bootstrap of a
  * quantile ratio. Resampling from an ascending array is done by counting how
  * often each index is drawn and walking the counts to the wanted rank, so one
  * resample costs O(n) and never sorts. */

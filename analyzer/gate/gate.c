@@ -1,4 +1,4 @@
-/* gate.c: `cudaspy-analyze gate` and `cudaspy-analyze summary`. Evaluates
+/* gate/gate.c: `cudaspy-analyze gate` and `cudaspy-analyze summary`. Evaluates
  * the p99-ratio gate over two summaries (summary.c builds them, bootstrap.c
  * supplies the confidence interval) and writes the verdict as a table, JSON,
  * JUnit XML and Markdown. Exit codes: 0 pass, 1 regression, 2 usage or

@@ -1,4 +1,4 @@
-/* procs.h: the per-process breakdown: role in the tree, CUDA calls and time,
+/* model/procs.h: the per-process breakdown: role in the tree, CUDA calls and time,
  * on/off-CPU split, run-queue delay, longest stall, context switches, page
  * allocations and faults. Reads the model's pwin windows (counters summed
  * over a process's threads) and off-CPU intervals; fills m_proc.st. */

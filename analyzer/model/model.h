@@ -1,4 +1,4 @@
-/* model.h: the analyzer's in-memory copy of one or more runs, private to
+/* model/model.h: the analyzer's in-memory copy of one or more runs, private to
  * analyzer/. model.c loads it (every CUDA call and off-CPU interval, grouped
  * by thread and sorted by time; per-process windows; system windows);
  * stats.c, procs.c, feed.c and chains.c derive from it; analysis.c owns it.

@@ -1,4 +1,4 @@
-/* mcp.c: `cudaspy-analyze mcp RUN.lmdb...`, the Model Context Protocol
+/* mcp/mcp.c: `cudaspy-analyze mcp RUN.lmdb...`, the Model Context Protocol
  * server. Owns the command line and the startup: each run file is loaded
  * once (analysis, its JSON, the query indexes, the gate summary) and every
  * request is answered from memory. The protocol is mcp_proto.c's, the tools
@@ -14,7 +14,7 @@
 #include "analysis.h"
 #include "commands.h"
 #include "mcp.h"
-#include "summary.h"
+#include "gate/summary.h"
 
 static const char mcp_usage[] =
     "Usage: cudaspy-analyze mcp RUN.lmdb [MORE.lmdb ...]\n"

@@ -1,4 +1,4 @@
-/* chains.h: findings, each a causal chain from a host cause to the CUDA calls
+/* rules/chains.h: findings, each a causal chain from a host cause to the CUDA calls
  * it slowed. Heavy-tailed APIs (enough calls, p99/p50 at least tail_ratio)
  * have their outlier calls (>= p99) decomposed, each within its own
  * [t_enter, t_exit] window: on CPU, preempted (by whom), asleep (woken by
@@ -13,8 +13,8 @@
 #include <jansson.h>
 
 #include "feed.h"
-#include "model.h"
-#include "stats.h"
+#include "model/model.h"
+#include "model/stats.h"
 
 enum chain_sev { CHAIN_LOW = 0, CHAIN_MEDIUM = 1, CHAIN_HIGH = 2 };
 

@@ -1,4 +1,4 @@
-/* feed.h: how well the host fed the GPU, from host-side facts only. A
+/* rules/feed.h: how well the host fed the GPU, from host-side facts only. A
  * synchronisation that returned means the streams it covers were drained;
  * until the next enqueue on such a stream the GPU had nothing queued there.
  * The sum of those gaps is a lower bound of GPU idle time, per stream and
@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "model.h"
+#include "model/model.h"
 
 #define FEED_WAKERS 4
 

@@ -1,4 +1,4 @@
-/* bootstrap.h: quantiles of sorted samples and a seeded bootstrap confidence
+/* gate/bootstrap.h: quantiles of sorted samples and a seeded bootstrap confidence
  * interval for the ratio of one quantile between two samples. Used by the
  * gate; knows nothing about run files or APIs. */
 #ifndef CUDASPY_ANALYZER_BOOTSTRAP_H

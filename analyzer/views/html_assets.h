@@ -1,5 +1,5 @@
-/* html_assets.h: the HTML report's inline CSS, markup and JS, generated from
- * analyzer/html/report.html.in by test/html/gen_assets.sh; edit that file and
+/* views/html_assets.h: the HTML report's inline CSS, markup and JS, generated from
+ * analyzer/views/html/report.html.in by test/html/gen_assets.sh; edit that file and
  * rerun the script. The data JSON block goes between head and tail. */
 #ifndef CUDASPY_ANALYZER_HTML_ASSETS_H
 #define CUDASPY_ANALYZER_HTML_ASSETS_H

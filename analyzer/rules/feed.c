@@ -1,4 +1,4 @@
-/* feed.c: GPU feed (feed.h). Walks each CUDA process's outermost calls in
+/* rules/feed.c: GPU feed (feed.h). Walks each CUDA process's outermost calls in
  * time order (its threads merged), tracking per stream whether work is
  * queued; a drain (stream or device sync, synchronous copy) that leaves
  * nothing queued starts a known-idle gap that the next enqueue ends. */
@@ -8,8 +8,8 @@
 
 #include "cudaspy/api.h"
 #include "feed.h"
-#include "procs.h"
-#include "stats.h"
+#include "model/procs.h"
+#include "model/stats.h"
 
 /* ---- what a thread did in an interval ---- */
 

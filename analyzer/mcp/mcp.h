@@ -1,9 +1,9 @@
-/* mcp.h: the MCP server's internal interfaces. mcp.c owns the command line
+/* mcp/mcp.h: the MCP server's internal interfaces. mcp.c owns the command line
  * and the loaded runs; mcp_proto.c the stdio framing, JSON-RPC and the MCP
  * lifecycle (legacy handshake and stateless 2026-07-28 requests);
  * mcp_tools.c the tools and the `investigate` prompt; mcp_index.c the
  * per-run in-memory indexes the tools answer from. Nothing here is used
- * outside analyzer/mcp*.c. */
+ * outside analyzer/mcp/. */
 #ifndef CUDASPY_ANALYZER_MCP_H
 #define CUDASPY_ANALYZER_MCP_H
 

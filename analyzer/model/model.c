@@ -1,4 +1,4 @@
-/* model.c: loads run files into struct model (model.h). Reads every block
+/* model/model.c: loads run files into struct model (model.h). Reads every block
  * through the run-file reader (sampler/runfile.c) twice: once to count
  * records per thread, once to place them, so the big arrays are allocated
  * exactly once and never copied. Statistics are the other files' job. */

@@ -1,4 +1,4 @@
-/* ranks.h: the multi-rank view (issue 10, docs/multigpu.md). Processes that
+/* rules/ranks.h: the multi-rank view (issue 10, docs/multigpu.md). Processes that
  * carry a rank (RANK from their environment, cs_proc.rank) are grouped by
  * rank: per-rank latency of the sync APIs and host breakdown (the "ranks"
  * array of docs/json.md), and the cross-rank finding `rank_straggler`.
@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "model.h"
+#include "model/model.h"
 
 /** Build the "ranks" array of @p m (empty when no process has a rank) into
  * @p ranks_out and, when two or more ranks straggle measurably, insert a

@@ -1,4 +1,4 @@
-/* chains.c: findings (chains.h). Two sources of evidence:
+/* rules/chains.c: findings (chains.h). Two sources of evidence:
  *  - tails: each outlier call (>= p99 of a heavy-tailed API) is decomposed
  *    within its own [t_enter, t_exit] window, never over the whole run;
  *  - the run: preemption, D-state and worker waits of the CUDA threads, the
@@ -17,7 +17,7 @@
 #include "chains.h"
 #include "cudaspy/api.h"
 #include "cudaspy/runfile.h"
-#include "procs.h"
+#include "model/procs.h"
 
 #define MS 1000000ull
 #define HOLDERS 16

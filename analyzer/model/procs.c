@@ -1,4 +1,4 @@
-/* procs.c: per-process breakdown and roles (procs.h). A process that made
+/* model/procs.c: per-process breakdown and roles (procs.h). A process that made
  * CUDA calls is cuda_main; a process descending from one that never calls
  * CUDA is a worker (DataLoader workers, compilers); the rest are other. */
 #include <stdio.h>

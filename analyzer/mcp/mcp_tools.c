@@ -1,4 +1,4 @@
-/* mcp_tools.c: the MCP server's tool catalogue and the `investigate`
+/* mcp/mcp_tools.c: the MCP server's tool catalogue and the `investigate`
  * prompt: each tool's parameter table (from which both its JSON Schema and
  * the argument checks are made), the CallToolResult envelope, the bounded
  * text block and the marking of program-controlled strings as data. What

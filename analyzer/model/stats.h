@@ -1,4 +1,4 @@
-/* stats.h: exact latency statistics over every call. Percentiles use the
+/* model/stats.h: exact latency statistics over every call. Percentiles use the
  * nearest-rank definition: the q-th percentile of n ascending values is the
  * value at 1-based rank ceil(q/100 * n) (rank 1 at least). No sampling, no
  * interpolation: every reported value is a duration that really happened.

@@ -1,4 +1,4 @@
-/* gate.h: the CI regression gate: compares a latency statistic per API (and
+/* gate/gate.h: the CI regression gate: compares a latency statistic per API (and
  * per kernel) of a candidate run against a baseline and decides pass/fail.
  * gate_eval() is pure (two summaries in, rows out); gate.c's gate_main and
  * summary_main are the command-line front ends (commands.h). */

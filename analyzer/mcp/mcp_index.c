@@ -1,4 +1,4 @@
-/* mcp_index.c: the MCP server's per-run indexes, built once at startup so
+/* mcp/mcp_index.c: the MCP server's per-run indexes, built once at startup so
  * every tool call answers from memory: CUDA calls and off-CPU intervals
  * grouped by process and sorted by time (timelines), outermost calls by API
  * (latency over any pid/time filter), intervals by length (top stalls), and
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "mcp.h"
-#include "stats.h"
+#include "model/stats.h"
 
 /* ---- allocation and sorting helpers ---- */
 

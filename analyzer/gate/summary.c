@@ -1,4 +1,4 @@
-/* summary.c: builds latency summaries from a run file's CUDA records and
+/* gate/summary.c: builds latency summaries from a run file's CUDA records and
  * reads/writes their saved JSON form. Owns the grouping of calls by API and
  * kernel name; the comparison of two summaries is gate.c's. */
 #include "summary.h"

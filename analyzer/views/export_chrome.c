@@ -1,4 +1,4 @@
-/* export_chrome.c: `cudaspy-analyze export --chrome OUT.json RUN`, the run
+/* views/export_chrome.c: `cudaspy-analyze export --chrome OUT.json RUN`, the run
  * as Chrome Trace Event JSON for ui.perfetto.dev and chrome://tracing
  * (format notes in docs/export.md). Streams: events are written while the
  * cursors are read; memory is bounded by one time window of records. Owns

@@ -1,4 +1,4 @@
-/* report_html.c: `cudaspy-analyze report --html OUT.html RUN`, one
+/* views/report_html.c: `cudaspy-analyze report --html OUT.html RUN`, one
  * self-contained page (inline CSS/JS/SVG from html_assets.h, no network).
  * Builds the page's data: analysis_json() for the summary, findings and
  * process table, plus what only this page needs, aggregated into fixed bins
@@ -18,7 +18,7 @@
 #include "cudaspy/record.h"
 #include "cudaspy/version.h"
 #include "html_assets.h"
-#include "summary.h"
+#include "gate/summary.h"
 
 #define PROG "cudaspy-analyze"
 #define HTML_HIST_BINS 48   /* log-spaced latency bins per API */
