@@ -2,7 +2,11 @@
 results.md (one row per workload: planted cause, top finding, overhead,
 outputs identical), and copy the seed reports. Numbers come only from the
 runs listed; nothing is filled in.
-Usage: python3 collect.py RUNS.jsonl OUTDIR BUILDDIR"""
+Usage: python3 collect.py RUNS.jsonl OUTDIR BUILDDIR
+  RUNS.jsonl may also be a campaign's compact file with a call,
+  bench/results/<campaign>/data.jsonl:callN (scripts/results_compact.py):
+  its runs carry their output lines, meta and phase sums in place of the
+  files. The analyses behind the findings columns are not kept there."""
 import json
 import os
 import random
@@ -50,27 +54,36 @@ FAMILIES = [
 ]
 
 
+def out_lines(out):
+    """The lines of a run's output. @out is the path of its .out file, or the
+    lines themselves as a compact results file keeps them; None when there
+    is no output."""
+    if out is None or isinstance(out, list):
+        return out
+    try:
+        return open(out).read().splitlines()
+    except OSError:
+        return None
+
+
 def parse_out(path):
     res, el = None, None
-    try:
-        for line in open(path):
-            if line.startswith("result:"):
-                res = line.split(":", 1)[1].strip()
-            elif line.startswith("elapsed:"):
-                el = float(line.split(":", 1)[1])
-    except OSError:
-        pass
+    for line in out_lines(path) or []:
+        if line.startswith("result:"):
+            res = line.split(":", 1)[1].strip()
+        elif line.startswith("elapsed:"):
+            el = float(line.split(":", 1)[1])
     return res, el
 
 
 def parse_cpu(path):
     """The run's CPU times, user and system s of its whole reaped tree: the
     children line of bash's `times` after `cputimes:` (CS_TIMES=1)."""
+    lines = out_lines(path)
     try:
-        lines = open(path).read().splitlines()
         at = lines.index("cputimes:")
         user, sys_ = lines[at + 2].split()
-    except (OSError, ValueError, IndexError):
+    except (AttributeError, ValueError, IndexError):
         return None
     sec = [int(m) * 60 + float(x) for m, x in (re.fullmatch(r"(\d+)m([\d.]+)s", t).groups()
                                                for t in (user, sys_))]
@@ -80,10 +93,10 @@ def parse_cpu(path):
 def parse_quarters(path):
     """The time of each quarter of the timed steps (ddp.py's `quarters:`)."""
     try:
-        for line in open(path):
+        for line in out_lines(path) or []:
             if line.startswith("quarters:"):
                 return [float(x) for x in line.split()[1:]]
-    except (OSError, ValueError):
+    except ValueError:
         pass
     return None
 
@@ -120,6 +133,8 @@ def bootstrap(pairs):
 
 
 def load_json(path):
+    if isinstance(path, dict):  # kept in a compact results file
+        return path
     try:
         return json.load(open(path)) if path else None
     except (OSError, ValueError):
@@ -156,10 +171,9 @@ def duty_of(run):
     return f.get("duty_ns"), f.get("t_start_ns")
 
 
-def phase_ratios(ends, period, t0):
-    """Per on phase k (even) whose two neighbouring off phases have steps:
-    its mean step time over the mean of theirs, less 1, in %. A step counts
-    in phase k when it starts and ends there, SETTLE_NS or more after k began."""
+def phase_sums(ends, period, t0):
+    """{phase k: [ns, steps]} of the steps that start and end in phase k of
+    a grid of @period ns from @t0, SETTLE_NS or more after k began."""
     sums = {}
     for a, b in zip(ends, ends[1:]):
         k = (a - t0) // period
@@ -168,9 +182,32 @@ def phase_ratios(ends, period, t0):
         s = sums.setdefault(k, [0, 0])
         s[0] += b - a
         s[1] += 1
+    return sums
+
+
+def sum_ratios(sums):
+    """Per on phase k (even) whose two neighbouring off phases have 10 steps
+    or more, as it has: its mean step time over the mean of theirs, less 1, in %."""
     mean = {k: t / n for k, (t, n) in sums.items() if n >= 10}
     return [100 * (mean[k] / ((mean[k - 1] + mean[k + 1]) / 2) - 1)
             for k in sorted(mean) if k % 2 == 0 and k - 1 in mean and k + 1 in mean]
+
+
+def run_phases(run, period, t0=None):
+    """phase_sums() of @run's step log on a grid of @period ns from @t0 (its
+    first step when None), or None when it logged no steps. A compact
+    results file keeps these sums (`phases`) instead of the log, on one grid:
+    asking for another one is an error."""
+    if "phases" not in run:
+        ends = read_steps(run["out"])
+        return phase_sums(ends, period, ends[0] if t0 is None else t0) if ends else None
+    kept = run["phases"]
+    if not kept:
+        return None
+    if kept["period_ns"] != period or t0 is not None and kept["t0_ns"] != t0:
+        raise ValueError(f"run {run.get('mode')} rep {run.get('rep')}: phases kept on a grid of "
+                         f"{kept['period_ns']} ns from {kept['t0_ns']}, not {period} from {t0}")
+    return {k: [t, n] for k, t, n in kept["sums"]}
 
 
 def duty_stats(plain, traced):
@@ -180,15 +217,41 @@ def duty_stats(plain, traced):
     per_run, period = [], None
     for r in traced:
         p, t0 = duty_of(r)
-        ends = read_steps(r["out"])
-        if p and t0 and ends:
-            per_run.append(phase_ratios(ends, p, t0))
+        sums = run_phases(r, p, t0) if p and t0 else None
+        if sums is not None:
+            per_run.append(sum_ratios(sums))
             period = p
     if not per_run:
         return None
-    placebo = [phase_ratios(e, period, e[0]) for e in map(lambda r: read_steps(r["out"]), plain)
-               if e]
+    placebo = [sum_ratios(s) for s in (run_phases(r, period) for r in plain) if s is not None]
     return {"period_ns": period, "traced": per_run, "placebo": placebo}
+
+
+def load_compact(path, call=None):
+    """The runs of compact results file @path (scripts/results_compact.py),
+    of call @call only when given, in their order, as runs.jsonl lists them;
+    each carries its output lines (`out`), summary (`meta`) and phase sums
+    (`phases`) in place of the files, and its `call`."""
+    runs = []
+    with open(path) as f:
+        for line in f:
+            rec = json.loads(line)
+            if rec.get("kind") != "run" or call is not None and rec["call"] != call:
+                continue
+            run = dict(rec["run"], out=rec["out"], meta=rec["meta"], phases=rec["phases"],
+                       json=None, call=rec["call"])
+            runs.append(run)
+    return runs
+
+
+def split_spec(spec):
+    """PATH[:callN][:MODE,MODE...] -> (PATH, N or None, set of MODEs or None)."""
+    path, _, rest = spec.partition(":")
+    call = None
+    m = re.match(r"call(\d+)(?::|$)", rest)
+    if m:
+        call, rest = int(m.group(1)), rest[m.end():]
+    return path, call, set(rest.split(",")) if rest else None
 
 
 def families(js):
@@ -406,7 +469,11 @@ def write_duty_md(rows, path):
 
 def main():
     runs_path, out, build = sys.argv[1], sys.argv[2], sys.argv[3]
-    runs = [json.loads(l) for l in open(runs_path) if l.strip()]
+    path, call, _ = split_spec(runs_path)
+    if os.path.isfile(path) and path.endswith("data.jsonl"):
+        runs = load_compact(path, call)
+    else:
+        runs = [json.loads(l) for l in open(runs_path) if l.strip()]
     groups = {}
     for r in runs:
         groups.setdefault((r["name"], r["mode"]), []).append(r)

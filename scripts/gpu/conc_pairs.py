@@ -6,7 +6,9 @@ placebo rounds ran both untraced.
 
 Usage: conc_pairs.py DIR [DIR...]
   DIR holds one call's runs.jsonl with its .out files (paths are looked up
-  by file name in DIR); rounds of several DIRs are pooled.
+  by file name in DIR), or is FILE:callN, call N of a campaign's compact
+  file bench/results/<campaign>/data.jsonl (scripts/results_compact.py);
+  rounds of several DIRs are pooled.
 
 Prints, over the rounds (modes conc-a and conc-b, same rep): each round's
 overhead, 100 * (elapsed traced / elapsed untraced - 1) %, marked with the
@@ -29,18 +31,19 @@ PROG = "conc_pairs.py"
 
 
 def runs_of(d):
-    """The seed runs of DIR @d's runs.jsonl, their .out paths moved into @d."""
-    out = []
-    for line in open(os.path.join(d, "runs.jsonl")):
-        if not line.strip():
-            continue
-        r = json.loads(line)
-        if r.get("name") != "seed":
-            continue
-        r["out"] = os.path.join(d, os.path.basename(r.get("out", "")))
+    """The seed runs of DIR @d's runs.jsonl, their .out paths moved into @d,
+    or of the call of a compact file that @d names."""
+    path, call, _ = collect.split_spec(d)
+    if os.path.isfile(path):
+        runs = collect.load_compact(path, call)
+    else:
+        runs = [json.loads(line) for line in open(os.path.join(d, "runs.jsonl")) if line.strip()]
+        for r in runs:
+            r["out"] = os.path.join(d, os.path.basename(r.get("out", "")))
+    runs = [r for r in runs if r.get("name") == "seed"]
+    for r in runs:
         r["dir"] = d
-        out.append(r)
-    return out
+    return runs
 
 
 def sides_of(runs, mode):
