@@ -56,11 +56,27 @@ void clock_cal_init(struct clock_cal *c)
     c->ns_per_tick = 0;
 }
 
+/* The slope from the newest pair back to the latest one at least a second
+ * older, or to the first pair while the run is younger: long enough that
+ * the pairs' own noise (tens of ns) does not matter, short enough to follow
+ * NTP's slewing of CLOCK_MONOTONIC. */
 void clock_cal_update(struct clock_cal *c)
 {
+    uint64_t bt = c->tsc0, bn = c->ns0;
+
     take_pair(&c->tsc1, &c->ns1);
-    if (c->ns1 - c->ns0 >= 100000000 && c->tsc1 > c->tsc0)
-        c->ns_per_tick = (double)(c->ns1 - c->ns0) / (double)(c->tsc1 - c->tsc0);
+    for (unsigned k = 1; k <= CLOCK_HIST && k <= c->hn; k++) {
+        unsigned i = (c->hn - k) % CLOCK_HIST;
+        if (c->ns1 - c->hns[i] >= 1000000000ull) {
+            bt = c->htsc[i], bn = c->hns[i];
+            break;
+        }
+    }
+    c->htsc[c->hn % CLOCK_HIST] = c->tsc1;
+    c->hns[c->hn % CLOCK_HIST] = c->ns1;
+    c->hn++;
+    if (c->ns1 - bn >= 20000000 && c->tsc1 > bt)
+        c->ns_per_tick = (double)(c->ns1 - bn) / (double)(c->tsc1 - bt);
 }
 
 uint64_t clock_tsc_hz(const struct clock_cal *c)
