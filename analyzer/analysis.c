@@ -179,7 +179,7 @@ static json_t *json_missing(const struct model *m)
 static json_t *counts_json(const struct m_run *r)
 {
     static const char *const names[CS_REC_KIND_COUNT] = {
-        NULL, "cuda", "offcpu", "runq", "pwin", "syswin", "counter", "lost"};
+        NULL, "cuda", "offcpu", "runq", "pwin", "syswin", "counter", "lost", "gpu", "gpucov"};
     json_t *o = json_object();
 
     for (unsigned k = 1; k < CS_REC_KIND_COUNT; k++)
@@ -251,7 +251,7 @@ static json_t *json_run(const struct analysis *a)
         degraded |= run_degraded(r);
         empty &= run_empty(r);
         ncuda += r->counts[CS_REC_CUDA];
-        for (unsigned k = CS_REC_OFFCPU; k < CS_REC_KIND_COUNT; k++)
+        for (unsigned k = CS_REC_OFFCPU; k <= CS_REC_LOST; k++)
             nhost += r->counts[k];
         ncpu = r->ncpu > ncpu ? r->ncpu : ncpu;
     }

@@ -149,6 +149,28 @@ static inline void shim_rec_hold(const struct cs_rec_cuda *r)
     t->held_of = r->parent_seq;
 }
 
+/* ---- GPU activity (shim_gpu.c, docs/gpu.md) ---- */
+
+/** Constructor: GPU activity mode (CUDASPY_GPU_ACTIVITY), CUDA_INJECTION64_PATH.
+ * @return 0, or -1 when this library was loaded only as the driver's
+ * injection (not preloaded): the shim must stay out of the process. */
+int shim_gpu_init(void);
+void shim_gpu_atfork_child(void);
+/** Start, switch or flush CUPTI: a recorded call ended at or after
+ * shim_hot.gpu_next. Only at an outermost call's end (CUPTI wants
+ * cuptiFinalize at the exit of a CUDA call). */
+void shim_gpu_tick_slow(void) SHIM_COLD;
+/** Around an enqueue while shim_hot.gpu_corr: tell CUPTI which record
+ * enqueues the work (tid << 32 | seq), so its GPU record can name it. */
+void shim_gpu_corr_push(const struct cs_rec_cuda *r) __attribute__((noinline));
+void shim_gpu_corr_pop(void) __attribute__((noinline));
+
+static inline void shim_gpu_tick(uint64_t t_exit)
+{
+    if (SHIM_UNLIKELY(t_exit >= atomic_load_explicit(&shim_hot_.gpu_next, memory_order_relaxed)))
+        shim_gpu_tick_slow();
+}
+
 /** Finish and push a driver record; one made inside a recorded runtime call
  * waits for that call's record (shim_rec_hold): the pair then costs one
  * ring commit and one clock read less. */
@@ -156,10 +178,12 @@ static inline void shim_rec_end(struct cs_rec_cuda *r, int result)
 {
     shim_rec_finish(r, result, shim_ring_now());
     SHIM_ST(uint64_t st_p0_ = __rdtsc();)
-    if (SHIM_LIKELY(!(r->flags & CS_CF_NESTED))) /* lays out a static runtime's path straight */
+    if (SHIM_LIKELY(!(r->flags & CS_CF_NESTED))) { /* lays out a static runtime's path straight */
         shim_ring_push_cuda(r);
-    else
+        shim_gpu_tick(r->t_exit_ns);
+    } else {
         shim_rec_hold(r);
+    }
     SHIM_ST(shim_st_push(r->api, __rdtsc() - st_p0_);)
 }
 
@@ -181,6 +205,7 @@ static inline void shim_rec_end_rt(struct cs_rec_cuda *r, int result)
     } else {
         shim_ring_push_cuda(r);
     }
+    shim_gpu_tick(r->t_exit_ns);
     SHIM_ST(shim_st_push(r->api, __rdtsc() - st_p0_);)
 }
 

@@ -84,6 +84,13 @@
     SHIM_ONE(X, cuModuleUnload, 1, unload)               \
     SHIM_ONE(X, cuLibraryUnload, 1, unload)
 
+/* Initialisation: wrapped where the gateways hand out pointers, but not
+ * exported: a program may look cuInit up with dlsym(RTLD_DEFAULT) to learn
+ * whether a driver is loaded, and must get the same answer as without us. */
+#define SHIM_INIT_LIST(X)                                \
+    SHIM_ONE(X, cuInit, 1, none)                         \
+    SHIM_ONE(X, cuDevicePrimaryCtxRetain, 2, none)
+
 /* Context changes: not recorded, but the calling thread's device is read
  * again at its next record. X(exported name, argument count) */
 #define SHIM_CTX_LIST(X)                                 \
@@ -95,6 +102,7 @@ enum shim_drv_index {
 #define SHIM_IDX_(name, base, var, n, kind) SHIM_IDX_##name,
 #define SHIM_CTX_IDX_(name, n) SHIM_IDX_##name,
     SHIM_DRV_LIST(SHIM_IDX_)
+    SHIM_INIT_LIST(SHIM_IDX_)
     SHIM_CTX_LIST(SHIM_CTX_IDX_)
 #undef SHIM_IDX_
 #undef SHIM_CTX_IDX_
@@ -415,6 +423,39 @@ static inline void ex_unload(EX_ARGS)
 
 /* ---- the wrappers ---- */
 
+/* Kinds that put work on a stream, and so get an external correlation id
+ * while GPU activity is recorded (a compile-time 1 or 0 per wrapper). */
+#define SHIM_ENQ_launch 1
+#define SHIM_ENQ_launch_ex 1
+#define SHIM_ENQ_graph 1
+#define SHIM_ENQ_htod 1
+#define SHIM_ENQ_dtoh 1
+#define SHIM_ENQ_dtod 1
+#define SHIM_ENQ_copy_any 1
+#define SHIM_ENQ_peer 1
+#define SHIM_ENQ_copy_2d 1
+#define SHIM_ENQ_copy_3d 1
+#define SHIM_ENQ_batch 1
+#define SHIM_ENQ_memset8 1
+#define SHIM_ENQ_memset16 1
+#define SHIM_ENQ_memset32 1
+#define SHIM_ENQ_host_fn 0
+#define SHIM_ENQ_stream_arg0 0
+#define SHIM_ENQ_none 0
+#define SHIM_ENQ_aux_arg0 0
+#define SHIM_ENQ_wait_event 0
+#define SHIM_ENQ_alloc 0
+#define SHIM_ENQ_alloc_async 0
+#define SHIM_ENQ_free_async 0
+#define SHIM_ENQ_alloc_host 0
+#define SHIM_ENQ_unpin 0
+#define SHIM_ENQ_alloc_pitch 0
+#define SHIM_ENQ_range 0
+#define SHIM_ENQ_pin 0
+#define SHIM_ENQ_capture_begin 0
+#define SHIM_ENQ_capture_end 0
+#define SHIM_ENQ_unload 0
+
 static void *shim_drv_resolve_slow(int i) SHIM_COLD;
 
 #define SHIM_FN_TYPE_(n) typedef int (*shim_fn##n)(P##n);
@@ -427,6 +468,11 @@ SHIM_FN_TYPE_(10) SHIM_FN_TYPE_(11)
  * does after the call writes errno: shim.h). */
 #define SHIM_WRAP_(name, base, var, n, kind)                                          \
     SHIM_EXPORT int shim_w_##name(P##n) __asm__(#name);                               \
+    SHIM_WRAP_BODY_(name, base, var, n, kind)
+#define SHIM_WRAP_HIDDEN_(name, base, var, n, kind)                                   \
+    static int shim_w_##name(P##n);                                                   \
+    SHIM_WRAP_BODY_(name, base, var, n, kind)
+#define SHIM_WRAP_BODY_(name, base, var, n, kind)                                     \
     int shim_w_##name(P##n)                                                           \
     {                                                                                 \
         SHIM_ST(uint64_t st0_ = __rdtsc(), st1_, st2_;)                               \
@@ -445,9 +491,15 @@ SHIM_FN_TYPE_(10) SHIM_FN_TYPE_(11)
         {                                                                             \
             const uint64_t a[] = {L##n 0};                                            \
             drv_pre(&r, CS_API_##base, CS_VAR_##var, a);                              \
+            const int corr_ = SHIM_ENQ_##kind && SHIM_UNLIKELY(atomic_load_explicit(   \
+                                  &shim_hot_.gpu_corr, memory_order_relaxed));         \
+            if (corr_)                                                                \
+                shim_gpu_corr_push(&r);                                               \
             SHIM_ST(st1_ = __rdtsc();)                                                \
             rc = real(A##n);                                                          \
             SHIM_ST(st2_ = __rdtsc();)                                                \
+            if (corr_)                                                                \
+                shim_gpu_corr_pop();                                                  \
             ex_##kind(&r, a, n, rc, (const void *)real);                              \
         }                                                                             \
         shim_rec_capture(&r);                                                         \
@@ -456,7 +508,10 @@ SHIM_FN_TYPE_(10) SHIM_FN_TYPE_(11)
         return rc;                                                                    \
     }
 SHIM_DRV_LIST(SHIM_WRAP_)
+SHIM_INIT_LIST(SHIM_WRAP_HIDDEN_)
 #undef SHIM_WRAP_
+#undef SHIM_WRAP_HIDDEN_
+#undef SHIM_WRAP_BODY_
 
 /* A context change: forget the thread's device, then the real call. */
 #define SHIM_CTX_WRAP_(name, n)                                                       \
@@ -483,6 +538,7 @@ static const struct {
 #define SHIM_ROW_(name, base, var, n, kind) [SHIM_IDX_##name] = {#name, (void *)shim_w_##name},
 #define SHIM_CTX_ROW_(name, n) SHIM_ROW_(name, , , n, )
     SHIM_DRV_LIST(SHIM_ROW_)
+    SHIM_INIT_LIST(SHIM_ROW_)
     SHIM_CTX_LIST(SHIM_CTX_ROW_)
 #undef SHIM_ROW_
 #undef SHIM_CTX_ROW_

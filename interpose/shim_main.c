@@ -97,6 +97,7 @@ static void atfork_child(void)
     shim_pid_ = (uint32_t)getpid();
     shim_names_atfork_child();
     shim_stack_atfork_child();
+    shim_gpu_atfork_child();
 }
 
 __attribute__((constructor)) static void shim_init(void)
@@ -105,7 +106,7 @@ __attribute__((constructor)) static void shim_init(void)
 
     shim_pid_ = (uint32_t)getpid();
     shim_dlsym_init_slow();
-    if (env_on("CUDASPY_DISABLE") || in_sampler()) {
+    if (env_on("CUDASPY_DISABLE") || in_sampler() || shim_gpu_init() < 0) {
         atomic_store(&shim_off_, 1);
         errno = err;
         return;

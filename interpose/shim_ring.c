@@ -28,7 +28,7 @@
 #define SEND_TRIES     50  /* x 100 ms waiting for socket space */
 
 __thread struct shim_thread shim_t_ __attribute__((tls_model("initial-exec")));
-struct shim_hot shim_hot_ = {.name_epoch = 1, .name_gen = 1};
+struct shim_hot shim_hot_ = {.name_epoch = 1, .name_gen = 1, .gpu_next = UINT64_MAX};
 
 static struct {
     pthread_mutex_t lock; /* everything below; slow path only */
@@ -681,6 +681,27 @@ int shim_ring_push_stack(uint32_t local_id, const struct cs_frame *f, uint32_t n
     s->local_id = local_id;
     s->nframes = nf;
     memcpy(s + 1, f, (size_t)nf * sizeof(*f));
+    cs_ring_commit(p);
+    errno = err;
+    return 0;
+}
+
+int shim_ring_push_raw(uint16_t type, const void *body, size_t len)
+{
+    struct cs_ring_prod *p = NULL;
+    struct cs_ring_ent *e;
+    int err = errno;
+
+    if (shim_ring_tls() == NULL && shim_ring_attach_slow() == NULL)
+        return -ENOTCONN;
+    if (len > shim_t_.prod.size / 4 - sizeof(*e))
+        return -EINVAL;
+    e = def_reserve(&p, sizeof(*e) + len, type);
+    if (e == NULL) {
+        errno = err;
+        return p ? -ENOSPC : -ENOTCONN;
+    }
+    memcpy(e + 1, body, len);
     cs_ring_commit(p);
     errno = err;
     return 0;

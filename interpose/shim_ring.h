@@ -77,6 +77,9 @@ struct shim_hot {
     _Atomic uint32_t name_gen;       /* bumped in a fork child */
     uint16_t static_rt;              /* CS_CF_STATIC_RT or 0 */
     uint8_t pfw;                     /* SHIM_PF_* */
+    _Atomic uint8_t gpu_corr;        /* 1: enqueues push an external correlation id */
+    _Atomic uint64_t gpu_next;       /* a call ending at or after this (clock units) takes
+                                        shim_gpu_tick_slow(); UINT64_MAX = never */
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct shim_hot) == 64, "the hot state is one cache line");
 extern struct shim_hot shim_hot_ __attribute__((visibility("hidden")));
@@ -258,6 +261,11 @@ int shim_ring_push_name(uint32_t local_id, uint64_t handle, uint32_t kind, const
 /** Define process-local stack @p local_id (>= 1) = @p n frames (module_id in
  * each frame is a process-local CS_NAME_MODULE id). Returns as push_name. */
 int shim_ring_push_stack(uint32_t local_id, const struct cs_frame *f, uint32_t n);
+
+/** Push one entry of @p type with @p len bytes of @p body (at most a quarter
+ * of the sub-ring) from any thread, attaching it if needed (CUPTI's threads
+ * do). @return 0, -ENOSPC (ring full: counted as a drop) or -ENOTCONN */
+int shim_ring_push_raw(uint16_t type, const void *body, size_t len);
 
 /** Name the calling thread in the run (up to 15 bytes of @p name). The slow
  * path already sends the name the thread had when it attached; call this

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,10 @@ struct conn {
     uint32_t nseg;
     uint32_t *names, *stacks; /* local id -> run id */
     uint32_t nnames, nstacks;
+    struct cs_rec_gpu *gpu;   /* GPU records of this pass (local name ids) */
+    size_t ngpu, gpu_cap;
+    struct cs_rec_gpucov *cov; /* GPU coverage spans of this pass (local reason ids) */
+    size_t ncov, cov_cap;
     struct cs_rec_cuda *buf;  /* staged CUDA records, oldest first */
     size_t n, cap, ntrans;    /* ntrans: records [0, ntrans) have run ids */
     uint64_t blk_t0_ns;       /* when the oldest staged record arrived */
@@ -574,6 +579,55 @@ static int ent_cuda(struct drain_ctx *d, const struct cs_ring_ent *e)
     return 0;
 }
 
+/* A GPU record or span: kept until the pass ends, when every sub-ring of
+ * the process has been read and the names it uses are known (CUPTI's
+ * threads define them in their own rings). Times are CLOCK_MONOTONIC. */
+static int ent_stage(const struct cs_ring_ent *e, void **buf, size_t *n, size_t *cap,
+                     size_t size, size_t pid_off, uint32_t pid)
+{
+    uint8_t *r;
+
+    if (e->len < sizeof(*e) + size)
+        return -1;
+    if (cs_grow(buf, cap, *n + 1, size) < 0)
+        return 0; /* out of memory: this record is lost */
+    r = (uint8_t *)*buf + *n * size;
+    memcpy(r, e + 1, size);
+    memcpy(r + pid_off, &pid, sizeof(pid)); /* the kernel's pid, not the producer's word */
+    (*n)++;
+    return 0;
+}
+
+static int ent_gpu(struct drain_ctx *d, const struct cs_ring_ent *e)
+{
+    struct conn *k = d->k;
+
+    return ent_stage(e, (void **)&k->gpu, &k->ngpu, &k->gpu_cap, sizeof(*k->gpu),
+                     offsetof(struct cs_rec_gpu, pid), k->pid);
+}
+
+static int ent_gpucov(struct drain_ctx *d, const struct cs_ring_ent *e)
+{
+    struct conn *k = d->k;
+
+    return ent_stage(e, (void **)&k->cov, &k->ncov, &k->cov_cap, sizeof(*k->cov),
+                     offsetof(struct cs_rec_gpucov, pid), k->pid);
+}
+
+/* Stage the pass's GPU records and spans with run-wide string ids. */
+static void conn_gpu(struct collector *c, struct conn *k)
+{
+    for (size_t i = 0; i < k->ngpu; i++) {
+        k->gpu[i].name_id = map_id(k->names, k->nnames, k->gpu[i].name_id);
+        collector_emit(c, CS_REC_GPU, k->pid, &k->gpu[i]);
+    }
+    for (size_t i = 0; i < k->ncov; i++) {
+        k->cov[i].reason_id = map_id(k->names, k->nnames, k->cov[i].reason_id);
+        collector_emit(c, CS_REC_GPUCOV, k->pid, &k->cov[i]);
+    }
+    k->ngpu = k->ncov = 0;
+}
+
 static int ent_name(struct drain_ctx *d, const struct cs_ring_ent *e)
 {
     struct cs_ent_name n;
@@ -644,6 +698,8 @@ static int on_entry(const struct cs_ring_ent *e, void *arg)
     case CS_ENT_NAME: rc = ent_name(d, e); break;
     case CS_ENT_STACK: rc = ent_stack(d, e); break;
     case CS_ENT_THREAD: rc = ent_thread(d, e); break;
+    case CS_ENT_GPU: rc = ent_gpu(d, e); break;
+    case CS_ENT_GPUCOV: rc = ent_gpucov(d, e); break;
     default: break; /* CS_ENT_DROPS and newer types: nothing to do */
     }
     if (rc < 0)
@@ -701,6 +757,7 @@ static long conn_drain(struct collector *c, struct conn *k, uint64_t now_ns, int
             warn("cudaspy-sampler: pid %" PRIu32 ": %d malformed ring entries skipped", k->pid,
                  d.malformed);
     }
+    conn_gpu(c, k);
     conn_translate(k, now_ns, final);
     conn_cut(c, k, now_ns, final);
     return seen;
@@ -726,6 +783,8 @@ static void conn_free(struct conn *k)
     free(k->segs);
     free(k->names);
     free(k->stacks);
+    free(k->gpu);
+    free(k->cov);
     free(k->buf);
     free(k);
 }
@@ -1102,7 +1161,7 @@ int collector_tick(struct collector *c, uint64_t now_ns)
     int rc = 0;
 
     duty_tick(c, now_ns);
-    if (now_ns - c->last_cal_ns >= NS_PER_S) {
+    if (now_ns - c->last_cal_ns >= NS_PER_S / 10) {
         clock_cal_update(&c->cal);
         c->last_cal_ns = now_ns;
     }

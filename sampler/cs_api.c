@@ -60,6 +60,7 @@ const char *cs_api_display(enum cs_api api, enum cs_variant v, char *buf, size_t
 const char *cs_family_name(enum cs_family f)
 {
     static const char *const names[] = {"other",  "launch", "copy",    "memset", "sync",
-                                        "alloc",  "free",   "capture", "module", "register"};
+                                        "alloc",  "free",   "capture", "module", "register",
+                                        "init"};
     return (unsigned)f < sizeof(names) / sizeof(names[0]) ? names[f] : "other";
 }

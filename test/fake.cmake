@@ -34,6 +34,18 @@ target_link_libraries(fake_cuda PRIVATE pthread)
 target_link_options(fake_cuda PRIVATE -Wl,-Bsymbolic-functions)
 
 
+target_link_libraries(fake_cuda PRIVATE ${CMAKE_DL_LIBS})
+
+# The fake CUPTI (libcupti.so.13): the activity API the shim uses, fed by
+# the fake driver's timeline. Beside the fake driver and runtime, where the
+# shim looks for the program's own CUPTI.
+add_library(fake_cupti SHARED ${FAKE_SRC}/fake_cupti.c)
+fake_output(fake_cupti)
+set_target_properties(fake_cupti PROPERTIES OUTPUT_NAME cupti SOVERSION 13
+  C_VISIBILITY_PRESET hidden)
+target_link_libraries(fake_cupti PRIVATE ${CMAKE_DL_LIBS} pthread)
+add_dependencies(fake_cuda fake_cupti)
+
 # The fake runtime: shared (as the real libcudart.so.13) and static.
 add_library(fake_cudart SHARED ${FAKE_SRC}/fake_runtime.c)
 fake_output(fake_cudart)

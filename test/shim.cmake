@@ -27,6 +27,29 @@ shim_client_test(gpa client_gpa static)
 shim_client_test(gpa_pt client_gpa static 4 64 pt)
 shim_client_test(direct client_direct static)
 
+# cli.shim_gpu_<mode>_<client>: the same on the simulated GPU with GPU
+# activity (the fake CUPTI, docs/gpu.md): every GPU record names the call
+# that enqueued it, and every enqueue made while recording has one.
+function(shim_gpu_test label client runtime)
+  foreach(gpu full sampled)
+    add_test(NAME cli.shim_gpu_${gpu}_${label}
+             COMMAND ${SHIM_TEST_DIR}/cli/shim_client.sh ${CMAKE_BINARY_DIR} record
+                     ${runtime} fake/${client} ${ARGN})
+    set_tests_properties(cli.shim_gpu_${gpu}_${label} PROPERTIES LABELS "cli;notsan" TIMEOUT 90
+                         ENVIRONMENT "SHIM_GPU=${gpu}")
+  endforeach()
+endfunction()
+shim_gpu_test(rt_shared client_rt_shared shared)
+shim_gpu_test(rt_static client_rt_static static_rt)
+shim_gpu_test(gpa_pt client_gpa static 4 64 pt)
+shim_gpu_test(direct client_direct static)
+
+foreach(case missing held failing version injection)
+  add_test(NAME cli.shim_gpu_notice_${case}
+           COMMAND ${SHIM_TEST_DIR}/cli/shim_gpu_notice.sh ${CMAKE_BINARY_DIR} ${case})
+  set_tests_properties(cli.shim_gpu_notice_${case} PROPERTIES LABELS "cli;notsan" TIMEOUT 60)
+endforeach()
+
 # Our own clients, next to the fakes (they find libcuda.so.1 through $ORIGIN).
 function(shim_client name src)
   add_executable(${name} ${SHIM_TEST_DIR}/unit/${src})
@@ -37,6 +60,13 @@ shim_client(test_shim_errno test_shim_errno.c)
 shim_client(test_shim_fork test_shim_fork.c)
 shim_client(test_shim_kernels test_shim_kernels.c)
 shim_client_test(kernels test_shim_kernels static 10000)
+shim_gpu_test(kernels test_shim_kernels static 10000)
+# many sampled slices in one run: on for 10 ms of every 20 ms
+add_test(NAME cli.shim_gpu_slices_kernels
+         COMMAND ${SHIM_TEST_DIR}/cli/shim_client.sh ${CMAKE_BINARY_DIR} preload static
+                 fake/test_shim_kernels 20000)
+set_tests_properties(cli.shim_gpu_slices_kernels PROPERTIES LABELS "cli;notsan" TIMEOUT 90
+                     ENVIRONMENT "SHIM_GPU=sampled;CUDASPY_GPU_SAMPLE=10/20")
 shim_client_test(direct_errno test_shim_errno static)
 
 add_test(NAME cli.shim_errno

@@ -21,7 +21,8 @@ enum cs_family {
     CS_FAM_FREE,
     CS_FAM_CAPTURE, /* stream capture begin/end */
     CS_FAM_MODULE,  /* module/library unload */
-    CS_FAM_REGISTER /* host memory (un)registration */
+    CS_FAM_REGISTER, /* host memory (un)registration */
+    CS_FAM_INIT     /* driver initialisation and context creation */
 };
 
 /* Layers. */
@@ -111,7 +112,10 @@ enum cs_variant { CS_VAR_LEGACY = 0, CS_VAR_PTSZ = 1, CS_VAR_PTDS = 2 };
     X(cudaHostRegister, CS_LAYER_RUNTIME, CS_FAM_REGISTER, 0)           \
     X(cudaHostUnregister, CS_LAYER_RUNTIME, CS_FAM_REGISTER, 0)         \
     X(cudaMallocAsync, CS_LAYER_RUNTIME, CS_FAM_ALLOC, 0)               \
-    X(cudaFreeAsync, CS_LAYER_RUNTIME, CS_FAM_FREE, 0)
+    X(cudaFreeAsync, CS_LAYER_RUNTIME, CS_FAM_FREE, 0)                  \
+    /* driver: initialisation (the run line's "CUDA initialisation") */  \
+    X(cuInit, CS_LAYER_DRIVER, CS_FAM_INIT, 0)                          \
+    X(cuDevicePrimaryCtxRetain, CS_LAYER_DRIVER, CS_FAM_INIT, 0)
 
 enum cs_api {
     CS_API_NONE = 0,

@@ -19,6 +19,8 @@ enum cs_rec_kind {
     CS_REC_SYSWIN = 5,  /* struct cs_rec_syswin, host_blk */
     CS_REC_COUNTER = 6, /* struct cs_rec_counter, host_blk */
     CS_REC_LOST = 7,    /* struct cs_rec_lost, host_blk */
+    CS_REC_GPU = 8,     /* struct cs_rec_gpu, host_blk: what the GPU ran (CUPTI) */
+    CS_REC_GPUCOV = 9,  /* struct cs_rec_gpucov, host_blk: when GPU activity was recorded */
     CS_REC_KIND_COUNT
 };
 
@@ -179,6 +181,64 @@ struct cs_rec_lost {
 };
 _Static_assert(sizeof(struct cs_rec_lost) == 32, "cs_rec_lost is 32 bytes");
 
+/* ---- GPU activity (the shim's CUPTI client, docs/gpu.md) ---- */
+
+enum cs_gpu_kind { CS_GPU_KERNEL = 1, CS_GPU_MEMCPY = 2, CS_GPU_MEMSET = 3 };
+
+/* struct cs_rec_gpu.flags */
+#define CS_GF_CORR 0x01 /* api_tid/api_seq name the CUDA record that enqueued it */
+
+/* One kernel, copy or memset as the GPU ran it. Times are the GPU's, mapped
+ * by CUPTI onto CLOCK_MONOTONIC (the shim registers its timestamp callback),
+ * in the ring as in the file. */
+struct cs_rec_gpu {
+    uint64_t t_start_ns;  /* began executing */
+    uint64_t t_end_ns;    /* finished */
+    uint64_t bytes;       /* copies and memsets; 0 for kernels */
+    uint32_t pid;
+    uint32_t api_tid;     /* thread of the enqueuing call (CS_GF_CORR), else 0 */
+    uint32_t api_seq;     /* its cs_rec_cuda.seq (CS_GF_CORR), else 0 */
+    uint32_t name_id;     /* kernel name (ring: process-local; file: strings db) */
+    uint32_t stream_id;   /* CUPTI's stream id (not the handle) */
+    uint32_t corr_id;     /* CUPTI's correlation id, per attach epoch */
+    uint32_t epoch;       /* the process's CUPTI attach count, from 1 */
+    uint16_t device;      /* device ordinal */
+    uint8_t kind;         /* enum cs_gpu_kind */
+    uint8_t dir;          /* copies: enum cs_dir; else 0 */
+    uint16_t flags;       /* CS_GF_* */
+    uint16_t pad0;
+    uint32_t pad1;
+};
+_Static_assert(sizeof(struct cs_rec_gpu) == 64, "cs_rec_gpu is 64 bytes");
+
+/* Modes of GPU activity recording (CUDASPY_GPU_ACTIVITY). */
+enum cs_gpu_mode { CS_GPU_MODE_OFF = 0, CS_GPU_MODE_SAMPLED = 1, CS_GPU_MODE_FULL = 2 };
+
+/* struct cs_rec_gpucov.flags */
+#define CS_GCF_LOST    0x01 /* records of this span were lost (dropped by CUPTI, a buffer
+                               never came back): do not read GPU idle from it */
+#define CS_GCF_UNAVAIL 0x02 /* no GPU activity in this process: reason_id says why */
+#define CS_GCF_PAUSED  0x04 /* another CUPTI client held CUPTI: this slice was skipped */
+
+/* A span of a process's life in which every kernel, copy and memset it
+ * enqueued was recorded: sampled mode writes one per slice, full mode one
+ * per second. [t_attach, t_start] and [t_end, t_detach] are the tracer's
+ * own work of switching CUPTI on and off, on the calling thread. */
+struct cs_rec_gpucov {
+    uint64_t t_start_ns;  /* activity recording on (work enqueued from here is recorded) */
+    uint64_t t_end_ns;    /* off again */
+    uint64_t t_attach_ns; /* switching on began */
+    uint64_t t_detach_ns; /* switching off ended */
+    uint32_t pid;
+    uint32_t epoch;       /* attach count of this span, as cs_rec_gpu.epoch */
+    uint32_t reason_id;   /* CS_GCF_UNAVAIL/PAUSED: why, a string (ring: process-local) */
+    uint32_t dropped;     /* records CUPTI said it dropped in the span */
+    uint16_t mode;        /* enum cs_gpu_mode */
+    uint16_t flags;       /* CS_GCF_* */
+    uint32_t cupti_version; /* cuptiGetVersion(), 0 = unknown */
+};
+_Static_assert(sizeof(struct cs_rec_gpucov) == 56, "cs_rec_gpucov is 56 bytes");
+
 /* ---- tables ---- */
 
 /* struct cs_proc.flags */
@@ -251,6 +311,8 @@ static inline unsigned cs_rec_size(unsigned kind)
     case CS_REC_SYSWIN: return sizeof(struct cs_rec_syswin);
     case CS_REC_COUNTER: return sizeof(struct cs_rec_counter);
     case CS_REC_LOST: return sizeof(struct cs_rec_lost);
+    case CS_REC_GPU: return sizeof(struct cs_rec_gpu);
+    case CS_REC_GPUCOV: return sizeof(struct cs_rec_gpucov);
     default: return 0;
     }
 }

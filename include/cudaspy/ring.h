@@ -44,7 +44,9 @@ enum cs_ent_type {
     CS_ENT_NAME = 2,   /* struct cs_ent_name + bytes: a process-local string id */
     CS_ENT_STACK = 3,  /* struct cs_ent_stack + frames */
     CS_ENT_THREAD = 4, /* struct cs_ent_thread: a thread's name */
-    CS_ENT_DROPS = 5   /* struct cs_ent_drops: producer-side drop summary */
+    CS_ENT_DROPS = 5,  /* struct cs_ent_drops: producer-side drop summary */
+    CS_ENT_GPU = 6,    /* struct cs_rec_gpu (times CLOCK_MONOTONIC, name_id process-local) */
+    CS_ENT_GPUCOV = 7  /* struct cs_rec_gpucov (times CLOCK_MONOTONIC, reason_id local) */
 };
 
 struct cs_ring_ent {

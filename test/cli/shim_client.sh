@@ -3,14 +3,20 @@
 # the shim (MODE record|preload) and check the run file holds exactly what
 # the fake driver saw (RUNTIME shared: runtime-layer records too; static_rt:
 # none, and every record flagged CS_CF_STATIC_RT), that stdout is unchanged
-# and that names were resolved.
+# and that names were resolved. With SHIM_GPU=full|sampled in the
+# environment, the client runs on the simulated GPU with GPU activity in
+# that mode (the fake CUPTI) and its GPU records are checked too.
 . "$(dirname "$0")/shim_common.sh"
 MODE=$1 RUNTIME=$2 CLIENT=$3
 shift 3
+if [ -n "${SHIM_GPU:-}" ]; then
+    export CUDASPY_GPU_ACTIVITY=$SHIM_GPU FAKECUDA_SIM=1
+fi
 run_plain "$T/plain.out" "$T/plain.exp" "$B/$CLIENT" "$@"
 run_traced "$MODE" "$T/run.lmdb" "$T/traced.out" "$T/traced.exp" "$B/$CLIENT" "$@"
 same_stdout "$T/plain.out" "$T/traced.out"
 FLAGS=(--runtime "$RUNTIME")
 [ "$RUNTIME" = static_rt ] && FLAGS=(--runtime static --static-rt)
+[ -n "${SHIM_GPU:-}" ] && FLAGS+=(--gpu "$SHIM_GPU")
 "$B/test_shim_check" --wait 30 "${FLAGS[@]}" "$T/run.lmdb" "$T/traced.exp" ||
     fail "run file does not match what $CLIENT did"

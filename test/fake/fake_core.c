@@ -5,6 +5,7 @@
 #include "fake_driver.h"
 #include "fakecuda.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -361,6 +362,25 @@ static int is_device(CUdevice dev)
     return dev >= 0 && dev < n_devices;
 }
 
+/* The driver's documented injection: the library named by
+ * CUDA_INJECTION64_PATH is loaded at the first cuInit and its
+ * InitializeInjection() called once, on that thread (CUPTI's injection
+ * samples, Nsight Systems). A library that does not load is skipped. */
+static void inject(void)
+{
+    const char *path = getenv("CUDA_INJECTION64_PATH");
+    void *h;
+    int (*init)(void);
+
+    if (path == NULL || *path == '\0' || (h = dlopen(path, RTLD_NOW)) == NULL)
+        return;
+    init = (int (*)(void))dlsym(h, "InitializeInjection");
+    if (init)
+        init();
+}
+
+static pthread_once_t inject_once = PTHREAD_ONCE_INIT;
+
 FAKE_API CUresult CUDAAPI cuInit(unsigned int flags)
 {
     FAKE_ENTER(cuInit);
@@ -368,7 +388,61 @@ FAKE_API CUresult CUDAAPI cuInit(unsigned int flags)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_once(&devices_once, read_devices);
     atomic_store(&is_initialised, 1);
+    pthread_once(&inject_once, inject);
     return CUDA_SUCCESS;
+}
+
+/* ---- the activity hook (fakecuda.h) ---- */
+
+static _Atomic(fakecuda_act_fn) act_fn;
+
+FAKE_API void fakecuda_act_hook(fakecuda_act_fn fn)
+{
+    atomic_store(&act_fn, fn);
+}
+
+/* Inside fake_act_begin/end, notes add up to one (a 2D copy is one copy). */
+static _Thread_local struct {
+    int depth, any;
+    struct fakecuda_act a;
+} act_batch;
+
+void fake_act_begin(void)
+{
+    if (act_batch.depth++ == 0)
+        act_batch.any = 0;
+}
+
+void fake_act_end(void)
+{
+    fakecuda_act_fn fn = atomic_load_explicit(&act_fn, memory_order_acquire);
+
+    if (--act_batch.depth == 0 && act_batch.any && fn)
+        fn(&act_batch.a);
+}
+
+void fake_act_note(struct CUstream_st *s, int kind, const char *name, uint64_t bytes, int dir,
+                   uint64_t end_ns, uint64_t dur_ns)
+{
+    fakecuda_act_fn fn = atomic_load_explicit(&act_fn, memory_order_acquire);
+    struct fakecuda_act a = {kind, name, 0, 0, bytes, 0, 0, dir};
+
+    if (fn == NULL)
+        return;
+    if (end_ns == 0) /* not SIM: the work is done when the call returns */
+        end_ns = fake_now_ns(), dur_ns = 0;
+    a.start_ns = end_ns - dur_ns;
+    a.end_ns = end_ns;
+    a.stream_id = (uint32_t)s->id;
+    a.device = current_ctx ? (uint32_t)current_ctx->dev : 0;
+    if (act_batch.depth == 0) {
+        fn(&a);
+    } else if (!act_batch.any++) {
+        act_batch.a = a;
+    } else {
+        act_batch.a.bytes += a.bytes;
+        act_batch.a.end_ns = a.end_ns > act_batch.a.end_ns ? a.end_ns : act_batch.a.end_ns;
+    }
 }
 
 FAKE_API CUresult CUDAAPI cuDriverGetVersion(int *version)

@@ -94,6 +94,15 @@ struct CUstream_st *fake_stream_resolve(CUstream s, int is_per_thread);
 uint64_t fake_stream_enqueue(struct CUstream_st *s, uint64_t dur_ns);
 void fake_stream_wait_idle(struct CUstream_st *s);
 
+/* Tell the activity hook (fakecuda.h) that work of @p dur_ns ending at
+ * @p end_ns (0 without SIM) was enqueued on @p s (fake_core.c). */
+struct fakecuda_act;
+void fake_act_note(struct CUstream_st *s, int kind, const char *name, uint64_t bytes, int dir,
+                   uint64_t end_ns, uint64_t dur_ns);
+/* Between these, the notes of one thread make one activity (a 2D copy). */
+void fake_act_begin(void);
+void fake_act_end(void);
+
 /* Graph nodes recorded during capture and replayed by cuGraphLaunch. */
 enum fake_node_kind { FAKE_NODE_KERNEL, FAKE_NODE_COPY, FAKE_NODE_MEMSET };
 struct fake_node {

@@ -3,6 +3,7 @@
  * separated by whitespace or commas. A launch does no work on memory; it takes
  * simulated time (FAKECUDA_KERNEL_US) and is counted by kernel name. */
 #include "fake_driver.h"
+#include "fakecuda.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -236,7 +237,8 @@ static CUresult launch(CUfunction hf, unsigned gx, unsigned gy, unsigned gz, uns
     struct fake_node n = {.kind = FAKE_NODE_KERNEL, .kernel = f->tally, .work_ns = f->work_ns};
     if (s->capture)
         return fake_graph_add(s->capture, &n) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-    fake_stream_enqueue(s, f->work_ns);
+    fake_act_note(s, FAKECUDA_ACT_KERNEL, fake_tally_name_str(f->tally), 0, 0,
+                  fake_stream_enqueue(s, f->work_ns), f->work_ns);
     return CUDA_SUCCESS;
 }
 

@@ -4,6 +4,7 @@
  * and pinned-vs-pageable, the alloc/free/register/VMM exports and every copy
  * and memset export. Stream timing is fake_stream.c's. */
 #include "fake_driver.h"
+#include "fakecuda.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -449,6 +450,12 @@ static void node_run(struct CUstream_st *s, const struct fake_node *n, int is_bl
         break;
     }
     uint64_t end = fake_stream_enqueue(s, dur);
+    fake_act_note(s,
+                  n->kind == FAKE_NODE_KERNEL ? FAKECUDA_ACT_KERNEL
+                  : n->kind == FAKE_NODE_COPY ? FAKECUDA_ACT_COPY
+                                              : FAKECUDA_ACT_MEMSET,
+                  n->kind == FAKE_NODE_KERNEL ? fake_tally_name_str(n->kernel) : NULL,
+                  n->kind == FAKE_NODE_KERNEL ? 0 : n->len_bytes, (int)n->dir, end, dur);
     if (is_blocking && end)
         fake_sleep_until_ns(end);
 }
@@ -516,14 +523,15 @@ static CUresult copy_2d(struct CUstream_st *s, const CUDA_MEMCPY2D *p, int is_as
     struct fake_node n = {.kind = FAKE_NODE_COPY, .len_bytes = p->WidthInBytes};
     n.dir = copy_dir(dst, src, FAKE_DIR_N, &n.host_is_pinned);
     fake_tally_copy(n.dir, (uint64_t)p->WidthInBytes * p->Height, n.host_is_pinned);
-    for (size_t y = 0; y < p->Height; y++) {
+    CUresult rc = CUDA_SUCCESS;
+    fake_act_begin();
+    for (size_t y = 0; y < p->Height && rc == CUDA_SUCCESS; y++) {
         n.src = src + y * p->srcPitch;
         n.dst = dst + y * p->dstPitch;
-        CUresult rc = submit(s, &n, is_async);
-        if (rc != CUDA_SUCCESS)
-            return rc;
+        rc = submit(s, &n, is_async);
     }
-    return CUDA_SUCCESS;
+    fake_act_end();
+    return rc;
 }
 
 /* 3D: each layer is a 2D copy (arrays unsupported). */
@@ -531,6 +539,7 @@ static CUresult copy_3d(struct CUstream_st *s, const CUDA_MEMCPY3D *p, int is_as
 {
     if (p == NULL)
         return CUDA_ERROR_INVALID_VALUE;
+    fake_act_begin();
     for (size_t z = 0; z < p->Depth; z++) {
         CUDA_MEMCPY2D l = {
             .srcXInBytes = p->srcXInBytes, .srcY = p->srcY + (p->srcZ + z) * p->srcHeight,
@@ -540,9 +549,12 @@ static CUresult copy_3d(struct CUstream_st *s, const CUDA_MEMCPY3D *p, int is_as
             .dstHost = p->dstHost, .dstDevice = p->dstDevice, .dstPitch = p->dstPitch,
             .WidthInBytes = p->WidthInBytes, .Height = p->Height};
         CUresult rc = copy_2d(s, &l, is_async);
-        if (rc != CUDA_SUCCESS)
+        if (rc != CUDA_SUCCESS) {
+            fake_act_end();
             return rc;
+        }
     }
+    fake_act_end();
     return CUDA_SUCCESS;
 }
 

@@ -21,6 +21,26 @@ typedef int (*fakecuda_expect_write_fn)(FILE *f);
 uint64_t fakecuda_calls(const char *export_name);
 typedef uint64_t (*fakecuda_calls_fn)(const char *export_name);
 
+/* What the simulated GPU ran: one call per kernel, copy or memset as it is
+ * enqueued (on the enqueuing thread, inside the driver call), with the
+ * times the stream timeline gives it (CLOCK_MONOTONIC ns; without
+ * FAKECUDA_SIM both are the enqueue time). The fake CUPTI (fake_cupti.c)
+ * is its one user, as NVIDIA's CUPTI hears from its driver. */
+enum fakecuda_act_kind { FAKECUDA_ACT_KERNEL = 1, FAKECUDA_ACT_COPY = 2, FAKECUDA_ACT_MEMSET = 3 };
+struct fakecuda_act {
+    int kind;          /* enum fakecuda_act_kind */
+    const char *name;  /* kernel name (valid while the module is loaded) */
+    uint64_t start_ns, end_ns;
+    uint64_t bytes;
+    uint32_t stream_id, device;
+    int copy_dir;      /* 0 HtoD, 1 DtoH, 2 DtoD, 3 HtoH */
+};
+typedef void (*fakecuda_act_fn)(const struct fakecuda_act *a);
+
+/** Have @p fn called for every enqueued kernel, copy and memset (NULL: stop). */
+void fakecuda_act_hook(fakecuda_act_fn fn);
+typedef void (*fakecuda_act_hook_fn)(fakecuda_act_fn fn);
+
 /* --- fake runtime (libcudart.so.13 or libcudart_static_fake.a) --- */
 
 /** Register device function @p name with host stub @p host_fn, standing in

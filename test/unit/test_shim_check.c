@@ -6,8 +6,14 @@
  * runtime layer too when the client used the shared runtime; kernel names;
  * no duplicate records; nested records point at a runtime record.
  *
+ * With --gpu full|sampled, the GPU records (CUPTI, docs/gpu.md) too: each
+ * names the enqueuing record of its process, which is a kernel launch of the
+ * same kernel (copy, memset) enqueued before the GPU started it; each
+ * enqueue made while recording was on has exactly one GPU record (full: all
+ * of them); no GPU record comes from outside a recorded span.
+ *
  * Usage: test_shim_check [--wait SEC] [--runtime shared|static] [--none]
- *                        [--stacks] [--static-rt] RUN EXPECT...
+ *                        [--stacks] [--static-rt] [--gpu full|sampled] RUN EXPECT...
  * --none: the run must hold no CUDA record at all (or not exist).
  * Exit 0 when everything matches; 1 with one line per mismatch. */
 #include <errno.h>
@@ -129,7 +135,8 @@ static int run_open_wait(struct cs_run **out, const char *path, int wait_s)
     }
 }
 
-static int recs_load(struct cs_run *run, struct recs *out)
+/* Every record of @p kind (@p size bytes each) into a new array. */
+static int kind_load(struct cs_run *run, unsigned kind, size_t size, void **out, size_t *n)
 {
     struct cs_cursor *c;
     const struct cs_blk_hdr *h;
@@ -137,22 +144,38 @@ static int recs_load(struct cs_run *run, struct recs *out)
     struct cs_err err = {""};
     int rc;
 
-    out->r = malloc(MAX_RECS * sizeof(*out->r));
-    out->n = 0;
-    if (out->r == NULL || cs_cursor_open(run, CS_REC_CUDA, 0, UINT64_MAX, &c) < 0)
+    *out = malloc(MAX_RECS * size);
+    *n = 0;
+    if (*out == NULL || cs_cursor_open(run, kind, 0, UINT64_MAX, &c) < 0)
         return -1;
     while ((rc = cs_cursor_next(c, &h, &p, &err)) == 1) {
         size_t k = h->n;
-        if (out->n + k > MAX_RECS)
-            k = MAX_RECS - out->n;
-        memcpy(out->r + out->n, p, k * sizeof(*out->r));
-        out->n += k;
+        if (h->kind != kind)
+            continue;
+        if (*n + k > MAX_RECS)
+            k = MAX_RECS - *n;
+        memcpy((char *)*out + *n * size, p, k * size);
+        *n += k;
     }
     cs_cursor_close(c);
     if (rc < 0)
         FAIL("run: %s", err.msg);
     return rc;
 }
+
+static int recs_load(struct cs_run *run, struct recs *out)
+{
+    return kind_load(run, CS_REC_CUDA, sizeof(*out->r), (void **)&out->r, &out->n);
+}
+
+static int want_gpu; /* --gpu: 0 no check, CS_GPU_MODE_FULL or _SAMPLED */
+
+struct gpu_recs {
+    struct cs_rec_gpu *g;
+    size_t ng;
+    struct cs_rec_gpucov *c;
+    size_t nc;
+};
 
 /* ---- comparisons ---- */
 
@@ -168,7 +191,10 @@ static void check_calls(const struct expect *e, uint64_t got[2][CS_API_COUNT][3]
     char name[96];
     for (int a = 1; a < CS_API_COUNT; a++)
         for (int v = 0; v < 3; v++)
-            if (got[layer][a][v] != e->calls[layer][a][v])
+            if (got[layer][a][v] != e->calls[layer][a][v] &&
+                /* initialisation is not exported (shim_driver.c): a program
+                 * linked with -lcuda calls it unseen; never more records */
+                !(cs_api_table[a].family == CS_FAM_INIT && got[layer][a][v] < e->calls[layer][a][v]))
                 FAIL("pid %u: %s %s: got %llu records, want %llu", e->pid, what,
                      cs_api_display((enum cs_api)a, (enum cs_variant)v, name, sizeof(name)),
                      (unsigned long long)got[layer][a][v],
@@ -194,7 +220,8 @@ static void tally_rec(struct tally *t, const struct expect *e, struct cs_run *ru
     int layer = cs_api_table[api].layer;
 
     t->calls[layer][api][r->variant % 3]++;
-    t->no_device += r->result == 0 && r->device != 0; /* the fake has one device, 0 */
+    /* the fake has one device, 0; initialisation runs before any context */
+    t->no_device += r->result == 0 && r->device != 0 && cs_api_table[api].family != CS_FAM_INIT;
     if (layer != CS_LAYER_DRIVER)
         return;
     t->static_rt += (r->flags & CS_CF_STATIC_RT) != 0;
@@ -351,8 +378,88 @@ static void check_seq(const struct expect *e, struct cs_run *run, struct cs_rec_
     }
 }
 
+static int is_enqueue(const struct cs_rec_cuda *r)
+{
+    int fam = cs_api_table[r->api % CS_API_COUNT].family;
+
+    return cs_api_table[r->api % CS_API_COUNT].layer == CS_LAYER_DRIVER && r->result == 0 &&
+           !(r->flags & CS_CF_CAPTURING) && r->api != CS_API_cuLaunchHostFunc &&
+           (fam == CS_FAM_LAUNCH || ((fam == CS_FAM_COPY || fam == CS_FAM_MEMSET) && r->bytes));
+}
+
+/* Was enqueue record @p r made while GPU activity was recorded? */
+static int covered(const struct gpu_recs *gr, unsigned pid, const struct cs_rec_cuda *r, int loose)
+{
+    for (size_t i = 0; i < gr->nc; i++) {
+        const struct cs_rec_gpucov *c = &gr->c[i];
+        if (c->pid != pid || (c->flags & (CS_GCF_UNAVAIL | CS_GCF_PAUSED)))
+            continue;
+        if (loose ? r->t_exit_ns >= c->t_attach_ns && r->t_enter_ns <= c->t_detach_ns
+                  : r->t_enter_ns >= c->t_start_ns && r->t_exit_ns <= c->t_end_ns)
+            return 1;
+    }
+    return 0;
+}
+
+/* @p mine: the pid's CUDA records sorted by (tid, seq). */
+static void check_gpu(const struct expect *e, struct cs_run *run, const struct cs_rec_cuda *mine,
+                      size_t n, const struct gpu_recs *gr)
+{
+    uint8_t *seen = calloc(n + 1, 1);
+    size_t spans = 0, wanted = 0, missing = 0;
+
+    for (size_t i = 0; i < gr->nc; i++)
+        spans += gr->c[i].pid == e->pid && !(gr->c[i].flags & (CS_GCF_UNAVAIL | CS_GCF_PAUSED));
+    if (spans == 0)
+        FAIL("pid %u: no span with GPU activity recorded", e->pid);
+    for (size_t i = 0; seen && i < gr->ng; i++) {
+        const struct cs_rec_gpu *g = &gr->g[i];
+        struct cs_rec_cuda key = {.tid = g->api_tid, .seq = g->api_seq};
+        const struct cs_rec_cuda *r;
+        if (g->pid != e->pid)
+            continue;
+        if (!(g->flags & CS_GF_CORR)) {
+            FAIL("pid %u: GPU record (corr %u) names no enqueuing call", e->pid, g->corr_id);
+            continue;
+        }
+        r = bsearch(&key, mine, n, sizeof(*mine), cmp_tid_seq);
+        if (r == NULL || !is_enqueue(r)) {
+            FAIL("pid %u: GPU record names tid %u seq %u, %s", e->pid, g->api_tid, g->api_seq,
+                 r ? "not an enqueue" : "no such record");
+            continue;
+        }
+        if (seen[r - mine]++ && r->api != CS_API_cuGraphLaunch &&
+            r->api != CS_API_cuMemcpyBatchAsync && r->api != CS_API_cuMemcpyBatchAsync_v2)
+            FAIL("pid %u: tid %u seq %u: more than one GPU record for %s", e->pid, r->tid,
+                 r->seq, cs_api_table[r->api % CS_API_COUNT].name);
+        /* 1 us: TSC-stamped records are converted by a calibration (sampler/clock.h) */
+        if (g->t_start_ns + 1000 < r->t_enter_ns || g->t_end_ns < g->t_start_ns)
+            FAIL("pid %u: tid %u seq %u: GPU ran %llu..%llu, enqueued at %llu", e->pid, r->tid,
+                 r->seq, (unsigned long long)g->t_start_ns, (unsigned long long)g->t_end_ns,
+                 (unsigned long long)r->t_enter_ns);
+        if (!covered(gr, e->pid, r, 1))
+            FAIL("pid %u: tid %u seq %u: GPU record from outside every recorded span", e->pid,
+                 r->tid, r->seq);
+        if (g->kind == CS_GPU_KERNEL && r->api != CS_API_cuGraphLaunch &&
+            (!(r->flags & CS_CF_HAS_NAME) || g->name_id != r->name_id))
+            FAIL("pid %u: tid %u seq %u: GPU kernel \"%s\", launch of \"%s\"", e->pid, r->tid,
+                 r->seq, cs_run_string(run, g->name_id),
+                 (r->flags & CS_CF_HAS_NAME) ? cs_run_string(run, r->name_id) : "");
+    }
+    for (size_t i = 0; seen && i < n; i++) {
+        if (!is_enqueue(&mine[i]) || (want_gpu == CS_GPU_MODE_SAMPLED && !covered(gr, e->pid, &mine[i], 0)))
+            continue;
+        wanted++;
+        missing += !seen[i];
+    }
+    if (missing)
+        FAIL("pid %u: %zu of %zu enqueues made while recording have no GPU record", e->pid,
+             missing, wanted);
+    free(seen);
+}
+
 static void check_pid(const struct expect *e, struct cs_run *run, const struct recs *all,
-                      int runtime)
+                      int runtime, const struct gpu_recs *gr)
 {
     struct tally *t = calloc(1, sizeof(*t));
     struct cs_rec_cuda *mine = malloc((all->n + 1) * sizeof(*mine));
@@ -385,6 +492,8 @@ static void check_pid(const struct expect *e, struct cs_run *run, const struct r
         FAIL("pid %u: %llu successful records not on device 0", e->pid,
              (unsigned long long)t->no_device);
     check_seq(e, run, mine, n, runtime);
+    if (want_gpu)
+        check_gpu(e, run, mine, n, gr);
     free(mine);
     free(t);
 }
@@ -432,17 +541,23 @@ int main(int argc, char **argv)
             want_stacks = 1;
         else if (strcmp(argv[i], "--static-rt") == 0)
             want_static = 1;
+        else if (strcmp(argv[i], "--gpu") == 0 && i + 1 < argc)
+            want_gpu = strcmp(argv[++i], "full") == 0 ? CS_GPU_MODE_FULL : CS_GPU_MODE_SAMPLED;
         else
             break;
     }
     if (i >= argc || (!none && i + 1 >= argc)) {
         fprintf(stderr, "usage: test_shim_check [--wait SEC] [--runtime shared|static] "
-                        "[--none] RUN EXPECT...\n");
+                        "[--none] [--stacks] [--static-rt] [--gpu full|sampled] RUN EXPECT...\n");
         return 2;
     }
     if (none && access(argv[i], F_OK) != 0)
         return 0;
+    struct gpu_recs gr = {0};
     if (run_open_wait(&run, argv[i], wait_s) < 0 || recs_load(run, &all) < 0)
+        return 1;
+    if (want_gpu && (kind_load(run, CS_REC_GPU, sizeof(*gr.g), (void **)&gr.g, &gr.ng) < 0 ||
+                     kind_load(run, CS_REC_GPUCOV, sizeof(*gr.c), (void **)&gr.c, &gr.nc) < 0))
         return 1;
     if (none && all.n)
         FAIL("%s: got %zu CUDA records, want none", argv[i], all.n);
@@ -450,13 +565,15 @@ int main(int argc, char **argv)
     for (int k = i + 1; k < argc && pids; k++) {
         struct expect *e = malloc(sizeof(*e));
         if (e && expect_read(e, argv[k]) == 0) {
-            check_pid(e, run, &all, runtime);
+            check_pid(e, run, &all, runtime, &gr);
             pids[k] = e->pid;
         }
         free(e);
     }
     check_other_pids(run, &all, pids, argc);
     free(pids);
+    free(gr.g);
+    free(gr.c);
     free(all.r);
     cs_run_free(run);
     return failures ? 1 : 0;
