@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cudaspy/version.h"
+
 #ifndef LAUNCH_BIN_TO_LIB
 #define LAUNCH_BIN_TO_LIB "../lib"
 #endif
@@ -36,10 +38,37 @@ static const char usage_text[] =
     "  cudaspy record -o run.lmdb -- python train.py\n"
     "  LD_PRELOAD=/usr/local/lib/libcudaspy.so python train.py   (auto-start)\n";
 
+/* `cudaspy --help`: the subcommands; each has its own --help. */
+static const char main_usage_text[] =
+    "Usage: cudaspy COMMAND [ARGS...]\n"
+    "       cudaspy --help | --version\n"
+    "\n"
+    "Record the CUDA calls of a program and what its host did meanwhile into one\n"
+    "run file, for cudaspy-analyze.\n"
+    "\n"
+    "Commands:\n"
+    "  record      run a command with the CUDA shim preloaded and record it;\n"
+    "              'cudaspy record --help' gives its options\n"
+    "\n"
+    "Options:\n"
+    "  -h, --help  print this help and exit\n"
+    "  --version   print the version and exit\n"
+    "\n"
+    "Exit status: 0 for --help and --version; 2 usage error (record: its --help).\n"
+    "\n"
+    "EXAMPLES\n"
+    "  cudaspy record -o run.lmdb -- python train.py\n"
+    "  cudaspy-analyze run.lmdb\n";
+
+static int usage_error_in(const char *help, const char *what)
+{
+    fprintf(stderr, "cudaspy: %s\nTry '%s --help'\n", what, help);
+    return 2;
+}
+
 static int usage_error(const char *what)
 {
-    fprintf(stderr, "cudaspy: %s\nTry 'cudaspy record --help'\n", what);
-    return 2;
+    return usage_error_in("cudaspy record", what);
 }
 
 /* Directory of this executable into @p dir. @return 0 or -1 */
@@ -108,10 +137,15 @@ static int record(int argc, char **argv)
 int main(int argc, char **argv)
 {
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        fputs(usage_text, stdout);
+        fputs(main_usage_text, stdout);
+        return 0;
+    }
+    if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+        puts("cudaspy " CS_VERSION);
         return 0;
     }
     if (argc < 2 || strcmp(argv[1], "record") != 0)
-        return usage_error(argc < 2 ? "no subcommand" : "unknown subcommand (only 'record')");
+        return usage_error_in("cudaspy", argc < 2 ? "no subcommand"
+                                                  : "unknown subcommand (only 'record')");
     return record(argc, argv);
 }

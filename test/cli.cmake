@@ -1,0 +1,19 @@
+# test/cli.cmake: what every program says about itself, and the links of
+# the Markdown files (issue 26).
+# cli.version_help_<kind>: --version is exactly one line, --help exits 0
+# with its usage first; cudaspy's whole --help, which lists its
+# subcommands, and its usage errors word for word (test/cli/version_help.sh).
+# cli.doc_links: every relative link in every tracked Markdown file names a
+# file that exists (test/cli/doc_links.sh).
+set(CS_CLI_WORK ${CMAKE_CURRENT_BINARY_DIR}/cli-work)
+foreach(prog "cudaspy:cudaspy_launcher" "sampler:cudaspy-sampler" "analyze:cudaspy-analyze")
+  string(REPLACE ":" ";" prog "${prog}")
+  list(GET prog 0 kind)
+  list(GET prog 1 target)
+  add_test(NAME cli.version_help_${kind}
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli/version_help.sh ${kind}
+                   $<TARGET_FILE:${target}> ${CS_CLI_WORK}/version_help_${kind})
+  set_tests_properties(cli.version_help_${kind} PROPERTIES LABELS unit TIMEOUT 30)
+endforeach()
+add_test(NAME cli.doc_links COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli/doc_links.sh ${CMAKE_SOURCE_DIR})
+set_tests_properties(cli.doc_links PROPERTIES LABELS unit TIMEOUT 60)
