@@ -87,7 +87,7 @@ def calls_of(files):
     return calls
 
 
-def find(d, where, device_path, files):
+def find(where, device_path, files):
     """The campaign file that device path @device_path came back as, or None."""
     if not device_path:
         return None
@@ -114,11 +114,9 @@ def phases_of(d, out_rel, run, meta):
     else:
         period, t0 = PLACEBO_PERIOD_NS, steps[0]
     sums = collect.phase_sums(steps, period, t0)
-    durs = ([], [])  # steps that phase_sums counts, in on (even) and off (odd) phases
-    for a, b in zip(steps, steps[1:]):
-        k = (a - t0) // period
-        if (b - t0) // period == k and (a - t0) - k * period >= collect.SETTLE_NS:
-            durs[k % 2].append(b - a)
+    durs = ([], [])  # the steps phase_sums counts, in on (even) and off (odd) phases
+    for k, ns in collect.phase_steps(steps, period, t0):
+        durs[k % 2].append(ns)
     med = [statistics.median(x) if x else None for x in durs]
     med = [int(m) if m is not None and m == int(m) else m for m in med]
     return {"period_ns": period, "t0_ns": t0, "steps": len(steps) - 1,
@@ -160,8 +158,8 @@ def records(d):
             if not line.strip():
                 continue
             run = json.loads(line)
-            out_rel = find(d, where, run.get("out"), fileset)
-            meta_rel = find(d, where, run.get("meta"), fileset)
+            out_rel = find(where, run.get("out"), fileset)
+            meta_rel = find(where, run.get("meta"), fileset)
             out = out_of(os.path.join(d, out_rel)) if out_rel else None
             if out_rel and out is None:
                 die(f"{d}/{out_rel}: does not end in a newline; not kept")

@@ -171,16 +171,21 @@ def duty_of(run):
     return f.get("duty_ns"), f.get("t_start_ns")
 
 
-def phase_sums(ends, period, t0):
-    """{phase k: [ns, steps]} of the steps that start and end in phase k of
-    a grid of @period ns from @t0, SETTLE_NS or more after k began."""
-    sums = {}
+def phase_steps(ends, period, t0):
+    """(phase k, ns) of each step of log @ends that starts and ends in phase
+    k of a grid of @period ns from @t0, SETTLE_NS or more after k began."""
     for a, b in zip(ends, ends[1:]):
         k = (a - t0) // period
-        if (b - t0) // period != k or (a - t0) - k * period < SETTLE_NS:
-            continue
+        if (b - t0) // period == k and (a - t0) - k * period >= SETTLE_NS:
+            yield k, b - a
+
+
+def phase_sums(ends, period, t0):
+    """{phase k: [ns, steps]} of phase_steps()."""
+    sums = {}
+    for k, ns in phase_steps(ends, period, t0):
         s = sums.setdefault(k, [0, 0])
-        s[0] += b - a
+        s[0] += ns
         s[1] += 1
     return sums
 
