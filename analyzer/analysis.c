@@ -11,6 +11,7 @@
 #include "cudaspy/version.h"
 #include "rules/chains.h"
 #include "rules/feed.h"
+#include "rules/gpu.h"
 #include "model/model.h"
 #include "model/procs.h"
 #include "rules/ranks.h"
@@ -22,6 +23,9 @@ struct analysis {
     struct model m;
     struct stats_table api, by_pid, by_stream, by_kernel;
     struct feed feed;
+    struct gpu_truth gpu;
+    uint64_t active_ns; /* the CUDA-active windows (or the user's): the whole
+                           of every percentage and severity */
     json_t *chains;
     json_t *ranks; /* ranks.c: per-rank tables; its finding joins chains */
     uint64_t api_outer_calls, api_nested_calls;
@@ -56,6 +60,47 @@ static int any_duty(const struct model *m)
     return 0;
 }
 
+/* Run @p i's CUDA-active window: its selected processes' first CUDA call
+ * to their last, inside the analysed window; the analysed window itself
+ * when the user set --since or --until. @p first gets the first call. */
+static void active_window(const struct model *m, int i, uint64_t *lo, uint64_t *hi,
+                          uint64_t *first)
+{
+    const struct m_run *r = &m->runs[i];
+
+    *first = UINT64_MAX;
+    *lo = UINT64_MAX;
+    *hi = 0;
+    for (uint32_t t = 0; t < m->nthr; t++) {
+        const struct m_thread *th = &m->thr[t];
+        const struct m_proc *p = &m->proc[th->proc];
+        if (th->ncalls == 0 || (int)p->run != i || !p->selected)
+            continue;
+        if (m->call[th->first_call].t_enter_ns < *first)
+            *first = m->call[th->first_call].t_enter_ns;
+        for (uint64_t k = th->first_call; k < th->first_call + th->ncalls; k++)
+            if (m->call[k].t_exit_ns > *hi)
+                *hi = m->call[k].t_exit_ns;
+    }
+    *lo = *first;
+    if (m->opts.since_ns != 0 || m->opts.until_ns != UINT64_MAX || *lo == UINT64_MAX)
+        *lo = r->win_lo_ns, *hi = r->win_hi_ns;
+    *lo = *lo < r->win_lo_ns ? r->win_lo_ns : *lo;
+    *hi = *hi > r->win_hi_ns ? r->win_hi_ns : *hi;
+    *hi = *hi < *lo ? *lo : *hi;
+}
+
+static uint64_t active_sum(const struct model *m)
+{
+    uint64_t sum = 0, lo, hi, first;
+
+    for (int i = 0; i < m->nruns; i++) {
+        active_window(m, i, &lo, &hi, &first);
+        sum += hi - lo;
+    }
+    return sum;
+}
+
 static int derive(struct analysis *a)
 {
     struct model *m = &a->m;
@@ -65,6 +110,8 @@ static int derive(struct analysis *a)
     procs_compute(m);
     /* the feed first: it needs the most scratch memory, which stats reuses */
     if ((rc = feed_compute(&a->feed, m)) < 0)
+        return rc;
+    if ((rc = gpu_compute(&a->gpu, m, &a->feed)) < 0)
         return rc;
     if ((rc = stats_table_build(&a->api, m, STATS_BY_API)) < 0)
         return rc;
@@ -81,10 +128,11 @@ static int derive(struct analysis *a)
             a->api_outer_calls += a->api.row[i].n;
     }
     walls(m, &longest, &sum);
-    a->chains = chains_build(m, &a->api, &a->feed, sum);
+    a->active_ns = active_sum(m);
+    a->chains = chains_build(m, &a->api, &a->feed, &a->gpu, a->active_ns);
     if (a->chains == NULL)
         return -ENOMEM;
-    rc = ranks_build(m, sum, a->chains, &a->ranks);
+    rc = ranks_build(m, a->active_ns, a->chains, &a->ranks);
     if (rc == 0 && any_duty(m)) /* half the scheduling events are missing: no cause holds */
         json_array_clear(a->chains);
     return rc;
@@ -208,6 +256,49 @@ static json_t *meta_int_json(const struct m_run *r, const char *key)
                                     : json_null();
 }
 
+/* Initialisation calls (cuInit, primary context) of run @p i's process
+ * with the first CUDA call: how long CUDA took to start. */
+static uint64_t cuda_init_ns(const struct model *m, uint64_t first)
+{
+    uint64_t sum = 0;
+    uint32_t proc = M_NONE;
+
+    for (uint32_t t = 0; t < m->nthr && proc == M_NONE; t++)
+        if (m->thr[t].ncalls && m->call[m->thr[t].first_call].t_enter_ns == first)
+            proc = m->thr[t].proc;
+    for (uint32_t t = 0; proc != M_NONE && t < m->nthr; t++) {
+        const struct m_thread *th = &m->thr[t];
+        if (th->proc != proc)
+            continue;
+        for (uint64_t k = th->first_call; k < th->first_call + th->ncalls; k++)
+            if (cs_api_table[m->call[k].api].family == CS_FAM_INIT &&
+                !(m->call[k].flags & CS_CF_NESTED))
+                sum += model_dur(&m->call[k]);
+    }
+    return sum;
+}
+
+/* Start-up (the traced command's start to its first CUDA call, CUDA's
+ * initialisation) and the CUDA-active window of run @p i, into @p o. */
+static void startup_json(json_t *o, const struct model *m, int i)
+{
+    const struct m_run *r = &m->runs[i];
+    uint64_t lo, hi, first, start = r->t0_ns;
+
+    active_window(m, i, &lo, &hi, &first);
+    for (uint32_t p = 0; p < m->nproc; p++)
+        if (m->proc[p].run == (uint32_t)i && (m->proc[p].flags & CS_PF_ROOT) &&
+            m->proc[p].start_ns > start)
+            start = m->proc[p].start_ns;
+    json_object_set_new(o, "startup_ns",
+                        json_integer(first != UINT64_MAX && first > start
+                                         ? (json_int_t)(first - start) : 0));
+    json_object_set_new(o, "cuda_init_ns",
+                        json_integer(first != UINT64_MAX ? (json_int_t)cuda_init_ns(m, first) : 0));
+    json_object_set_new(o, "active_start_ns", json_integer((json_int_t)(lo - r->t0_ns)));
+    json_object_set_new(o, "active_ns", json_integer((json_int_t)(hi - lo)));
+}
+
 /* host_lost meta is the collector's total; lost records are its detail. */
 static json_t *file_json(const struct model *m, int i)
 {
@@ -231,6 +322,7 @@ static json_t *file_json(const struct model *m, int i)
                      (int)cs_run_meta_u64(r->run, "clean_shutdown", 1), "degraded",
                      run_degraded(r), "empty", run_empty(r), "counts", counts_json(r), "ncpu",
                      (int)r->ncpu);
+    startup_json(o, m, i);
     /* the collector's CPU time: what tracing cost outside the traced tree */
     json_object_set_new(o, "collector_cpu_ns", meta_int_json(r, "collector_cpu_ns"));
     json_object_set_new(o, "duty_ns", meta_int_json(r, "duty_ns"));
@@ -264,6 +356,7 @@ static json_t *json_run(const struct analysis *a)
                   (json_int_t)ncuda, "host_records", (json_int_t)nhost, "ncpu", (int)ncpu,
                   "degraded", degraded, "empty", empty, "nruns", m->nruns, "files", files);
     json_object_set_new(o, "tool_version", json_string(CS_VERSION));
+    json_object_set_new(o, "active_ns", json_integer((json_int_t)a->active_ns));
     json_object_set_new(o, "outermost_calls", json_integer((json_int_t)a->api_outer_calls));
     json_object_set_new(o, "nested_calls", json_integer((json_int_t)a->api_nested_calls));
     return o;
@@ -394,6 +487,7 @@ json_t *analysis_json(const struct analysis *a)
         json_object_set_new(o, "apis_by_kernel", table_json(&a->m, &a->by_kernel));
     json_object_set_new(o, "processes", json_procs(&a->m));
     json_object_set_new(o, "gpu_feed", feed_json(&a->feed, &a->m));
+    json_object_set_new(o, "gpu", gpu_json(&a->gpu, &a->m));
     json_object_set_new(o, "chains", json_deep_copy(a->chains));
     if (json_array_size(a->ranks))
         json_object_set_new(o, "ranks", json_deep_copy(a->ranks));
@@ -481,6 +575,27 @@ const uint64_t *analysis_durations(const struct analysis *a, const char *api, ui
     return d->n ? d->v : NULL;
 }
 
+const char *analysis_gpu_bins(const struct analysis *a, int run, uint32_t pid, uint64_t t0,
+                              uint64_t t1, int nbins, double *out)
+{
+    double *one = calloc((size_t)nbins + 1, sizeof(*one));
+
+    for (int b = 0; b < nbins; b++)
+        out[b] = -1.0;
+    for (uint32_t i = 0; one && i < a->gpu.np; i++) {
+        uint32_t p = a->gpu.p[i].proc;
+        if ((int)a->m.proc[p].run != run || a->gpu.p[i].source < GPU_SRC_SAMPLED ||
+            (pid && a->m.proc[p].pid != pid))
+            continue;
+        gpu_bins(&a->gpu, &a->m, p, t0, t1, nbins, one);
+        for (int b = 0; b < nbins; b++) /* processes side by side: the busiest */
+            if (one[b] > out[b])
+                out[b] = one[b];
+    }
+    free(one);
+    return gpu_source_name(a->gpu.source);
+}
+
 struct cs_run *analysis_run(const struct analysis *a, int i)
 {
     return i >= 0 && i < a->m.nruns ? a->m.runs[i].run : NULL;
@@ -512,6 +627,7 @@ void analysis_free(struct analysis *a)
     stats_table_exit(&a->by_stream);
     stats_table_exit(&a->by_kernel);
     feed_exit(&a->feed);
+    gpu_exit(&a->gpu);
     json_decref(a->chains);
     json_decref(a->ranks);
     model_exit(&a->m);

@@ -54,6 +54,14 @@ int analysis_nruns(const struct analysis *a);
 /** Run start (CLOCK_MONOTONIC ns) of run @p i: times in JSON are relative to it. */
 uint64_t analysis_t0(const struct analysis *a, int i);
 
+/** GPU busy share (0..1) in each of @p nbins equal bins of [@p t0, @p t1)
+ * (absolute ns) of run @p run's process @p pid (0: the busiest GPU of any
+ * process, bin by bin), from the spans GPU activity covered; -1 for a bin
+ * with no coverage. @return the source ("exact", "sampled",
+ * "host_lower_bound" or "none"): with no GPU records every bin is -1. */
+const char *analysis_gpu_bins(const struct analysis *a, int run, uint32_t pid, uint64_t t0,
+                              uint64_t t1, int nbins, double *out);
+
 /** Free. Accepts NULL. */
 void analysis_free(struct analysis *a);
 

@@ -18,13 +18,17 @@
 #define LAUNCH_EXTRA_ARGS 4 /* sampler path, --preload SO, NULL; options reuse argv's slots */
 
 static const char usage_text[] =
-    "Usage: cudaspy record [-o FILE] [--no-host] [--duty MS] [-q] -- COMMAND [ARGS...]\n"
+    "Usage: cudaspy record [-o FILE] [--no-host] [--gpu-activity MODE] [--duty MS] [-q]\n"
+    "                      -- COMMAND [ARGS...]\n"
     "\n"
     "Run COMMAND with the CUDA shim preloaded and record its CUDA calls and host\n"
     "scheduling into one run file.\n"
     "\n"
     "  -o FILE     run file to write (default: the sampler's, ./cudaspy-<pid>.lmdb)\n"
     "  --no-host   record CUDA calls only, no host sampling\n"
+    "  --gpu-activity MODE\n"
+    "              what the GPU itself ran, from CUPTI: sampled (default: a slice of\n"
+    "              every second), full, or off (CUDASPY_GPU_ACTIVITY; docs/gpu.md)\n"
     "  --duty MS   measure what recording costs: record for MS ms, pause for MS ms,\n"
     "              and so on (the run covers the recording phases only)\n"
     "  -q          no summary line at the end\n"
@@ -36,6 +40,7 @@ static const char usage_text[] =
     "\n"
     "EXAMPLES\n"
     "  cudaspy record -o run.lmdb -- python train.py\n"
+    "  cudaspy record -o run.lmdb --gpu-activity full -- ./my_cuda_app\n"
     "  LD_PRELOAD=/usr/local/lib/libcudaspy.so python train.py   (auto-start)\n";
 
 /* `cudaspy --help`: the subcommands; each has its own --help. */
@@ -87,6 +92,22 @@ static int self_dir(char *dir, size_t n)
     return 0;
 }
 
+/* --gpu-activity MODE: for the shim in every process of the command
+ * (CUDASPY_GPU_ACTIVITY), which the driver loads again as its injection
+ * (CUDA_INJECTION64_PATH) unless another tool holds that. @return 0 or -1 */
+static int gpu_activity(const char *mode, const char *preload)
+{
+    char real[PATH_MAX];
+
+    if (strcmp(mode, "sampled") != 0 && strcmp(mode, "full") != 0 && strcmp(mode, "off") != 0)
+        return -1;
+    setenv("CUDASPY_GPU_ACTIVITY", mode, 1);
+    if (strcmp(mode, "off") != 0 && getenv("CUDA_INJECTION64_PATH") == NULL &&
+        realpath(preload, real) != NULL)
+        setenv("CUDA_INJECTION64_PATH", real, 1);
+    return 0;
+}
+
 /* Build the sampler's argv: sampler [opts] --preload SO -- CMD... */
 static int record(int argc, char **argv)
 {
@@ -113,6 +134,11 @@ static int record(int argc, char **argv)
             av[n++] = argv[++i];
         } else if (strcmp(argv[i], "--no-host") == 0 || strcmp(argv[i], "-q") == 0) {
             av[n++] = argv[i];
+        } else if (strcmp(argv[i], "--gpu-activity") == 0 ||
+                   strncmp(argv[i], "--gpu-activity=", 15) == 0) {
+            const char *mode = argv[i][14] == '=' ? argv[i] + 15 : i + 1 < argc ? argv[++i] : "";
+            if (gpu_activity(mode, preload) < 0)
+                return usage_error("option --gpu-activity needs sampled, full or off");
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(usage_text, stdout);
             return 0;

@@ -859,7 +859,7 @@ static void parse_sample(const char *s)
 int shim_gpu_init(void)
 {
     const char *m = getenv("CUDASPY_GPU_ACTIVITY"), *inj = getenv("CUDA_INJECTION64_PATH");
-    char self[4096];
+    char self[4096], injr[4096];
     Dl_info di;
 
     atomic_store_explicit(&shim_hot_.gpu_next, UINT64_MAX, memory_order_relaxed);
@@ -876,13 +876,15 @@ int shim_gpu_init(void)
     if (!dladdr((void *)shim_gpu_init, &di) || di.dli_fname == NULL ||
         realpath(di.dli_fname, self) == NULL)
         return 0;
+    if (inj && *inj && realpath(inj, injr) != NULL) /* the same file, however named */
+        inj = injr;
     gpu.preloaded = preloaded(self);
     if (!gpu.preloaded) /* loaded by the driver as an injection only: stay out */
         return inj && strcmp(inj, self) == 0 ? -1 : 0;
     if (gpu.mode == CS_GPU_MODE_OFF)
         return 0;
     if (inj && *inj && strcmp(inj, self) != 0)
-        snprintf(gpu.other, sizeof(gpu.other), "%s", inj);
+        snprintf(gpu.other, sizeof(gpu.other), "%.*s", (int)sizeof(gpu.other) - 1, inj);
     else if (!inj || !*inj)
         setenv("CUDA_INJECTION64_PATH", self, 1);
     /* the first recorded call's end starts CUPTI if cuInit did not */

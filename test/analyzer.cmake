@@ -71,7 +71,7 @@ set_tests_properties(unit.analysis PROPERTIES LABELS unit)
 # show up as outside contention in the others.
 # (fake.cmake, read after this file, defines cause_workload)
 if(TARGET cudaspy_launcher AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fake/cause_workload.c)
-  foreach(mode tree external starve pageable churn sync clean)
+  foreach(mode tree external starve pageable churn sync clean syncstep hostdata)
     add_test(NAME cli.real_cause_${mode}
              COMMAND sh ${CS_AN_DIR}/real_cause.sh ${mode} $<TARGET_FILE:cudaspy_launcher>
                      $<TARGET_FILE:cause_workload> ${CS_AN_WORK}/real_${mode})
@@ -79,6 +79,12 @@ if(TARGET cudaspy_launcher AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fake/cause_wor
       RUN_SERIAL TRUE SKIP_RETURN_CODE 77
       ENVIRONMENT "CS_ANALYZE=$<TARGET_FILE:cudaspy-analyze>;CS_JSON_EXPECT=$<TARGET_FILE:json_expect>")
   endforeach()
+  # sampled and full GPU activity agree on a known duty cycle (docs/gpu.md)
+  add_test(NAME cli.gpu_modes
+           COMMAND sh ${CS_AN_DIR}/gpu_modes.sh $<TARGET_FILE:cudaspy_launcher>
+                   $<TARGET_FILE:cause_workload> ${CS_AN_WORK}/gpu_modes)
+  set_tests_properties(cli.gpu_modes PROPERTIES LABELS "slow;nosan" TIMEOUT 60 RUN_SERIAL TRUE
+    ENVIRONMENT "CS_ANALYZE=$<TARGET_FILE:cudaspy-analyze>;CS_JSON_EXPECT=$<TARGET_FILE:json_expect>")
 endif()
 
 # data.analyzer.<case>: golden reports. test/data/analyzer/<case>/ holds gen

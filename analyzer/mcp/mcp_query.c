@@ -670,6 +670,64 @@ int mcp_q_gpu_feed(struct mcp_call_ctx *c, json_t **out)
     return 0;
 }
 
+int mcp_q_gpu_timeline(struct mcp_call_ctx *c, json_t **out)
+{
+    json_t *g = json_object_get(q_aj(c), "gpu"), *devs = json_array(), *bins = json_array(), *v;
+    uint32_t pid = (uint32_t)mcp_arg_u64(c, "pid", 0);
+    int nb = (int)mcp_arg_u64(c, "bins", 50), full;
+    uint64_t lo, hi;
+    double *b = calloc((size_t)nb + 1, sizeof(*b));
+    const char *src;
+    size_t i;
+
+    if (b == NULL || q_window(c, &lo, &hi, &full) < 0) {
+        int rc = b ? -1 : -ENOMEM;
+        free(b);
+        json_decref(devs);
+        json_decref(bins);
+        return rc;
+    }
+    json_array_foreach(json_object_get(g, "devices"), i, v)
+        if (pid == 0 || (uint32_t)json_integer_value(json_object_get(v, "pid")) == pid)
+            json_array_append(devs, v);
+    src = analysis_gpu_bins(c->s->an[c->run], c->run, pid, lo, hi, nb, b);
+    for (int k = 0; k < nb; k++)
+        json_array_append_new(bins, b[k] < 0 ? json_null() : json_real(round(b[k] * 1000.0) / 10.0));
+    free(b);
+    q_text_head(c, "What the GPU did");
+    mcp_text_printf(c->t, "source %s; GPU busy %.1f %% of the covered time (%.1f %% of the "
+                          "CUDA-active window covered); idle %s over the window\n",
+                    src, json_real_value(json_object_get(g, "busy_pct")),
+                    json_real_value(json_object_get(g, "coverage_pct")),
+                    NS((uint64_t)json_integer_value(json_object_get(g, "idle_ns"))));
+    mcp_text_printf(c->t, "idle by what the feeding thread did:");
+    q_text_fields(c->t, json_object_get(g, "idle_by_host_state"));
+    json_array_foreach(json_object_get(g, "notes"), i, v)
+        mcp_text_printf(c->t, "note: %s\n", json_string_value(v));
+    mcp_text_printf(c->t, "devices (%zu):\n", json_array_size(devs));
+    text_list(c->t, devs);
+    json_t *o = q_head(c);
+    json_object_set_new(o, "filter", q_filter_json(c));
+    json_object_set_new(o, "source", json_string(src));
+    json_object_set_new(o, "summary",
+                        json_pack("{s:O, s:O, s:O, s:O, s:O, s:O}", "busy_pct",
+                                  json_object_get(g, "busy_pct"), "idle_ns",
+                                  json_object_get(g, "idle_ns"), "window_ns",
+                                  json_object_get(g, "window_ns"), "coverage_pct",
+                                  json_object_get(g, "coverage_pct"), "idle_by_host_state",
+                                  json_object_get(g, "idle_by_host_state"), "notes",
+                                  json_object_get(g, "notes")));
+    json_object_set_new(o, "devices", devs);
+    json_object_set_new(o, "top_kernels_by_time",
+                        json_deep_copy(json_object_get(g, "top_kernels_by_time")));
+    json_object_set_new(o, "bins", json_pack("{s:I, s:I, s:o}", "start_ms",
+                                             (json_int_t)((lo - q_idx(c)->t0_ns) / 1000000),
+                                             "bin_ns", (json_int_t)((hi - lo) / (uint64_t)nb),
+                                             "busy_pct", bins));
+    *out = o;
+    return 0;
+}
+
 /* ---- names of processes and threads ---- */
 
 static const char *comm_of(struct cs_run *r, uint32_t pid)

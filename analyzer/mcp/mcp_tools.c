@@ -74,6 +74,13 @@ static const struct param p_latency[] = {
     P_UNTIL_ARG,
     P_END};
 static const struct param p_feed[] = {P_RUN_ARG, P_END};
+static const struct param p_gpu[] = {
+    P_RUN_ARG,
+    P_PID_ARG("Only this process's GPU(s)."),
+    P_SINCE_ARG,
+    P_UNTIL_ARG,
+    {"bins", P_INT, "Time bins of GPU busy % over the window (default 50).", 1, 500, NULL},
+    P_END};
 static const struct param p_timeline[] = {
     P_RUN_ARG,
     P_PID_ARG("Process to show (this or tid is needed)."),
@@ -128,6 +135,13 @@ static const struct tool tools[] = {
      "Lower bound of GPU idle time (no launch or copy in flight) and what the threads feeding "
      "the GPU were doing meanwhile (on CPU, sleeping, preempted, in sync calls).",
      p_feed, NULL, mcp_q_gpu_feed, 0},
+    {"get_gpu_timeline", "What the GPU did",
+     "What the GPU itself ran (CUPTI activity): the source used (exact, sampled slices, or the "
+     "host's lower bound), GPU busy % and idle time over the CUDA-active window, what the "
+     "thread feeding the GPU did while it was idle (host code, launches, syncs, allocator, "
+     "asleep for the data pipeline, preempted), the longest idle stretches, top kernels, and "
+     "busy % in time bins (null: not covered).",
+     p_gpu, NULL, mcp_q_gpu_timeline, 0},
     {"get_timeline", "Timeline of a process or thread",
      "CUDA calls and off-CPU intervals of one process or thread in time order, paged: pass "
      "nextCursor back as cursor (with the same other arguments) for the next page.",
@@ -583,7 +597,8 @@ static const char investigate_text[] =
     "3. get_per_process_breakdown: which process runs the CUDA work, which are workers, "
     "how much each was off CPU, preempted or waiting in the run queue, and their page "
     "allocations and context switches.\n"
-    "4. get_timeline (and get_top_stalls, get_api_latency, get_gpu_feed where useful): "
+    "4. get_timeline (and get_gpu_timeline, get_top_stalls, get_api_latency, get_gpu_feed "
+    "where useful): "
     "look at the worst moments the findings point to and check the story holds.\n"
     "Then answer%s%s%s in plain language: the cause, the evidence, and what to change.\n"
     "Rules: quote numbers only from tool results, with their units, and say which tool "

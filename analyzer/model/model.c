@@ -328,10 +328,12 @@ static int scan_run(const struct model *m, int r, unsigned kind, run_fn fn, void
     struct cs_cursor *c = NULL;
     const struct cs_blk_hdr *h;
     const void *recs;
+    int whole = kind == CS_REC_GPUCOV; /* a span says why, whenever it was written */
     int rc;
 
     reading = mr->path;
-    rc = cs_cursor_open(mr->run, kind, mr->win_lo_ns, mr->win_hi_ns, &c);
+    rc = cs_cursor_open(mr->run, kind, whole ? 0 : mr->win_lo_ns,
+                        whole ? UINT64_MAX : mr->win_hi_ns, &c);
     if (rc == 0)
         cs_cursor_release_pages(c);
     while (rc == 0 && (rc = cs_cursor_next(c, &h, &recs, err)) == 1) {
@@ -486,6 +488,8 @@ static int call_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
         if ((rc = place_count(pl, m, t)) < 0)
             return -ENOMEM;
         if (pl->pass == 1 && rc == 0) {
+            if (m->call_seq)
+                m->call_seq[pl->pos[t]] = r->seq;
             struct m_call *c = &m->call[pl->pos[t]++];
             c->t_enter_ns = r->t_enter_ns;
             c->t_exit_ns = r->t_exit_ns < r->t_enter_ns ? r->t_enter_ns : r->t_exit_ns;
@@ -605,15 +609,68 @@ static int cmp_off(const void *a, const void *b)
 NEARLY_SORT(nearly_calls, struct m_call, t_enter_ns)
 NEARLY_SORT(nearly_offs, struct m_off, t_start_ns)
 
-static void sort_slices(struct model *m, int calls)
+static int cmp_ix(const void *a, const void *b, void *arg)
+{
+    const struct m_call *c = arg;
+    uint64_t x = c[*(const uint64_t *)a].t_enter_ns, y = c[*(const uint64_t *)b].t_enter_ns;
+    return x < y ? -1 : x > y;
+}
+
+/* Sort a thread's calls and their seq together (while GPU records still
+ * need the seq): by an index, then both arrays in that order. */
+static int sort_calls_seq(struct model *m, const struct m_thread *th)
+{
+    struct m_call *c = m->call + th->first_call, *tc;
+    uint32_t *s = m->call_seq + th->first_call, *ts;
+    uint64_t n = th->ncalls, *ix = malloc((n + 1) * sizeof(*ix));
+    int sorted = 1;
+
+    for (uint64_t i = 1; i < n && sorted; i++)
+        sorted = c[i].t_enter_ns >= c[i - 1].t_enter_ns;
+    if (sorted) {
+        free(ix);
+        return 0;
+    }
+    tc = malloc((n + 1) * sizeof(*tc));
+    ts = malloc((n + 1) * sizeof(*ts));
+    if (ix == NULL || tc == NULL || ts == NULL) {
+        free(ix), free(tc), free(ts);
+        return -ENOMEM;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        ix[i] = i;
+    qsort_r(ix, n, sizeof(*ix), cmp_ix, c);
+    for (uint64_t i = 0; i < n; i++)
+        tc[i] = c[ix[i]], ts[i] = s[ix[i]];
+    memcpy(c, tc, n * sizeof(*c));
+    memcpy(s, ts, n * sizeof(*s));
+    free(ix), free(tc), free(ts);
+    return 0;
+}
+
+static int sort_slices(struct model *m, int calls)
 {
     for (uint32_t t = 0; t < m->nthr; t++) {
         struct m_thread *th = &m->thr[t];
-        if (calls && nearly_calls(m->call + th->first_call, th->ncalls) < 0)
+        if (calls && m->call_seq) {
+            if (sort_calls_seq(m, th) < 0)
+                return -ENOMEM;
+        } else if (calls && nearly_calls(m->call + th->first_call, th->ncalls) < 0) {
             qsort(m->call + th->first_call, th->ncalls, sizeof(struct m_call), cmp_call);
+        }
         if (!calls && nearly_offs(m->off + th->first_off, th->noff) < 0)
             qsort(m->off + th->first_off, th->noff, sizeof(struct m_off), cmp_off);
     }
+    return 0;
+}
+
+/* Calls need their seq kept while loading when a run has GPU records. */
+static int want_seq(const struct model *m)
+{
+    for (int i = 0; i < m->nruns; i++)
+        if (m->runs[i].counts[CS_REC_GPU])
+            return 1;
+    return 0;
 }
 
 /* Two passes of @p fn over @p kind: count per thread, then place. */
@@ -651,6 +708,9 @@ static int load_grouped(struct model *m, unsigned kind, block_fn fn, void **arr,
     }
     *arr = model_alloc_big(sum ? sum * size : 1);
     rc = *arr ? 0 : -ENOMEM;
+    if (rc == 0 && kind == CS_REC_CUDA && want_seq(m) &&
+        (m->call_seq = model_alloc_big(sum ? sum * sizeof(*m->call_seq) : 1)) == NULL)
+        rc = -ENOMEM;
     if (rc < 0)
         goto out;
     *total = sum;
@@ -794,6 +854,139 @@ static int load_windows(struct model *m, struct cs_err *err)
     return 0;
 }
 
+/* ---- GPU activity ---- */
+
+static int gpu_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
+                     const void *recs, void *arg)
+{
+    const struct cs_rec_gpu *r = recs;
+    const struct m_run *mr = &m->runs[run];
+
+    for (uint32_t i = 0; i < h->n; i++, r++) {
+        struct m_gpu *g;
+        uint32_t p;
+        if (r->t_end_ns <= mr->win_lo_ns || r->t_start_ns >= mr->win_hi_ns ||
+            r->t_end_ns < r->t_start_ns || r->kind < CS_GPU_KERNEL || r->kind > CS_GPU_MEMSET)
+            continue;
+        if ((p = proc_get(m, run, r->pid)) == M_NONE)
+            return -ENOMEM;
+        if (!m->proc[p].selected)
+            continue;
+        if ((g = vec_push(arg, sizeof(*g))) == NULL)
+            return -ENOMEM;
+        memset(g, 0, sizeof(*g));
+        g->t_start_ns = r->t_start_ns;
+        g->t_end_ns = r->t_end_ns;
+        g->bytes = r->bytes;
+        g->proc = p;
+        g->name_id = r->name_id;
+        g->stream_id = r->stream_id;
+        g->epoch = r->epoch;
+        g->device = r->device;
+        g->kind = r->kind;
+        g->dir = r->dir;
+        /* the enqueuing call, found once the calls are sorted (gpu_join) */
+        g->call = (r->flags & CS_GF_CORR) ? (uint64_t)r->api_tid << 32 | r->api_seq : M_CALL_NONE;
+    }
+    return 0;
+}
+
+static int gcov_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
+                      const void *recs, void *arg)
+{
+    const struct cs_rec_gpucov *r = recs;
+
+    for (uint32_t i = 0; i < h->n; i++, r++) {
+        struct m_gcov *c;
+        uint32_t p = proc_get(m, run, r->pid);
+        if (p == M_NONE || (c = vec_push(arg, sizeof(*c))) == NULL)
+            return -ENOMEM;
+        if (!m->proc[p].selected) {
+            ((struct vec *)arg)->n--;
+            continue;
+        }
+        *c = (struct m_gcov){r->t_start_ns, r->t_end_ns, r->t_attach_ns, r->t_detach_ns, p,
+                             r->epoch, r->reason_id, r->dropped, r->cupti_version, r->mode,
+                             r->flags};
+        if (c->t_end_ns < c->t_start_ns)
+            c->t_end_ns = c->t_start_ns;
+    }
+    return 0;
+}
+
+static int cmp_gpu(const void *a, const void *b)
+{
+    const struct m_gpu *x = a, *y = b;
+    if (x->proc != y->proc)
+        return x->proc < y->proc ? -1 : 1;
+    if (x->device != y->device)
+        return x->device < y->device ? -1 : 1;
+    return x->t_start_ns < y->t_start_ns ? -1 : x->t_start_ns > y->t_start_ns;
+}
+
+static int cmp_gcov(const void *a, const void *b)
+{
+    const struct m_gcov *x = a, *y = b;
+    if (x->proc != y->proc)
+        return x->proc < y->proc ? -1 : 1;
+    return x->t_start_ns < y->t_start_ns ? -1 : x->t_start_ns > y->t_start_ns;
+}
+
+/* Index of thread @p t's call with seq @p seq, or M_CALL_NONE. The seq
+ * slice is in call order, which is the thread's seq order. */
+static uint64_t call_of_seq(const struct model *m, uint32_t t, uint32_t seq)
+{
+    const struct m_thread *th = &m->thr[t];
+    uint64_t lo = th->first_call, hi = lo + th->ncalls;
+
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (m->call_seq[mid] < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < th->first_call + th->ncalls && m->call_seq[lo] == seq)
+        return lo;
+    return M_CALL_NONE;
+}
+
+/* Name each GPU record's call; then the seq are no longer needed. */
+static void gpu_join(struct model *m)
+{
+    for (uint64_t i = 0; i < m->ngpu; i++) {
+        struct m_gpu *g = &m->gpu[i];
+        uint32_t t;
+        if (g->call == M_CALL_NONE)
+            continue;
+        t = m_hash_get(m->thr_ix, (uint64_t)g->proc << 32 | (uint32_t)(g->call >> 32));
+        g->call = t == M_NONE || m->call_seq == NULL ? M_CALL_NONE
+                                                     : call_of_seq(m, t, (uint32_t)g->call);
+    }
+    model_free_big(m->call_seq);
+    m->call_seq = NULL;
+}
+
+static int load_gpu(struct model *m, struct cs_err *err)
+{
+    struct vec g = {0}, c = {0};
+    int rc = each_block(m, CS_REC_GPU, 1, gpu_block, &g, err);
+
+    if (rc == 0)
+        rc = each_block(m, CS_REC_GPUCOV, 1, gcov_block, &c, err);
+    m->gpu = g.p;
+    m->ngpu = g.n;
+    m->gcov = c.p;
+    m->ngcov = c.n;
+    if (rc < 0)
+        return rc;
+    if (m->ngpu)
+        qsort(m->gpu, m->ngpu, sizeof(*m->gpu), cmp_gpu);
+    if (m->ngcov)
+        qsort(m->gcov, m->ngcov, sizeof(*m->gcov), cmp_gcov);
+    return 0;
+}
+
 /* ---- runs ---- */
 
 static int open_run(struct model *m, int i, const char *path, struct cs_err *err)
@@ -883,12 +1076,15 @@ int model_load(struct model *m, const char *const *paths, int n, const struct an
                           &m->noff, err);
     if (rc == 0)
         rc = load_windows(m, err);
+    if (rc == 0)
+        rc = load_gpu(m, err);
     if (rc < 0)
         return rc;
     /* processes first seen in records have no parent link yet */
     link_parents(m);
-    sort_slices(m, 1);
-    sort_slices(m, 0);
+    if (sort_slices(m, 1) < 0 || sort_slices(m, 0) < 0)
+        return -ENOMEM;
+    gpu_join(m);
     fix_extent(m);
     return 0;
 }
@@ -905,6 +1101,9 @@ void model_exit(struct model *m)
     model_free_big(m->scratch);
     free(m->pwin);
     free(m->sys);
+    free(m->gpu);
+    free(m->gcov);
+    model_free_big(m->call_seq);
     m_hash_free(m->proc_ix);
     m_hash_free(m->thr_ix);
     memset(m, 0, sizeof(*m));

@@ -50,6 +50,35 @@ struct m_off {
 };
 _Static_assert(sizeof(struct m_off) == 40, "m_off is 40 bytes");
 
+/* One kernel, copy or memset as the GPU ran it (CUPTI, docs/gpu.md). */
+struct m_gpu {
+    uint64_t t_start_ns, t_end_ns;
+    uint64_t call;       /* index in model.call of the call that enqueued it, M_CALL_NONE */
+    uint64_t bytes;      /* copies and memsets */
+    uint32_t proc;       /* index in model.proc */
+    uint32_t name_id;    /* kernel name, strings of the process's run; 0 = none */
+    uint32_t stream_id;  /* CUPTI's stream id */
+    uint32_t epoch;      /* the process's CUPTI attach count: its sampled slice */
+    uint16_t device;
+    uint8_t kind;        /* enum cs_gpu_kind */
+    uint8_t dir;         /* copies: enum cs_dir */
+    uint32_t pad;
+};
+_Static_assert(sizeof(struct m_gpu) == 56, "m_gpu is 56 bytes");
+#define M_CALL_NONE UINT64_MAX
+
+/* A span in which every kernel, copy and memset a process enqueued was
+ * recorded; struct cs_rec_gpucov with the process as an index. */
+struct m_gcov {
+    uint64_t t_start_ns, t_end_ns;   /* recording on */
+    uint64_t t_attach_ns, t_detach_ns;
+    uint32_t proc, epoch;
+    uint32_t reason_id;  /* UNAVAIL/PAUSED: why (strings of the run) */
+    uint32_t dropped;
+    uint32_t cupti_version;
+    uint16_t mode, flags;
+};
+
 /* Per-process totals, filled by procs.c from pwin and off-CPU records. */
 struct m_proc_stats {
     uint64_t cuda_calls, cuda_ns;         /* outermost calls */
@@ -117,6 +146,12 @@ struct model {
     uint64_t npwin;
     struct cs_rec_syswin *sys; /* grouped by run, by time */
     uint64_t nsys;
+    struct m_gpu *gpu;   /* by process, device, start (GPU activity in the window) */
+    uint64_t ngpu;
+    struct m_gcov *gcov; /* by process, start (every span, whatever the window) */
+    uint64_t ngcov;
+    uint32_t *call_seq;  /* while loading runs with GPU records: each call's
+                            cs_rec_cuda.seq, to find a GPU record's call */
     struct m_hash *proc_ix, *thr_ix;
     void *scratch;
     size_t scratch_bytes;

@@ -26,13 +26,14 @@
 #define TOP_EX 3
 
 enum cause {
-    C_PIPE, C_TREE, C_EXT, C_PAGE, C_PAGEABLE, C_SYNC, C_CHURN, C_LAUNCH, C_IO, C_GPU, C_COUNT
+    C_PIPE, C_TREE, C_EXT, C_PAGE, C_PAGEABLE, C_SYNC, C_CHURN, C_LAUNCH, C_IO, C_GPU, C_HOST,
+    C_COUNT
 };
 
 static const char *const cause_names[C_COUNT] = {
     "data_pipeline_starvation", "cpu_contention_tree", "cpu_contention_external",
     "page_alloc_pressure", "pageable_memcpy", "sync_per_iteration", "alloc_churn",
-    "launch_bound", "io_wait", "gpu_bound"};
+    "launch_bound", "io_wait", "gpu_bound", "host_bound"};
 
 /* A process that held the CPU while a CUDA thread waited for it. */
 struct holder {
@@ -72,7 +73,8 @@ struct ctx {
     const struct model *m;
     struct stats_table *t;
     const struct feed *f;
-    uint64_t wall_ns;
+    const struct gpu_truth *g;
+    uint64_t wall_ns; /* the CUDA-active windows (or the user's): severities' whole */
     struct tail *tails;
     uint64_t *pa_median; /* per process: page allocations per second, median window */
     struct holder holders[2][HOLDERS]; /* [0] tree, [1] outside; over the whole run */
@@ -943,36 +945,87 @@ static void f_page(struct ctx *x)
     (void)a;
 }
 
+/* The process's GPU activity when it has some (sampled or exact), else
+ * NULL: then only the host's lower bound (feed.c) is known. */
+static const struct gpu_proc *measured(const struct ctx *x, uint32_t proc)
+{
+    const struct gpu_proc *gp = x->g ? gpu_find(x->g, proc) : NULL;
+
+    return gp && gp->source >= GPU_SRC_SAMPLED ? gp : NULL;
+}
+
+/* Host state @p h's share of the process's GPU idle, over its window. */
+static uint64_t idle_in(const struct ctx *x, uint32_t proc, int h)
+{
+    const struct gpu_proc *gp = measured(x, proc);
+
+    return gp ? gpu_estimate(gp, gp->by[h]) : 0;
+}
+
+/* "measured in 9.8 % of the window (sampled)" or "exactly (full)". */
+static const char *basis(const struct gpu_proc *gp, char *buf, size_t n)
+{
+    if (gp->source == GPU_SRC_EXACT && gp->covered_ns * 100 >= gp->window_ns * 98)
+        snprintf(buf, n, "measured on the GPU over the whole window");
+    else
+        snprintf(buf, n, "measured on the GPU in the %.1f %% of the window that GPU activity "
+                 "covered (%s), scaled to the window", pct(gp->covered_ns, gp->window_ns),
+                 gpu_source_name(gp->source));
+    return buf;
+}
+
+static uint64_t pipe_wait(const struct ctx *x, const struct feed_proc *fp)
+{
+    return measured(x, fp->proc) ? idle_in(x, fp->proc, GH_SLEEP_PIPE) : fp->split.sleep_worker_ns;
+}
+
+static uint64_t proc_idle(const struct ctx *x, const struct feed_proc *fp)
+{
+    const struct gpu_proc *gp = measured(x, fp->proc);
+
+    return gp ? gpu_estimate(gp, gp->idle_ns) : fp->idle_ns;
+}
+
 static void f_pipe(struct ctx *x)
 {
     const struct model *m = x->m;
     uint64_t idle = 0, wait = 0, gaps = 0;
     const struct feed_proc *worst = NULL;
+    const struct gpu_proc *gp;
     struct finding *f;
     uint32_t nw = 0, cpus = 0;
-    char a[32], b[32], d[32];
+    char a[32], b[32], d[32], how[200];
 
     for (uint32_t i = 0; i < x->f->np; i++) {
         const struct feed_proc *fp = &x->f->p[i];
         if (!m->proc[fp->proc].selected)
             continue;
-        idle += fp->idle_ns;
+        idle += proc_idle(x, fp);
         gaps += fp->gaps;
-        wait += fp->split.sleep_worker_ns;
-        if (!worst || fp->split.sleep_worker_ns > worst->split.sleep_worker_ns)
+        wait += pipe_wait(x, fp);
+        if (!worst || pipe_wait(x, fp) > pipe_wait(x, worst))
             worst = fp;
     }
     if (worst == NULL || wait == 0)
         return;
+    gp = measured(x, worst->proc);
     nw = count_role(m, M_ROLE_WORKER, m->proc[worst->proc].run);
     cpus = ncpu(m, m->proc[worst->proc].run);
     f = fnew(x, C_PIPE, wait);
-    jaddf(f->evidence, "GPU idle >= %s in %" PRIu64 " gaps between a sync that drained the "
-                       "streams and the next enqueue",
-          fmt_ns(a, 32, idle), gaps);
-    jaddf(f->evidence, "in those gaps the feeding thread slept %s until the data pipeline "
-                       "(worker processes or a helper thread) woke it (%.0f %% of the idle time)",
-          fmt_ns(b, 32, wait), pct(wait, idle));
+    if (gp) {
+        jaddf(f->evidence, "GPU idle %s (%s)", fmt_ns(a, 32, idle), basis(gp, how, sizeof(how)));
+        jaddf(f->evidence, "of it the feeding thread slept %s until the data pipeline (worker "
+                           "processes or a helper thread) woke it (%.0f %% of the idle time)",
+              fmt_ns(b, 32, wait), pct(wait, idle));
+    } else {
+        jaddf(f->evidence, "GPU idle >= %s in %" PRIu64 " gaps between a sync that drained the "
+                           "streams and the next enqueue",
+              fmt_ns(a, 32, idle), gaps);
+        jaddf(f->evidence, "in those gaps the feeding thread slept %s until the data pipeline "
+                           "(worker processes or a helper thread) woke it (%.0f %% of the idle "
+                           "time)",
+              fmt_ns(b, 32, wait), pct(wait, idle));
+    }
     for (int i = 0; i < FEED_WAKERS && worst->split.waker[i].ns; i++) {
         const struct feed_waker *w = &worst->split.waker[i];
         if (w->proc == M_NONE ||
@@ -1002,8 +1055,12 @@ static void f_pipe(struct ctx *x)
         snprintf(f->host, sizeof(f->host), "main thread asleep %s waiting on its own helper "
                  "threads", fmt_ns(b, 32, wait));
     }
-    snprintf(f->cuda, sizeof(f->cuda), "GPU idle >= %s in %" PRIu64 " gaps after syncs",
-             fmt_ns(a, 32, idle), gaps);
+    if (gp)
+        snprintf(f->cuda, sizeof(f->cuda), "GPU idle %s (%s), %s of it waiting for data",
+                 fmt_ns(a, 32, idle), gpu_source_name(gp->source), fmt_ns(b, 32, wait));
+    else
+        snprintf(f->cuda, sizeof(f->cuda), "GPU idle >= %s in %" PRIu64 " gaps after syncs",
+                 fmt_ns(a, 32, idle), gaps);
     if (nw == 0)
         snprintf(f->rec, sizeof(f->rec),
                  "find what the helper thread waits for before it wakes the main thread (a "
@@ -1244,12 +1301,21 @@ static const struct stats_row *busiest_sync_row(const struct stats_table *t)
     return best;
 }
 
-/* Syncs about as many as launches, with short gaps after them: the GPU
- * idle after them plus the launches that ended it. */
+/* Measured (gpu.h): the host work done right after a sync while the GPU
+ * waited, up to the GPU work that sync waited for: what ran one after the
+ * other and would overlap without the sync. Host lower bound: syncs about
+ * as many as launches, with short gaps after them: the GPU idle after them
+ * plus the launches that ended it. */
 static uint64_t sync_share(const struct ctx *x, const struct feed_proc *fp)
 {
-    if (!x->m->proc[fp->proc].selected || fp->syncs < 100 || fp->launches == 0 ||
-        fp->syncs * 2 < fp->launches || fp->short_gaps * 2 < fp->gaps)
+    const struct gpu_proc *gp = measured(x, fp->proc);
+
+    if (!x->m->proc[fp->proc].selected || fp->syncs < 20)
+        return 0;
+    if (gp)
+        return gpu_estimate(gp, gp->sync_loss_ns);
+    if (fp->syncs < 100 || fp->launches == 0 || fp->syncs * 2 < fp->launches ||
+        fp->short_gaps * 2 < fp->gaps)
         return 0;
     return fp->idle_ns + fp->relaunch_ns;
 }
@@ -1258,30 +1324,45 @@ static void f_sync(struct ctx *x)
 {
     const struct model *m = x->m;
     const struct feed_proc *worst = NULL;
+    const struct gpu_proc *gp;
     struct finding *f;
-    char a[32], b[32];
+    char a[32], b[32], how[200];
 
     for (uint32_t i = 0; i < x->f->np; i++) {
         const struct feed_proc *fp = &x->f->p[i];
-        if (sync_share(x, fp) && (!worst || fp->syncs > worst->syncs))
+        if (sync_share(x, fp) && (!worst || sync_share(x, fp) > sync_share(x, worst)))
             worst = fp;
     }
     if (worst == NULL)
         return;
+    gp = measured(x, worst->proc);
     f = fnew(x, C_SYNC, side_by_side(x, sync_share));
     jaddf(f->evidence, "%" PRIu64 " syncs for %" PRIu64 " kernel launches (one per %.1f "
                        "launches), %s waiting in them",
           worst->syncs, worst->launches, (double)worst->launches / (double)worst->syncs,
           fmt_ns(a, 32, worst->sync_ns));
-    jaddf(f->evidence, "after each drain the GPU sat idle until the next enqueue returned: %s "
-                       "over %" PRIu64 " gaps (%" PRIu64 " under 1 ms)",
-          fmt_ns(b, 32, worst->idle_ns + worst->relaunch_ns), worst->gaps, worst->short_gaps);
-    snprintf(f->summary, sizeof(f->summary), "the host synchronises after almost every launch "
-             "(%" PRIu64 " syncs, %" PRIu64 " launches), so the GPU drains and waits for each "
-             "next launch", worst->syncs, worst->launches);
-    snprintf(f->host, sizeof(f->host), "%" PRIu64 " syncs for %" PRIu64 " launches, GPU idle "
-             "%s after them", worst->syncs, worst->launches,
-             fmt_ns(a, 32, worst->idle_ns + worst->relaunch_ns));
+    if (gp) {
+        jaddf(f->evidence, "after a sync returned, the GPU sat idle while the feeding thread "
+                           "ran its next work on the CPU: %s (%s) that would have overlapped "
+                           "the GPU work the sync waited for",
+              fmt_ns(b, 32, sync_share(x, worst)), basis(gp, how, sizeof(how)));
+        snprintf(f->summary, sizeof(f->summary), "the host synchronises every step (%" PRIu64
+                 " syncs): it cannot run ahead, so its own work and the GPU's take turns "
+                 "(%s of GPU idle)", worst->syncs, fmt_ns(a, 32, sync_share(x, worst)));
+        snprintf(f->host, sizeof(f->host), "%" PRIu64 " syncs, then host work while the GPU "
+                 "waits: %s", worst->syncs, fmt_ns(a, 32, sync_share(x, worst)));
+    } else {
+        jaddf(f->evidence, "after each drain the GPU sat idle until the next enqueue returned: "
+                           "%s over %" PRIu64 " gaps (%" PRIu64 " under 1 ms)",
+              fmt_ns(b, 32, worst->idle_ns + worst->relaunch_ns), worst->gaps,
+              worst->short_gaps);
+        snprintf(f->summary, sizeof(f->summary), "the host synchronises after almost every "
+                 "launch (%" PRIu64 " syncs, %" PRIu64 " launches), so the GPU drains and waits "
+                 "for each next launch", worst->syncs, worst->launches);
+        snprintf(f->host, sizeof(f->host), "%" PRIu64 " syncs for %" PRIu64 " launches, GPU "
+                 "idle %s after them", worst->syncs, worst->launches,
+                 fmt_ns(a, 32, worst->idle_ns + worst->relaunch_ns));
+    }
     snprintf(f->rec, sizeof(f->rec),
              "remove the per-step synchronisation: no .item(), .cpu(), print() or "
              "torch.cuda.synchronize() of GPU values inside the loop; accumulate on the GPU and "
@@ -1324,15 +1405,63 @@ static int host_paced(const struct feed_proc *fp, uint64_t span)
     return fp->launches >= 10000 && fp->launch_gap_p50_ns < 1000000 && fp->sync_ns * 20 <= span;
 }
 
-/* Time inside launch calls of a process whose host sets the pace. */
+/* Median kernel of the process's first device with GPU activity, 0 if none. */
+static uint64_t kernel_p50(const struct ctx *x, uint32_t proc)
+{
+    for (uint32_t i = 0; x->g && i < x->g->nd; i++)
+        if (x->g->d[i].proc == proc && x->g->d[i].kernels)
+            return x->g->d[i].kernel_p50_ns;
+    return 0;
+}
+
+/* Measured: GPU idle while the feeding thread launched or went from one
+ * launch to the next (stretches under GPU_SHORT_NS), when the GPU runs a
+ * kernel faster than the host issues one. Host lower bound: time inside
+ * launch calls of a process whose host sets the pace. */
 static uint64_t launch_share(const struct ctx *x, const struct feed_proc *fp)
 {
     uint64_t span = fp->busy_last_ns - fp->busy_first_ns;
+    const struct gpu_proc *gp = measured(x, fp->proc);
 
-    if (!x->m->proc[fp->proc].selected || fp->launches < 1000 || span == 0 ||
-        !(back_to_back(fp, span) || host_paced(fp, span)))
+    if (!x->m->proc[fp->proc].selected || fp->launches < 1000 || span == 0)
+        return 0;
+    if (gp)
+        return kernel_p50(x, fp->proc) < fp->launch_p50_ns + fp->launch_gap_p50_ns
+                   ? gpu_estimate(gp, gp->by[GH_LAUNCH] + gp->host_short_ns)
+                   : 0;
+    if (!(back_to_back(fp, span) || host_paced(fp, span)))
         return 0;
     return fp->launch_ns;
+}
+
+/* launch_bound from the GPU's own timeline. */
+static void launch_measured(struct ctx *x, struct finding *f, const struct feed_proc *fp,
+                            const struct gpu_proc *gp, uint64_t span)
+{
+    uint64_t k50 = kernel_p50(x, fp->proc), every = fp->launch_p50_ns + fp->launch_gap_p50_ns;
+    uint64_t lost = launch_share(x, fp);
+    char a[32], b[32], d[32], how[200];
+
+    jaddf(f->evidence, "%" PRIu64 " launches in %s (%.0f per second); the median kernel runs "
+                       "%s on the GPU, the host issues one every %s (launch call %s + gap %s)",
+          fp->launches, fmt_ns(a, 32, span), (double)fp->launches * 1e9 / (double)span,
+          fmt_ns(b, 32, k50), fmt_ns(d, 32, every), fmt_ns(a, 32, fp->launch_p50_ns),
+          fmt_ns(b, 32, fp->launch_gap_p50_ns));
+    jaddf(f->evidence, "GPU busy %.0f %%; idle %s while the host was inside launch calls or "
+                       "between launches (%s)",
+          pct(gp->busy_ns, gp->covered_ns), fmt_ns(a, 32, lost), basis(gp, how, sizeof(how)));
+    snprintf(f->summary, sizeof(f->summary), "launch-bound: kernels of %s on the GPU, one "
+             "launched every %s, so the GPU waits %.0f %% of the time for the next launch",
+             fmt_ns(a, 32, k50), fmt_ns(b, 32, every), pct(gp->idle_ns, gp->covered_ns));
+    snprintf(f->host, sizeof(f->host), "%" PRIu64 " launches at %.0f per second, %s each",
+             fp->launches, (double)fp->launches * 1e9 / (double)span,
+             fmt_ns(a, 32, fp->launch_p50_ns));
+    snprintf(f->cuda, sizeof(f->cuda), "GPU busy %.0f %% (%s), kernels of %s",
+             pct(gp->busy_ns, gp->covered_ns), gpu_source_name(gp->source), fmt_ns(a, 32, k50));
+    snprintf(f->rec, sizeof(f->rec),
+             "launch fewer, larger kernels: capture the step in a CUDA graph (cudaGraphLaunch; "
+             "torch.compile(mode=\"reduce-overhead\")), fuse elementwise kernels, raise the "
+             "batch size");
 }
 
 static void f_launch(struct ctx *x)
@@ -1350,7 +1479,12 @@ static void f_launch(struct ctx *x)
         return;
     uint64_t span = worst->busy_last_ns - worst->busy_first_ns;
     int keeps_up = worst->idle_ns * 10 <= span; /* back to back, else host-paced */
+    const struct gpu_proc *gp = measured(x, worst->proc);
     f = fnew(x, C_LAUNCH, side_by_side(x, launch_share));
+    if (gp) {
+        launch_measured(x, f, worst, gp, span);
+        return;
+    }
     jaddf(f->evidence, "%" PRIu64 " launches in %s (%.0f per second); %s (%.0f %%) of that time "
                        "inside launch calls",
           worst->launches, fmt_ns(a, 32, span), (double)worst->launches * 1e9 / (double)span,
@@ -1383,14 +1517,155 @@ static void f_launch(struct ctx *x)
              "batch size");
 }
 
+/* GPU idle while the feeding thread ran host code in stretches of
+ * GPU_SHORT_NS or more, less what the syncs before them explain
+ * (sync_per_iteration's). Only from the GPU's own timeline: the host's
+ * lower bound (GPU FEED) cannot tell host work the GPU waited for from
+ * host work it overlapped, and other rules already read its gaps. */
+static uint64_t host_share(const struct ctx *x, const struct feed_proc *fp)
+{
+    const struct gpu_proc *gp = measured(x, fp->proc);
+    uint64_t h, other;
+
+    if (!x->m->proc[fp->proc].selected || gp == NULL)
+        return 0;
+    h = gp->by[GH_HOST_CODE];
+    other = gp->host_short_ns + gp->sync_loss_ns;
+    return h > other ? gpu_estimate(gp, h - other) : 0;
+}
+
+/* The process's longest idle stretch spent on host code, NULL if none. */
+static const struct gpu_stretch *host_stretch(const struct ctx *x, uint32_t proc,
+                                              const struct gpu_dev **dev)
+{
+    for (uint32_t i = 0; x->g && i < x->g->nd; i++) {
+        const struct gpu_dev *d = &x->g->d[i];
+        if (d->proc != proc || d->host_top.t1_ns == 0 || d->host_top.thr == M_NONE)
+            continue;
+        *dev = d;
+        return &d->host_top;
+    }
+    return NULL;
+}
+
+static void f_host(struct ctx *x)
+{
+    const struct model *m = x->m;
+    const struct feed_proc *worst = NULL;
+    const struct gpu_proc *gp;
+    const struct gpu_stretch *st;
+    const struct gpu_dev *dev = NULL;
+    struct finding *f;
+    uint64_t own;
+    uint32_t nw;
+    char a[32], b[32], how[200];
+
+    for (uint32_t i = 0; i < x->f->np; i++) {
+        const struct feed_proc *fp = &x->f->p[i];
+        if (host_share(x, fp) && (!worst || host_share(x, fp) > host_share(x, worst)))
+            worst = fp;
+    }
+    if (worst == NULL)
+        return;
+    own = host_share(x, worst);
+    gp = measured(x, worst->proc);
+    nw = count_role(m, M_ROLE_WORKER, m->proc[worst->proc].run);
+    f = fnew(x, C_HOST, side_by_side(x, host_share));
+    jaddf(f->evidence, "GPU idle %s while the CUDA thread ran host code outside CUDA calls, in "
+                       "idle stretches of %s or more (%s)",
+          fmt_ns(a, 32, own), fmt_ns(b, 32, GPU_SHORT_NS), basis(gp, how, sizeof(how)));
+    jaddf(f->evidence, "GPU busy %.0f %% of the covered time; its idle time by what the feeding "
+                       "thread did: host code %.0f %%, launches %.0f %%, syncs %.0f %%, asleep "
+                       "%.0f %%, preempted %.0f %%",
+          pct(gp->busy_ns, gp->covered_ns), pct(gp->by[GH_HOST_CODE], gp->idle_ns),
+          pct(gp->by[GH_LAUNCH], gp->idle_ns), pct(gp->by[GH_SYNC], gp->idle_ns),
+          pct(gp->by[GH_SLEEP] + gp->by[GH_SLEEP_PIPE], gp->idle_ns),
+          pct(gp->by[GH_PREEMPT], gp->idle_ns));
+    if (nw == 0)
+        jaddf(f->evidence, "no worker process: the data, if any, is loaded in the main process");
+    snprintf(f->summary, sizeof(f->summary), "host-bound: the GPU waited %s while the CUDA "
+             "thread computed on the CPU between its launches (Python, data loading or "
+             "preprocessing in the main thread)", fmt_ns(a, 32, own));
+    snprintf(f->host, sizeof(f->host), "CUDA thread on CPU outside CUDA calls %s while the GPU "
+             "waited", fmt_ns(a, 32, own));
+    snprintf(f->cuda, sizeof(f->cuda), "GPU busy %.0f %% (%s)", pct(gp->busy_ns, gp->covered_ns),
+             gpu_source_name(gp->source));
+    if (nw == 0)
+        snprintf(f->rec, sizeof(f->rec),
+                 "move data loading and preprocessing out of the training loop's thread: "
+                 "DataLoader(num_workers > 0, pin_memory=True, persistent_workers=True), or do "
+                 "the preprocessing on the GPU; overlap what is left with GPU work (no sync "
+                 "before it), or capture the step in a CUDA graph (torch.compile)");
+    else
+        snprintf(f->rec, sizeof(f->rec),
+                 "the main thread's own work between steps keeps the GPU waiting although %u "
+                 "workers feed it: move it (metrics, logging, Python bookkeeping) off the "
+                 "step's critical path, overlap it with GPU work (no sync before it), or "
+                 "capture the step in a CUDA graph (torch.compile(mode=\"reduce-overhead\"))",
+                 nw);
+    if ((st = host_stretch(x, worst->proc, &dev)) != NULL) {
+        const struct m_proc *p = &m->proc[worst->proc];
+        f->timeline = json_array();
+        chains_tl_add(f->timeline, m, p->run, st->t0_ns, "[CUDA]",
+                      "GPU %u of %s (pid %u) ran out of work", dev->device, p->comm, p->pid);
+        tl_host(f->timeline, m, st->thr, st->t0_ns, st->t1_ns);
+        chains_tl_add(f->timeline, m, p->run, st->t0_ns, "[HOST]",
+                      "%s tid %u ran host code; the GPU waited %s", p->comm, m->thr[st->thr].tid,
+                      fmt_ns(a, 32, st->t1_ns - st->t0_ns));
+        chains_tl_add(f->timeline, m, p->run, st->t1_ns, "[CUDA]", "next GPU work started");
+        f->timeline = tl_sorted(f->timeline);
+    }
+}
+
+static int any_above_low(const struct ctx *x)
+{
+    for (int k = 0; k < C_COUNT; k++)
+        if (x->fnd[k].evidence && chains_severity(x->fnd[k].impact_ns, x->wall_ns) > CHAIN_LOW)
+            return 1;
+    return 0;
+}
+
+/* Healthy, seen on the GPU: busy 90 % of the covered time or more. */
+static void f_gpu_measured(struct ctx *x, uint64_t busy, uint64_t covered)
+{
+    struct finding *f;
+
+    if (busy * 10 < covered * 9 || any_above_low(x))
+        return;
+    f = fnew(x, C_GPU, 0);
+    jaddf(f->evidence, "GPU busy %.1f %% of the time GPU activity covered (%s)",
+          pct(busy, covered), gpu_source_name(x->g->source));
+    jaddf(f->evidence, "no host cause above the thresholds (preemption %.1f %%, D-state %.1f %% "
+                       "of the active window)",
+          pct(contention(x, 0) + contention(x, 1), x->wall_ns), pct(x->run_disk, x->wall_ns));
+    snprintf(f->summary, sizeof(f->summary), "GPU-bound: the GPU is busy %.0f %% of the time; "
+             "the host keeps it fed", pct(busy, covered));
+    snprintf(f->host, sizeof(f->host), "the host keeps the GPU fed");
+    snprintf(f->cuda, sizeof(f->cuda), "GPU busy %.0f %% (%s)", pct(busy, covered),
+             gpu_source_name(x->g->source));
+    snprintf(f->rec, sizeof(f->rec),
+             "nothing to fix on the host: profile the kernels (Nsight Compute, nsys) — mixed "
+             "precision, larger fused kernels, better occupancy");
+}
+
 /* Healthy: the host mostly waits for the GPU and is otherwise on CPU. */
 static void f_gpu(struct ctx *x)
 {
     const struct model *m = x->m;
-    uint64_t sync = 0;
+    uint64_t sync = 0, busy = 0, covered = 0;
     const struct feed_proc *worst = NULL;
     struct finding *f;
     char a[32];
+
+    for (uint32_t i = 0; i < x->f->np; i++) {
+        const struct gpu_proc *gp = measured(x, x->f->p[i].proc);
+        if (gp && m->proc[gp->proc].selected)
+            busy += gp->busy_ns, covered += gp->covered_ns;
+    }
+    if (covered) {
+        f_gpu_measured(x, busy, covered);
+        return;
+    }
 
     for (uint32_t i = 0; i < x->f->np; i++) {
         const struct feed_proc *fp = &x->f->p[i];
@@ -1400,21 +1675,18 @@ static void f_gpu(struct ctx *x)
         if (!worst || fp->sync_ns > worst->sync_ns)
             worst = fp;
     }
-    if (worst == NULL || sync * 10 < x->wall_ns * 4)
+    if (worst == NULL || sync * 10 < x->wall_ns * 4 || any_above_low(x))
         return;
-    for (int k = 0; k < C_COUNT; k++)
-        if (x->fnd[k].evidence && chains_severity(x->fnd[k].impact_ns, x->wall_ns) > CHAIN_LOW)
-            return;
     f = fnew(x, C_GPU, 0);
-    jaddf(f->evidence, "%s (%.0f %% of wall time) in synchronisation, waiting for the GPU",
+    jaddf(f->evidence, "%s (%.0f %% of the active window) in synchronisation, waiting for the GPU",
           fmt_ns(a, 32, sync), pct(sync, x->wall_ns));
     jaddf(f->evidence, "no host cause above the thresholds (preemption %.1f %%, worker waits, "
-                       "D-state %.1f %% of wall time)",
+                       "D-state %.1f %% of the active window)",
           pct(contention(x, 0) + contention(x, 1), x->wall_ns), pct(x->run_disk, x->wall_ns));
     snprintf(f->summary, sizeof(f->summary), "GPU-bound: the host spends %.0f %% of the run "
              "waiting for the GPU and is on CPU otherwise", pct(sync, x->wall_ns));
     snprintf(f->host, sizeof(f->host), "host waits %s in syncs for the GPU", fmt_ns(a, 32, sync));
-    snprintf(f->cuda, sizeof(f->cuda), "the GPU sets the pace (%.0f %% of wall time in syncs)",
+    snprintf(f->cuda, sizeof(f->cuda), "the GPU sets the pace (%.0f %% of the active window in syncs)",
              pct(sync, x->wall_ns));
     snprintf(f->rec, sizeof(f->rec),
              "nothing to fix on the host: profile the kernels (Nsight Compute, nsys) — mixed "
@@ -1512,14 +1784,14 @@ static int cmp_finding(const void *a, const void *b)
     return x->cause - y->cause;
 }
 
-/* Causes below this share of wall time are not reported (gpu_bound aside). */
+/* Causes below this share of the active window are not reported (gpu_bound aside). */
 static int worth(const struct ctx *x, uint64_t ns)
 {
     return ns > 0 && ns * 200 >= x->wall_ns; /* 0.5 % */
 }
 
 json_t *chains_build(const struct model *m, struct stats_table *t, const struct feed *f,
-                     uint64_t wall_ns)
+                     const struct gpu_truth *g, uint64_t wall_ns)
 {
     struct ctx *x = calloc(1, sizeof(*x));
     struct finding *order[C_COUNT];
@@ -1531,6 +1803,7 @@ json_t *chains_build(const struct model *m, struct stats_table *t, const struct 
     x->m = m;
     x->t = t;
     x->f = f;
+    x->g = g;
     x->wall_ns = wall_ns;
     if (tails(x) < 0)
         goto out;
@@ -1550,6 +1823,7 @@ json_t *chains_build(const struct model *m, struct stats_table *t, const struct 
     f_churn(x);
     f_sync(x);
     f_launch(x);
+    f_host(x);
     for (int k = 0; k < C_COUNT; k++) {
         struct finding *fd = &x->fnd[k];
         if (fd->evidence && !worth(x, fd->impact_ns)) {

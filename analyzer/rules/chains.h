@@ -5,14 +5,17 @@
  * whom), uninterruptible; the system and page-allocation rates of that window
  * against the run's median. Rules over the whole run add pipeline
  * starvation, pageable copies, per-iteration syncs, allocation churn,
- * launch-bound loops and the healthy GPU-bound case. Severity follows the
- * impact: HIGH >= 10 % of wall time, MEDIUM >= 2 %, else LOW. */
+ * launch-bound loops, host-bound loops and the healthy GPU-bound case; where
+ * a process has GPU activity (gpu.h), GPU idle is measured, not bounded.
+ * Severity follows the impact: HIGH >= 10 % of the CUDA-active window (or
+ * the user's --since/--until), MEDIUM >= 2 %, else LOW. */
 #ifndef CUDASPY_ANALYZER_CHAINS_H
 #define CUDASPY_ANALYZER_CHAINS_H
 
 #include <jansson.h>
 
 #include "feed.h"
+#include "gpu.h"
 #include "model/model.h"
 #include "model/stats.h"
 
@@ -20,9 +23,10 @@ enum chain_sev { CHAIN_LOW = 0, CHAIN_MEDIUM = 1, CHAIN_HIGH = 2 };
 
 /** Build the "chains" array of docs/json.md, sorted by impact, at most
  * opts.top entries (0 = all). @p t is the per-API table (its rows' p99_gate
- * are set here). @p wall_ns is the analysed wall time. @return new reference */
+ * are set here). @p wall_ns is the whole that severities and percentages
+ * use: the CUDA-active windows, or the user's. @return new reference */
 json_t *chains_build(const struct model *m, struct stats_table *t, const struct feed *f,
-                     uint64_t wall_ns);
+                     const struct gpu_truth *g, uint64_t wall_ns);
 
 /** "HIGH", "MEDIUM", "LOW". */
 const char *chains_sev_name(int sev);

@@ -173,6 +173,27 @@ static void top_gap(struct feed_gap *top, const struct feed_gap *g, int by_sleep
         top[i] = *g;
 }
 
+/* Time thread @p thr spent inside outermost CUDA calls within [t0, t1). */
+static uint64_t incall_ns(const struct model *m, uint32_t thr, uint64_t t0, uint64_t t1)
+{
+    const struct m_thread *th = &m->thr[thr];
+    uint64_t lo = th->first_call, hi = lo + th->ncalls, sum = 0;
+
+    while (lo < hi) { /* first call entered at or after t0 */
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (m->call[mid].t_enter_ns < t0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo > th->first_call && m->call[lo - 1].t_exit_ns > t0) /* one running at t0 */
+        lo--;
+    for (; lo < th->first_call + th->ncalls && m->call[lo].t_enter_ns < t1; lo++)
+        if (!(m->call[lo].flags & CS_CF_NESTED))
+            sum += model_overlap(m->call[lo].t_enter_ns, m->call[lo].t_exit_ns, t0, t1);
+    return sum;
+}
+
 static void ctx_gap(struct walk *w, const struct m_call *c)
 {
     struct feed_proc *fp = w->fp;
@@ -184,6 +205,7 @@ static void ctx_gap(struct walk *w, const struct m_call *c)
     fp->short_gaps += g.t1_ns - g.t0_ns < 1000000;
     fp->relaunch_ns += model_dur(c);
     feed_split_add(&fp->split, w->m, c->thr, g.t0_ns, g.t1_ns);
+    fp->gap_incall_ns += incall_ns(w->m, c->thr, g.t0_ns, g.t1_ns);
     g.sleep_worker_ns = fp->split.sleep_worker_ns - before;
     top_gap(fp->longest, &g, 0);
     top_gap(fp->starved, &g, 1);

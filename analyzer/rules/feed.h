@@ -51,6 +51,8 @@ struct feed_proc {
     uint64_t idle_ns, gaps, max_gap_ns, max_gap_at_ns; /* whole context idle */
     uint64_t short_gaps;            /* gaps under 1 ms */
     uint64_t relaunch_ns;           /* duration of the enqueue calls that ended the gaps */
+    uint64_t gap_incall_ns;         /* feeding thread inside other CUDA calls in the gaps
+                                       (allocations, copies that do not enqueue) */
     struct feed_gap longest[FEED_TOP_GAPS];  /* longest gaps, longest first */
     struct feed_gap starved[FEED_TOP_GAPS];  /* most worker-wait, most first */
     uint64_t launch_gap_p50_ns;     /* exit of a launch to the next launch, same thread */

@@ -38,6 +38,17 @@ struct exporter {
     /* tracks already named: pid << 32 | tid, or pid << 32 | NAMED_PROC */
     uint64_t *named;
     size_t cap_named, n_named;
+    /* GPU work by its enqueuing call (tid << 32 | seq), for the launch ->
+     * kernel arrows: open addressing, a power of two */
+    struct gflow *gflow;
+    size_t cap_gflow, n_gflow;
+};
+
+struct gflow {
+    uint64_t key;       /* tid << 32 | seq of the enqueuing call; 0 = empty */
+    uint64_t t_ns;      /* GPU start */
+    uint64_t dur_ns;
+    uint32_t pid, gtid; /* the GPU track */
 };
 
 #define NAMED_PROC 0xffffffffu
@@ -215,10 +226,27 @@ static void write_call_args(struct exporter *x, const struct cs_rec_cuda *c)
     fputs("}}", f);
 }
 
+static const struct gflow *gflow_find(const struct exporter *x, uint64_t key);
+
+/* Arrow from enqueuing call @p c to the GPU work it put on a stream: it
+ * starts at the call's entry and ends with bp "e" inside the GPU slice. */
+static void write_gpu_flow(struct exporter *x, const struct cs_rec_cuda *c, const struct gflow *g)
+{
+    uint64_t id = ++x->flow_id, at = g->t_ns + g->dur_ns / 2;
+
+    ev_begin(x, "s", c->pid, c->tid, c->t_enter_ns);
+    fprintf(x->out, ",\"cat\":\"cudaspy.gpu\",\"name\":\"launch\",\"id\":%" PRIu64 "}", id);
+    ev_begin(x, "f", g->pid, g->gtid, at > c->t_enter_ns ? at : c->t_enter_ns);
+    fprintf(x->out, ",\"cat\":\"cudaspy.gpu\",\"name\":\"launch\",\"id\":%" PRIu64
+            ",\"bp\":\"e\"}", id);
+}
+
 static void write_call(struct exporter *x, const struct cs_rec_cuda *c)
 {
     char name[96];
     uint64_t end = c->t_exit_ns > c->t_enter_ns ? c->t_exit_ns : c->t_enter_ns;
+    const struct gflow *g = x->n_gflow ? gflow_find(x, (uint64_t)c->tid << 32 | c->seq) : NULL;
+
     cs_api_display(c->api, c->variant, name, sizeof(name));
     ensure_named(x, c->pid, c->tid);
     ev_begin(x, "X", c->pid, c->tid, c->t_enter_ns);
@@ -228,6 +256,112 @@ static void write_call(struct exporter *x, const struct cs_rec_cuda *c)
     fputs("\",\"name\":", x->out);
     put_str(x->out, name);
     write_call_args(x, c);
+    if (g && g->pid == c->pid && g->t_ns + g->dur_ns / 2 >= c->t_enter_ns)
+        write_gpu_flow(x, c, g);
+}
+
+/* ---- GPU activity (docs/gpu.md): a track per device and stream ---- */
+
+/* The track of stream @p s on device @p d: a tid no thread has (thread
+ * ids stay below 2^22 on Linux). */
+static uint32_t gpu_tid(uint32_t d, uint32_t s)
+{
+    return 0x40000000u | (d & 0xff) << 22 | (s & 0x3fffff);
+}
+
+static struct gflow *gflow_slot(struct gflow *t, size_t cap, uint64_t key)
+{
+    size_t j = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 40);
+    while (t[j & (cap - 1)].key != 0 && t[j & (cap - 1)].key != key)
+        j++;
+    return &t[j & (cap - 1)];
+}
+
+static const struct gflow *gflow_find(const struct exporter *x, uint64_t key)
+{
+    const struct gflow *g = gflow_slot(x->gflow, x->cap_gflow, key);
+    return g->key == key ? g : NULL;
+}
+
+static int gflow_add(struct exporter *x, const struct gflow *g)
+{
+    if ((x->n_gflow + 1) * 2 > x->cap_gflow) {
+        size_t cap = x->cap_gflow ? x->cap_gflow * 2 : 1024;
+        struct gflow *t = calloc(cap, sizeof(*t));
+        if (t == NULL)
+            return -ENOMEM;
+        for (size_t i = 0; i < x->cap_gflow; i++)
+            if (x->gflow[i].key)
+                *gflow_slot(t, cap, x->gflow[i].key) = x->gflow[i];
+        free(x->gflow);
+        x->gflow = t;
+        x->cap_gflow = cap;
+    }
+    struct gflow *s = gflow_slot(x->gflow, x->cap_gflow, g->key);
+    x->n_gflow += s->key == 0;
+    *s = *g;
+    return 0;
+}
+
+static void write_gpu_rec(struct exporter *x, const struct cs_rec_gpu *g)
+{
+    static const char *const cat[] = {"gpu", "gpu.kernel", "gpu.memcpy", "gpu.memset"};
+    uint32_t gtid = gpu_tid(g->device, g->stream_id);
+    char name[64];
+
+    ensure_named(x, g->pid, NAMED_PROC);
+    if (named_add(x, (uint64_t)g->pid << 32 | gtid)) {
+        snprintf(name, sizeof(name), "GPU %u stream %u", g->device, g->stream_id);
+        meta_name(x, "thread_name", g->pid, gtid, name);
+    }
+    ev_begin(x, "X", g->pid, gtid, g->t_start_ns);
+    put_dur(x, g->t_end_ns - g->t_start_ns);
+    fprintf(x->out, ",\"cat\":\"%s\",\"name\":", cat[g->kind <= 3 ? g->kind : 0]);
+    if (g->kind == CS_GPU_KERNEL)
+        put_str(x->out, g->name_id ? cs_run_string(x->run, g->name_id) : "kernel");
+    else if (g->kind == CS_GPU_MEMCPY)
+        fprintf(x->out, "\"memcpy %s\"", dir_name(g->dir));
+    else
+        fputs("\"memset\"", x->out);
+    fprintf(x->out, ",\"args\":{\"device\":%u,\"stream\":%" PRIu32 ",\"correlation\":%" PRIu32,
+            g->device, g->stream_id, g->corr_id);
+    if (g->kind != CS_GPU_KERNEL)
+        fprintf(x->out, ",\"bytes\":%" PRIu64, g->bytes);
+    if (g->flags & CS_GF_CORR)
+        fprintf(x->out, ",\"enqueued_by_tid\":%" PRIu32 ",\"enqueued_by_seq\":%" PRIu32,
+                g->api_tid, g->api_seq);
+    fputs("}}", x->out);
+}
+
+/* GPU work starting in the window, before the calls (write_call draws the
+ * arrows from the calls that enqueued it). */
+static int write_gpu(struct exporter *x)
+{
+    struct cs_cursor *cur;
+    const struct cs_blk_hdr *h;
+    const void *recs;
+    int rc = cs_cursor_open(x->run, CS_REC_GPU, x->since, x->until, &cur);
+
+    if (rc < 0)
+        return cs_err_set(&x->err, rc, "cannot read GPU records (%s)", cs_strerror(rc));
+    while ((rc = cs_cursor_next(cur, &h, &recs, &x->err)) == 1) {
+        const struct cs_rec_gpu *g = recs;
+        for (uint32_t i = 0; h->kind == CS_REC_GPU && i < h->n; i++, g++) {
+            struct gflow f = {(uint64_t)g->api_tid << 32 | g->api_seq, g->t_start_ns,
+                              g->t_end_ns - g->t_start_ns, g->pid,
+                              gpu_tid(g->device, g->stream_id)};
+            if (g->t_start_ns < x->since || g->t_start_ns >= x->until ||
+                g->t_end_ns < g->t_start_ns)
+                continue;
+            write_gpu_rec(x, g);
+            if ((g->flags & CS_GF_CORR) && g->api_tid && gflow_add(x, &f) < 0) {
+                rc = cs_err_set(&x->err, -ENOMEM, "out of memory");
+                break;
+            }
+        }
+    }
+    cs_cursor_close(cur);
+    return rc;
 }
 
 static int call_valid(const struct cs_rec_cuda *c)
@@ -574,7 +708,9 @@ static int export_run(struct exporter *x)
     put_str(x->out, host ? host : "");
     fprintf(x->out, ",\"t0_monotonic_ns\":%" PRIu64 "},\n\"traceEvents\":[\n", x->t0);
     write_metadata(x);
-    int rc = write_calls(x);
+    int rc = write_gpu(x);
+    if (rc >= 0)
+        rc = write_calls(x);
     if (rc >= 0)
         rc = write_offcpu(x);
     if (rc >= 0)
@@ -701,6 +837,7 @@ int export_main(int argc, char **argv)
     free(x.calls);
     free(x.offs);
     free(x.named);
+    free(x.gflow);
     cs_run_free(x.run);
     return rc == 0 ? 0 : (rc == -ENOMEM || rc == -EIO || rc == -ENOSPC) ? 3 : 2;
 }

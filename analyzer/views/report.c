@@ -93,6 +93,56 @@ static void print_collector_cpu(const struct out *o, const json_t *file)
             dur > 0 ? 100.0 * (double)json_integer_value(cpu) / (double)dur : 0.0);
 }
 
+/* The idle time's split by host state, largest first, as "host code 72 %". */
+static void print_split(const struct out *o, const json_t *by)
+{
+    const char *key[16];
+    json_int_t val[16], sum = 0;
+    const char *k;
+    json_t *v;
+    int n = 0;
+
+    json_object_foreach((json_t *)by, k, v) {
+        if (n < 16 && json_integer_value(v) > 0) {
+            key[n] = k, val[n] = json_integer_value(v), sum += val[n];
+            n++;
+        }
+    }
+    for (int i = 0; i < n; i++) /* few entries: selection sort */
+        for (int j = i + 1; j < n; j++)
+            if (val[j] > val[i]) {
+                const char *tk = key[i];
+                json_int_t tv = val[i];
+                key[i] = key[j], val[i] = val[j], key[j] = tk, val[j] = tv;
+            }
+    for (int i = 0; i < n && i < 5; i++)
+        fprintf(o->f, "%s%s %.0f %%", i ? ", " : "", key[i], 100.0 * (double)val[i] / (double)sum);
+}
+
+/* One line of what the GPU did, and why GPU activity is missing. */
+static void print_gpu_line(const struct out *o, const json_t *g)
+{
+    const char *src = gets_(g, "source");
+    const json_t *v;
+    char a[32];
+    size_t i;
+
+    if (!strcmp(src, "exact") || !strcmp(src, "sampled")) {
+        fprintf(o->f, "GPU      busy %.1f %% (%s, %.1f %% of the CUDA-active window covered); "
+                      "idle %s: ",
+                json_real_value(json_object_get(g, "busy_pct")), src,
+                json_real_value(json_object_get(g, "coverage_pct")),
+                fmt_ns(a, sizeof(a), geti(g, "idle_ns")));
+        print_split(o, json_object_get(g, "idle_by_host_state"));
+        fputc('\n', o->f);
+    } else if (!strcmp(src, "host_lower_bound")) {
+        fprintf(o->f, "GPU      idle >= %s (host lower bound: no GPU activity recorded)\n",
+                fmt_ns(a, sizeof(a), geti(g, "idle_ns")));
+    }
+    json_array_foreach(json_object_get(g, "notes"), i, v)
+        fprintf(o->f, "%snote:%s %s\n", col(o, C_YEL), col(o, C_OFF), json_string_value(v));
+}
+
 static void print_run(const struct out *o, const json_t *j)
 {
     const json_t *run = json_object_get(j, "run"), *files = json_object_get(run, "files");
@@ -115,6 +165,12 @@ static void print_run(const struct out *o, const json_t *j)
                               geti(json_object_get(v, "counts"), "pwin") +
                               geti(json_object_get(v, "counts"), "syswin")),
                 gets_(v, "sampler_tier"), cpus);
+        if (geti(json_object_get(v, "counts"), "cuda"))
+            fprintf(o->f, "start-up %s to the first CUDA call (CUDA initialisation %s)   "
+                          "CUDA-active %s\n",
+                    fmt_ns(a, sizeof(a), geti(v, "startup_ns")),
+                    fmt_ns(b, sizeof(b), geti(v, "cuda_init_ns")),
+                    fmt_ns(c, sizeof(c), geti(v, "active_ns")));
         print_collector_cpu(o, v);
         if (json_is_true(json_object_get(v, "degraded")))
             fprintf(o->f, "%sWARNING: degraded run:%s %s CUDA records dropped, %s host records "
@@ -125,6 +181,7 @@ static void print_run(const struct out *o, const json_t *j)
                         ? ""
                         : ", collector did not shut down cleanly");
     }
+    print_gpu_line(o, json_object_get(j, "gpu"));
     json_array_foreach(missing, i, v)
         fprintf(o->f, "%smissing:%s %s\n", col(o, C_YEL), col(o, C_OFF), json_string_value(v));
 }
@@ -137,7 +194,7 @@ static void print_chain(const struct out *o, const json_t *c)
     char a[32], b[32], d[32];
     size_t i;
 
-    fprintf(o->f, "%s[%s]%s %s%s%s  impact %s (%.1f %% of wall time)\n", col(o, sc), sev,
+    fprintf(o->f, "%s[%s]%s %s%s%s  impact %s (%.1f %% of the active window)\n", col(o, sc), sev,
             col(o, C_OFF), col(o, C_BOLD), gets_(c, "cause"), col(o, C_OFF),
             fmt_ns(a, sizeof(a), geti(c, "impact_ns")),
             json_real_value(json_object_get(c, "impact_pct")));
@@ -290,6 +347,43 @@ static void print_feed(const struct out *o, const json_t *j)
     }
 }
 
+static void print_gpu(const struct out *o, const json_t *j)
+{
+    const json_t *g = json_object_get(j, "gpu"), *v, *w;
+    char a[32], b[32], c[32], d[32], e[32];
+    size_t i, k;
+
+    if (json_array_size(json_object_get(g, "devices")) == 0)
+        return;
+    fprintf(o->f, "\n%sGPU%s (what the GPU ran, from CUPTI: %s)\n", col(o, C_BOLD), col(o, C_OFF),
+            gets_(g, "source"));
+    json_array_foreach(json_object_get(g, "devices"), i, v) {
+        fprintf(o->f, "  pid %d device %d: busy %.1f %% of %s covered; %s kernels (median %s), "
+                      "%s copies, %s memsets\n",
+                (int)geti(v, "pid"), (int)geti(v, "device"),
+                json_real_value(json_object_get(v, "busy_pct")),
+                fmt_ns(a, 32, geti(v, "covered_ns")), fmt_count(b, 32, geti(v, "kernels")),
+                fmt_ns(c, 32, geti(v, "kernel_p50_ns")), fmt_count(d, 32, geti(v, "copies")),
+                fmt_count(e, 32, geti(v, "memsets")));
+        fprintf(o->f, "    kernels at once %.1f %% of kernel time; copies overlapping kernels "
+                      "%.1f %% of copy time\n",
+                json_real_value(json_object_get(v, "concurrent_kernels_pct")),
+                json_real_value(json_object_get(v, "copy_compute_overlap_pct")));
+        fprintf(o->f, "    idle %s, by what the feeding thread did: ",
+                fmt_ns(a, 32, geti(v, "idle_ns")));
+        print_split(o, json_object_get(v, "idle_by_host_state"));
+        fputc('\n', o->f);
+    }
+    fprintf(o->f, "  top kernels by GPU time:\n");
+    json_array_foreach(json_object_get(g, "top_kernels_by_time"), k, w) {
+        if (k == 5)
+            break;
+        fprintf(o->f, "    %10s  %9s x %9s  %s\n", fmt_ns(a, 32, geti(w, "total_ns")),
+                fmt_count(b, 32, geti(w, "count")), fmt_ns(c, 32, geti(w, "mean_ns")),
+                gets_(w, "kernel"));
+    }
+}
+
 static void print_procs(const struct out *o, const json_t *j)
 {
     const json_t *v;
@@ -328,6 +422,7 @@ void analysis_print(const struct analysis *a, FILE *out, int color)
     print_by(&o, j, "apis_by_pid", "PROCESS");
     print_by(&o, j, "apis_by_stream", "STREAM");
     print_by(&o, j, "apis_by_kernel", "KERNEL");
+    print_gpu(&o, j);
     print_feed(&o, j);
     ranks_print(out, j, color);
     print_procs(&o, j);

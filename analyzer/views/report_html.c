@@ -203,7 +203,21 @@ static json_t *tl_json(const struct timeline *t, struct cs_run *r)
                      procs);
 }
 
-static int timeline_json(struct cs_run *r, uint64_t t0, json_t **out, struct cs_err *err)
+/* The GPU busy lane: per bin, the busiest GPU's share of the covered
+ * time (null: no coverage in the bin), and where it comes from. */
+static json_t *gpu_lane(const struct analysis *a, const struct timeline *t)
+{
+    double v[HTML_TL_BINS];
+    const char *src = analysis_gpu_bins(a, 0, 0, t->t0, t->t1, HTML_TL_BINS, v);
+    json_t *arr = json_array();
+
+    for (int b = 0; b < HTML_TL_BINS; b++)
+        json_array_append_new(arr, v[b] < 0 ? json_null() : json_real(round(v[b] * 1000.0) / 10.0));
+    return json_pack("{s:s, s:o}", "source", src, "busy_pct", arr);
+}
+
+static int timeline_json(const struct analysis *a, struct cs_run *r, uint64_t t0, json_t **out,
+                         struct cs_err *err)
 {
     static const unsigned kinds[] = {CS_REC_CUDA, CS_REC_OFFCPU, CS_REC_SYSWIN};
     struct timeline *t = calloc(1, sizeof(*t));
@@ -219,8 +233,8 @@ static int timeline_json(struct cs_run *r, uint64_t t0, json_t **out, struct cs_
     }
     for (size_t k = 0; rc == 0 && k < sizeof(kinds) / sizeof(kinds[0]); k++)
         rc = tl_scan(t, r, kinds[k], err);
-    if (rc == 0)
-        *out = tl_json(t, r);
+    if (rc == 0 && (*out = tl_json(t, r)) != NULL)
+        json_object_set_new(*out, "gpu", gpu_lane(a, t));
     free(p);
     free(t);
     return rc;
@@ -275,7 +289,7 @@ static int build_data(struct analysis *a, const char *path, json_t **out, struct
     json_t *hists = NULL, *tl = NULL;
     int rc = hists_json(r, path, &hists, err);
     if (rc == 0)
-        rc = timeline_json(r, analysis_t0(a, 0), &tl, err);
+        rc = timeline_json(a, r, analysis_t0(a, 0), &tl, err);
     if (rc < 0) {
         json_decref(hists);
         return rc;
@@ -291,8 +305,9 @@ static const char html_usage[] =
     "\n"
     "Write one self-contained HTML page (no network access needed) with the run\n"
     "summary, the findings, latency histograms of the 12 APIs with the most time\n"
-    "(at least 10 calls each), a timeline of CUDA activity against CPU use and\n"
-    "off-CPU time per process, and the process table.\n"
+    "(at least 10 calls each), a timeline of GPU busy time (from GPU activity),\n"
+    "CUDA activity against CPU use and off-CPU time per process, and the process\n"
+    "table.\n"
     "\n"
     "Exit status: 0 ok, 2 usage or input error, 3 system failure.\n"
     "\n"

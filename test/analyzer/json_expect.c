@@ -9,9 +9,15 @@
  *   missing=TEXT   "missing" holds exactly TEXT
  *   nomissing      "missing" is empty
  *   collector_cpu  every run file says what its collector's CPU time was:
- *                  more than 0, less than its duration (one thread) */
+ *                  more than 0, less than its duration (one thread)
+ *   top_in=A,B     the first chain's cause is one of these
+ *   top_sev=SEV    the first chain has severity SEV
+ *   gpu=SOURCE     gpu.source is SOURCE (exact, sampled, host_lower_bound)
+ *   busy=LO:HI     gpu.busy_pct lies in [LO, HI]
+ *   print_busy     print gpu.busy_pct on stdout (always holds) */
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void list_causes(const json_t *chains, char *buf, size_t n)
@@ -92,6 +98,53 @@ static int check_collector_cpu(const json_t *j)
     return 0;
 }
 
+/* The checks of what the GPU did (docs/json.md "gpu"). */
+static int check_gpu(const json_t *j, const char *arg)
+{
+    const json_t *g = json_object_get(j, "gpu");
+    const char *src = json_string_value(json_object_get(g, "source"));
+    double busy = json_number_value(json_object_get(g, "busy_pct")), lo, hi;
+    char *end;
+
+    if (strcmp(arg, "print_busy") == 0) {
+        printf("%.3f\n", busy);
+        return 0;
+    }
+    if (strncmp(arg, "gpu=", 4) == 0) {
+        if (src && strcmp(src, arg + 4) == 0)
+            return 0;
+        fprintf(stderr, "json_expect: gpu source is %s, want %s\n", src ? src : "none", arg + 4);
+        return 1;
+    }
+    lo = strtod(arg + 5, &end);
+    if (*end != ':' || (hi = strtod(end + 1, &end), *end != '\0')) {
+        fprintf(stderr, "json_expect: %s: want busy=LO:HI\n", arg);
+        return 2;
+    }
+    if (busy >= lo && busy <= hi)
+        return 0;
+    fprintf(stderr, "json_expect: GPU busy %.1f %% (%s), want %g..%g\n", busy, src ? src : "none",
+            lo, hi);
+    return 1;
+}
+
+/* top_in=A,B,...: the first chain's cause is one of them. */
+static int check_top_in(const json_t *chains, const char *list, const char *causes)
+{
+    const char *top = json_string_value(json_object_get(json_array_get(chains, 0), "cause"));
+    size_t n = top ? strlen(top) : 0;
+
+    for (const char *p = list; top && *p;) {
+        size_t l = strcspn(p, ",");
+        if (l == n && strncmp(p, top, n) == 0)
+            return 0;
+        p += l + (p[l] == ',');
+    }
+    fprintf(stderr, "json_expect: top cause is %s, want one of %s (chains: %s)\n",
+            top ? top : "none", list, causes);
+    return 1;
+}
+
 /* @return 0 when check @p arg holds, 1 when not, 2 when unknown. */
 static int check(const json_t *j, const char *arg, const char *causes)
 {
@@ -134,6 +187,20 @@ static int check(const json_t *j, const char *arg, const char *causes)
     }
     if (strcmp(arg, "collector_cpu") == 0)
         return check_collector_cpu(j);
+    if (strncmp(arg, "top_in=", 7) == 0)
+        return check_top_in(chains, arg + 7, causes);
+    if (strncmp(arg, "top_sev=", 8) == 0) {
+        const char *sev =
+            json_string_value(json_object_get(json_array_get(chains, 0), "severity"));
+        if (sev && strcmp(sev, arg + 8) == 0)
+            return 0;
+        fprintf(stderr, "json_expect: top finding is %s, want %s (chains: %s)\n",
+                sev ? sev : "none", arg + 8, causes);
+        return 1;
+    }
+    if (strncmp(arg, "gpu=", 4) == 0 || strncmp(arg, "busy=", 5) == 0 ||
+        strcmp(arg, "print_busy") == 0)
+        return check_gpu(j, arg);
     fprintf(stderr, "json_expect: unknown check '%s'\n", arg);
     return 2;
 }

@@ -1,8 +1,10 @@
 #!/bin/sh
 # real_cause.sh MODE CUDASPY WORKLOAD DIR: cli.real_cause_<MODE>, a planted
 # cause on a REAL recording: the real launcher, sampler and shim record
-# test/fake/cause_workload MODE on the fake driver's simulated GPU, and the
-# report must name the planted cause first (clean: no HIGH finding).
+# test/fake/cause_workload MODE on the fake driver's simulated GPU (with GPU
+# activity sampled, the default, from the fake CUPTI), and the report must
+# name the planted cause first (clean: no HIGH finding, the GPU busy 95 % or
+# more; syncstep and hostdata: issue 22's two misses, found HIGH).
 # expect_cause.sh needs CS_ANALYZE and CS_JSON_EXPECT (test/analyzer.cmake).
 # For `external` it first starts CPU hogs outside the traced tree (their own
 # session, not children of the traced program), killed on every exit path.
@@ -16,7 +18,9 @@ starve) want=top=data_pipeline_starvation ;;
 pageable) want=top=pageable_memcpy ;;
 churn) want=top=alloc_churn ;;
 sync) want=top=sync_per_iteration ;;
-clean) want=nohigh ;;
+clean) want="nohigh gpu=sampled busy=95:100" ;;
+syncstep) want="top_in=sync_per_iteration,host_bound top_sev=HIGH gpu=sampled" ;;
+hostdata) want="top=host_bound top_sev=HIGH gpu=sampled" ;;
 *) echo "real_cause: $mode: unknown mode" >&2; exit 2 ;;
 esac
 rm -rf "$dir" && mkdir -p "$dir" || exit 1
@@ -58,7 +62,8 @@ cat "$run.log"
 # the host causes need the scheduler events of tier A (perf, as root)
 tier=$("${CS_ANALYZE:-cudaspy-analyze}" "$run" | sed -n 's/.*sampler tier \([A-Za-z]*\).*/\1/p' | head -n 1)
 [ "$tier" = A ] || { echo "real_cause: $mode: skipped: sampler tier ${tier:-?}, not A"; exit 77; }
-if ! sh "$(dirname "$0")/expect_cause.sh" "$run" "$want"; then
+# shellcheck disable=SC2086 # $want is a list of checks
+if ! sh "$(dirname "$0")/expect_cause.sh" "$run" $want; then
     "${CS_ANALYZE:-cudaspy-analyze}" "$run" | sed -n '/^FINDINGS/,/^LATENCY/p' >&2
     exit 1
 fi

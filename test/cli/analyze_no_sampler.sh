@@ -7,5 +7,7 @@ want_err ""
 want_out "run     run.lmdb
 command  python train.py
 duration 161.9ms   CUDA calls 2,200   host records 0   sampler tier none   CPUs ?
-missing: no host data (sampler tier none: perf_event_open: permission denied)" 4
+start-up 5.0ms to the first CUDA call (CUDA initialisation 0ns)   CUDA-active 155.7ms
+GPU      idle >= 11.7ms (host lower bound: no GPU activity recorded)
+missing: no host data (sampler tier none: perf_event_open: permission denied)" 6
 finish

@@ -68,7 +68,7 @@ EXAMPLES
   cudaspy-analyze run.lmdb" "" --help
     cp out.txt help.txt
     check 0 "$(cat help.txt)" "" -h
-    help_starts "Usage: cudaspy record [-o FILE] [--no-host] [--duty MS] [-q] -- COMMAND [ARGS...]" \
+    help_starts "Usage: cudaspy record [-o FILE] [--no-host] [--gpu-activity MODE] [--duty MS] [-q]" \
         record --help
     check 2 "" "cudaspy: no subcommand
 Try 'cudaspy --help'"
@@ -76,6 +76,8 @@ Try 'cudaspy --help'"
 Try 'cudaspy --help'" replay
     check 2 "" "cudaspy: unknown option '--bogus'
 Try 'cudaspy record --help'" record --bogus -- true
+    check 2 "" "cudaspy: option --gpu-activity needs sampled, full or off
+Try 'cudaspy record --help'" record --gpu-activity always -- true
     ;;
 sampler)
     check 0 "cudaspy-sampler 0.1.0" "" --version

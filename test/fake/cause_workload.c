@@ -22,6 +22,14 @@
  *     sync      a 300 us kernel and a cudaStreamSynchronize every launch,
  *               400 us of CPU work between them
  *     clean     GPU-bound: 4 x 5 ms kernels and a 1 MiB pinned copy a step
+ *     syncstep  a 1 ms kernel, a sync (PyTorch's loss.item()), a 5 us kernel
+ *               at once (acc += loss), then 1 ms on the CPU before the next
+ *               step: the host lower bound sees only the 5 us gap
+ *     hostdata  each batch built in the main thread (3 ms on the CPU,
+ *               fresh pages), copied from pinned memory and run (1 ms of
+ *               kernels); a sync every 16 steps only
+ *     duty      a known duty cycle: a 6 ms kernel and its sync, then 4 ms
+ *               of host work: the GPU is busy 60 % of the time
  *     hog       spin on one CPU for `seconds` (no CUDA): the outside load
  * Runs for about `seconds`, then prints "<mode>: <steps> steps in <s> s". */
 #include <cuda_runtime_api.h>
@@ -44,6 +52,7 @@
 static void k_small(void) {}
 static void k_step(void) {}
 static void k_long(void) {}
+static void k_tiny(void) {}
 
 struct mode {
     const char *name;
@@ -253,6 +262,50 @@ static void run_clean(double deadline, long *steps)
     CHECK_RT(cudaFreeHost(h));
 }
 
+static void run_syncstep(double deadline, long *steps)
+{
+    void *d = NULL;
+    CHECK_RT(cudaMalloc(&d, MIB));
+    for (; now_s() < deadline; (*steps)++) {
+        launch((const void *)k_long, 1, d);
+        CHECK_RT(cudaStreamSynchronize(stream)); /* loss.item() */
+        launch((const void *)k_tiny, 1, d);      /* acc += loss, on the GPU */
+        spin_us(1000);                            /* the host's own work */
+    }
+    CHECK_RT(cudaFree(d));
+}
+
+static void run_hostdata(double deadline, long *steps)
+{
+    const size_t bytes = 512 * 1024;
+    void *h = NULL, *d = NULL;
+    CHECK_RT(cudaMallocHost(&h, bytes));
+    CHECK_RT(cudaMalloc(&d, bytes));
+    for (; now_s() < deadline; (*steps)++) {
+        unsigned char *b = malloc(bytes); /* decode and augment: fresh pages */
+        if (b == NULL)
+            CHECK_RT(cudaErrorMemoryAllocation);
+        memset(b, (int)(*steps & 0xff), bytes);
+        spin_us(3000);
+        memcpy(h, b, bytes);
+        free(b);
+        /* one staging buffer: the fake copies at enqueue (real code would
+         * double-buffer it) */
+        CHECK_RT(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, stream));
+        launch((const void *)k_step, 2, d);
+        if (*steps % 16 == 15)
+            CHECK_RT(cudaStreamSynchronize(stream));
+    }
+    CHECK_RT(cudaStreamSynchronize(stream));
+    CHECK_RT(cudaFree(d));
+    CHECK_RT(cudaFreeHost(h));
+}
+
+static void run_duty(double deadline, long *steps)
+{
+    run_steps(deadline, steps, 4000, (const void *)k_long, 1);
+}
+
 static const struct mode modes[] = {
     {"tree", "k_small=200", NULL, run_tree},
     {"external", "k_small=200", NULL, run_cpu_steps},
@@ -261,12 +314,15 @@ static const struct mode modes[] = {
     {"churn", "k_step=300", "cuMemAlloc_v2=2000000,cuMemFree_v2=1000000", run_churn},
     {"sync", "k_step=300", NULL, run_sync},
     {"clean", "k_long=5000", NULL, run_clean},
+    {"syncstep", "k_long=1000,k_tiny=5", NULL, run_syncstep},
+    {"hostdata", "k_step=500", NULL, run_hostdata},
+    {"duty", "k_long=6000", NULL, run_duty},
 };
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: %s tree|external|starve|pageable|churn|sync|clean|hog "
-                    "[seconds=3]\n", NAME);
+    fprintf(stderr, "usage: %s tree|external|starve|pageable|churn|sync|clean|syncstep|"
+                    "hostdata|duty|hog [seconds=3]\n", NAME);
     return 2;
 }
 
@@ -296,6 +352,7 @@ int main(int argc, char **argv)
     CHECK_RT(fakert_register_kernel((const void *)k_small, "k_small"));
     CHECK_RT(fakert_register_kernel((const void *)k_step, "k_step"));
     CHECK_RT(fakert_register_kernel((const void *)k_long, "k_long"));
+    CHECK_RT(fakert_register_kernel((const void *)k_tiny, "k_tiny"));
     CHECK_RT(cudaStreamCreate(&stream));
     t0 = now_s();
     m->run(t0 + secs, &steps);

@@ -56,8 +56,9 @@ async function toolsAndSchemas(client) {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
   const want = ['compare_runs', 'get_api_latency', 'get_causal_chains', 'get_gpu_feed',
-    'get_per_process_breakdown', 'get_timeline', 'get_top_stalls', 'get_trace_stats'];
-  check('tools/list has the 8 tools', isDeepStrictEqual(names, want), names.join(','));
+    'get_gpu_timeline', 'get_per_process_breakdown', 'get_timeline', 'get_top_stalls',
+    'get_trace_stats'];
+  check('tools/list has the 9 tools', isDeepStrictEqual(names, want), names.join(','));
   for (const t of tools) {
     let err = null;
     try {
@@ -121,6 +122,16 @@ async function slices(client, want) {
   r = await call(client, 'get_gpu_feed', {});
   check('get_gpu_feed equals --json gpu_feed', isDeepStrictEqual(r.structuredContent.processes,
     want.gpu_feed.processes) && isDeepStrictEqual(r.structuredContent.streams, want.gpu_feed.streams));
+
+  r = await call(client, 'get_gpu_timeline', { bins: 20 });
+  const g = r.structuredContent;
+  check('get_gpu_timeline: the source and summary of --json gpu',
+    g.source === want.gpu.source && g.summary.busy_pct === want.gpu.busy_pct &&
+    g.summary.idle_ns === want.gpu.idle_ns &&
+    isDeepStrictEqual(g.summary.idle_by_host_state, want.gpu.idle_by_host_state) &&
+    isDeepStrictEqual(g.devices, want.gpu.devices), JSON.stringify(g.summary));
+  check('get_gpu_timeline: 20 bins, each null or a percentage', g.bins.busy_pct.length === 20 &&
+    g.bins.busy_pct.every((v) => v === null || (v >= 0 && v <= 100)));
 }
 
 async function apiLatency(client, want) {

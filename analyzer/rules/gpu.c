@@ -1,0 +1,972 @@
+/* rules/gpu.c: the GPU timelines of gpu.h. Per process and device: the
+ * covered intervals (from the spans the shim wrote, trimmed where work
+ * enqueued outside a span may still have been running), the GPU's busy
+ * intervals (the union of its kernels, copies and memsets), the idle
+ * stretches between them inside the covered intervals, and what the
+ * feeding thread did in each stretch (its CUDA calls and off-CPU intervals
+ * in the model). Processes without GPU records get the host's lower bound
+ * from feed.c. JSON for docs/json.md's "gpu" object. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudaspy/api.h"
+#include "gpu.h"
+#include "model/stats.h"
+
+#define SYNC_NEAR_NS 200000ull /* an idle stretch this soon after a sync follows from it */
+
+struct iv {
+    uint64_t a, b;
+    uint64_t first, last; /* busy intervals: records that start it and end it */
+};
+
+/* Per device, kept for gpu_bins(). */
+struct dev_ivs {
+    struct iv *cov, *busy;
+    uint64_t ncov, nbusy;
+};
+
+static struct dev_ivs *ivs_of(const struct gpu_truth *g, const struct gpu_dev *d);
+
+const char *gpu_source_name(int s)
+{
+    return s == GPU_SRC_EXACT     ? "exact"
+           : s == GPU_SRC_SAMPLED ? "sampled"
+           : s == GPU_SRC_HOST    ? "host_lower_bound"
+                                  : "none";
+}
+
+const char *gpu_host_name(int h)
+{
+    static const char *const names[GH_COUNT] = {
+        "host_code", "launch",   "sync",      "allocator", "cuda_other",
+        "asleep_pipeline", "asleep", "preempted", "disk", "unknown"};
+    return (unsigned)h < GH_COUNT ? names[h] : "unknown";
+}
+
+/* ---- small vectors ---- */
+
+static int iv_push(struct iv **v, uint64_t *n, uint64_t *cap, struct iv x)
+{
+    if (*n == *cap) {
+        uint64_t c = *cap ? *cap * 2 : 64;
+        struct iv *q = realloc(*v, c * sizeof(*q));
+        if (q == NULL)
+            return -ENOMEM;
+        *v = q;
+        *cap = c;
+    }
+    (*v)[(*n)++] = x;
+    return 0;
+}
+
+static int cmp_iv(const void *a, const void *b)
+{
+    const struct iv *x = a, *y = b;
+    return x->a < y->a ? -1 : x->a > y->a;
+}
+
+/* Sort and merge overlapping intervals in place. */
+static uint64_t iv_merge(struct iv *v, uint64_t n)
+{
+    uint64_t k = 0;
+
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof(*v), cmp_iv);
+    for (uint64_t i = 1; i < n; i++) {
+        if (v[i].a <= v[k].b) {
+            if (v[i].b > v[k].b)
+                v[k].b = v[i].b;
+        } else {
+            v[++k] = v[i];
+        }
+    }
+    return k + 1;
+}
+
+/* First interval of @p v (sorted, disjoint) ending after @p t. */
+static uint64_t iv_after(const struct iv *v, uint64_t n, uint64_t t)
+{
+    uint64_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (v[mid].b <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Length of @p v (sorted, disjoint) inside [t0, t1). */
+static uint64_t iv_inside(const struct iv *v, uint64_t n, uint64_t t0, uint64_t t1)
+{
+    uint64_t sum = 0;
+
+    for (uint64_t i = iv_after(v, n, t0); i < n && v[i].a < t1; i++)
+        sum += model_overlap(v[i].a, v[i].b, t0, t1);
+    return sum;
+}
+
+/* ---- a process's calls ---- */
+
+static int is_drain(const struct m_call *c)
+{
+    unsigned api = c->api;
+
+    return api == CS_API_cuCtxSynchronize || api == CS_API_cuCtxSynchronize_v2 ||
+           api == CS_API_cudaDeviceSynchronize || api == CS_API_cuStreamSynchronize ||
+           api == CS_API_cudaStreamSynchronize;
+}
+
+/* The process's active window: its first call's entry to its last exit. */
+static void proc_window(const struct model *m, uint32_t p, uint64_t *lo, uint64_t *hi)
+{
+    const struct m_run *r = &m->runs[m->proc[p].run];
+
+    *lo = UINT64_MAX;
+    *hi = 0;
+    for (uint32_t t = 0; t < m->nthr; t++) {
+        const struct m_thread *th = &m->thr[t];
+        if (th->proc != p || th->ncalls == 0)
+            continue;
+        if (m->call[th->first_call].t_enter_ns < *lo)
+            *lo = m->call[th->first_call].t_enter_ns;
+        for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++)
+            if (m->call[i].t_exit_ns > *hi)
+                *hi = m->call[i].t_exit_ns;
+    }
+    if (*lo < r->win_lo_ns)
+        *lo = r->win_lo_ns;
+    if (*hi > r->win_hi_ns)
+        *hi = r->win_hi_ns;
+    if (*hi < *lo)
+        *hi = *lo;
+}
+
+/* Sorted exits of the process's stream and device syncs. */
+static int drains_of(const struct model *m, uint32_t p, uint64_t **out, uint64_t *n)
+{
+    uint64_t cap = 0;
+
+    *out = NULL;
+    *n = 0;
+    for (uint32_t t = 0; t < m->nthr; t++) {
+        const struct m_thread *th = &m->thr[t];
+        if (th->proc != p)
+            continue;
+        for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++) {
+            if ((m->call[i].flags & CS_CF_NESTED) || !is_drain(&m->call[i]))
+                continue;
+            if (*n == cap) {
+                cap = cap ? cap * 2 : 256;
+                uint64_t *q = realloc(*out, cap * sizeof(*q));
+                if (q == NULL)
+                    return -ENOMEM;
+                *out = q;
+            }
+            (*out)[(*n)++] = m->call[i].t_exit_ns;
+        }
+    }
+    if (*n)
+        stats_sort(*out, *n, NULL);
+    return 0;
+}
+
+/* The thread with the most enqueues of process @p p (the feeding thread
+ * when a stretch names none), M_NONE if none. */
+static uint32_t main_thread(const struct model *m, uint32_t p)
+{
+    uint32_t best = M_NONE;
+    uint64_t most = 0;
+
+    for (uint32_t t = 0; t < m->nthr; t++) {
+        const struct m_thread *th = &m->thr[t];
+        uint64_t n = 0;
+        if (th->proc != p)
+            continue;
+        for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++) {
+            int fam = cs_api_table[m->call[i].api].family;
+            n += fam == CS_FAM_LAUNCH || fam == CS_FAM_COPY || fam == CS_FAM_MEMSET;
+        }
+        if (best == M_NONE || n > most)
+            best = t, most = n;
+    }
+    return best;
+}
+
+/* ---- covered intervals ---- */
+
+/* The first record of device range [@p first, @p end) starting at or
+ * after @p t. */
+static uint64_t rec_from(const struct model *m, uint64_t first, uint64_t end, uint64_t t)
+{
+    uint64_t lo = first, hi = end;
+
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (m->gpu[mid].t_start_ns < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+#define MAX_STREAMS 64
+
+/* A sampled slice [on, off] of epoch @p c->epoch on device @p d: work
+ * enqueued before it may still run after `on` (until the first recorded
+ * work, or a drain, shows the GPU past it), and work enqueued after it
+ * cannot start before `off`, nor on a stream before that stream's last
+ * recorded work ends. @return 0 and the interval, or 1 when nothing of
+ * the slice can be trusted. */
+static int slice_interval(const struct model *m, const struct gpu_dev *d, const struct m_gcov *c,
+                          const uint64_t *drains, uint64_t ndrains, struct iv *out)
+{
+    uint64_t end = d->first + d->n, first_rec = UINT64_MAX, drain = UINT64_MAX;
+    uint32_t sid[MAX_STREAMS];
+    uint64_t last[MAX_STREAMS], lastmin = UINT64_MAX;
+    int ns = 0, many = 0;
+
+    for (uint64_t i = rec_from(m, d->first, end, c->t_start_ns); i < end; i++) {
+        const struct m_gpu *g = &m->gpu[i];
+        int k;
+        if (g->epoch > c->epoch && g->t_start_ns > c->t_end_ns)
+            break;
+        if (g->epoch != c->epoch)
+            continue;
+        first_rec = g->t_start_ns < first_rec ? g->t_start_ns : first_rec;
+        for (k = 0; k < ns && sid[k] != g->stream_id; k++)
+            ;
+        if (k == ns && ns < MAX_STREAMS)
+            sid[ns] = g->stream_id, last[ns++] = 0;
+        else if (k == ns)
+            many = 1;
+        if (k < ns && g->t_end_ns > last[k])
+            last[k] = g->t_end_ns;
+    }
+    {
+        uint64_t lo = 0, hi = ndrains; /* first drain at or after on */
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (drains[mid] < c->t_start_ns)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < ndrains && drains[lo] <= c->t_end_ns)
+            drain = drains[lo];
+    }
+    if (first_rec == UINT64_MAX && drain == UINT64_MAX)
+        return 1;
+    out->a = c->t_start_ns;
+    if ((first_rec < drain ? first_rec : drain) > out->a)
+        out->a = first_rec < drain ? first_rec : drain;
+    for (int k = 0; k < ns && !many; k++)
+        lastmin = last[k] < lastmin ? last[k] : lastmin;
+    out->b = c->t_end_ns;
+    if (ns && !many && lastmin > out->b)
+        out->b = lastmin;
+    return out->b > out->a ? 0 : 1;
+}
+
+/* The covered intervals of device @p d of process @p p, clipped to the
+ * run's window. */
+static int dev_covered(const struct model *m, struct gpu_dev *d, uint64_t gfirst, uint64_t gn,
+                       const uint64_t *drains, uint64_t ndrains, struct dev_ivs *v)
+{
+    const struct m_run *r = &m->runs[m->proc[d->proc].run];
+    uint64_t cap = 0;
+
+    for (uint64_t i = gfirst; i < gfirst + gn; i++) {
+        const struct m_gcov *c = &m->gcov[i];
+        struct iv x;
+        if (c->flags & (CS_GCF_LOST | CS_GCF_UNAVAIL | CS_GCF_PAUSED))
+            continue;
+        if (c->mode == CS_GPU_MODE_FULL) {
+            x.a = c->t_start_ns, x.b = c->t_end_ns;
+            d->source = GPU_SRC_EXACT;
+        } else if (slice_interval(m, d, c, drains, ndrains, &x) != 0) {
+            continue;
+        } else if (d->source < GPU_SRC_SAMPLED) {
+            d->source = GPU_SRC_SAMPLED;
+        }
+        if (x.a < r->win_lo_ns)
+            x.a = r->win_lo_ns;
+        if (x.b > r->win_hi_ns)
+            x.b = r->win_hi_ns;
+        if (x.b > x.a && iv_push(&v->cov, &v->ncov, &cap, x) < 0)
+            return -ENOMEM;
+    }
+    v->ncov = iv_merge(v->cov, v->ncov);
+    return 0;
+}
+
+/* The union of the device's records, each interval with the records that
+ * start and end it. */
+static int dev_busy(const struct model *m, const struct gpu_dev *d, struct dev_ivs *v)
+{
+    uint64_t cap = 0;
+
+    for (uint64_t i = d->first; i < d->first + d->n; i++) {
+        const struct m_gpu *g = &m->gpu[i];
+        struct iv *last = v->nbusy ? &v->busy[v->nbusy - 1] : NULL;
+        if (last && g->t_start_ns <= last->b) {
+            if (g->t_end_ns > last->b)
+                last->b = g->t_end_ns, last->last = i;
+            continue;
+        }
+        if (iv_push(&v->busy, &v->nbusy, &cap, (struct iv){g->t_start_ns, g->t_end_ns, i, i}) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+/* ---- what the feeding thread did ---- */
+
+/* The thread's first outermost call that ends after @p t. */
+static uint64_t call_from(const struct model *m, uint32_t t, uint64_t ts)
+{
+    const struct m_thread *th = &m->thr[t];
+    uint64_t lo = th->first_call, hi = lo + th->ncalls;
+
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (m->call[mid].t_enter_ns <= ts)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* the calls before may still run at ts (outermost ones do not overlap) */
+    for (uint64_t k = 0; lo > th->first_call && k < 8; k++) {
+        const struct m_call *c = &m->call[lo - 1];
+        if (c->t_exit_ns <= ts && !(c->flags & CS_CF_NESTED))
+            break;
+        lo--;
+    }
+    return lo;
+}
+
+static int call_state(const struct m_call *c)
+{
+    switch (cs_api_table[c->api].family) {
+    case CS_FAM_LAUNCH:
+    case CS_FAM_COPY:
+    case CS_FAM_MEMSET: return GH_LAUNCH;
+    case CS_FAM_SYNC: return GH_SYNC;
+    case CS_FAM_ALLOC:
+    case CS_FAM_FREE: return GH_ALLOC;
+    default: return GH_CUDA_OTHER;
+    }
+}
+
+static int off_state(const struct model *m, uint32_t t, const struct m_off *o, int in_call)
+{
+    if (o->cls == CS_OFF_PREEMPT)
+        return GH_PREEMPT;
+    if (o->cls == CS_OFF_DISK)
+        return GH_DISK;
+    if (in_call >= 0)
+        return in_call;
+    return feed_pipeline_waker(m, t, o) ? GH_SLEEP_PIPE : GH_SLEEP;
+}
+
+/* Add what thread @p t did in [@p a, @p b) to @p by. @return the state
+ * with the most time. */
+static int attribute(const struct model *m, uint32_t t, uint64_t a, uint64_t b, int host_known,
+                     uint64_t *by)
+{
+    const struct m_thread *th = &m->thr[t];
+    uint64_t ci = call_from(m, t, a), cend = th->first_call + th->ncalls;
+    uint64_t oi = model_off_after(m, t, a), oend = th->first_off + th->noff;
+    uint64_t x = a, mine[GH_COUNT] = {0};
+    int best = host_known ? GH_HOST_CODE : GH_UNKNOWN;
+
+    while (x < b) {
+        const struct m_call *c = NULL;
+        const struct m_off *o = NULL;
+        uint64_t y = b;
+        while (ci < cend && (m->call[ci].t_exit_ns <= x || (m->call[ci].flags & CS_CF_NESTED)))
+            ci++;
+        while (oi < oend && m->off[oi].t_end_ns <= x)
+            oi++;
+        if (ci < cend && m->call[ci].t_enter_ns <= x)
+            c = &m->call[ci], y = c->t_exit_ns < y ? c->t_exit_ns : y;
+        else if (ci < cend && m->call[ci].t_enter_ns < y)
+            y = m->call[ci].t_enter_ns;
+        if (oi < oend && m->off[oi].t_start_ns <= x)
+            o = &m->off[oi], y = o->t_end_ns < y ? o->t_end_ns : y;
+        else if (oi < oend && m->off[oi].t_start_ns < y)
+            y = m->off[oi].t_start_ns;
+        int s = o ? off_state(m, t, o, c ? call_state(c) : -1)
+                : c ? call_state(c)
+                : host_known ? GH_HOST_CODE
+                             : GH_UNKNOWN;
+        mine[s] += y - x;
+        x = y;
+    }
+    for (int s = 0; s < GH_COUNT; s++) {
+        by[s] += mine[s];
+        if (mine[s] > mine[best])
+            best = s;
+    }
+    return best;
+}
+
+/* The feeding thread's outermost sync that was running when the GPU went
+ * idle at @p a, or had ended at most SYNC_NEAR_NS before: the stretch
+ * follows from it (the host waited, then did its work while the GPU had
+ * none). */
+static int is_sync_call(const struct m_call *c)
+{
+    return !(c->flags & CS_CF_NESTED) && cs_api_table[c->api].family == CS_FAM_SYNC &&
+           cs_api_table[c->api].is_sync;
+}
+
+static uint64_t sync_before(const struct model *m, uint32_t t, uint64_t a)
+{
+    const struct m_thread *th = &m->thr[t];
+    uint64_t first = call_from(m, t, a), end = th->first_call + th->ncalls;
+
+    for (uint64_t i = first; i < end && m->call[i].t_enter_ns <= a; i++)
+        if (is_sync_call(&m->call[i]) && m->call[i].t_exit_ns >= a)
+            return i; /* running when the GPU went idle */
+    for (uint64_t i = first, k = 0; i > th->first_call && k < 16; i--, k++) {
+        const struct m_call *c = &m->call[i - 1];
+        if (c->flags & CS_CF_NESTED)
+            continue;
+        if (c->t_exit_ns + SYNC_NEAR_NS < a)
+            break;
+        if (is_sync_call(c))
+            return i - 1;
+    }
+    return M_CALL_NONE;
+}
+
+static uint32_t rec_thread(const struct model *m, uint64_t rec)
+{
+    uint64_t c = m->gpu[rec].call;
+    return c == M_CALL_NONE ? M_NONE : m->call[c].thr;
+}
+
+static void top_keep(struct gpu_stretch *top, const struct gpu_stretch *s)
+{
+    int i = GPU_TOP;
+
+    while (i > 0 && top[i - 1].t1_ns - top[i - 1].t0_ns < s->t1_ns - s->t0_ns) {
+        if (i < GPU_TOP)
+            top[i] = top[i - 1];
+        i--;
+    }
+    if (i < GPU_TOP)
+        top[i] = *s;
+}
+
+/* Walk the idle stretches of @p d inside its covered intervals. */
+static void dev_idle(const struct model *m, struct gpu_dev *d, const struct dev_ivs *v,
+                     uint32_t fallback, int host_known)
+{
+    uint64_t last_sync = M_CALL_NONE, budget = 0;
+
+    for (uint64_t k = 0; k < v->ncov; k++) {
+        uint64_t ca = v->cov[k].a, cb = v->cov[k].b, x = ca;
+        uint64_t j = iv_after(v->busy, v->nbusy, ca);
+        d->covered_ns += cb - ca;
+        for (;;) {
+            uint64_t y = j < v->nbusy && v->busy[j].a < cb ? v->busy[j].a : cb;
+            if (y > x) { /* an idle stretch [x, y) */
+                struct gpu_stretch s = {x, y, M_NONE, GH_UNKNOWN};
+                uint64_t before[GH_COUNT];
+                memcpy(before, d->by, sizeof(before));
+                s.thr = j < v->nbusy && v->busy[j].a < cb ? rec_thread(m, v->busy[j].first)
+                                                          : M_NONE;
+                if (s.thr == M_NONE && j > 0)
+                    s.thr = rec_thread(m, v->busy[j - 1].last);
+                if (s.thr == M_NONE)
+                    s.thr = fallback;
+                if (s.thr != M_NONE)
+                    s.state = (uint8_t)attribute(m, s.thr, x, y, host_known, d->by);
+                else
+                    d->by[GH_UNKNOWN] += y - x;
+                d->stretches++;
+                if (y - x < GPU_SHORT_NS) {
+                    d->short_stretches++;
+                    d->host_short_ns += d->by[GH_HOST_CODE] - before[GH_HOST_CODE];
+                } else if (s.thr != M_NONE) {
+                    uint64_t sc = sync_before(m, s.thr, x), host;
+                    if (sc != last_sync && sc != M_CALL_NONE) {
+                        last_sync = sc;
+                        budget = iv_inside(v->busy, v->nbusy, m->call[sc].t_enter_ns,
+                                           m->call[sc].t_exit_ns);
+                    }
+                    host = d->by[GH_HOST_CODE] - before[GH_HOST_CODE];
+                    if (sc != M_CALL_NONE) {
+                        uint64_t loss = host < budget ? host : budget;
+                        d->sync_loss_ns += loss;
+                        budget -= loss;
+                    }
+                }
+                top_keep(d->top, &s);
+                if (s.state == GH_HOST_CODE && y - x > d->host_top.t1_ns - d->host_top.t0_ns)
+                    d->host_top = s;
+            }
+            if (j >= v->nbusy || v->busy[j].a >= cb)
+                break;
+            d->busy_ns += model_overlap(v->busy[j].a, v->busy[j].b, ca, cb);
+            x = v->busy[j].b;
+            j++;
+            if (x >= cb)
+                break;
+        }
+    }
+}
+
+/* ---- per-device statistics of the records ---- */
+
+struct ev {
+    uint64_t t;
+    int8_t dk, dc; /* kernels, copies starting (+1) or ending (-1) */
+};
+
+static int cmp_ev(const void *a, const void *b)
+{
+    const struct ev *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return (x->dk + x->dc) - (y->dk + y->dc); /* ends first */
+}
+
+static int dev_stats(const struct model *m, struct gpu_dev *d)
+{
+    struct ev *e = malloc((2 * d->n + 1) * sizeof(*e));
+    uint64_t *dur = malloc((d->n + 1) * sizeof(*dur)), nk = 0, ne = 0;
+    int k = 0, c = 0;
+
+    if (e == NULL || dur == NULL) {
+        free(e);
+        free(dur);
+        return -ENOMEM;
+    }
+    for (uint64_t i = d->first; i < d->first + d->n; i++) {
+        const struct m_gpu *g = &m->gpu[i];
+        int isk = g->kind == CS_GPU_KERNEL, isc = g->kind == CS_GPU_MEMCPY;
+        d->kernels += isk;
+        d->copies += isc;
+        d->memsets += g->kind == CS_GPU_MEMSET;
+        if (isk)
+            dur[nk++] = g->t_end_ns - g->t_start_ns;
+        if (!isk && !isc)
+            continue;
+        e[ne++] = (struct ev){g->t_start_ns, (int8_t)isk, (int8_t)isc};
+        e[ne++] = (struct ev){g->t_end_ns, (int8_t)-isk, (int8_t)-isc};
+    }
+    qsort(e, ne, sizeof(*e), cmp_ev);
+    for (uint64_t i = 0; i + 1 < ne + (ne == 0); i++) {
+        uint64_t span;
+        k += e[i].dk, c += e[i].dc;
+        span = e[i + 1].t - e[i].t;
+        d->kernel_ns += k > 0 ? span : 0;
+        d->copy_ns += c > 0 ? span : 0;
+        d->concurrent_ns += k > 1 ? span : 0;
+        d->overlap_ns += k > 0 && c > 0 ? span : 0;
+    }
+    stats_sort(dur, nk, NULL);
+    d->kernel_p50_ns = stats_rank(dur, nk, 500);
+    free(e);
+    free(dur);
+    return 0;
+}
+
+/* ---- processes ---- */
+
+static void note(struct gpu_truth *g, const struct model *m, uint32_t p, const char *what,
+                 uint32_t n, uint32_t reason_id)
+{
+    char buf[512];
+    const struct m_proc *pr = &m->proc[p];
+    const char *why = reason_id ? cs_run_string(m->runs[pr->run].run, reason_id) : "";
+
+    if (n > 1)
+        snprintf(buf, sizeof(buf), "%s (pid %u): GPU activity %s %u times%s%s", pr->comm,
+                 pr->pid, what, n, why[0] ? ": " : "", why);
+    else
+        snprintf(buf, sizeof(buf), "%s (pid %u): GPU activity %s%s%s", pr->comm, pr->pid, what,
+                 why[0] ? ": " : "", why);
+    json_array_append_new(g->notes, json_string(buf));
+}
+
+/* Notes of process @p p's spans: unavailable, paused, lost. */
+static void proc_notes(struct gpu_truth *g, const struct model *m, uint32_t p, uint64_t first,
+                       uint64_t n)
+{
+    uint32_t paused = 0, lost = 0, why_paused = 0;
+
+    for (uint64_t i = first; i < first + n; i++) {
+        const struct m_gcov *c = &m->gcov[i];
+        if (c->flags & CS_GCF_UNAVAIL)
+            note(g, m, p, "off", 1, c->reason_id);
+        if (c->flags & CS_GCF_PAUSED)
+            paused++, why_paused = c->reason_id;
+        lost += (c->flags & CS_GCF_LOST) != 0;
+    }
+    if (paused)
+        note(g, m, p, "paused", paused, why_paused);
+    if (lost)
+        note(g, m, p, lost > 1 ? "spans lost records, not used," : "span lost records, not used,",
+             lost, 0);
+}
+
+static int add_dev(struct gpu_truth *g, uint32_t *cap, struct dev_ivs **v)
+{
+    if (g->nd == *cap) {
+        uint32_t c = *cap ? *cap * 2 : 8;
+        struct gpu_dev *q = realloc(g->d, c * sizeof(*q));
+        struct dev_ivs *w = q ? realloc(*v, c * sizeof(*w)) : NULL;
+        if (q)
+            g->d = q;
+        if (w == NULL)
+            return -ENOMEM;
+        *v = w;
+        *cap = c;
+    }
+    memset(&g->d[g->nd], 0, sizeof(g->d[0]));
+    memset(&(*v)[g->nd], 0, sizeof((*v)[0]));
+    return 0;
+}
+
+/* The host lower bound (feed.c) for a process without GPU records. */
+static void proc_from_feed(struct gpu_proc *gp, const struct feed *f)
+{
+    const struct feed_proc *fp = feed_find(f, gp->proc);
+    uint64_t idle;
+
+    gp->source = GPU_SRC_HOST;
+    gp->covered_ns = gp->window_ns;
+    if (fp == NULL)
+        return;
+    idle = fp->idle_ns < gp->window_ns ? fp->idle_ns : gp->window_ns;
+    gp->busy_ns = gp->window_ns - idle;
+    gp->idle_ns = idle;
+    gp->by[GH_HOST_CODE] = fp->split.oncpu_ns > fp->gap_incall_ns
+                               ? fp->split.oncpu_ns - fp->gap_incall_ns : 0;
+    gp->by[GH_CUDA_OTHER] = fp->split.oncpu_ns - gp->by[GH_HOST_CODE];
+    gp->by[GH_SLEEP_PIPE] = fp->split.sleep_worker_ns;
+    gp->by[GH_SLEEP] = fp->split.sleep_ns - fp->split.sleep_worker_ns + fp->split.other_ns;
+    gp->by[GH_PREEMPT] = fp->split.preempt_ns;
+    gp->by[GH_DISK] = fp->split.disk_ns;
+}
+
+static int proc_compute(struct gpu_truth *g, const struct model *m, const struct feed *f,
+                        uint32_t p, uint64_t *gi, uint64_t *ci, uint32_t *cap,
+                        struct dev_ivs **v)
+{
+    struct gpu_proc *gp = &g->p[g->np++];
+    uint64_t lo, hi, cfirst = *ci, cn = 0, *drains = NULL, ndrains = 0;
+    const struct m_run *run = &m->runs[m->proc[p].run];
+    int host_known = run->counts[CS_REC_OFFCPU] > 0;
+    uint32_t fallback = main_thread(m, p);
+    int rc = 0;
+
+    memset(gp, 0, sizeof(*gp));
+    gp->proc = p;
+    proc_window(m, p, &lo, &hi);
+    gp->window_ns = hi - lo;
+    while (*ci < m->ngcov && m->gcov[*ci].proc < p)
+        (*ci)++;
+    cfirst = *ci;
+    while (*ci < m->ngcov && m->gcov[*ci].proc == p)
+        (*ci)++, cn++;
+    proc_notes(g, m, p, cfirst, cn);
+    while (*gi < m->ngpu && m->gpu[*gi].proc < p)
+        (*gi)++;
+    if ((rc = drains_of(m, p, &drains, &ndrains)) < 0)
+        return rc;
+    while (rc == 0 && *gi < m->ngpu && m->gpu[*gi].proc == p) {
+        struct gpu_dev *d;
+        struct dev_ivs *dv;
+        if ((rc = add_dev(g, cap, v)) < 0)
+            break;
+        d = &g->d[g->nd];
+        dv = &(*v)[g->nd];
+        d->proc = p;
+        d->device = m->gpu[*gi].device;
+        d->first = *gi;
+        while (*gi < m->ngpu && m->gpu[*gi].proc == p && m->gpu[*gi].device == d->device)
+            (*gi)++;
+        d->n = *gi - d->first;
+        g->nd++;
+        rc = dev_covered(m, d, cfirst, cn, drains, ndrains, dv);
+        if (rc == 0)
+            rc = dev_busy(m, d, dv);
+        if (rc == 0)
+            rc = dev_stats(m, d);
+        if (rc < 0)
+            break;
+        dev_idle(m, d, dv, fallback, host_known);
+        gp->ndev++;
+        gp->covered_ns += d->covered_ns;
+        gp->busy_ns += d->busy_ns;
+        gp->host_short_ns += d->host_short_ns;
+        gp->sync_loss_ns += d->sync_loss_ns;
+        for (int s = 0; s < GH_COUNT; s++)
+            gp->by[s] += d->by[s];
+        gp->source = d->source > gp->source ? d->source : gp->source;
+    }
+    free(drains);
+    if (rc < 0)
+        return rc;
+    gp->idle_ns = gp->covered_ns > gp->busy_ns ? gp->covered_ns - gp->busy_ns : 0;
+    if (gp->covered_ns == 0) {
+        memset(gp->by, 0, sizeof(gp->by));
+        gp->host_short_ns = gp->sync_loss_ns = 0;
+        gp->busy_ns = 0;
+        proc_from_feed(gp, f);
+    }
+    return 0;
+}
+
+int gpu_compute(struct gpu_truth *g, const struct model *m, const struct feed *f)
+{
+    uint64_t gi = 0, ci = 0;
+    uint32_t cap = 0;
+    struct dev_ivs *v = NULL;
+    int rc = 0;
+
+    memset(g, 0, sizeof(*g));
+    g->notes = json_array();
+    g->p = calloc(m->nproc + 1, sizeof(*g->p));
+    if (g->p == NULL || g->notes == NULL)
+        return -ENOMEM;
+    for (uint32_t p = 0; p < m->nproc && rc == 0; p++) {
+        if (!m->proc[p].has_cuda || !m->proc[p].selected)
+            continue;
+        rc = proc_compute(g, m, f, p, &gi, &ci, &cap, &v);
+        if (rc == 0 && g->p[g->np - 1].source > g->source)
+            g->source = g->p[g->np - 1].source;
+    }
+    g->priv = v;
+    return rc;
+}
+
+const struct gpu_proc *gpu_find(const struct gpu_truth *g, uint32_t proc)
+{
+    for (uint32_t i = 0; i < g->np; i++)
+        if (g->p[i].proc == proc)
+            return &g->p[i];
+    return NULL;
+}
+
+uint64_t gpu_estimate(const struct gpu_proc *gp, uint64_t measured)
+{
+    if (gp == NULL || gp->covered_ns == 0)
+        return 0;
+    if (gp->covered_ns >= gp->window_ns)
+        return measured;
+    return (uint64_t)((double)measured * (double)gp->window_ns / (double)gp->covered_ns);
+}
+
+static struct dev_ivs *ivs_of(const struct gpu_truth *g, const struct gpu_dev *d)
+{
+    return &((struct dev_ivs *)g->priv)[d - g->d];
+}
+
+void gpu_bins(const struct gpu_truth *g, const struct model *m, uint32_t proc, uint64_t t0,
+              uint64_t t1, int nbins, double *out)
+{
+    double *cov = calloc((size_t)nbins + 1, sizeof(*cov));
+    uint64_t w = t1 > t0 ? t1 - t0 : 1;
+
+    (void)m;
+    for (int b = 0; b < nbins; b++)
+        out[b] = 0;
+    for (uint32_t i = 0; cov && i < g->nd; i++) {
+        const struct gpu_dev *d = &g->d[i];
+        const struct dev_ivs *v = ivs_of(g, d);
+        if (proc != M_NONE && d->proc != proc)
+            continue;
+        for (int b = 0; b < nbins; b++) {
+            uint64_t a = t0 + w * (uint64_t)b / (uint64_t)nbins;
+            uint64_t z = t0 + w * (uint64_t)(b + 1) / (uint64_t)nbins;
+            for (uint64_t k = iv_after(v->cov, v->ncov, a); k < v->ncov && v->cov[k].a < z; k++) {
+                uint64_t ca = v->cov[k].a > a ? v->cov[k].a : a;
+                uint64_t cb = v->cov[k].b < z ? v->cov[k].b : z;
+                if (cb <= ca)
+                    continue;
+                cov[b] += (double)(cb - ca);
+                out[b] += (double)iv_inside(v->busy, v->nbusy, ca, cb);
+            }
+        }
+    }
+    for (int b = 0; b < nbins; b++)
+        out[b] = cov && cov[b] > 0 ? out[b] / cov[b] : -1.0;
+    free(cov);
+}
+
+/* ---- JSON ---- */
+
+static double pct(uint64_t part, uint64_t whole)
+{
+    return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static json_t *by_json(const uint64_t *by, const struct gpu_proc *gp)
+{
+    json_t *o = json_object();
+
+    for (int s = 0; s < GH_COUNT; s++)
+        json_object_set_new(o, gpu_host_name(s),
+                            json_integer((json_int_t)(gp ? gpu_estimate(gp, by[s]) : by[s])));
+    return o;
+}
+
+static json_t *stretch_json(const struct model *m, const struct gpu_dev *d,
+                            const struct gpu_stretch *s)
+{
+    const struct m_run *r = &m->runs[m->proc[d->proc].run];
+
+    return json_pack("{s:I, s:I, s:s, s:i}", "t_ns", (json_int_t)(s->t0_ns - r->t0_ns), "dur_ns",
+                     (json_int_t)(s->t1_ns - s->t0_ns), "host_state", gpu_host_name(s->state),
+                     "tid", s->thr == M_NONE ? 0 : (int)m->thr[s->thr].tid);
+}
+
+static json_t *dev_json(const struct model *m, const struct gpu_dev *d)
+{
+    const struct m_proc *p = &m->proc[d->proc];
+    uint64_t idle = d->covered_ns > d->busy_ns ? d->covered_ns - d->busy_ns : 0;
+    json_t *top = json_array();
+    json_t *o = json_pack(
+        "{s:i, s:i, s:i, s:s, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "pid", (int)p->pid,
+        "run", (int)p->run, "device", (int)d->device, "source", gpu_source_name(d->source),
+        "busy_pct", pct(d->busy_ns, d->covered_ns), "covered_ns", (json_int_t)d->covered_ns,
+        "busy_ns", (json_int_t)d->busy_ns, "idle_ns", (json_int_t)idle, "kernels",
+        (json_int_t)d->kernels, "copies", (json_int_t)d->copies, "memsets",
+        (json_int_t)d->memsets, "kernel_ns", (json_int_t)d->kernel_ns, "kernel_p50_ns",
+        (json_int_t)d->kernel_p50_ns);
+
+    json_object_set_new(o, "concurrent_kernels_pct", json_real(pct(d->concurrent_ns, d->kernel_ns)));
+    json_object_set_new(o, "copy_compute_overlap_pct", json_real(pct(d->overlap_ns, d->copy_ns)));
+    json_object_set_new(o, "idle_by_host_state", by_json(d->by, NULL));
+    json_object_set_new(o, "idle_after_sync_ns", json_integer((json_int_t)d->sync_loss_ns));
+    json_object_set_new(o, "idle_short_host_ns", json_integer((json_int_t)d->host_short_ns));
+    for (int i = 0; i < GPU_TOP && d->top[i].t1_ns; i++)
+        json_array_append_new(top, stretch_json(m, d, &d->top[i]));
+    json_object_set_new(o, "longest_idle", top);
+    return o;
+}
+
+struct kagg {
+    uint32_t run, name;
+    uint64_t n, ns;
+};
+
+static int cmp_kagg_ns(const void *a, const void *b)
+{
+    const struct kagg *x = a, *y = b;
+    return x->ns != y->ns ? (x->ns > y->ns ? -1 : 1) : (x->n > y->n ? -1 : x->n < y->n);
+}
+
+static int cmp_kagg_n(const void *a, const void *b)
+{
+    const struct kagg *x = a, *y = b;
+    return x->n != y->n ? (x->n > y->n ? -1 : 1) : (x->ns > y->ns ? -1 : x->ns < y->ns);
+}
+
+static json_t *kagg_json(const struct model *m, const struct kagg *k, uint32_t n)
+{
+    json_t *arr = json_array();
+
+    for (uint32_t i = 0; i < n && i < 10; i++)
+        json_array_append_new(
+            arr, json_pack("{s:s, s:I, s:I, s:I}", "kernel",
+                           k[i].name ? cs_run_string(m->runs[k[i].run].run, k[i].name) : "?",
+                           "count", (json_int_t)k[i].n, "total_ns", (json_int_t)k[i].ns,
+                           "mean_ns", (json_int_t)(k[i].n ? k[i].ns / k[i].n : 0)));
+    return arr;
+}
+
+/* Top kernels by GPU time and by count over every recorded kernel. */
+static void kernels_json(json_t *o, const struct model *m)
+{
+    struct m_hash *ix = m_hash_new();
+    struct kagg *k = NULL;
+    uint32_t n = 0, cap = 0;
+
+    for (uint64_t i = 0; ix && i < m->ngpu; i++) {
+        const struct m_gpu *g = &m->gpu[i];
+        uint32_t run = m->proc[g->proc].run, j;
+        if (g->kind != CS_GPU_KERNEL)
+            continue;
+        j = m_hash_get(ix, (uint64_t)run << 32 | g->name_id);
+        if (j == M_NONE) {
+            if (n == cap) {
+                struct kagg *q = realloc(k, (cap = cap ? cap * 2 : 64) * sizeof(*q));
+                if (q == NULL)
+                    break;
+                k = q;
+            }
+            if (m_hash_put(ix, (uint64_t)run << 32 | g->name_id, n) < 0)
+                break;
+            k[n] = (struct kagg){run, g->name_id, 0, 0};
+            j = n++;
+        }
+        k[j].n++;
+        k[j].ns += g->t_end_ns - g->t_start_ns;
+    }
+    if (k)
+        qsort(k, n, sizeof(*k), cmp_kagg_ns);
+    json_object_set_new(o, "top_kernels_by_time", kagg_json(m, k, n));
+    if (k)
+        qsort(k, n, sizeof(*k), cmp_kagg_n);
+    json_object_set_new(o, "top_kernels_by_count", kagg_json(m, k, n));
+    free(k);
+    m_hash_free(ix);
+}
+
+json_t *gpu_json(const struct gpu_truth *g, const struct model *m)
+{
+    uint64_t window = 0, covered = 0, busy = 0, idle_est = 0, idle_meas = 0, by[GH_COUNT] = {0};
+    json_t *devs = json_array(), *o, *byo = json_object();
+
+    for (uint32_t i = 0; i < g->np; i++) {
+        const struct gpu_proc *gp = &g->p[i];
+        window += gp->window_ns;
+        covered += gp->covered_ns;
+        busy += gp->busy_ns;
+        idle_meas += gp->idle_ns;
+        idle_est += gpu_estimate(gp, gp->idle_ns);
+        for (int s = 0; s < GH_COUNT; s++)
+            by[s] += gpu_estimate(gp, gp->by[s]);
+    }
+    for (int s = 0; s < GH_COUNT; s++)
+        json_object_set_new(byo, gpu_host_name(s), json_integer((json_int_t)by[s]));
+    for (uint32_t i = 0; i < g->nd; i++)
+        json_array_append_new(devs, dev_json(m, &g->d[i]));
+    o = json_pack("{s:s, s:f, s:I, s:I, s:I, s:f, s:I, s:o, s:o, s:O}", "source",
+                  gpu_source_name(g->source), "busy_pct", pct(busy, covered), "idle_ns",
+                  (json_int_t)idle_est, "window_ns", (json_int_t)window, "covered_ns",
+                  (json_int_t)covered, "coverage_pct", pct(covered, window), "idle_measured_ns",
+                  (json_int_t)idle_meas, "idle_by_host_state", byo, "devices", devs, "notes",
+                  g->notes);
+    kernels_json(o, m);
+    return o;
+}
+
+void gpu_exit(struct gpu_truth *g)
+{
+    struct dev_ivs *v = g->priv;
+
+    for (uint32_t i = 0; v && i < g->nd; i++) {
+        free(v[i].cov);
+        free(v[i].busy);
+    }
+    free(v);
+    free(g->d);
+    free(g->p);
+    json_decref(g->notes);
+    memset(g, 0, sizeof(*g));
+}

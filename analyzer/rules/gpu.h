@@ -1,0 +1,118 @@
+/* rules/gpu.h: what the GPU itself did (docs/gpu.md), per process and device,
+ * from the best source the process has: exact (full-mode CUPTI records, the
+ * whole life of the process), sampled (slices of them; the rest estimated
+ * from the slices) or the host's lower bound (feed.h: a sync's return to the
+ * next enqueue). Inside the covered spans, GPU busy and idle are exact, and
+ * each idle stretch is attributed to what the thread that fed the GPU did
+ * meanwhile: host code, launch calls, a sync, the allocator, other CUDA
+ * calls, asleep for the data pipeline or otherwise, preempted, D-state.
+ * The rules (chains.c) read these to judge host_bound, sync_per_iteration,
+ * data_pipeline_starvation and launch_bound from measured idle. */
+#ifndef CUDASPY_ANALYZER_GPU_H
+#define CUDASPY_ANALYZER_GPU_H
+
+#include <jansson.h>
+
+#include "feed.h"
+#include "model/model.h"
+
+enum gpu_source { GPU_SRC_NONE = 0, GPU_SRC_HOST = 1, GPU_SRC_SAMPLED = 2, GPU_SRC_EXACT = 3 };
+
+/* What the feeding thread did while the GPU waited. */
+enum gpu_host {
+    GH_HOST_CODE,  /* on CPU, outside CUDA calls */
+    GH_LAUNCH,     /* inside launch, copy or memset calls */
+    GH_SYNC,       /* inside a synchronisation */
+    GH_ALLOC,      /* inside the allocator (alloc, free) */
+    GH_CUDA_OTHER, /* inside other CUDA calls */
+    GH_SLEEP_PIPE, /* asleep until a worker or helper thread woke it */
+    GH_SLEEP,      /* asleep otherwise */
+    GH_PREEMPT,    /* preempted, waiting for a CPU */
+    GH_DISK,       /* uninterruptible (D) */
+    GH_UNKNOWN,    /* outside CUDA calls, with no host data to say more */
+    GH_COUNT
+};
+
+/* Idle stretches shorter than this are the host's per-launch pace (the
+ * interpreter between two tiny kernels), not a stretch of host work. */
+#define GPU_SHORT_NS 100000ull
+#define GPU_TOP 3
+
+struct gpu_stretch {
+    uint64_t t0_ns, t1_ns;
+    uint32_t thr;  /* the feeding thread, M_NONE if unknown */
+    uint8_t state; /* enum gpu_host with the most time */
+};
+
+/* One process's GPU (one device), inside the analysed window. */
+struct gpu_dev {
+    uint32_t proc;
+    uint16_t device;
+    uint8_t source;          /* enum gpu_source */
+    uint64_t first, n;       /* its records in model.gpu */
+    uint64_t covered_ns;     /* where every enqueue was recorded */
+    uint64_t busy_ns;        /* GPU busy inside covered_ns */
+    uint64_t by[GH_COUNT];   /* idle inside covered_ns, by host state */
+    uint64_t host_short_ns;  /* GH_HOST_CODE in stretches under GPU_SHORT_NS */
+    uint64_t sync_loss_ns;   /* host work right after a sync, up to the GPU work
+                                that sync waited for: what ran serially */
+    uint64_t stretches, short_stretches;
+    uint64_t kernels, copies, memsets; /* records in the window */
+    uint64_t kernel_ns, copy_ns;       /* GPU time of each kind (union) */
+    uint64_t concurrent_ns;  /* two kernels or more at once */
+    uint64_t overlap_ns;     /* a copy and a kernel at once */
+    uint64_t kernel_p50_ns;  /* median kernel duration */
+    struct gpu_stretch top[GPU_TOP]; /* longest idle stretches */
+    struct gpu_stretch host_top;     /* longest of them spent on host code */
+};
+
+/* A process's devices together, and its estimate for its active window. */
+struct gpu_proc {
+    uint32_t proc;
+    uint8_t source;
+    uint64_t window_ns;   /* first to last CUDA call, inside the analysed window */
+    uint64_t covered_ns, busy_ns, idle_ns; /* measured, summed over its devices */
+    uint64_t by[GH_COUNT];
+    uint64_t host_short_ns, sync_loss_ns;
+    uint32_t ndev;
+};
+
+struct gpu_truth {
+    struct gpu_dev *d;
+    uint32_t nd;
+    struct gpu_proc *p;
+    uint32_t np;
+    uint8_t source;      /* the best any process has */
+    json_t *notes;       /* why GPU activity is missing or paused, one line each */
+    void *priv;          /* each device's covered and busy intervals (gpu.c) */
+};
+
+/** Build the GPU timelines of every selected process with CUDA calls.
+ * @return 0 or -ENOMEM */
+int gpu_compute(struct gpu_truth *g, const struct model *m, const struct feed *f);
+
+/** The process's entry, NULL if it made no CUDA call. */
+const struct gpu_proc *gpu_find(const struct gpu_truth *g, uint32_t proc);
+
+/** @p measured ns of @p gp scaled to its whole window (sampled: by the
+ * share covered; exact: as is). */
+uint64_t gpu_estimate(const struct gpu_proc *gp, uint64_t measured);
+
+/** "exact", "sampled", "host_lower_bound" or "none". */
+const char *gpu_source_name(int source);
+
+/** Name of host state @p h as in JSON ("host_code", "asleep_pipeline"...). */
+const char *gpu_host_name(int h);
+
+/** GPU busy share (0..1) of process @p proc (M_NONE: every process) in each
+ * of @p nbins equal bins of [@p t0, @p t1), from the covered spans only;
+ * -1 for a bin with no coverage. @p out gets nbins values. */
+void gpu_bins(const struct gpu_truth *g, const struct model *m, uint32_t proc, uint64_t t0,
+              uint64_t t1, int nbins, double *out);
+
+/** The "gpu" object of docs/json.md. */
+json_t *gpu_json(const struct gpu_truth *g, const struct model *m);
+
+void gpu_exit(struct gpu_truth *g);
+
+#endif
