@@ -83,7 +83,7 @@ if(TARGET cudaspy_launcher AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fake/cause_wor
   add_test(NAME cli.gpu_modes
            COMMAND sh ${CS_AN_DIR}/gpu_modes.sh $<TARGET_FILE:cudaspy_launcher>
                    $<TARGET_FILE:cause_workload> ${CS_AN_WORK}/gpu_modes)
-  set_tests_properties(cli.gpu_modes PROPERTIES LABELS "slow;nosan" TIMEOUT 60 RUN_SERIAL TRUE
+  set_tests_properties(cli.gpu_modes PROPERTIES LABELS "slow;nosan" TIMEOUT 90 RUN_SERIAL TRUE
     ENVIRONMENT "CS_ANALYZE=$<TARGET_FILE:cudaspy-analyze>;CS_JSON_EXPECT=$<TARGET_FILE:json_expect>")
 endif()
 

@@ -148,33 +148,85 @@ static void proc_window(const struct model *m, uint32_t p, uint64_t *lo, uint64_
         *hi = *lo;
 }
 
-/* Sorted exits of the process's stream and device syncs. */
-static int drains_of(const struct model *m, uint32_t p, uint64_t **out, uint64_t *n)
-{
-    uint64_t cap = 0;
+/* What the host knows about a process's queue: its drains (stream and
+ * device syncs, by exit) and its enqueues (by entry), each as [enter, exit]. */
+struct marks {
+    struct iv *drain, *enq;
+    uint64_t nd, ne;
+};
 
-    *out = NULL;
-    *n = 0;
+static int cmp_iv_b(const void *a, const void *b)
+{
+    const struct iv *x = a, *y = b;
+    return x->b < y->b ? -1 : x->b > y->b;
+}
+
+static int is_enqueue(const struct m_call *c)
+{
+    int fam = cs_api_table[c->api].family;
+    return !(c->flags & CS_CF_CAPTURING) &&
+           (fam == CS_FAM_LAUNCH || fam == CS_FAM_COPY || fam == CS_FAM_MEMSET);
+}
+
+static int marks_of(const struct model *m, uint32_t p, struct marks *k)
+{
+    uint64_t capd = 0, cape = 0;
+
+    memset(k, 0, sizeof(*k));
     for (uint32_t t = 0; t < m->nthr; t++) {
         const struct m_thread *th = &m->thr[t];
         if (th->proc != p)
             continue;
         for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++) {
-            if ((m->call[i].flags & CS_CF_NESTED) || !is_drain(&m->call[i]))
+            const struct m_call *c = &m->call[i];
+            struct iv x = {c->t_enter_ns, c->t_exit_ns, i, i};
+            if (c->flags & CS_CF_NESTED)
                 continue;
-            if (*n == cap) {
-                cap = cap ? cap * 2 : 256;
-                uint64_t *q = realloc(*out, cap * sizeof(*q));
-                if (q == NULL)
-                    return -ENOMEM;
-                *out = q;
-            }
-            (*out)[(*n)++] = m->call[i].t_exit_ns;
+            if (is_drain(c) && iv_push(&k->drain, &k->nd, &capd, x) < 0)
+                return -ENOMEM;
+            if (is_enqueue(c) && iv_push(&k->enq, &k->ne, &cape, x) < 0)
+                return -ENOMEM;
         }
     }
-    if (*n)
-        stats_sort(*out, *n, NULL);
+    if (k->nd)
+        qsort(k->drain, k->nd, sizeof(*k->drain), cmp_iv_b);
+    if (k->ne)
+        qsort(k->enq, k->ne, sizeof(*k->enq), cmp_iv);
     return 0;
+}
+
+static void marks_free(struct marks *k)
+{
+    free(k->drain);
+    free(k->enq);
+}
+
+/* Index of the first element of @p v (@p n, sorted by a or b as @p by_b
+ * says) whose key is >= @p t. */
+static uint64_t first_at(const struct iv *v, uint64_t n, uint64_t t, int by_b)
+{
+    uint64_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if ((by_b ? v[mid].b : v[mid].a) < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Had the GPU nothing of the process's queued at @p t? True when nothing
+ * was enqueued before it, or a drain entered after the last enqueue before
+ * it returned and returned by then. */
+static int drained_at(const struct marks *k, uint64_t t)
+{
+    uint64_t e = first_at(k->enq, k->ne, t, 0), d = first_at(k->drain, k->nd, t + 1, 1);
+
+    if (e == 0)
+        return 1;
+    return d > 0 && k->drain[d - 1].a >= k->enq[e - 1].b;
 }
 
 /* The thread with the most enqueues of process @p p (the feeding thread
@@ -220,55 +272,49 @@ static uint64_t rec_from(const struct model *m, uint64_t first, uint64_t end, ui
 #define MAX_STREAMS 64
 
 /* A sampled slice [on, off] of epoch @p c->epoch on device @p d: work
- * enqueued before it may still run after `on` (until the first recorded
- * work, or a drain, shows the GPU past it), and work enqueued after it
- * cannot start before `off`, nor on a stream before that stream's last
- * recorded work ends. @return 0 and the interval, or 1 when nothing of
- * the slice can be trusted. */
+ * enqueued before it may still run after `on` (unless the host had
+ * drained the queue by then; else until the first recorded work, or a
+ * drain, shows the GPU past it), and work enqueued after it cannot start
+ * before `off`, nor on a stream before that stream's last recorded work
+ * ends. @return 0 and the interval, or 1 when nothing of the slice can be
+ * trusted. */
 static int slice_interval(const struct model *m, const struct gpu_dev *d, const struct m_gcov *c,
-                          const uint64_t *drains, uint64_t ndrains, struct iv *out)
+                          const struct marks *k, struct iv *out)
 {
-    uint64_t end = d->first + d->n, first_rec = UINT64_MAX, drain = UINT64_MAX;
+    uint64_t end = d->first + d->n, first_rec = UINT64_MAX, drain = UINT64_MAX, di;
     uint32_t sid[MAX_STREAMS];
     uint64_t last[MAX_STREAMS], lastmin = UINT64_MAX;
     int ns = 0, many = 0;
 
     for (uint64_t i = rec_from(m, d->first, end, c->t_start_ns); i < end; i++) {
         const struct m_gpu *g = &m->gpu[i];
-        int k;
+        int s;
         if (g->epoch > c->epoch && g->t_start_ns > c->t_end_ns)
             break;
         if (g->epoch != c->epoch)
             continue;
         first_rec = g->t_start_ns < first_rec ? g->t_start_ns : first_rec;
-        for (k = 0; k < ns && sid[k] != g->stream_id; k++)
+        for (s = 0; s < ns && sid[s] != g->stream_id; s++)
             ;
-        if (k == ns && ns < MAX_STREAMS)
+        if (s == ns && ns < MAX_STREAMS)
             sid[ns] = g->stream_id, last[ns++] = 0;
-        else if (k == ns)
+        else if (s == ns)
             many = 1;
-        if (k < ns && g->t_end_ns > last[k])
-            last[k] = g->t_end_ns;
+        if (s < ns && g->t_end_ns > last[s])
+            last[s] = g->t_end_ns;
     }
-    {
-        uint64_t lo = 0, hi = ndrains; /* first drain at or after on */
-        while (lo < hi) {
-            uint64_t mid = lo + (hi - lo) / 2;
-            if (drains[mid] < c->t_start_ns)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo < ndrains && drains[lo] <= c->t_end_ns)
-            drain = drains[lo];
-    }
-    if (first_rec == UINT64_MAX && drain == UINT64_MAX)
-        return 1;
+    di = first_at(k->drain, k->nd, c->t_start_ns, 1);
+    if (di < k->nd && k->drain[di].b <= c->t_end_ns)
+        drain = k->drain[di].b;
     out->a = c->t_start_ns;
-    if ((first_rec < drain ? first_rec : drain) > out->a)
-        out->a = first_rec < drain ? first_rec : drain;
-    for (int k = 0; k < ns && !many; k++)
-        lastmin = last[k] < lastmin ? last[k] : lastmin;
+    if (!drained_at(k, c->t_start_ns)) {
+        if (first_rec == UINT64_MAX && drain == UINT64_MAX)
+            return 1;
+        if ((first_rec < drain ? first_rec : drain) > out->a)
+            out->a = first_rec < drain ? first_rec : drain;
+    }
+    for (int s = 0; s < ns && !many; s++)
+        lastmin = last[s] < lastmin ? last[s] : lastmin;
     out->b = c->t_end_ns;
     if (ns && !many && lastmin > out->b)
         out->b = lastmin;
@@ -278,7 +324,7 @@ static int slice_interval(const struct model *m, const struct gpu_dev *d, const 
 /* The covered intervals of device @p d of process @p p, clipped to the
  * run's window. */
 static int dev_covered(const struct model *m, struct gpu_dev *d, uint64_t gfirst, uint64_t gn,
-                       const uint64_t *drains, uint64_t ndrains, struct dev_ivs *v)
+                       const struct marks *k, struct dev_ivs *v)
 {
     const struct m_run *r = &m->runs[m->proc[d->proc].run];
     uint64_t cap = 0;
@@ -291,7 +337,7 @@ static int dev_covered(const struct model *m, struct gpu_dev *d, uint64_t gfirst
         if (c->mode == CS_GPU_MODE_FULL) {
             x.a = c->t_start_ns, x.b = c->t_end_ns;
             d->source = GPU_SRC_EXACT;
-        } else if (slice_interval(m, d, c, drains, ndrains, &x) != 0) {
+        } else if (slice_interval(m, d, c, k, &x) != 0) {
             continue;
         } else if (d->source < GPU_SRC_SAMPLED) {
             d->source = GPU_SRC_SAMPLED;
@@ -666,7 +712,8 @@ static int proc_compute(struct gpu_truth *g, const struct model *m, const struct
                         struct dev_ivs **v)
 {
     struct gpu_proc *gp = &g->p[g->np++];
-    uint64_t lo, hi, cfirst = *ci, cn = 0, *drains = NULL, ndrains = 0;
+    uint64_t lo, hi, cfirst = *ci, cn = 0;
+    struct marks k;
     const struct m_run *run = &m->runs[m->proc[p].run];
     int host_known = run->counts[CS_REC_OFFCPU] > 0;
     uint32_t fallback = main_thread(m, p);
@@ -684,8 +731,10 @@ static int proc_compute(struct gpu_truth *g, const struct model *m, const struct
     proc_notes(g, m, p, cfirst, cn);
     while (*gi < m->ngpu && m->gpu[*gi].proc < p)
         (*gi)++;
-    if ((rc = drains_of(m, p, &drains, &ndrains)) < 0)
+    if ((rc = marks_of(m, p, &k)) < 0) {
+        marks_free(&k);
         return rc;
+    }
     while (rc == 0 && *gi < m->ngpu && m->gpu[*gi].proc == p) {
         struct gpu_dev *d;
         struct dev_ivs *dv;
@@ -700,7 +749,7 @@ static int proc_compute(struct gpu_truth *g, const struct model *m, const struct
             (*gi)++;
         d->n = *gi - d->first;
         g->nd++;
-        rc = dev_covered(m, d, cfirst, cn, drains, ndrains, dv);
+        rc = dev_covered(m, d, cfirst, cn, &k, dv);
         if (rc == 0)
             rc = dev_busy(m, d, dv);
         if (rc == 0)
@@ -717,7 +766,7 @@ static int proc_compute(struct gpu_truth *g, const struct model *m, const struct
             gp->by[s] += d->by[s];
         gp->source = d->source > gp->source ? d->source : gp->source;
     }
-    free(drains);
+    marks_free(&k);
     if (rc < 0)
         return rc;
     gp->idle_ns = gp->covered_ns > gp->busy_ns ? gp->covered_ns - gp->busy_ns : 0;

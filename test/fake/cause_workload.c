@@ -30,6 +30,8 @@
  *               kernels); a sync every 16 steps only
  *     duty      a known duty cycle: a 6 ms kernel and its sync, then 4 ms
  *               of host work: the GPU is busy 60 % of the time
+ *     slowhost  250 ms on the CPU a step, then 2 x 5 ms of kernels and a
+ *               sync: the GPU busy 4 %, idle for whole sampled slices
  *     hog       spin on one CPU for `seconds` (no CUDA): the outside load
  * Runs for about `seconds`, then prints "<mode>: <steps> steps in <s> s". */
 #include <cuda_runtime_api.h>
@@ -306,6 +308,11 @@ static void run_duty(double deadline, long *steps)
     run_steps(deadline, steps, 4000, (const void *)k_long, 1);
 }
 
+static void run_slowhost(double deadline, long *steps)
+{
+    run_steps(deadline, steps, 250000, (const void *)k_long, 2);
+}
+
 static const struct mode modes[] = {
     {"tree", "k_small=200", NULL, run_tree},
     {"external", "k_small=200", NULL, run_cpu_steps},
@@ -317,12 +324,13 @@ static const struct mode modes[] = {
     {"syncstep", "k_long=1000,k_tiny=5", NULL, run_syncstep},
     {"hostdata", "k_step=500", NULL, run_hostdata},
     {"duty", "k_long=6000", NULL, run_duty},
+    {"slowhost", "k_long=5000", NULL, run_slowhost},
 };
 
 static int usage(void)
 {
     fprintf(stderr, "usage: %s tree|external|starve|pageable|churn|sync|clean|syncstep|"
-                    "hostdata|duty|hog [seconds=3]\n", NAME);
+                    "hostdata|duty|slowhost|hog [seconds=3]\n", NAME);
     return 2;
 }
 
