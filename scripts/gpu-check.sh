@@ -9,7 +9,7 @@
 # Usage: scripts/gpu-check.sh [PART...]
 #   parts: smoke seed suite profiler ddp overhead faults seedov ddpov ddpdiag
 #   ddppin ddpduty ddpdutysplit ddpdutyvar seedpairs pfab perf quick launchshared
-#   launchduty seedconc
+#   launchduty seedconc truth
 #   (default: seed suite)
 #   overhead: the shim's cost per call on this host (bench_shim, fake driver)
 #        and the empty-kernel launch loop (static and shared runtime), traced
@@ -39,6 +39,11 @@
 #        as ddpduty does, steps of 500 launches, LAUNCH_DUTY_REPS rounds of
 #        untraced, traced, and traced with each shim or sampler of
 #        SHIM_VARIANTS and as its words nohost and hostonly say;
+#        truth: issue 22's proof (scripts/gpu/truth.py): the two misses of
+#        the host lower bound planted in PyTorch and found HIGH, controls,
+#        sampled vs full GPU activity on a known duty cycle, and what GPU
+#        activity costs a launch-bound loop against torch.profiler; writes
+#        $OUT/truth/summary.json, runs.jsonl, reports.txt (TRUTH_ROUNDS);
 #        seedconc: the seed W=4's overhead without the session's drift: two
 #        copies at once on disjoint sets of SEED_CONC_CPUS (6) CPUs of GPU 0's
 #        node (else of all CPUs), one traced, the traced side swapping every
@@ -610,6 +615,11 @@ part_ddp() { # issue 10: a planted straggling rank (rank 1) and clean controls
     [ "${DDP_ONLY:-0}" = 1 ] && return
     interleave twoproc straggle -- "$PY" "$here/gpu/twoproc.py"
     REPS=1 interleave twoproc control TWOPROC_CONTROL=1 -- "$PY" "$here/gpu/twoproc.py"
+}
+
+part_truth() { # issue 22: the GPU's own timeline: planted misses, calibration, cost
+    CS_PIN=${CS_PIN:-$(gpu_local_cpus 6)} "$PY" "$here/gpu/truth.py" "$B" "$OUT/truth" \
+        "$RUNS/truth" "${TRUTH_ROUNDS:-4}" 2>>"$LOG"
 }
 
 warmup() { # first CUDA process and first import pay for caches: keep them out of the figures

@@ -68,7 +68,7 @@ def w_seed(mode="loader", workers="4"):
     indexing (../shared/seed/seed_bench.py). Planted: data pipeline starvation."""
     from torch.utils.data import DataLoader
     n = int(os.environ.get("N", "7000000"))
-    b = 1_048_576
+    b = int(os.environ.get("B", "1048576"))
     x = seed_data(n)
     model = mlp()
     out = torch.zeros(10, device=DEV)
@@ -240,7 +240,93 @@ def w_graph(mode="replay"):
     return b, time.time() - t
 
 
+def spin(secs):
+    """Host work on the CPU for @secs (Python, as a training loop's own)."""
+    end = time.perf_counter() + secs
+    x = 0
+    while time.perf_counter() < end:
+        x += 1
+    return x
+
+
+def w_itemstep(mode="item", steps="800"):
+    """Issue 22's first miss: each step a ~1.4 ms matmul, then loss.item()
+    (a sync), `acc += loss` (a tiny kernel enqueued at once), then 1 ms of
+    host work before the next step. mode=noitem keeps the loss on the GPU
+    (no sync): the host work then overlaps the matmul."""
+    torch.manual_seed(0)
+    a = torch.randn(8192, 8192, device=DEV, dtype=torch.bfloat16)
+    b = torch.randn(8192, 8192, device=DEV, dtype=torch.bfloat16)
+    acc = torch.zeros((), device=DEV)
+    total = 0.0
+    torch.cuda.synchronize()
+    t = time.time()
+    for _ in range(int(steps)):
+        loss = (a @ b).mean()
+        if mode == "item":
+            total += loss.item()
+        acc += loss
+        spin(0.001)
+    torch.cuda.synchronize()
+    return acc.reshape(1), time.time() - t
+
+
+def w_duty(kernel_ms="6", host_ms="4", steps="300"):
+    """A known duty cycle: a kernel that keeps the GPU busy kernel_ms
+    (torch.cuda._sleep, timed by CUDA events), its sync, then host_ms of host
+    work. Prints duty_pct: the kernels' own GPU time over the loop's time."""
+    s0, s1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s0.record()
+    torch.cuda._sleep(10_000_000)
+    s1.record()
+    torch.cuda.synchronize()
+    cycles = int(10_000_000 * float(kernel_ms) / s0.elapsed_time(s1))
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+          for _ in range(int(steps))]
+    t = time.time()
+    for e0, e1 in ev:
+        e0.record()
+        torch.cuda._sleep(cycles)
+        e1.record()
+        torch.cuda.synchronize()
+        spin(float(host_ms) / 1e3)
+    el = time.time() - t
+    busy_ms = sum(e0.elapsed_time(e1) for e0, e1 in ev)
+    print(f"duty_pct: {100.0 * busy_ms / (el * 1e3):.3f}")
+    return torch.tensor([busy_ms]), el
+
+
+def w_launch(mode="plain", n="100000", reps="5"):
+    """The launch-bound loop the cost of GPU activity is judged on: a tiny
+    kernel launched back to back (a.add_), timed per rep; mode=profiler runs
+    each rep inside torch.profiler (CPU and CUDA activities), timed inside.
+    Prints us_per_launch: the median rep."""
+    a = torch.ones(16, device=DEV)
+    n, per = int(n), []
+    for _ in range(2000):
+        a.add_(1.0)
+    torch.cuda.synchronize()
+    for _ in range(int(reps)):
+        prof = None
+        if mode == "profiler":
+            from torch.profiler import ProfilerActivity, profile
+            prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+            prof.__enter__()
+        t = time.perf_counter()
+        for _ in range(n):
+            a.add_(1.0)
+        torch.cuda.synchronize()
+        per.append((time.perf_counter() - t) * 1e6 / n)
+        if prof is not None:
+            prof.__exit__(None, None, None)
+    per.sort()
+    print("us_per_launch: %.4f" % per[len(per) // 2])
+    print("reps_us: " + " ".join("%.4f" % v for v in per))
+    return a, sum(per) * n / 1e6
+
+
 WORKLOADS = {
+    "itemstep": w_itemstep, "duty": w_duty, "launch": w_launch,
     "seed": w_seed, "copies": w_copies, "sync": w_sync, "alloc": w_alloc,
     "hogged": w_hogged, "tiny": w_tiny, "matmul": w_matmul, "triton": w_triton,
     "train": w_train, "graph": w_graph,

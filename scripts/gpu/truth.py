@@ -1,0 +1,194 @@
+"""truth.py: issue 22's GPU proof (gpu-check.sh truth). In one call:
+
+- planted workloads of workloads.py, untraced and traced (GPU activity
+  sampled, the default), each traced run analysed: the two misses the host
+  lower bound had (itemstep: .item() then a tiny kernel, then host work;
+  seed with num_workers=0: data loading in the main thread) must come out
+  HIGH, the controls (matmul; itemstep without .item()) without HIGH;
+- calibration: the duty workload (a kernel busy 6 ms, then 4 ms of host
+  work, its own duty cycle timed by CUDA events) recorded sampled and full:
+  both must agree within 5 points and match the program's duty cycle;
+- cost: the launch-bound loop (workloads.py launch, and the nvcc
+  empty-kernel loop), untraced, recorded with GPU activity off, sampled and
+  full, and under torch.profiler, interleaved round by round.
+
+Writes OUT/summary.json (workloads[], calibration[], cost), OUT/runs.jsonl
+(every run: command, exit code, its figures) and OUT/reports.txt (the text
+reports of the planted runs).
+
+Usage: python3 truth.py BUILD OUT RUNS [ROUNDS=4]   (env PYTHON, CS_PIN)
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+W = os.path.join(HERE, "workloads.py")
+
+
+class Truth:
+    def __init__(self, build, out, runs):
+        self.b, self.out, self.runs = build, out, runs
+        self.py = os.environ.get("PYTHON", "python3")
+        self.pin = os.environ.get("CS_PIN", "")
+        self.n = 0
+        os.makedirs(out, exist_ok=True)
+        os.makedirs(runs, exist_ok=True)
+        self.log = open(os.path.join(out, "runs.jsonl"), "a")
+        self.reports = open(os.path.join(out, "reports.txt"), "a")
+
+    def run(self, name, cmd, gpu=None, env=None, analyze=True):
+        """One run; gpu None = untraced, else recorded with that GPU mode."""
+        self.n += 1
+        path = os.path.join(self.runs, f"{name}-{self.n}.lmdb")
+        full = list(cmd)
+        if gpu is not None:
+            full = [os.path.join(self.b, "cudaspy"), "record", "-q", "-o", path,
+                    "--gpu-activity", gpu, "--"] + full
+        if self.pin:
+            full = ["taskset", "-c", self.pin] + full
+        e = dict(os.environ, PYTHONUNBUFFERED="1", CUDASPY_QUIET="1", **(env or {}))
+        t0 = time.time()
+        p = subprocess.run(full, env=e, capture_output=True, text=True, timeout=600)
+        row = {"name": name, "gpu": gpu, "rc": p.returncode, "wall_s": round(time.time() - t0, 3),
+               "cmd": " ".join(cmd), "stderr_tail": p.stderr[-600:]}
+        for line in p.stdout.splitlines():
+            k, _, v = line.partition(":")
+            if k in ("elapsed", "us_per_launch", "duty_pct", "result", "reps_us"):
+                row[k] = v.strip()
+        if gpu is not None and analyze and p.returncode == 0:
+            j = subprocess.run([os.path.join(self.b, "cudaspy-analyze"), "--json", path],
+                               capture_output=True, text=True, timeout=300)
+            try:
+                a = json.loads(j.stdout)
+                g = a.get("gpu", {})
+                chains = a.get("chains", [])
+                row.update(top_cause=chains[0]["cause"] if chains else None,
+                           top_severity=chains[0]["severity"] if chains else None,
+                           findings=[f"{c['severity']} {c['cause']}" for c in chains],
+                           gpu_source=g.get("source"), busy_pct=g.get("busy_pct"),
+                           coverage_pct=g.get("coverage_pct"), notes=g.get("notes"),
+                           idle_by_host_state=g.get("idle_by_host_state"),
+                           kernels=sum(d.get("kernels", 0) for d in g.get("devices", [])),
+                           cuda_dropped=a["run"]["files"][0].get("cuda_dropped"),
+                           active_ns=a["run"].get("active_ns"))
+            except (ValueError, KeyError, IndexError) as ex:
+                row["analyze_error"] = f"{ex}: {j.stderr[-300:]}"
+            if analyze == "report":
+                t = subprocess.run([os.path.join(self.b, "cudaspy-analyze"), path],
+                                   capture_output=True, text=True, timeout=300)
+                self.reports.write(f"==== {name} ({' '.join(cmd)}), GPU activity {gpu}\n")
+                self.reports.write(t.stdout)
+                self.reports.flush()
+        if gpu is not None and os.path.exists(path):
+            os.remove(path)
+        self.log.write(json.dumps(row) + "\n")
+        self.log.flush()
+        print(f"truth: {name} gpu={gpu} rc={row['rc']} {row.get('elapsed', '')} "
+              f"{row.get('us_per_launch', '')} top={row.get('top_cause')} "
+              f"{row.get('top_severity')} busy={row.get('busy_pct')}", file=sys.stderr)
+        return row
+
+
+def planted(t):
+    py, rows = t.py, []
+    cases = [
+        ("itemstep", [py, W, "itemstep", "item"], {"sync_per_iteration", "host_bound"}),
+        ("seed_w0", [py, W, "seed", "loader", "0"], {"host_bound"}),
+        ("matmul", [py, W, "matmul", "big"], None),
+        ("itemstep_noitem", [py, W, "itemstep", "noitem"], None),
+    ]
+    for name, cmd, want in cases:
+        env = {"N": "400000", "B": "50000"} if name == "seed_w0" else None
+        u = t.run(name, cmd, env=env)
+        r = t.run(name, cmd, gpu="sampled", env=env, analyze="report")
+        high = any(f.startswith("HIGH") for f in r.get("findings", []))
+        if want:
+            ok = r.get("top_cause") in want and r.get("top_severity") == "HIGH"
+        else:
+            ok = r.get("rc") == 0 and not high
+        rows.append({"workload": name, "planted": "|".join(sorted(want)) if want else "none",
+                     "top_cause": r.get("top_cause"), "top_severity": r.get("top_severity"),
+                     "verdict": "pass" if ok and u.get("rc") == 0 else "fail",
+                     "gpu_source": r.get("gpu_source"), "busy_pct": r.get("busy_pct"),
+                     "findings": r.get("findings"), "elapsed_untraced_s": u.get("elapsed"),
+                     "elapsed_traced_s": r.get("elapsed"),
+                     "outputs_identical": u.get("result") == r.get("result")})
+    return rows
+
+
+def calibration(t):
+    cmd = [t.py, W, "duty", "6", "4", "300"]
+    s = t.run("duty", cmd, gpu="sampled")
+    e = t.run("duty", cmd, gpu="full")
+    own = [float(r["duty_pct"]) for r in (s, e) if "duty_pct" in r]
+    sp, ep = s.get("busy_pct"), e.get("busy_pct")
+    ok = (sp is not None and ep is not None and abs(sp - ep) <= 5 and own and
+          all(abs(v - statistics.mean(own)) <= 5 for v in (sp, ep)))
+    return [{"workload": "duty 6 ms kernel / 4 ms host", "sampled_busy_pct": sp,
+             "exact_busy_pct": ep, "program_duty_pct": round(statistics.mean(own), 3) if own else None,
+             "sampled_source": s.get("gpu_source"), "exact_source": e.get("gpu_source"),
+             "sampled_coverage_pct": s.get("coverage_pct"), "verdict": "pass" if ok else "fail"}]
+
+
+def cost(t, rounds):
+    """Interleaved rounds; per config the median over rounds of each run's
+    median rep (us per launch)."""
+    loops = {
+        "torch_add": ([t.py, W, "launch", "plain", "100000", "5"],
+                      [t.py, W, "launch", "profiler", "100000", "5"]),
+    }
+    ll = os.path.join(t.runs, "launch_loop")
+    if subprocess.run(["nvcc", "-O2", "-o", ll, os.path.join(HERE, "launch_loop.cu")],
+                      capture_output=True).returncode == 0:
+        loops["nvcc_empty_static"] = ([ll, "100000", "5"], None)
+    res = {}
+    for name, (cmd, prof) in loops.items():
+        conf = [("untraced", cmd, None), ("record_off", cmd, "off"),
+                ("record_sampled", cmd, "sampled"), ("record_full", cmd, "full")]
+        if prof:
+            conf.append(("torch_profiler", prof, None))
+        vals = {c[0]: [] for c in conf}
+        for r in range(rounds):
+            order = conf if r % 2 == 0 else conf[::-1]
+            for label, c, g in order:
+                row = t.run(f"cost_{name}_{label}", c, gpu=g, analyze=False)
+                if row.get("rc") == 0 and "us_per_launch" in row:
+                    vals[label].append(float(row["us_per_launch"]))
+        med = {k: (statistics.median(v) if v else None) for k, v in vals.items()}
+        added = {k: (round(v - med["untraced"], 4) if v is not None and med["untraced"] else None)
+                 for k, v in med.items()}
+        over_off = {k: (round(med[k] - med["record_off"], 4) if med[k] and med["record_off"] else None)
+                    for k in ("record_sampled", "record_full")}
+        res[name] = {"us_per_launch_median": med, "runs": vals, "added_vs_untraced_us": added,
+                     "added_vs_record_off_us": over_off}
+        if prof and added.get("torch_profiler") and added.get("record_full") is not None:
+            res[name]["full_over_profiler_ratio"] = round(added["record_full"] / added["torch_profiler"], 4)
+    return res
+
+
+def main():
+    if len(sys.argv) < 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    t = Truth(sys.argv[1], sys.argv[2], sys.argv[3])
+    rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 4
+    parts = os.environ.get("TRUTH_PARTS", "planted calibration cost").split()
+    summary = {"date": time.strftime("%Y-%m-%d"), "host_cpus": os.cpu_count()}
+    if "planted" in parts:
+        summary["workloads"] = planted(t)
+    if "calibration" in parts:
+        summary["calibration"] = calibration(t)
+    if "cost" in parts:
+        summary["cost"] = cost(t, rounds)
+    with open(os.path.join(t.out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
