@@ -60,9 +60,10 @@ static int any_duty(const struct model *m)
     return 0;
 }
 
-/* Run @p i's CUDA-active window: its selected processes' first CUDA call
- * to their last, inside the analysed window; the analysed window itself
- * when the user set --since or --until. @p first gets the first call. */
+/* Run @p i's CUDA-active window: the union of its selected processes'
+ * active windows (procs_active_window: CUDA's start-up is left out),
+ * inside the analysed window; the analysed window itself when the user set
+ * --since or --until. @p first gets the first call of all. */
 static void active_window(const struct model *m, int i, uint64_t *lo, uint64_t *hi,
                           uint64_t *first)
 {
@@ -78,11 +79,17 @@ static void active_window(const struct model *m, int i, uint64_t *lo, uint64_t *
             continue;
         if (m->call[th->first_call].t_enter_ns < *first)
             *first = m->call[th->first_call].t_enter_ns;
-        for (uint64_t k = th->first_call; k < th->first_call + th->ncalls; k++)
-            if (m->call[k].t_exit_ns > *hi)
-                *hi = m->call[k].t_exit_ns;
     }
-    *lo = *first;
+    for (uint32_t p = 0; p < m->nproc; p++) {
+        uint64_t plo, phi;
+        if ((int)m->proc[p].run != i || !m->proc[p].selected)
+            continue;
+        procs_active_window(m, p, &plo, &phi);
+        if (plo >= phi)
+            continue;
+        *lo = plo < *lo ? plo : *lo;
+        *hi = phi > *hi ? phi : *hi;
+    }
     if (m->opts.since_ns != 0 || m->opts.until_ns != UINT64_MAX || *lo == UINT64_MAX)
         *lo = r->win_lo_ns, *hi = r->win_hi_ns;
     *lo = *lo < r->win_lo_ns ? r->win_lo_ns : *lo;

@@ -71,7 +71,7 @@ set_tests_properties(unit.analysis PROPERTIES LABELS unit)
 # show up as outside contention in the others.
 # (fake.cmake, read after this file, defines cause_workload)
 if(TARGET cudaspy_launcher AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fake/cause_workload.c)
-  foreach(mode tree external starve pageable churn sync clean syncstep hostdata)
+  foreach(mode tree external starve pageable churn sync clean slowinit syncstep hostdata)
     add_test(NAME cli.real_cause_${mode}
              COMMAND sh ${CS_AN_DIR}/real_cause.sh ${mode} $<TARGET_FILE:cudaspy_launcher>
                      $<TARGET_FILE:cause_workload> ${CS_AN_WORK}/real_${mode})

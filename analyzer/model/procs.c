@@ -3,6 +3,7 @@
  * CUDA is a worker (DataLoader workers, compilers); the rest are other. */
 #include <stdio.h>
 
+#include "cudaspy/api.h"
 #include "cudaspy/record.h"
 #include "procs.h"
 
@@ -100,4 +101,73 @@ void procs_compute(struct model *m)
     add_pwin(m);
     off_fallback(m);
     set_roles(m);
+}
+
+static int is_init(const struct m_call *c)
+{
+    return cs_api_table[c->api].family == CS_FAM_INIT;
+}
+
+static int gives_work(const struct m_call *c)
+{
+    enum cs_family f = cs_api_table[c->api].family;
+    return f == CS_FAM_LAUNCH || f == CS_FAM_COPY || f == CS_FAM_MEMSET;
+}
+
+/* The end of process @p's start-up: the last exit of a cuInit or context
+ * creation that began before its first launch, copy or memset (a second
+ * device initialised later does not move it); 0 when it has none. */
+static uint64_t init_end(const struct model *m, uint32_t p)
+{
+    uint64_t first_work = UINT64_MAX, end = 0;
+
+    for (uint32_t t = 0; t < m->nthr; t++) {
+        const struct m_thread *th = &m->thr[t];
+        if (th->proc != p)
+            continue;
+        for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++)
+            if (gives_work(&m->call[i]) && m->call[i].t_enter_ns < first_work)
+                first_work = m->call[i].t_enter_ns;
+    }
+    for (uint32_t t = 0; t < m->nthr; t++) {
+        const struct m_thread *th = &m->thr[t];
+        if (th->proc != p)
+            continue;
+        for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++) {
+            const struct m_call *c = &m->call[i];
+            if (is_init(c) && c->t_enter_ns < first_work && c->t_exit_ns > end)
+                end = c->t_exit_ns;
+        }
+    }
+    return end;
+}
+
+/* See procs.h. */
+void procs_active_window(const struct model *m, uint32_t p, uint64_t *lo, uint64_t *hi)
+{
+    const struct m_run *r = &m->runs[m->proc[p].run];
+    uint64_t ie = init_end(m, p);
+
+    *lo = UINT64_MAX;
+    *hi = 0;
+    for (uint32_t t = 0; t < m->nthr; t++) {
+        const struct m_thread *th = &m->thr[t];
+        if (th->proc != p || th->ncalls == 0)
+            continue;
+        for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++) {
+            const struct m_call *c = &m->call[i];
+            if (!is_init(c) && !(c->flags & CS_CF_NESTED) && c->t_enter_ns < *lo)
+                *lo = c->t_enter_ns;
+            if (c->t_exit_ns > *hi)
+                *hi = c->t_exit_ns;
+        }
+    }
+    if (ie != 0 && (*lo == UINT64_MAX || *lo < ie))
+        *lo = ie;
+    if (*lo < r->win_lo_ns)
+        *lo = r->win_lo_ns;
+    if (*hi > r->win_hi_ns)
+        *hi = r->win_hi_ns;
+    if (*hi < *lo)
+        *hi = *lo;
 }

@@ -13,6 +13,7 @@
 
 #include "cudaspy/api.h"
 #include "gpu.h"
+#include "model/procs.h"
 #include "model/stats.h"
 
 #define SYNC_NEAR_NS 200000ull /* an idle stretch this soon after a sync follows from it */
@@ -123,30 +124,6 @@ static int is_drain(const struct m_call *c)
            api == CS_API_cudaStreamSynchronize;
 }
 
-/* The process's active window: its first call's entry to its last exit. */
-static void proc_window(const struct model *m, uint32_t p, uint64_t *lo, uint64_t *hi)
-{
-    const struct m_run *r = &m->runs[m->proc[p].run];
-
-    *lo = UINT64_MAX;
-    *hi = 0;
-    for (uint32_t t = 0; t < m->nthr; t++) {
-        const struct m_thread *th = &m->thr[t];
-        if (th->proc != p || th->ncalls == 0)
-            continue;
-        if (m->call[th->first_call].t_enter_ns < *lo)
-            *lo = m->call[th->first_call].t_enter_ns;
-        for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++)
-            if (m->call[i].t_exit_ns > *hi)
-                *hi = m->call[i].t_exit_ns;
-    }
-    if (*lo < r->win_lo_ns)
-        *lo = r->win_lo_ns;
-    if (*hi > r->win_hi_ns)
-        *hi = r->win_hi_ns;
-    if (*hi < *lo)
-        *hi = *lo;
-}
 
 /* What the host knows about a process's queue: its drains (stream and
  * device syncs, by exit) and its enqueues (by entry), each as [enter, exit]. */
@@ -326,9 +303,9 @@ static int slice_interval(const struct model *m, const struct gpu_dev *d, const 
 static int dev_covered(const struct model *m, struct gpu_dev *d, uint64_t gfirst, uint64_t gn,
                        const struct marks *k, struct dev_ivs *v)
 {
-    const struct m_run *r = &m->runs[m->proc[d->proc].run];
-    uint64_t cap = 0;
+    uint64_t cap = 0, lo, hi;
 
+    procs_active_window(m, d->proc, &lo, &hi); /* CUDA's initialisation is start-up, not idle */
     for (uint64_t i = gfirst; i < gfirst + gn; i++) {
         const struct m_gcov *c = &m->gcov[i];
         struct iv x;
@@ -342,10 +319,10 @@ static int dev_covered(const struct model *m, struct gpu_dev *d, uint64_t gfirst
         } else if (d->source < GPU_SRC_SAMPLED) {
             d->source = GPU_SRC_SAMPLED;
         }
-        if (x.a < r->win_lo_ns)
-            x.a = r->win_lo_ns;
-        if (x.b > r->win_hi_ns)
-            x.b = r->win_hi_ns;
+        if (x.a < lo)
+            x.a = lo;
+        if (x.b > hi)
+            x.b = hi;
         if (x.b > x.a && iv_push(&v->cov, &v->ncov, &cap, x) < 0)
             return -ENOMEM;
     }
@@ -721,7 +698,7 @@ static int proc_compute(struct gpu_truth *g, const struct model *m, const struct
 
     memset(gp, 0, sizeof(*gp));
     gp->proc = p;
-    proc_window(m, p, &lo, &hi);
+    procs_active_window(m, p, &lo, &hi);
     gp->window_ns = hi - lo;
     while (*ci < m->ngcov && m->gcov[*ci].proc < p)
         (*ci)++;

@@ -4,13 +4,15 @@
 # test/fake/cause_workload MODE on the fake driver's simulated GPU (with GPU
 # activity sampled, the default, from the fake CUPTI), and the report must
 # name the planted cause first (clean: no HIGH finding, the GPU busy 95 % or
-# more; syncstep and hostdata: issue 22's two misses, found HIGH).
+# more; slowinit: the same with a 1.2 s context creation, start-up that is
+# neither idle GPU nor active time; syncstep and hostdata: issue 22's two
+# misses, found HIGH).
 # expect_cause.sh needs CS_ANALYZE and CS_JSON_EXPECT (test/analyzer.cmake).
 # For `external` it first starts CPU hogs outside the traced tree (their own
 # session, not children of the traced program), killed on every exit path.
 set -u
 mode=$1 cudaspy=$2 workload=$3 dir=$4
-secs=${REAL_CAUSE_SECS:-3}
+secs=${REAL_CAUSE_SECS:-3} wmode=$1
 case $mode in
 tree) want=top=cpu_contention_tree ;;
 external) want=top=cpu_contention_external ;;
@@ -19,6 +21,8 @@ pageable) want=top=pageable_memcpy ;;
 churn) want=top=alloc_churn ;;
 sync) want=top=sync_per_iteration ;;
 clean) want="nohigh gpu=sampled busy=95:100" ;;
+slowinit) want="nohigh gpu=sampled busy=95:100" wmode=clean secs=${REAL_CAUSE_SECS:-4}
+    FAKECUDA_LAT_NS=cuDevicePrimaryCtxRetain=1200000000 && export FAKECUDA_LAT_NS ;;
 syncstep) want="top_in=sync_per_iteration,host_bound top_sev=HIGH gpu=sampled" ;;
 hostdata) want="top=host_bound top_sev=HIGH gpu=sampled" ;;
 *) echo "real_cause: $mode: unknown mode" >&2; exit 2 ;;
@@ -55,7 +59,7 @@ shielded() {
            sh "$@" ;;
     esac
 }
-shielded "$cudaspy" record -q -o "$run" -- "$workload" "$mode" "$secs" >"$run.log" 2>&1 ||
+shielded "$cudaspy" record -q -o "$run" -- "$workload" "$wmode" "$secs" >"$run.log" 2>&1 ||
     { cat "$run.log" >&2; echo "real_cause: $mode: recording failed" >&2; exit 1; }
 stop_hogs
 cat "$run.log"
