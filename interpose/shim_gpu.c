@@ -37,6 +37,7 @@
 #define GPU_XCORR_SLOTS 65536u      /* correlation id -> enqueuing call, direct-mapped */
 #define GPU_PENDING_MAX 8192u       /* GPU records waiting for their correlation */
 #define NS_PER_MS 1000000ull
+#define GPU_REATTACH_TRIES 3u       /* sampled: slices in a row CUPTI may refuse before we stop */
 
 enum gpu_phase {
     PH_NONE,   /* not started (no CUDA yet, off, or this is a fork child) */
@@ -90,6 +91,8 @@ static struct {
     _Atomic int busy;         /* one thread switches at a time */
     _Atomic int inflight;     /* enqueues between their push and pop */
     uint32_t epoch;           /* attach count */
+    uint32_t attached;        /* attaches that worked */
+    uint32_t refused;         /* attaches in a row that failed after one worked */
     uint64_t due_ns;          /* next switch, CLOCK_MONOTONIC */
     uint64_t period_base_ns;  /* sampled: this period's start */
     uint64_t t_attach_ns, t_on_ns, t_off_ns;
@@ -455,6 +458,28 @@ static void stolen(uint64_t now)
     shim_log("GPU activity off: another CUPTI client (a profiler) started; leaving CUPTI to it");
 }
 
+/* Sampled mode: CUPTI refused to attach again after an earlier slice
+ * worked (seen on the H200 in torch processes: CUPTI_ERROR_NOT_INITIALIZED
+ * from cuptiActivityRegisterTimestampCallback after a cuptiFinalize). Skip
+ * this slice, reset CUPTI with another cuptiFinalize and try again a period
+ * later; @return 0, or -1 after GPU_REATTACH_TRIES refusals in a row. */
+static int refused(uint64_t now, const char *why)
+{
+    static _Atomic int said;
+    char msg[300];
+
+    if (gpu.mode != CS_GPU_MODE_SAMPLED || gpu.attached == 0 ||
+        ++gpu.refused >= GPU_REATTACH_TRIES)
+        return -1;
+    snprintf(msg, sizeof(msg), "GPU activity: a slice skipped: %s; trying again", why);
+    shim_log_once(&said, msg);
+    if (atomic_load(&gpu.inflight) == 0)
+        gpu.f.finalize();
+    push_cov(now, now, now, now, CS_GCF_PAUSED, 0, why);
+    set_due(now + gpu.period_ns);
+    return 0;
+}
+
 /* A slice (sampled) or the whole run (full) begins: attach, or try again a
  * period later while another client holds CUPTI. */
 static void turn_on(uint64_t now)
@@ -467,7 +492,8 @@ static void turn_on(uint64_t now)
     gpu.period_base_ns = now;
     rc = attach(why, sizeof(why));
     if (rc < 0) {
-        give_up(why);
+        if (refused(now, why) < 0)
+            give_up(why);
         return;
     }
     if (rc == 1) {
@@ -476,6 +502,8 @@ static void turn_on(uint64_t now)
         set_due(now + (gpu.mode == CS_GPU_MODE_SAMPLED ? gpu.period_ns : GPU_FULL_TICK_NS));
         return;
     }
+    gpu.attached++;
+    gpu.refused = 0;
     gpu.t_on_ns = mono_ns();
     atomic_store(&gpu.phase, PH_ON);
     set_due(gpu.t_on_ns + (gpu.mode == CS_GPU_MODE_SAMPLED ? gpu.slice_ns : GPU_FULL_TICK_NS));

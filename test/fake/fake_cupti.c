@@ -17,7 +17,10 @@
  *
  * Environment: FAKECUPTI_SUBSCRIBED=1 (another client holds CUPTI: every
  * cuptiSubscribe fails as under a profiler), FAKECUPTI_FAIL=enable|callbacks
- * (that call fails with CUPTI_ERROR_UNKNOWN), FAKECUPTI_VERSION=N (what
+ * (that call fails with CUPTI_ERROR_UNKNOWN), FAKECUPTI_FAIL=reattach=K
+ * (cuptiActivityRegisterTimestampCallback fails with
+ * CUPTI_ERROR_NOT_INITIALIZED in the K attaches after the first, as the
+ * real one did on the H200 in torch processes), FAKECUPTI_VERSION=N (what
  * cuptiGetVersion says), FAKECUPTI_LOG=path (one line per attach, detach
  * and enable/disable, for tests that check the client's switching). */
 #include <cupti.h>
@@ -49,6 +52,7 @@ static struct {
     CUpti_TimestampCallbackFunc ts;
     int on[CUPTI_ACTIVITY_KIND_COUNT];
     int attached, subscribed;
+    unsigned nattach; /* attaches so far */
     uint8_t *cur;
     size_t cur_size, cur_used;
     uint64_t cur_last_end;
@@ -273,6 +277,7 @@ static void attach(void)
     if (hook)
         hook(on_activity);
     g.attached = 1;
+    g.nattach++;
     g.next_corr = 0;
     g.worker_on = 1;
     if (pthread_create(&g.worker, NULL, worker, NULL) != 0)
@@ -285,6 +290,16 @@ static int failing(const char *what)
     const char *f = getenv("FAKECUPTI_FAIL");
 
     return f && strcmp(f, what) == 0;
+}
+
+/* FAKECUPTI_FAIL=reattach=K: is this (under g.mu) one of the K attaches
+ * after the first? */
+static int refusing(void)
+{
+    const char *f = getenv("FAKECUPTI_FAIL");
+
+    return f && strncmp(f, "reattach=", 9) == 0 && g.nattach >= 2 &&
+           g.nattach <= 1 + strtoul(f + 9, NULL, 10);
 }
 
 #define ENTER()                                  \
@@ -317,6 +332,7 @@ API CUptiResult cuptiGetResultString(CUptiResult rc, const char **str)
     *str = rc == CUPTI_SUCCESS                                     ? "CUPTI_SUCCESS"
            : rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"
            : rc == CUPTI_ERROR_INVALID_PARAMETER                  ? "CUPTI_ERROR_INVALID_PARAMETER"
+           : rc == CUPTI_ERROR_NOT_INITIALIZED                    ? "CUPTI_ERROR_NOT_INITIALIZED"
                                                                   : "CUPTI_ERROR_UNKNOWN";
     return CUPTI_SUCCESS;
 }
@@ -363,6 +379,8 @@ API CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFu
     if (fn == NULL)
         return CUPTI_ERROR_INVALID_PARAMETER;
     ENTER();
+    if (refusing())
+        LEAVE(CUPTI_ERROR_NOT_INITIALIZED);
     g.ts = fn;
     LEAVE(CUPTI_SUCCESS);
 }

@@ -10,10 +10,12 @@
  * names the enqueuing record of its process, which is a kernel launch of the
  * same kernel (copy, memset) enqueued before the GPU started it; each
  * enqueue made while recording was on has exactly one GPU record (full: all
- * of them); no GPU record comes from outside a recorded span.
+ * of them); no GPU record comes from outside a recorded span. With
+ * --gpu-paused N also: exactly N skipped slices, and a span after them.
  *
  * Usage: test_shim_check [--wait SEC] [--runtime shared|static] [--none]
- *                        [--stacks] [--static-rt] [--gpu full|sampled] RUN EXPECT...
+ *                        [--stacks] [--static-rt] [--gpu full|sampled]
+ *                        [--gpu-paused N] RUN EXPECT...
  * --none: the run must hold no CUDA record at all (or not exist).
  * Exit 0 when everything matches; 1 with one line per mismatch. */
 #include <errno.h>
@@ -169,6 +171,7 @@ static int recs_load(struct cs_run *run, struct recs *out)
 }
 
 static int want_gpu; /* --gpu: 0 no check, CS_GPU_MODE_FULL or _SAMPLED */
+static int want_paused = -1; /* --gpu-paused N: N skipped slices, then one recorded */
 
 struct gpu_recs {
     struct cs_rec_gpu *g;
@@ -401,6 +404,26 @@ static int covered(const struct gpu_recs *gr, unsigned pid, const struct cs_rec_
     return 0;
 }
 
+/* --gpu-paused N: pid @p pid skipped exactly N slices, and recorded a span
+ * after the last of them (GPU activity came back). */
+static void check_paused(unsigned pid, const struct gpu_recs *gr)
+{
+    uint64_t last = 0, after = 0;
+    int n = 0;
+
+    for (size_t i = 0; i < gr->nc; i++)
+        if (gr->c[i].pid == pid && (gr->c[i].flags & CS_GCF_PAUSED))
+            n++, last = gr->c[i].t_start_ns > last ? gr->c[i].t_start_ns : last;
+    for (size_t i = 0; i < gr->nc; i++)
+        if (gr->c[i].pid == pid && !(gr->c[i].flags & (CS_GCF_PAUSED | CS_GCF_UNAVAIL)) &&
+            gr->c[i].t_start_ns > last)
+            after++;
+    if (n != want_paused)
+        FAIL("pid %u: %d skipped slices, want %d", pid, n, want_paused);
+    if (after == 0)
+        FAIL("pid %u: no recorded span after the last skipped slice", pid);
+}
+
 /* @p mine: the pid's CUDA records sorted by (tid, seq). */
 static void check_gpu(const struct expect *e, struct cs_run *run, const struct cs_rec_cuda *mine,
                       size_t n, const struct gpu_recs *gr)
@@ -412,6 +435,8 @@ static void check_gpu(const struct expect *e, struct cs_run *run, const struct c
         spans += gr->c[i].pid == e->pid && !(gr->c[i].flags & (CS_GCF_UNAVAIL | CS_GCF_PAUSED));
     if (spans == 0)
         FAIL("pid %u: no span with GPU activity recorded", e->pid);
+    if (want_paused >= 0)
+        check_paused(e->pid, gr);
     for (size_t i = 0; seen && i < gr->ng; i++) {
         const struct cs_rec_gpu *g = &gr->g[i];
         struct cs_rec_cuda key = {.tid = g->api_tid, .seq = g->api_seq};
@@ -543,12 +568,15 @@ int main(int argc, char **argv)
             want_static = 1;
         else if (strcmp(argv[i], "--gpu") == 0 && i + 1 < argc)
             want_gpu = strcmp(argv[++i], "full") == 0 ? CS_GPU_MODE_FULL : CS_GPU_MODE_SAMPLED;
+        else if (strcmp(argv[i], "--gpu-paused") == 0 && i + 1 < argc)
+            want_paused = atoi(argv[++i]);
         else
             break;
     }
     if (i >= argc || (!none && i + 1 >= argc)) {
         fprintf(stderr, "usage: test_shim_check [--wait SEC] [--runtime shared|static] "
-                        "[--none] [--stacks] [--static-rt] [--gpu full|sampled] RUN EXPECT...\n");
+                        "[--none] [--stacks] [--static-rt] [--gpu full|sampled] "
+                        "[--gpu-paused N] RUN EXPECT...\n");
         return 2;
     }
     if (none && access(argv[i], F_OK) != 0)
