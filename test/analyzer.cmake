@@ -46,6 +46,7 @@ set(CS_AN_PLANTED
     "io_wait\;top=io_wait"
     "page_alloc_pressure\;top=page_alloc_pressure"
     "clean\;nohigh\;nomissing"
+    "gpu_tail\;nohigh\;gpu=sampled\;busy=90:100"
     "nohost\;missing=no host data (sampler tier none: perf_event_open: permission denied)")
 foreach(entry ${CS_AN_PLANTED})
   list(GET entry 0 scen)

@@ -51,6 +51,10 @@ struct gpu_dev {
     uint8_t source;          /* enum gpu_source */
     uint64_t first, n;       /* its records in model.gpu */
     uint64_t covered_ns;     /* where every enqueue was recorded */
+    /* busy_ns, by, host_short_ns and sync_loss_ns: measured inside
+     * covered_ns, each slice's share weighted by the period it stands for
+     * (sampled coverage; gpu.c, cov_weight): busy_ns / covered_ns is the
+     * estimated busy share */
     uint64_t busy_ns;        /* GPU busy inside covered_ns */
     uint64_t by[GH_COUNT];   /* idle inside covered_ns, by host state */
     uint64_t host_short_ns;  /* GH_HOST_CODE in stretches under GPU_SHORT_NS */

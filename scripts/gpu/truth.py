@@ -6,8 +6,10 @@
   seed with num_workers=0: data loading in the main thread) must come out
   HIGH, the controls (matmul; itemstep without .item()) without HIGH;
 - calibration: the duty workload (a kernel busy 6 ms, then 4 ms of host
-  work, its own duty cycle timed by CUDA events) recorded sampled and full:
-  both must agree within 5 points and match the program's duty cycle;
+  work, its own duty cycle timed by CUDA events) recorded sampled and full,
+  each analysed over the loop the program timed (--since/--until): each
+  must be within 5 points of its own run's duty cycle, and the two within
+  5 points of each other;
 - cost: the launch-bound loop (workloads.py launch, and the nvcc
   empty-kernel loop), untraced, recorded with GPU activity off, sampled and
   full, and under torch.profiler, interleaved round by round.
@@ -16,7 +18,9 @@ Writes OUT/summary.json (workloads[], calibration[], cost), OUT/runs.jsonl
 (every run: command, exit code, its figures) and OUT/reports.txt (the text
 reports of the planted runs).
 
-Usage: python3 truth.py BUILD OUT RUNS [ROUNDS=4]   (env PYTHON, CS_PIN)
+Usage: python3 truth.py BUILD OUT RUNS [ROUNDS=3]   (env PYTHON, CS_PIN;
+TRUTH_PARTS: which of planted, calibration, cost, run in the order given;
+default all three; TRUTH_UNTRACED=0: planted workloads traced only)
 """
 import json
 import os
@@ -57,7 +61,7 @@ class Truth:
                "cmd": " ".join(cmd), "stderr_tail": p.stderr[-600:]}
         for line in p.stdout.splitlines():
             k, _, v = line.partition(":")
-            if k in ("elapsed", "us_per_launch", "duty_pct", "result", "reps_us"):
+            if k in ("elapsed", "us_per_launch", "duty_pct", "result", "reps_us", "loop_mono_ns"):
                 row[k] = v.strip()
         if gpu is not None and analyze and p.returncode == 0:
             j = subprocess.run([os.path.join(self.b, "cudaspy-analyze"), "--json", path],
@@ -77,6 +81,8 @@ class Truth:
                            active_ns=a["run"].get("active_ns"))
             except (ValueError, KeyError, IndexError) as ex:
                 row["analyze_error"] = f"{ex}: {j.stderr[-300:]}"
+            if "loop_mono_ns" in row and "analyze_error" not in row:
+                self.loop_window(row, path, a["run"]["files"][0]["t_start_ns"])
             if analyze == "report":
                 t = subprocess.run([os.path.join(self.b, "cudaspy-analyze"), path],
                                    capture_output=True, text=True, timeout=300)
@@ -92,18 +98,32 @@ class Truth:
               f"{row.get('top_severity')} busy={row.get('busy_pct')}", file=sys.stderr)
         return row
 
+    def loop_window(self, row, path, t0):
+        """The GPU's busy share inside the loop the program timed itself
+        (loop_mono_ns), as --since/--until of the analyzer."""
+        m0, m1 = (int(x) for x in row["loop_mono_ns"].split())
+        j = subprocess.run([os.path.join(self.b, "cudaspy-analyze"), "--json", "--since",
+                            "%.6f" % ((m0 - t0) / 1e9), "--until", "%.6f" % ((m1 - t0) / 1e9), path],
+                           capture_output=True, text=True, timeout=300)
+        try:
+            g = json.loads(j.stdout).get("gpu", {})
+            row.update(loop_busy_pct=g.get("busy_pct"), loop_coverage_pct=g.get("coverage_pct"))
+        except ValueError as ex:
+            row["loop_analyze_error"] = f"{ex}: {j.stderr[-300:]}"
+
 
 def planted(t):
     py, rows = t.py, []
     cases = [
+        ("matmul", [py, W, "matmul", "big", "2500"], None),
         ("itemstep", [py, W, "itemstep", "item"], {"sync_per_iteration", "host_bound"}),
         ("seed_w0", [py, W, "seed", "loader", "0"], {"host_bound"}),
-        ("matmul", [py, W, "matmul", "big"], None),
         ("itemstep_noitem", [py, W, "itemstep", "noitem"], None),
     ]
+    untraced = os.environ.get("TRUTH_UNTRACED", "1") != "0"
     for name, cmd, want in cases:
         env = {"N": "400000", "B": "50000"} if name == "seed_w0" else None
-        u = t.run(name, cmd, env=env)
+        u = t.run(name, cmd, env=env) if untraced else {"rc": 0}
         r = t.run(name, cmd, gpu="sampled", env=env, analyze="report")
         high = any(f.startswith("HIGH") for f in r.get("findings", []))
         if want:
@@ -115,36 +135,48 @@ def planted(t):
                      "verdict": "pass" if ok and u.get("rc") == 0 else "fail",
                      "gpu_source": r.get("gpu_source"), "busy_pct": r.get("busy_pct"),
                      "findings": r.get("findings"), "elapsed_untraced_s": u.get("elapsed"),
+                     "coverage_pct": r.get("coverage_pct"), "notes": r.get("notes"),
                      "elapsed_traced_s": r.get("elapsed"),
-                     "outputs_identical": u.get("result") == r.get("result")})
+                     "outputs_identical": u.get("result") == r.get("result") if untraced else None})
     return rows
 
 
 def calibration(t):
-    cmd = [t.py, W, "duty", "6", "4", "300"]
+    """Busy share inside the duty loop (the analyzer's --since/--until on
+    the loop's own CLOCK_MONOTONIC bounds), sampled and full, against the
+    duty cycle the program timed with CUDA events in the same run."""
+    cmd = [t.py, W, "duty", "6", "4", "500"]
     s = t.run("duty", cmd, gpu="sampled")
     e = t.run("duty", cmd, gpu="full")
-    own = [float(r["duty_pct"]) for r in (s, e) if "duty_pct" in r]
-    sp, ep = s.get("busy_pct"), e.get("busy_pct")
-    ok = (sp is not None and ep is not None and abs(sp - ep) <= 5 and own and
-          all(abs(v - statistics.mean(own)) <= 5 for v in (sp, ep)))
+
+    def off(r):  # measured busy in the loop minus the run's own duty cycle
+        if r.get("loop_busy_pct") is None or "duty_pct" not in r:
+            return None
+        return round(r["loop_busy_pct"] - float(r["duty_pct"]), 3)
+    so, eo = off(s), off(e)
+    sp, ep = s.get("loop_busy_pct"), e.get("loop_busy_pct")
+    ok = so is not None and eo is not None and abs(so) <= 5 and abs(eo) <= 5 and abs(sp - ep) <= 5
     return [{"workload": "duty 6 ms kernel / 4 ms host", "sampled_busy_pct": sp,
-             "exact_busy_pct": ep, "program_duty_pct": round(statistics.mean(own), 3) if own else None,
-             "sampled_source": s.get("gpu_source"), "exact_source": e.get("gpu_source"),
-             "sampled_coverage_pct": s.get("coverage_pct"), "verdict": "pass" if ok else "fail"}]
+             "exact_busy_pct": ep, "sampled_run_duty_pct": s.get("duty_pct"),
+             "exact_run_duty_pct": e.get("duty_pct"), "sampled_minus_own": so,
+             "exact_minus_own": eo, "sampled_source": s.get("gpu_source"),
+             "exact_source": e.get("gpu_source"),
+             "sampled_loop_coverage_pct": s.get("loop_coverage_pct"),
+             "whole_window_busy_pct": {"sampled": s.get("busy_pct"), "exact": e.get("busy_pct")},
+             "sampled_notes": s.get("notes"), "verdict": "pass" if ok else "fail"}]
 
 
 def cost(t, rounds):
     """Interleaved rounds; per config the median over rounds of each run's
     median rep (us per launch)."""
     loops = {
-        "torch_add": ([t.py, W, "launch", "plain", "100000", "5"],
-                      [t.py, W, "launch", "profiler", "100000", "5"]),
+        "torch_add": ([t.py, W, "launch", "plain", "100000", "3"],
+                      [t.py, W, "launch", "profiler", "100000", "3"]),
     }
     ll = os.path.join(t.runs, "launch_loop")
     if subprocess.run(["nvcc", "-O2", "-o", ll, os.path.join(HERE, "launch_loop.cu")],
                       capture_output=True).returncode == 0:
-        loops["nvcc_empty_static"] = ([ll, "100000", "5"], None)
+        loops["nvcc_empty_static"] = ([ll, "100000", "3"], None)
     res = {}
     for name, (cmd, prof) in loops.items():
         conf = [("untraced", cmd, None), ("record_off", cmd, "off"),
@@ -175,17 +207,17 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     t = Truth(sys.argv[1], sys.argv[2], sys.argv[3])
-    rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 4
+    rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 3
     parts = os.environ.get("TRUTH_PARTS", "planted calibration cost").split()
-    summary = {"date": time.strftime("%Y-%m-%d"), "host_cpus": os.cpu_count()}
-    if "planted" in parts:
-        summary["workloads"] = planted(t)
-    if "calibration" in parts:
-        summary["calibration"] = calibration(t)
-    if "cost" in parts:
-        summary["cost"] = cost(t, rounds)
-    with open(os.path.join(t.out, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=1)
+    summary = {"date": time.strftime("%Y-%m-%d"), "host_cpus": os.cpu_count(), "parts": parts}
+    steps = {"planted": ("workloads", lambda: planted(t)),
+             "calibration": ("calibration", lambda: calibration(t)),
+             "cost": ("cost", lambda: cost(t, rounds))}
+    for part in parts:  # in the order given
+        key, fn = steps[part]
+        summary[key] = fn()
+        with open(os.path.join(t.out, "summary.json"), "w") as f:
+            json.dump(summary, f, indent=1)  # after each part: a cut call keeps the rest
     print(json.dumps(summary, indent=1))
     return 0
 

@@ -163,14 +163,15 @@ def w_tiny(mode="tiny"):
     return a, time.time() - t
 
 
-def w_matmul(mode="big"):
-    """GPU-bound run of large matmuls (healthy)."""
+def w_matmul(mode="big", iters="400"):
+    """GPU-bound run of large matmuls (healthy); iters 2500 keeps it busy
+    long enough (about 4 s on the H200) for several 1 Hz sampled slices."""
     torch.manual_seed(0)
     a = torch.randn(8192, 8192, device=DEV, dtype=torch.bfloat16)
     b = torch.randn(8192, 8192, device=DEV, dtype=torch.bfloat16)
     acc = torch.zeros(8192, 8192, device=DEV, dtype=torch.float32)
     t = time.time()
-    for _ in range(400):
+    for _ in range(int(iters)):
         acc += (a @ b).float()
     torch.cuda.synchronize()
     return acc, time.time() - t
@@ -274,25 +275,32 @@ def w_itemstep(mode="item", steps="800"):
 def w_duty(kernel_ms="6", host_ms="4", steps="300"):
     """A known duty cycle: a kernel that keeps the GPU busy kernel_ms
     (torch.cuda._sleep, timed by CUDA events), its sync, then host_ms of host
-    work. Prints duty_pct: the kernels' own GPU time over the loop's time."""
+    work. Prints duty_pct: the kernels' own GPU time over the loop's time,
+    and loop_mono_ns: the loop's start and end on CLOCK_MONOTONIC."""
     s0, s1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s0.record()
-    torch.cuda._sleep(10_000_000)
-    s1.record()
+    torch.cuda._sleep(1_000_000)  # warm up: the first launch loads the module
     torch.cuda.synchronize()
-    cycles = int(10_000_000 * float(kernel_ms) / s0.elapsed_time(s1))
+    rates = []
+    for _ in range(3):
+        s0.record()
+        torch.cuda._sleep(10_000_000)
+        s1.record()
+        torch.cuda.synchronize()
+        rates.append(10_000_000 / s0.elapsed_time(s1))
+    cycles = int(sorted(rates)[1] * float(kernel_ms))
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
           for _ in range(int(steps))]
-    t = time.time()
+    t, m0 = time.time(), time.monotonic_ns()
     for e0, e1 in ev:
         e0.record()
         torch.cuda._sleep(cycles)
         e1.record()
         torch.cuda.synchronize()
         spin(float(host_ms) / 1e3)
-    el = time.time() - t
+    el, m1 = time.time() - t, time.monotonic_ns()
     busy_ms = sum(e0.elapsed_time(e1) for e0, e1 in ev)
     print(f"duty_pct: {100.0 * busy_ms / (el * 1e3):.3f}")
+    print(f"loop_mono_ns: {m0} {m1}")  # CLOCK_MONOTONIC, the run file's clock
     return torch.tensor([busy_ms]), el
 
 

@@ -5,6 +5,10 @@
  * hog (pid 2000), on 2 CPUs. Deterministic for a given seed. In
  * launch_bound_ranks a second CUDA process (pid 1100, rank 1) runs the same
  * loop beside the main one (rank 0), each host-paced for 8 % of the run.
+ * gpu_tail is the clean loop with GPU activity sampled (50 ms slices every
+ * 250 ms, the GPU busy throughout) and a slow tail: a 200 ms last kernel,
+ * then 100 ms of host code before one last tiny kernel, all in one slice
+ * that runs on over the tail, as the H200 matmul control's did.
  * Usage: gen_run SCENARIO OUT.lmdb [--steps N] [--seed S] [--big N]
  *        [--format-version V] (V overrides the stored format version)
  *        [--lost N] (N host records lost on CPU 1, and no clean shutdown) */
@@ -25,13 +29,13 @@
 #define RANK1 1100u /* launch_bound_ranks: the second CUDA process */
 
 enum scen { S_CLEAN, S_TREE, S_EXT, S_STARVE, S_PAGEABLE, S_CHURN, S_SYNC, S_LAUNCH, S_IOWAIT,
-            S_EMPTY, S_NOHOST, S_BIG, S_PAGE, S_STARVE_PIN, S_LAUNCH_RANKS };
+            S_EMPTY, S_NOHOST, S_BIG, S_PAGE, S_STARVE_PIN, S_LAUNCH_RANKS, S_GPU_TAIL };
 static const char *const scen_names[] = {"clean", "cpu_contention_tree", "cpu_contention_external",
                                          "data_pipeline_starvation", "pageable_memcpy",
                                          "alloc_churn", "sync_per_iteration", "launch_bound",
                                          "io_wait", "empty", "nohost", "big",
                                          "page_alloc_pressure", "starvation_pin_thread",
-                                         "launch_bound_ranks"};
+                                         "launch_bound_ranks", "gpu_tail"};
 
 /* Block buffers, one per record kind, flushed when full. */
 struct buf {
@@ -271,6 +275,100 @@ static void windows(enum scen sc, uint64_t t_end)
                busy_workers ? 180 * MS : 60 * MS, sc == S_EXT ? HOG : 0);
 }
 
+/* ---- GPU activity (gpu_tail) ---- */
+
+#define SLICE (50 * MS)
+#define PERIOD (250 * MS)
+
+static uint64_t slice_t0 = T0 + 5 * MS; /* the current period's slice starts */
+static uint32_t epoch = 1;              /* its attach count */
+static uint64_t kern_t0;                /* the queued step's work: enqueued at, 0 = none */
+static uint32_t kern_seq;               /* by this driver record */
+
+static void cov_rec(uint64_t t0, uint64_t t1)
+{
+    struct cs_rec_gpucov c = {0};
+
+    c.t_start_ns = c.t_attach_ns = t0;
+    c.t_end_ns = c.t_detach_ns = t1;
+    c.pid = MAIN;
+    c.epoch = epoch;
+    c.mode = CS_GPU_MODE_SAMPLED;
+    put(CS_REC_GPUCOV, &c, t0, t1);
+}
+
+static void gpu_rec(uint64_t t0, uint64_t t1, uint32_t seq)
+{
+    struct cs_rec_gpu g = {0};
+
+    g.t_start_ns = t0;
+    g.t_end_ns = t1;
+    g.pid = MAIN;
+    g.api_tid = MAIN;
+    g.api_seq = seq;
+    g.name_id = kernel_id;
+    g.stream_id = 7;
+    g.epoch = epoch;
+    g.kind = CS_GPU_KERNEL;
+    g.flags = CS_GF_CORR;
+    put(CS_REC_GPU, &g, t0, t1);
+}
+
+/* The queued step's GPU work ends at @p t1: recorded if it was enqueued
+ * while the slice was on. */
+static void kern_end(uint64_t t1)
+{
+    if (kern_t0 != 0 && kern_t0 >= slice_t0 && kern_t0 < slice_t0 + SLICE)
+        gpu_rec(kern_t0, t1, kern_seq);
+    kern_t0 = 0;
+}
+
+/* Close the slices of the periods over by @p t. */
+static void slices_until(uint64_t t)
+{
+    for (; t >= slice_t0 + PERIOD; slice_t0 += PERIOD, epoch++)
+        cov_rec(slice_t0, slice_t0 + SLICE);
+}
+
+/* A step's first launch returned at @p t (driver record @p seq): the GPU
+ * ran the last step's work until then, and this step's from then on. */
+static void kern_next(uint64_t t, uint32_t seq)
+{
+    kern_end(t - US);
+    slices_until(t);
+    kern_t0 = t, kern_seq = seq;
+}
+
+/* The tail from @p t: one last long kernel (200 ms) and its sync, 100 ms
+ * of host code, one tiny kernel and its sync, all in one slice (on at the
+ * launch, or earlier when the period's slice still ran). @return the end. */
+static uint64_t gpu_tail(uint64_t t)
+{
+    uint64_t on, k0;
+    uint32_t kseq;
+
+    kern_end(t - US);
+    slices_until(t);
+    if (t >= slice_t0 + SLICE) {
+        cov_rec(slice_t0, slice_t0 + SLICE);
+        slice_t0 = t, epoch++;
+    }
+    on = slice_t0;
+    k0 = call(CS_API_cudaLaunchKernel, CS_API_cuLaunchKernel, t, 5 * US, 0, 0, 0);
+    kseq = *seq() - 1;
+    t = call(CS_API_cudaStreamSynchronize, CS_API_cuStreamSynchronize, k0 + 2 * US, 200 * MS, 0,
+             0, 0);
+    gpu_rec(k0 + US, t - 5 * US, kseq);
+    t += 100 * MS; /* on CPU, outside CUDA calls */
+    t = call(CS_API_cudaLaunchKernel, CS_API_cuLaunchKernel, t, 5 * US, 0, 0, 0);
+    kseq = *seq() - 1;
+    gpu_rec(t + 2 * US, t + 12 * US, kseq);
+    t = call(CS_API_cudaStreamSynchronize, CS_API_cuStreamSynchronize, t + 2 * US, 20 * US, 0,
+             0, 0);
+    cov_rec(on, t);
+    return t;
+}
+
 /* ---- the training loop ---- */
 
 struct step_ctx {
@@ -330,6 +428,8 @@ static void step(struct step_ctx *c)
     for (unsigned k = 0; k < nlaunch; k++) {
         c->t = call(CS_API_cudaLaunchKernel, CS_API_cuLaunchKernel, c->t, urand(4 * US, 7 * US),
                     0, 0, 0);
+        if (c->sc == S_GPU_TAIL && k == 0)
+            kern_next(c->t, *seq() - 1);
         if (c->sc == S_SYNC)
             c->t = call(CS_API_cudaStreamSynchronize, CS_API_cuStreamSynchronize, c->t + 2 * US,
                         urand(40 * US, 60 * US), 0, 0, 0);
@@ -470,6 +570,8 @@ int main(int argc, char **argv)
                 step(&r);
             c.t = r.t > c.t ? r.t : c.t;
         }
+        if (sc == S_GPU_TAIL)
+            c.t = gpu_tail(c.t + 100 * US);
         t_end = c.t + MS;
         nwin = (t_end - T0) / (10 * MS);
         if (sc != S_NOHOST)
