@@ -18,7 +18,8 @@ data.jsonl, one JSON object a line, in this order:
       from their first step (the placebo). null where the call kept no
       such file.
   {"kind": "row", ...}
-      a row of a summary that collect.py wrote (gpu-2026-11-29 only).
+      a row of a summary that collect.py wrote (gpu-2026-11-29 only; a
+      summary.json that is an object, as truth.py writes, is a kept file).
   {"kind": "file", "path": ..., "text": ...}
       a small file of the campaign kept word for word: logs, what
       collect.py and the pooling scripts printed, reports, patches.
@@ -36,6 +37,8 @@ Usage: results_compact.py build DIR      write DIR/data.jsonl from DIR's raw fil
        results_compact.py runs [--traced|--untraced] FILE[:callN][:MODE,...]... FIELD...
                                          one line per run with FIELDs, then the
                                          median, mean and sum of each over them
+                                         (truth.py's runs: MODE is the run's name,
+                                         traced = recorded with any --gpu-activity)
 FIELDs: a key of the run's runs.jsonl line (wall_ns, rc); the value of an
 output line `KEY: value` (elapsed, us_per_launch, quarters, result);
 best_loop (the least `loop N:` us/launch); cpu_s, cpu_user_s, cpu_sys_s
@@ -176,8 +179,9 @@ def records(d):
                 used.add(out_rel[:-4] + ".steps")
     if periods - {PLACEBO_PERIOD_NS}:
         die(f"{d}: duty periods {sorted(periods)}: placebo grids assume {PLACEBO_PERIOD_NS} ns")
-    if "summary.json" in fileset:
-        rows = json.loads(read_text(os.path.join(d, "summary.json")))
+    rows = json.loads(read_text(os.path.join(d, "summary.json"))) if "summary.json" in fileset \
+        else None
+    if isinstance(rows, list):  # collect.py's rows; truth.py's object is kept as a file
         if json.dumps(rows, indent=1) != read_text(os.path.join(d, "summary.json")):
             die(f"{d}/summary.json: not as json.dumps(indent=1) writes it; not kept")
         recs += [dict(kind="row", **r) for r in rows]
@@ -224,7 +228,7 @@ def rows_json(recs):
 
 def kept_text(recs, rel):
     """The text of file @rel as kept, or None."""
-    if rel == "summary.json":
+    if rel == "summary.json" and rows_json(recs) is not None:
         return rows_json(recs)
     for r in recs:
         if r["kind"] == "file" and r["path"] == rel:
@@ -378,21 +382,43 @@ def field(run, name):
     return node
 
 
+def mode_of(run):
+    """A run's mode; truth.py's runs have a name instead."""
+    return run.get("mode", run.get("name"))
+
+
+def traced_of(run):
+    """A run's traced flag; truth.py's runs say their GPU activity mode
+    (null: untraced)."""
+    return run["traced"] if "traced" in run else int(run.get("gpu") is not None)
+
+
+def number(v):
+    """@v as a number when it is one written as a string (truth.py's figures)."""
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return v
+    return v
+
+
 def runs_table(specs, names, traced=None):
     runs = []
     for spec in specs:
         path, call, want = collect.split_spec(spec)
         load(path)
-        runs += [r for r in collect.load_compact(path, call) if (not want or r["mode"] in want)
-                 and (traced is None or bool(r.get("traced")) == traced)]
+        runs += [r for r in collect.load_compact(path, call) if (not want or mode_of(r) in want)
+                 and (traced is None or bool(traced_of(r)) == traced)]
     print(" ".join(["call", "mode", "rep", "traced"] + names))
     cols = [[] for _ in names]
     for r in runs:
-        vals = [field(r, n) for n in names]
+        vals = [number(field(r, n)) for n in names]
         for c, v in zip(cols, vals):
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 c.append(v)
-        print(" ".join(str(x) for x in [r["call"], r["mode"], r["rep"], r["traced"]] + vals))
+        print(" ".join(str(x) for x in [r["call"], mode_of(r), r.get("rep", "-"), traced_of(r)]
+                       + vals))
     for name, stat in (("median", statistics.median), ("mean", statistics.fmean), ("sum", sum)):
         vals = [str(round(stat(c), 4)) if c else "-" for c in cols]
         print(" ".join([name, "-", "-", "-"] + vals))
