@@ -4,7 +4,8 @@
 # with its usage first; cudaspy's whole --help, which lists its
 # subcommands, and its usage errors word for word (test/cli/version_help.sh).
 # cli.doc_links: every relative link in every tracked Markdown file names a
-# file that exists (test/cli/doc_links.sh).
+# file that exists (test/cli/doc_links.sh); cli.readme_length: README.md
+# is at most 200 lines.
 set(CS_CLI_WORK ${CMAKE_CURRENT_BINARY_DIR}/cli-work)
 foreach(prog "cudaspy:cudaspy_launcher" "sampler:cudaspy-sampler" "analyze:cudaspy-analyze")
   string(REPLACE ":" ";" prog "${prog}")
@@ -17,3 +18,5 @@ foreach(prog "cudaspy:cudaspy_launcher" "sampler:cudaspy-sampler" "analyze:cudas
 endforeach()
 add_test(NAME cli.doc_links COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli/doc_links.sh ${CMAKE_SOURCE_DIR})
 set_tests_properties(cli.doc_links PROPERTIES LABELS unit TIMEOUT 60)
+add_test(NAME cli.readme_length COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli/readme_length.sh ${CMAKE_SOURCE_DIR})
+set_tests_properties(cli.readme_length PROPERTIES LABELS unit TIMEOUT 10)
