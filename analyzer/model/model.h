@@ -189,6 +189,15 @@ const char *model_reading(void);
 /** Free everything model_load() took; the struct itself is the caller's. */
 void model_exit(struct model *m);
 
+/** Loop over the calls of process @p p: @p i takes the index in model.call
+ * of each, thread by thread (@p t the thread's index), each thread's in
+ * time order. */
+#define M_FOR_PROC_CALLS(m, p, t, i)                                            \
+    for (uint32_t t = 0; t < (m)->nthr; t++)                                   \
+        if ((m)->thr[t].proc == (p))                                           \
+            for (uint64_t i = (m)->thr[t].first_call;                          \
+                 i < (m)->thr[t].first_call + (m)->thr[t].ncalls; i++)
+
 /** Process of call @p c / interval @p o. */
 static inline struct m_proc *model_call_proc(const struct model *m, const struct m_call *c)
 {

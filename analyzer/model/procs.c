@@ -121,24 +121,13 @@ static uint64_t init_end(const struct model *m, uint32_t p)
 {
     uint64_t first_work = UINT64_MAX, end = 0;
 
-    for (uint32_t t = 0; t < m->nthr; t++) {
-        const struct m_thread *th = &m->thr[t];
-        if (th->proc != p)
-            continue;
-        for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++)
-            if (gives_work(&m->call[i]) && m->call[i].t_enter_ns < first_work)
-                first_work = m->call[i].t_enter_ns;
-    }
-    for (uint32_t t = 0; t < m->nthr; t++) {
-        const struct m_thread *th = &m->thr[t];
-        if (th->proc != p)
-            continue;
-        for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++) {
-            const struct m_call *c = &m->call[i];
-            if (is_init(c) && c->t_enter_ns < first_work && c->t_exit_ns > end)
-                end = c->t_exit_ns;
-        }
-    }
+    M_FOR_PROC_CALLS(m, p, t, i)
+        if (gives_work(&m->call[i]) && m->call[i].t_enter_ns < first_work)
+            first_work = m->call[i].t_enter_ns;
+    M_FOR_PROC_CALLS(m, p, t, i)
+        if (is_init(&m->call[i]) && m->call[i].t_enter_ns < first_work &&
+            m->call[i].t_exit_ns > end)
+            end = m->call[i].t_exit_ns;
     return end;
 }
 
@@ -150,17 +139,12 @@ void procs_active_window(const struct model *m, uint32_t p, uint64_t *lo, uint64
 
     *lo = UINT64_MAX;
     *hi = 0;
-    for (uint32_t t = 0; t < m->nthr; t++) {
-        const struct m_thread *th = &m->thr[t];
-        if (th->proc != p || th->ncalls == 0)
-            continue;
-        for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++) {
-            const struct m_call *c = &m->call[i];
-            if (!is_init(c) && !(c->flags & CS_CF_NESTED) && c->t_enter_ns < *lo)
-                *lo = c->t_enter_ns;
-            if (c->t_exit_ns > *hi)
-                *hi = c->t_exit_ns;
-        }
+    M_FOR_PROC_CALLS(m, p, t, i) {
+        const struct m_call *c = &m->call[i];
+        if (!is_init(c) && !(c->flags & CS_CF_NESTED) && c->t_enter_ns < *lo)
+            *lo = c->t_enter_ns;
+        if (c->t_exit_ns > *hi)
+            *hi = c->t_exit_ns;
     }
     if (ie != 0 && (*lo == UINT64_MAX || *lo < ie))
         *lo = ie;

@@ -150,20 +150,15 @@ static int marks_of(const struct model *m, uint32_t p, struct marks *k)
     uint64_t capd = 0, cape = 0;
 
     memset(k, 0, sizeof(*k));
-    for (uint32_t t = 0; t < m->nthr; t++) {
-        const struct m_thread *th = &m->thr[t];
-        if (th->proc != p)
+    M_FOR_PROC_CALLS(m, p, t, i) {
+        const struct m_call *c = &m->call[i];
+        struct iv x = {c->t_enter_ns, c->t_exit_ns, i, i};
+        if (c->flags & CS_CF_NESTED)
             continue;
-        for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++) {
-            const struct m_call *c = &m->call[i];
-            struct iv x = {c->t_enter_ns, c->t_exit_ns, i, i};
-            if (c->flags & CS_CF_NESTED)
-                continue;
-            if (is_drain(c) && iv_push(&k->drain, &k->nd, &capd, x) < 0)
-                return -ENOMEM;
-            if (is_enqueue(c) && iv_push(&k->enq, &k->ne, &cape, x) < 0)
-                return -ENOMEM;
-        }
+        if (is_drain(c) && iv_push(&k->drain, &k->nd, &capd, x) < 0)
+            return -ENOMEM;
+        if (is_enqueue(c) && iv_push(&k->enq, &k->ne, &cape, x) < 0)
+            return -ENOMEM;
     }
     if (k->nd)
         qsort(k->drain, k->nd, sizeof(*k->drain), cmp_iv_b);

@@ -12,9 +12,10 @@
 set -u
 cudaspy=$1 workload=$2 dir=$3
 rm -rf "$dir" && mkdir -p "$dir" || exit 1
+. "$(dirname "$0")/shield.sh" # the duty cycle is timed: other load would change it
 busy() { # MODE WORKLOAD LO:HI: record, check the source and the range, print busy %
-    CUDASPY_GPU_ACTIVITY=$1 CUDASPY_GPU_SAMPLE=50/250 "$cudaspy" record -q -o "$dir/$2-$1.lmdb" \
-        --no-host -- "$workload" "$2" 3 >"$dir/$2-$1.log" 2>&1 ||
+    CUDASPY_GPU_ACTIVITY=$1 CUDASPY_GPU_SAMPLE=50/250 shield "$cudaspy" record -q \
+        -o "$dir/$2-$1.lmdb" --no-host -- "$workload" "$2" 3 >"$dir/$2-$1.log" 2>&1 ||
         { cat "$dir/$2-$1.log" >&2; echo "gpu_modes: $2 $1: recording failed" >&2; exit 1; }
     want=exact
     [ "$1" = sampled ] && want=sampled

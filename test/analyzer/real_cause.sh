@@ -48,15 +48,14 @@ if [ "$mode" = external ]; then
     done
 fi
 
-# Causes other than CPU contention are recorded in a session of their own
-# at a higher CPU weight (autogroup and task nice -10; as root, else as
-# is): the box's other sessions (parallel builds) then delay the workload
-# less, and outside contention does not outgrow the planted cause.
+# Causes other than CPU contention are recorded shielded (shield.sh): the
+# box's other sessions then delay the workload less, and outside contention
+# does not outgrow the planted cause.
+. "$(dirname "$0")/shield.sh"
 shielded() {
     case $mode in
     tree | external) "$@" ;;
-    *) setsid -w sh -c 'echo -10 >/proc/self/autogroup 2>/dev/null; exec nice -n -10 "$@"' \
-           sh "$@" ;;
+    *) shield "$@" ;;
     esac
 }
 shielded "$cudaspy" record -q -o "$run" -- "$workload" "$wmode" "$secs" >"$run.log" 2>&1 ||
