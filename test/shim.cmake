@@ -47,7 +47,7 @@ shim_gpu_test(direct client_direct static)
 foreach(case missing held failing version injection reattach refusing)
   add_test(NAME cli.shim_gpu_notice_${case}
            COMMAND ${SHIM_TEST_DIR}/cli/shim_gpu_notice.sh ${CMAKE_BINARY_DIR} ${case})
-  set_tests_properties(cli.shim_gpu_notice_${case} PROPERTIES LABELS "cli;notsan" TIMEOUT 60)
+  set_tests_properties(cli.shim_gpu_notice_${case} PROPERTIES LABELS "cli;notsan" TIMEOUT 120)
 endforeach()
 
 # Our own clients, next to the fakes (they find libcuda.so.1 through $ORIGIN).

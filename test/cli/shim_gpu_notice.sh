@@ -40,7 +40,7 @@ injection)
 reattach | refusing)
     [ "$CASE" = reattach ] && k=2 || k=9
     env=(FAKECUPTI_FAIL=reattach=$k CUDASPY_GPU_SAMPLE=10/20)
-    C=("$B/fake/test_shim_kernels" 20000) check=(--runtime static --gpu sampled)
+    C=("$B/fake/test_shim_kernels" 8000) check=(--runtime static --gpu sampled)
     want=$skipped
     if [ "$CASE" = reattach ]; then
         check+=(--gpu-paused 2)
