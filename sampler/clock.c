@@ -54,6 +54,29 @@ void clock_cal_init(struct clock_cal *c)
     c->tsc1 = t;
     c->ns1 = n;
     c->ns_per_tick = 0;
+    c->seg[0] = (struct clock_seg){t, n, c->first_guess};
+    c->nseg = 1;
+}
+
+/* Start a segment at the newest pair's tick: where the last segment's line
+ * is there, with a slope that meets the measured clock one more interval
+ * as long later. The correction is capped at 1 % of the slope, so time
+ * always runs forward; a first guess far off takes a few intervals. */
+static void seg_start(struct clock_cal *c)
+{
+    const struct clock_seg *last = &c->seg[(c->nseg - 1) % CLOCK_SEGS];
+    double slope = c->ns_per_tick > 0 ? c->ns_per_tick : c->first_guess, fix;
+    uint64_t at = clock_seg_ns(last, c->tsc1);
+
+    if (c->tsc1 <= last->tsc)
+        return;
+    fix = ((double)(int64_t)(c->ns1 - at)) / (double)(c->tsc1 - last->tsc);
+    if (fix > slope / 100)
+        fix = slope / 100;
+    if (fix < -slope / 100)
+        fix = -slope / 100;
+    c->seg[c->nseg % CLOCK_SEGS] = (struct clock_seg){c->tsc1, at, slope + fix};
+    c->nseg++;
 }
 
 /* The slope from the newest pair back to the latest one at least a second
@@ -77,6 +100,7 @@ void clock_cal_update(struct clock_cal *c)
     c->hn++;
     if (c->ns1 - bn >= 20000000 && c->tsc1 > bt)
         c->ns_per_tick = (double)(c->ns1 - bn) / (double)(c->tsc1 - bt);
+    seg_start(c);
 }
 
 uint64_t clock_tsc_hz(const struct clock_cal *c)

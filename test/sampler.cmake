@@ -48,3 +48,11 @@ if(TARGET cudaspy-sampler)
   set_tests_properties(unit.host_e2e PROPERTIES LABELS "unit;slow;nosan" TIMEOUT 120
                        SKIP_RETURN_CODE 77)
 endif()
+
+# unit.clock: the TSC calibration of the collector (sampler/clock.h) on the
+# real clocks: continuous across its segments, late records converted alike.
+add_executable(test_clock ${CMAKE_CURRENT_LIST_DIR}/unit/test_clock.c)
+target_include_directories(test_clock PRIVATE ${CMAKE_CURRENT_LIST_DIR} ${CMAKE_SOURCE_DIR}/sampler)
+target_link_libraries(test_clock cs_collect)
+add_test(NAME unit.clock COMMAND test_clock)
+set_tests_properties(unit.clock PROPERTIES LABELS unit TIMEOUT 60)
