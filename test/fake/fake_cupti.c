@@ -143,11 +143,10 @@ static void *room(size_t n)
     return g.cur + g.cur_used - n;
 }
 
-/* Hand back, outside the lock, the buffers @p take selected. */
-static void deliver(struct full_buf *b, int n)
+/* Hand back, outside the lock, the buffers @p take selected, to @p done
+ * (the client's callback, read under the lock). */
+static void deliver(CUpti_BuffersCallbackCompleteFunc done, struct full_buf *b, int n)
 {
-    CUpti_BuffersCallbackCompleteFunc done = g.done;
-
     for (int i = 0; i < n; i++)
         if (done)
             done(NULL, 0, b[i].buf, b[i].size, b[i].valid);
@@ -175,6 +174,7 @@ static int take(struct full_buf *out, int all, int forced, uint64_t now)
 static void *worker(void *arg)
 {
     struct full_buf b[MAX_FULL];
+    CUpti_BuffersCallbackCompleteFunc done;
     int n;
 
     (void)arg;
@@ -186,8 +186,9 @@ static void *worker(void *arg)
             return NULL;
         }
         n = take(b, 0, 0, g.ts ? g.ts() : clock_ns(CLOCK_REALTIME));
+        done = g.done;
         pthread_mutex_unlock(&g.mu);
-        deliver(b, n);
+        deliver(done, b, n);
     }
 }
 
@@ -427,13 +428,15 @@ API CUptiResult cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, CUpti_Act
 API CUptiResult cuptiActivityFlushAll(uint32_t flag)
 {
     struct full_buf b[MAX_FULL + 1];
+    CUpti_BuffersCallbackCompleteFunc done;
     int n;
 
     ENTER();
     n = take(b, 1, (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0,
              g.ts ? g.ts() : clock_ns(CLOCK_REALTIME));
+    done = g.done;
     pthread_mutex_unlock(&g.mu);
-    deliver(b, n);
+    deliver(done, b, n);
     return CUPTI_SUCCESS;
 }
 
