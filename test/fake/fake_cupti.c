@@ -12,7 +12,7 @@
  * timestamps are CLOCK_REALTIME unless the client registers a timestamp
  * callback; one subscriber at a time (cuptiSubscribe); cuptiFinalize
  * detaches and forgets the client's callbacks, and any later call attaches
- * again. Records are written at enqueue time with the end the timeline
+ * again; a fork child starts detached. Records are written at enqueue time with the end the timeline
  * gives them.
  *
  * Environment: FAKECUPTI_SUBSCRIBED=1 (another client holds CUPTI: every
@@ -261,6 +261,36 @@ static void on_activity(const struct fakecuda_act *a)
     if (end > g.cur_last_end)
         g.cur_last_end = end;
     pthread_mutex_unlock(&g.mu);
+}
+
+/* fork(): the child does not inherit the session (its worker thread is
+ * not there; a lock that thread held would never be released): it starts
+ * detached, and the driver's hook, still set, finds nothing to record. */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&g.mu);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&g.mu);
+}
+
+static void fork_child(void)
+{
+    g.attached = 0;
+    g.worker_on = 0;
+    g.subscribed = 0;
+    memset(g.on, 0, sizeof(g.on));
+    g.req = NULL, g.done = NULL, g.ts = NULL;
+    g.cur = NULL;
+    g.nfull = 0;
+    pthread_mutex_unlock(&g.mu);
+}
+
+__attribute__((constructor)) static void fake_cupti_init(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 /* Any call attaches CUPTI to the driver (the real one attaches lazily too). */
