@@ -580,26 +580,12 @@ uint32_t mcp_index_tid_pid(const struct mcp_index *x, uint32_t tid)
 
 uint64_t mcp_index_call_at(const struct mcp_index *x, uint64_t lo, uint64_t hi, uint64_t t)
 {
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (x->calls[mid].t_ns < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return M_FIRST_GE(struct mcp_call, x->calls, t_ns, lo, hi, t);
 }
 
 uint64_t mcp_index_off_at(const struct mcp_index *x, uint64_t lo, uint64_t hi, uint64_t t)
 {
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (x->offs[mid].t_start_ns < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return M_FIRST_GE(struct cs_rec_offcpu, x->offs, t_start_ns, lo, hi, t);
 }
 
 /* ---- statistics ---- */

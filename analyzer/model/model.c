@@ -1113,42 +1113,21 @@ void model_exit(struct model *m)
 
 uint64_t model_off_after(const struct model *m, uint32_t t, uint64_t t_ns)
 {
-    uint64_t lo = m->thr[t].first_off, hi = lo + m->thr[t].noff;
+    uint64_t lo = m->thr[t].first_off;
 
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (m->off[mid].t_end_ns <= t_ns)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return M_FIRST_GT(struct m_off, m->off, t_end_ns, lo, lo + m->thr[t].noff, t_ns);
 }
 
 uint64_t model_sys_after(const struct model *m, uint32_t r, uint64_t t_ns)
 {
-    uint64_t lo = m->runs[r].first_sys, hi = lo + m->runs[r].nsys;
+    uint64_t lo = m->runs[r].first_sys;
 
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (m->sys[mid].t_end_ns <= t_ns)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return M_FIRST_GT(struct cs_rec_syswin, m->sys, t_end_ns, lo, lo + m->runs[r].nsys, t_ns);
 }
 
 uint64_t model_pwin_after(const struct model *m, uint32_t p, uint64_t t_ns)
 {
-    uint64_t lo = m->proc[p].first_pwin, hi = lo + m->proc[p].npwin;
+    uint64_t lo = m->proc[p].first_pwin;
 
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (m->pwin[mid].t_end_ns <= t_ns)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return M_FIRST_GT(struct cs_rec_pwin, m->pwin, t_end_ns, lo, lo + m->proc[p].npwin, t_ns);
 }

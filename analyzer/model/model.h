@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cudaspy/api.h"
 #include "analysis.h"
@@ -197,6 +198,30 @@ void model_exit(struct model *m);
         if ((m)->thr[t].proc == (p))                                           \
             for (uint64_t i = (m)->thr[t].first_call;                          \
                  i < (m)->thr[t].first_call + (m)->thr[t].ncalls; i++)
+
+/** First index in [@p lo, @p hi) of the elements @p stride bytes apart
+ * from @p base, sorted by the uint64_t @p off bytes into each, whose key is
+ * above @p t (@p strict) or at least @p t; @p hi if none. M_FIRST_GE and
+ * M_FIRST_GT say it with a type and a field. */
+static inline uint64_t model_search(const void *base, size_t stride, size_t off, uint64_t lo,
+                                    uint64_t hi, uint64_t t, int strict)
+{
+    const unsigned char *b = base;
+
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2, k;
+        memcpy(&k, b + mid * stride + off, sizeof(k));
+        if (k < t || (strict && k == t))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+#define M_FIRST_GE(T, arr, field, lo, hi, t)                                    \
+    model_search((arr), sizeof(T), offsetof(T, field), (lo), (hi), (t), 0)
+#define M_FIRST_GT(T, arr, field, lo, hi, t)                                    \
+    model_search((arr), sizeof(T), offsetof(T, field), (lo), (hi), (t), 1)
 
 /** Process of call @p c / interval @p o. */
 static inline struct m_proc *model_call_proc(const struct model *m, const struct m_call *c)

@@ -337,15 +337,8 @@ static int tails(struct ctx *x)
 static uint64_t call_at(const struct model *m, uint32_t t, uint64_t ts)
 {
     const struct m_thread *th = &m->thr[t];
-    uint64_t lo = th->first_call, hi = lo + th->ncalls;
-
-    while (lo < hi) { /* first call entered after ts */
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (m->call[mid].t_enter_ns <= ts)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    uint64_t lo = M_FIRST_GT(struct m_call, m->call, t_enter_ns, th->first_call,
+                             th->first_call + th->ncalls, ts); /* first call entered after ts */
     for (uint64_t i = lo; i > th->first_call; i--) { /* outermost call containing ts */
         const struct m_call *c = &m->call[i - 1];
         if (c->t_exit_ns > ts && !(c->flags & CS_CF_NESTED))

@@ -177,15 +177,9 @@ static void top_gap(struct feed_gap *top, const struct feed_gap *g, int by_sleep
 static uint64_t incall_ns(const struct model *m, uint32_t thr, uint64_t t0, uint64_t t1)
 {
     const struct m_thread *th = &m->thr[thr];
-    uint64_t lo = th->first_call, hi = lo + th->ncalls, sum = 0;
-
-    while (lo < hi) { /* first call entered at or after t0 */
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (m->call[mid].t_enter_ns < t0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    /* the first call entered at or after t0 */
+    uint64_t sum = 0, lo = M_FIRST_GE(struct m_call, m->call, t_enter_ns, th->first_call,
+                                      th->first_call + th->ncalls, t0);
     if (lo > th->first_call && m->call[lo - 1].t_exit_ns > t0) /* one running at t0 */
         lo--;
     for (; lo < th->first_call + th->ncalls && m->call[lo].t_enter_ns < t1; lo++)

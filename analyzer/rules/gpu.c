@@ -91,16 +91,7 @@ static uint64_t iv_merge(struct iv *v, uint64_t n)
 /* First interval of @p v (sorted, disjoint) ending after @p t. */
 static uint64_t iv_after(const struct iv *v, uint64_t n, uint64_t t)
 {
-    uint64_t lo = 0, hi = n;
-
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (v[mid].b <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return M_FIRST_GT(struct iv, v, b, 0, n, t);
 }
 
 /* Length of @p v (sorted, disjoint) inside [t0, t1). */
@@ -177,16 +168,7 @@ static void marks_free(struct marks *k)
  * says) whose key is >= @p t. */
 static uint64_t first_at(const struct iv *v, uint64_t n, uint64_t t, int by_b)
 {
-    uint64_t lo = 0, hi = n;
-
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if ((by_b ? v[mid].b : v[mid].a) < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return by_b ? M_FIRST_GE(struct iv, v, b, 0, n, t) : M_FIRST_GE(struct iv, v, a, 0, n, t);
 }
 
 /* Had the GPU nothing of the process's queued at @p t? True when nothing
@@ -229,16 +211,7 @@ static uint32_t main_thread(const struct model *m, uint32_t p)
  * after @p t. */
 static uint64_t rec_from(const struct model *m, uint64_t first, uint64_t end, uint64_t t)
 {
-    uint64_t lo = first, hi = end;
-
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (m->gpu[mid].t_start_ns < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return M_FIRST_GE(struct m_gpu, m->gpu, t_start_ns, first, end, t);
 }
 
 #define MAX_STREAMS 64
@@ -351,15 +324,9 @@ static int dev_busy(const struct model *m, const struct gpu_dev *d, struct dev_i
 static uint64_t call_from(const struct model *m, uint32_t t, uint64_t ts)
 {
     const struct m_thread *th = &m->thr[t];
-    uint64_t lo = th->first_call, hi = lo + th->ncalls;
+    uint64_t lo = M_FIRST_GT(struct m_call, m->call, t_enter_ns, th->first_call,
+                             th->first_call + th->ncalls, ts);
 
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (m->call[mid].t_enter_ns <= ts)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
     /* the calls before may still run at ts (outermost ones do not overlap) */
     for (uint64_t k = 0; lo > th->first_call && k < 8; k++) {
         const struct m_call *c = &m->call[lo - 1];
