@@ -12,7 +12,8 @@
  * timestamps are CLOCK_REALTIME unless the client registers a timestamp
  * callback; one subscriber at a time (cuptiSubscribe); cuptiFinalize
  * detaches and forgets the client's callbacks, and any later call attaches
- * again; a fork child starts detached. Records are written at enqueue time with the end the timeline
+ * again; a fork child starts detached; attach returns once the worker thread
+ * runs. Records are written at enqueue time with the end the timeline
  * gives them.
  *
  * Environment: FAKECUPTI_SUBSCRIBED=1 (another client holds CUPTI: every
@@ -62,8 +63,10 @@ static struct {
     size_t dropped;
     pthread_t worker;
     int worker_on;
+    int worker_up;      /* the worker thread has started running */
+    pthread_cond_t up;
     FILE *log;
-} g = {.mu = PTHREAD_MUTEX_INITIALIZER};
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .up = PTHREAD_COND_INITIALIZER};
 
 static _Thread_local uint64_t ext_stack[EXT_DEPTH];
 static _Thread_local int ext_n;
@@ -178,6 +181,10 @@ static void *worker(void *arg)
     int n;
 
     (void)arg;
+    pthread_mutex_lock(&g.mu);
+    g.worker_up = 1;
+    pthread_cond_broadcast(&g.up);
+    pthread_mutex_unlock(&g.mu);
     for (;;) {
         usleep(10000);
         pthread_mutex_lock(&g.mu);
@@ -280,6 +287,8 @@ static void fork_child(void)
 {
     g.attached = 0;
     g.worker_on = 0;
+    g.worker_up = 0;
+    pthread_cond_init(&g.up, NULL);
     g.subscribed = 0;
     memset(g.on, 0, sizeof(g.on));
     g.req = NULL, g.done = NULL, g.ts = NULL;
@@ -311,8 +320,14 @@ static void attach(void)
     g.nattach++;
     g.next_corr = 0;
     g.worker_on = 1;
+    g.worker_up = 0;
     if (pthread_create(&g.worker, NULL, worker, NULL) != 0)
         g.worker_on = 0;
+    /* Back only once the thread runs: a thread still starting may hold
+     * its allocator's lock (ASan's takes one), and a fork then would hand
+     * the child that lock held for ever. */
+    while (g.worker_on && !g.worker_up)
+        pthread_cond_wait(&g.up, &g.mu);
     logf_("attach", 1);
 }
 
