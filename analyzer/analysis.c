@@ -234,7 +234,8 @@ static json_t *json_missing(const struct model *m)
 static json_t *counts_json(const struct m_run *r)
 {
     static const char *const names[CS_REC_KIND_COUNT] = {
-        NULL, "cuda", "offcpu", "runq", "pwin", "syswin", "counter", "lost", "gpu", "gpucov"};
+        NULL, "cuda", "offcpu", "runq", "pwin", "syswin", "counter", "lost", "gpu", "gpucov",
+        "nvtx"};
     json_t *o = json_object();
 
     for (unsigned k = 1; k < CS_REC_KIND_COUNT; k++)

@@ -35,6 +35,7 @@ static const char usage_text[] =
     "\n"
     "Environment: CUDASPY_SAMPLER overrides the sampler path (default: next to\n"
     "this program); CUDASPY_DISABLE=1 makes the shim a pass-through.\n"
+    "NVTX_INJECTION64_PATH, unless set, names the shim: NVTX ranges are recorded.\n"
     "\n"
     "Exit status: COMMAND's; 2 usage error; 3 the sampler could not be started.\n"
     "\n"
@@ -108,6 +109,18 @@ static int gpu_activity(const char *mode, const char *preload)
     return 0;
 }
 
+/* NVTX ranges: NVTX v3 loads its tool from NVTX_INJECTION64_PATH at a
+ * process's first NVTX call, which may come before the shim's constructor
+ * sets it (a library's constructor): set it here for the whole command,
+ * unless another tool holds it (docs/shim.md, "NVTX"). */
+static void nvtx_injection(const char *preload)
+{
+    char real[PATH_MAX];
+
+    if (getenv("NVTX_INJECTION64_PATH") == NULL && realpath(preload, real) != NULL)
+        setenv("NVTX_INJECTION64_PATH", real, 1);
+}
+
 /* Build the sampler's argv: sampler [opts] --preload SO -- CMD... */
 static int record(int argc, char **argv)
 {
@@ -150,6 +163,7 @@ static int record(int argc, char **argv)
     }
     if (i + 1 >= argc)
         return usage_error("no command to record (put it after --)");
+    nvtx_injection(preload);
     av[n++] = "--preload";
     av[n++] = preload;
     for (; i < argc; i++)

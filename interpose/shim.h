@@ -156,6 +156,8 @@ static inline void shim_rec_hold(const struct cs_rec_cuda *r)
  * injection (not preloaded): the shim must stay out of the process. */
 int shim_gpu_init(void);
 void shim_gpu_atfork_child(void);
+/** Was this library preloaded (LD_PRELOAD), not only loaded as an injection? */
+int shim_gpu_preloaded(void);
 /** Start, switch or flush CUPTI: a recorded call ended at or after
  * shim_hot.gpu_next. Only at an outermost call's end (CUPTI wants
  * cuptiFinalize at the exit of a CUDA call). */
@@ -387,6 +389,19 @@ static inline void shim_rec_capture(struct cs_rec_cuda *r)
         shim_capture_has_slow(shim_capture_key(r->stream)))
         r->flags |= CS_CF_CAPTURING;
 }
+
+/* ---- NVTX ranges (shim_nvtx.c, docs/shim.md) ---- */
+
+/** Constructor: let NVTX find this library (NVTX_INJECTION64_PATH, when
+ * unset and @p preloaded). @return 0, or -1 when this library was loaded
+ * only as NVTX's injection (not preloaded): the shim must stay out. */
+#ifndef CS_SHIM_NO_NVTX
+int shim_nvtx_init(int preloaded);
+void shim_nvtx_atfork_child(void);
+#else /* built without the nvtx3 headers */
+static inline int shim_nvtx_init(int preloaded) { return (void)preloaded, 0; }
+static inline void shim_nvtx_atfork_child(void) {}
+#endif
 
 /* ---- process (shim_main.c, shim_start.c, shim_stack.c) ---- */
 

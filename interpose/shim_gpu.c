@@ -920,6 +920,8 @@ int shim_gpu_init(void)
     return 0;
 }
 
+int shim_gpu_preloaded(void) { return gpu.preloaded; }
+
 /* A fork child: CUPTI, if started, is its parent's (shim_gpu_tick_slow
  * checks the pid too, for threads that race the fork). */
 void shim_gpu_atfork_child(void)

@@ -98,6 +98,7 @@ static void atfork_child(void)
     shim_names_atfork_child();
     shim_stack_atfork_child();
     shim_gpu_atfork_child();
+    shim_nvtx_atfork_child();
 }
 
 __attribute__((constructor)) static void shim_init(void)
@@ -106,7 +107,8 @@ __attribute__((constructor)) static void shim_init(void)
 
     shim_pid_ = (uint32_t)getpid();
     shim_dlsym_init_slow();
-    if (env_on("CUDASPY_DISABLE") || in_sampler() || shim_gpu_init() < 0) {
+    if (env_on("CUDASPY_DISABLE") || in_sampler() || shim_gpu_init() < 0 ||
+        shim_nvtx_init(shim_gpu_preloaded()) < 0) {
         atomic_store(&shim_off_, 1);
         errno = err;
         return;

@@ -67,6 +67,8 @@ struct conn {
     size_t ngpu, gpu_cap;
     struct cs_rec_gpucov *cov; /* GPU coverage spans of this pass (local reason ids) */
     size_t ncov, cov_cap;
+    struct nvtx_wait *nvtx;   /* NVTX ranges not staged yet (local name ids) */
+    size_t nnvtx, nvtx_cap;
     struct cs_rec_cuda *buf;  /* staged CUDA records, oldest first */
     size_t n, cap, ntrans;    /* ntrans: records [0, ntrans) have run ids */
     uint64_t blk_t0_ns;       /* when the oldest staged record arrived */
@@ -614,6 +616,58 @@ static int ent_gpucov(struct drain_ctx *d, const struct cs_ring_ent *e)
                      offsetof(struct cs_rec_gpucov, pid), k->pid);
 }
 
+/* An NVTX range or mark and when it arrived: its message, domain or
+ * registered string may be defined in another thread's ring (docs/ring.md),
+ * so it waits for the definition as a CUDA record does (TRANS_WAIT_NS). */
+struct nvtx_wait {
+    struct cs_rec_nvtx r;
+    uint64_t seen_ns;
+};
+
+static int ent_nvtx(struct drain_ctx *d, const struct cs_ring_ent *e)
+{
+    struct conn *k = d->k;
+    struct nvtx_wait *w;
+
+    if (e->len != sizeof(*e) + sizeof(w->r))
+        return -1;
+    if (cs_grow((void **)&k->nvtx, &k->nvtx_cap, k->nnvtx + 1, sizeof(*k->nvtx)) < 0)
+        return 0; /* out of memory: this record is lost */
+    w = &k->nvtx[k->nnvtx++];
+    memcpy(&w->r, e + 1, sizeof(w->r));
+    w->r.pid = k->pid;
+    w->seen_ns = d->now_ns;
+    if (d->s->clock == CS_CLOCK_TSC) {
+        w->r.t_start_ns = clock_tsc_to_ns(&d->c->cal, w->r.t_start_ns);
+        w->r.t_end_ns = clock_tsc_to_ns(&d->c->cal, w->r.t_end_ns);
+    }
+    if (w->r.t_end_ns < w->r.t_start_ns)
+        w->r.t_end_ns = w->r.t_start_ns;
+    return 0;
+}
+
+/* Stage the NVTX records whose names are known (or that waited long
+ * enough, or all with @p force: an unknown id becomes 0); keep the rest. */
+static void conn_nvtx(struct collector *c, struct conn *k, uint64_t now_ns, int force)
+{
+    size_t keep = 0;
+
+    for (size_t i = 0; i < k->nnvtx; i++) {
+        struct nvtx_wait *w = &k->nvtx[i];
+        uint32_t name = map_id(k->names, k->nnames, w->r.name_id);
+        uint32_t dom = map_id(k->names, k->nnames, w->r.domain_id);
+        if (!force && now_ns - w->seen_ns < TRANS_WAIT_NS &&
+            ((w->r.name_id && !name) || (w->r.domain_id && !dom))) {
+            k->nvtx[keep++] = *w;
+            continue;
+        }
+        w->r.name_id = name;
+        w->r.domain_id = dom;
+        collector_emit(c, CS_REC_NVTX, k->pid, &w->r);
+    }
+    k->nnvtx = keep;
+}
+
 /* Stage the pass's GPU records and spans with run-wide string ids. */
 static void conn_gpu(struct collector *c, struct conn *k)
 {
@@ -700,6 +754,7 @@ static int on_entry(const struct cs_ring_ent *e, void *arg)
     case CS_ENT_THREAD: rc = ent_thread(d, e); break;
     case CS_ENT_GPU: rc = ent_gpu(d, e); break;
     case CS_ENT_GPUCOV: rc = ent_gpucov(d, e); break;
+    case CS_ENT_NVTX: rc = ent_nvtx(d, e); break;
     default: break; /* CS_ENT_DROPS and newer types: nothing to do */
     }
     if (rc < 0)
@@ -758,6 +813,7 @@ static long conn_drain(struct collector *c, struct conn *k, uint64_t now_ns, int
                  d.malformed);
     }
     conn_gpu(c, k);
+    conn_nvtx(c, k, now_ns, final);
     conn_translate(k, now_ns, final);
     conn_cut(c, k, now_ns, final);
     return seen;
@@ -785,6 +841,7 @@ static void conn_free(struct conn *k)
     free(k->stacks);
     free(k->gpu);
     free(k->cov);
+    free(k->nvtx);
     free(k->buf);
     free(k);
 }

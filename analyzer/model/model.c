@@ -987,6 +987,59 @@ static int load_gpu(struct model *m, struct cs_err *err)
     return 0;
 }
 
+/* ---- NVTX ranges ---- */
+
+static int nvtx_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
+                      const void *recs, void *arg)
+{
+    const struct cs_rec_nvtx *r = recs;
+    const struct m_run *mr = &m->runs[run];
+
+    for (uint32_t i = 0; i < h->n; i++, r++) {
+        uint64_t end = r->t_end_ns < r->t_start_ns ? r->t_start_ns : r->t_end_ns;
+        struct m_nvtx *v;
+        uint32_t p, t;
+        /* overlaps the window; a mark lies in it */
+        if (r->t_start_ns >= mr->win_hi_ns ||
+            (end <= mr->win_lo_ns && r->t_start_ns < mr->win_lo_ns))
+            continue;
+        if ((p = proc_get(m, run, r->pid)) == M_NONE)
+            return -ENOMEM;
+        if (!m->proc[p].selected)
+            continue;
+        /* a thread that made no CUDA call has a row too (its ring's name) */
+        if ((t = thr_get(m, p, r->tid)) == M_NONE || (v = vec_push(arg, sizeof(*v))) == NULL)
+            return -ENOMEM;
+        *v = (struct m_nvtx){r->t_start_ns, end, t, r->name_id, r->domain_id, r->depth,
+                             r->flags, 0};
+    }
+    return 0;
+}
+
+static int cmp_nvtx(const void *a, const void *b)
+{
+    const struct m_nvtx *x = a, *y = b;
+    if (x->thr != y->thr)
+        return x->thr < y->thr ? -1 : 1;
+    if (x->t_start_ns != y->t_start_ns)
+        return x->t_start_ns < y->t_start_ns ? -1 : 1;
+    return (x->depth > y->depth) - (x->depth < y->depth);
+}
+
+static int load_nvtx(struct model *m, struct cs_err *err)
+{
+    struct vec v = {0};
+    int rc = each_block(m, CS_REC_NVTX, 1, nvtx_block, &v, err);
+
+    m->nvtx = v.p;
+    m->nnvtx = v.n;
+    if (rc < 0)
+        return rc;
+    if (m->nnvtx)
+        qsort(m->nvtx, m->nnvtx, sizeof(*m->nvtx), cmp_nvtx);
+    return 0;
+}
+
 /* ---- runs ---- */
 
 static int open_run(struct model *m, int i, const char *path, struct cs_err *err)
@@ -1078,6 +1131,8 @@ int model_load(struct model *m, const char *const *paths, int n, const struct an
         rc = load_windows(m, err);
     if (rc == 0)
         rc = load_gpu(m, err);
+    if (rc == 0)
+        rc = load_nvtx(m, err);
     if (rc < 0)
         return rc;
     /* processes first seen in records have no parent link yet */
@@ -1103,6 +1158,7 @@ void model_exit(struct model *m)
     free(m->sys);
     free(m->gpu);
     free(m->gcov);
+    free(m->nvtx);
     model_free_big(m->call_seq);
     m_hash_free(m->proc_ix);
     m_hash_free(m->thr_ix);

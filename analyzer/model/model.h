@@ -80,6 +80,19 @@ struct m_gcov {
     uint16_t mode, flags;
 };
 
+/* One NVTX range or mark in the analysed window (struct cs_rec_nvtx with the
+ * thread as an index); by thread, then start time. */
+struct m_nvtx {
+    uint64_t t_start_ns, t_end_ns;
+    uint32_t thr;        /* index in model.thr (threads without CUDA calls too) */
+    uint32_t name_id;    /* message, strings of the thread's run; 0 = none */
+    uint32_t domain_id;  /* domain name, strings of the run; 0 = default domain */
+    uint16_t depth;      /* push/pop nesting (0 = top level) */
+    uint8_t flags;       /* CS_NF_* */
+    uint8_t pad;
+};
+_Static_assert(sizeof(struct m_nvtx) == 32, "m_nvtx is 32 bytes");
+
 /* Per-process totals, filled by procs.c from pwin and off-CPU records. */
 struct m_proc_stats {
     uint64_t cuda_calls, cuda_ns;         /* outermost calls */
@@ -151,6 +164,8 @@ struct model {
     uint64_t ngpu;
     struct m_gcov *gcov; /* by process, start (every span, whatever the window) */
     uint64_t ngcov;
+    struct m_nvtx *nvtx; /* by thread, start (NVTX ranges and marks in the window) */
+    uint64_t nnvtx;
     uint32_t *call_seq;  /* while loading runs with GPU records: each call's
                             cs_rec_cuda.seq, to find a GPU record's call */
     struct m_hash *proc_ix, *thr_ix;

@@ -21,6 +21,7 @@ enum cs_rec_kind {
     CS_REC_LOST = 7,    /* struct cs_rec_lost, host_blk */
     CS_REC_GPU = 8,     /* struct cs_rec_gpu, host_blk: what the GPU ran (CUPTI) */
     CS_REC_GPUCOV = 9,  /* struct cs_rec_gpucov, host_blk: when GPU activity was recorded */
+    CS_REC_NVTX = 10,   /* struct cs_rec_nvtx, host_blk: an NVTX range or mark */
     CS_REC_KIND_COUNT
 };
 
@@ -239,6 +240,34 @@ struct cs_rec_gpucov {
 };
 _Static_assert(sizeof(struct cs_rec_gpucov) == 56, "cs_rec_gpucov is 56 bytes");
 
+/* ---- NVTX ranges and marks (the shim's NVTX injection, docs/shim.md) ---- */
+
+/* struct cs_rec_nvtx.flags */
+#define CS_NF_MARK     0x01 /* a mark: t_end_ns == t_start_ns */
+#define CS_NF_STARTEND 0x02 /* nvtxRangeStart/End (may end on another thread); else push/pop */
+#define CS_NF_OPEN     0x04 /* not closed when the process ended: t_end_ns is its last sight */
+#define CS_NF_PAYLOAD  0x08 /* payload and payload_type are the event attributes' */
+
+/* One NVTX range (or mark) as the program annotated it, on the run's clock.
+ * Written when it closes (a mark: at once). */
+struct cs_rec_nvtx {
+    uint64_t t_start_ns;  /* push / start / mark */
+    uint64_t t_end_ns;    /* pop / end; == t_start_ns for a mark */
+    uint64_t payload;     /* event attributes' payload bits (CS_NF_PAYLOAD) */
+    uint32_t pid;
+    uint32_t tid;         /* thread that pushed / started / marked */
+    uint32_t name_id;     /* message (ring: process-local; file: strings db), 0 = none */
+    uint32_t domain_id;   /* domain name (as name_id), 0 = the default domain */
+    uint32_t category;    /* event attributes' category, 0 = none */
+    uint32_t color;       /* ARGB, 0 = none */
+    uint16_t depth;       /* push/pop: ranges of its domain open on the thread under it
+                             (0 = top level): what nvtxRangePush returned */
+    uint8_t flags;        /* CS_NF_* */
+    uint8_t payload_type; /* NVTX_PAYLOAD_TYPE_* (CS_NF_PAYLOAD) */
+    uint32_t pad;
+};
+_Static_assert(sizeof(struct cs_rec_nvtx) == 56, "cs_rec_nvtx is 56 bytes");
+
 /* ---- tables ---- */
 
 /* struct cs_proc.flags */
@@ -313,6 +342,7 @@ static inline unsigned cs_rec_size(unsigned kind)
     case CS_REC_LOST: return sizeof(struct cs_rec_lost);
     case CS_REC_GPU: return sizeof(struct cs_rec_gpu);
     case CS_REC_GPUCOV: return sizeof(struct cs_rec_gpucov);
+    case CS_REC_NVTX: return sizeof(struct cs_rec_nvtx);
     default: return 0;
     }
 }

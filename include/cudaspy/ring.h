@@ -46,7 +46,8 @@ enum cs_ent_type {
     CS_ENT_THREAD = 4, /* struct cs_ent_thread: a thread's name */
     CS_ENT_DROPS = 5,  /* struct cs_ent_drops: producer-side drop summary */
     CS_ENT_GPU = 6,    /* struct cs_rec_gpu (times CLOCK_MONOTONIC, name_id process-local) */
-    CS_ENT_GPUCOV = 7  /* struct cs_rec_gpucov (times CLOCK_MONOTONIC, reason_id local) */
+    CS_ENT_GPUCOV = 7, /* struct cs_rec_gpucov (times CLOCK_MONOTONIC, reason_id local) */
+    CS_ENT_NVTX = 8    /* struct cs_rec_nvtx (times in the segment's clock, ids local) */
 };
 
 struct cs_ring_ent {
@@ -57,7 +58,11 @@ struct cs_ring_ent {
 _Static_assert(sizeof(struct cs_ring_ent) == 8, "ring entry header is 8 bytes");
 
 /* Name kinds for CS_ENT_NAME. */
-enum cs_name_kind { CS_NAME_KERNEL = 1, CS_NAME_MODULE = 2 };
+enum cs_name_kind {
+    CS_NAME_KERNEL = 1,
+    CS_NAME_MODULE = 2,
+    CS_NAME_NVTX = 3 /* an NVTX message, registered string or domain name */
+};
 
 struct cs_ent_name {
     uint32_t local_id; /* process-local id (records refer to it); from 1 */

@@ -1,0 +1,27 @@
+# test/nvtx.cmake: NVTX ranges through the shim's NVTX injection
+# (interpose/shim_nvtx.c, docs/shim.md "NVTX"). client_nvtx is compiled
+# against the toolkit's real nvtx3 headers, as a CUDA program is;
+# test_nvtx_check reads its run file. Label notsan, as the other shim
+# tests: they pass under ASan+UBSan, TSan is not yet verified.
+if(NOT EXISTS ${CS_CUDA_INC}/nvtx3/nvToolsExt.h OR NOT TARGET cudaspy)
+  message(STATUS "test: no nvtx3 headers or no shim; NVTX tests left out")
+  return()
+endif()
+
+add_executable(client_nvtx ${CMAKE_CURRENT_LIST_DIR}/fake/client_nvtx.c)
+fake_output(client_nvtx)
+target_link_libraries(client_nvtx PRIVATE pthread ${CMAKE_DL_LIBS})
+
+add_executable(test_nvtx_check ${CMAKE_CURRENT_LIST_DIR}/unit/test_nvtx_check.c)
+target_link_libraries(test_nvtx_check PRIVATE cs_runfile)
+
+# The same run as the analyzer's model sees it.
+add_executable(test_nvtx_model ${CMAKE_CURRENT_LIST_DIR}/unit/test_nvtx_model.c)
+target_link_libraries(test_nvtx_model PRIVATE cs_analysis)
+
+# cli.shim_nvtx_<mode>: 4 worker threads of 50 steps each, a fork child.
+foreach(mode record preload disable)
+  add_test(NAME cli.shim_nvtx_${mode}
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli/shim_nvtx.sh ${CMAKE_BINARY_DIR} ${mode} 4 50)
+  set_tests_properties(cli.shim_nvtx_${mode} PROPERTIES LABELS "cli;notsan" TIMEOUT 120)
+endforeach()
