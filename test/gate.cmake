@@ -1,4 +1,5 @@
-# test/gate.cmake: the CI gate (analyzer/gate/: gate.c, summary.c, bootstrap.c).
+# test/gate.cmake: the CI gate (analyzer/gate/: gate.c, summary.c, bootstrap.c,
+# criteria.c, measure.c).
 # gate_gen_run writes synthetic run files with the real cs_store writer; the
 # export and HTML tests use it too.
 set(CS_GATE_DIR ${CMAKE_CURRENT_SOURCE_DIR}/gate)
@@ -14,7 +15,7 @@ add_test(NAME unit.bootstrap COMMAND test_bootstrap)
 set_tests_properties(unit.bootstrap PROPERTIES LABELS unit)
 
 if(TARGET cudaspy-analyze)
-  foreach(case identical noise regress few_calls corrupt_base roundtrip outputs usage)
+  foreach(case identical noise regress few_calls corrupt_base roundtrip outputs usage v1_summary)
     add_test(NAME cli.gate_${case}
              COMMAND sh ${CS_GATE_DIR}/gate_cli.sh ${case} $<TARGET_FILE:cudaspy-analyze>
                      $<TARGET_FILE:gate_gen_run> ${CMAKE_CURRENT_BINARY_DIR}/gate/${case})
@@ -39,6 +40,33 @@ if(TARGET cudaspy-analyze AND TARGET cudaspy_launcher AND TARGET client_rt_share
                          RUN_SERIAL TRUE)
   endforeach()
 endif()
+
+# Gate v2 (issue 24) on real step loops: cause_workload's steps, steps_sync
+# and steps_slowdata modes (fake.cmake, read before this file), 0.3 s each.
+if(TARGET cudaspy-analyze AND TARGET cudaspy_launcher AND TARGET cause_workload)
+  foreach(case steps_sync steps_slowdata steps_rerun)
+    add_test(NAME cli.gate_${case}
+             COMMAND sh ${CS_GATE_DIR}/gate_steps.sh ${case} $<TARGET_FILE:cudaspy-analyze>
+                     $<TARGET_FILE:cudaspy_launcher> $<TARGET_FILE:cause_workload>
+                     ${CMAKE_CURRENT_BINARY_DIR}/gate/${case})
+    # nosan, RUN_SERIAL: the verdicts compare step times of recordings, as
+    # the real_* cases above compare latencies
+    set_tests_properties(cli.gate_${case} PROPERTIES LABELS "unit;nosan" TIMEOUT 60
+                         RUN_SERIAL TRUE)
+  endforeach()
+  # 21 recordings, 20 pairs of the same loop: at most one may fail (~10 s)
+  set_tests_properties(cli.gate_steps_rerun PROPERTIES LABELS "slow;nosan" TIMEOUT 120)
+endif()
+
+# The run criteria on synthetic summaries (criteria.c is pure).
+add_executable(test_criteria ${CS_GATE_DIR}/test_criteria.c
+               ${CMAKE_SOURCE_DIR}/analyzer/gate/criteria.c
+               ${CMAKE_SOURCE_DIR}/analyzer/gate/summary.c
+               ${CMAKE_SOURCE_DIR}/analyzer/gate/bootstrap.c)
+target_include_directories(test_criteria PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${CS_JANSSON_INC})
+target_link_libraries(test_criteria cs_runfile ${CS_JANSSON_LIB} m)
+add_test(NAME unit.gate_criteria COMMAND test_criteria)
+set_tests_properties(unit.gate_criteria PROPERTIES LABELS unit)
 
 add_executable(test_summary ${CS_GATE_DIR}/test_summary.c
                ${CMAKE_SOURCE_DIR}/analyzer/gate/summary.c

@@ -1,8 +1,9 @@
 /* gate/gate.c: `cudaspy-analyze gate` and `cudaspy-analyze summary`. Evaluates
- * the p99-ratio gate over two summaries (summary.c builds them, bootstrap.c
- * supplies the confidence interval) and writes the verdict as a table, JSON,
- * JUnit XML and Markdown. Exit codes: 0 pass, 1 regression, 2 usage or
- * input error, 3 system failure. */
+ * the per-API p99-ratio gate over two summaries (summary.c builds them,
+ * measure.c adds the run part, bootstrap.c supplies the confidence
+ * interval), takes the run criteria from criteria.c, and writes the verdict
+ * as a table, JSON, JUnit XML and Markdown. Exit codes: 0 pass, 1
+ * regression, 2 usage or input error, 3 system failure. */
 #include "gate.h"
 
 #include <errno.h>
@@ -15,25 +16,19 @@
 
 #include "bootstrap.h"
 #include "commands.h"
+#include "measure.h"
 
 #define PROG "cudaspy-analyze"
 
-static const char *const verdict_names[] = {"ok", "REGRESSED", "noisy", "too few calls",
-                                            "missing in candidate", "new in candidate"};
+static const char *const verdict_names[] = {"ok",
+                                            "REGRESSED",
+                                            "noisy",
+                                            "too few calls",
+                                            "missing in candidate",
+                                            "new in candidate",
+                                            "not judged"};
 
 const char *gate_verdict_name(enum gate_verdict v) { return verdict_names[v]; }
-
-void gate_opts_init(struct gate_opts *o)
-{
-    memset(o, 0, sizeof(*o));
-    o->metric = SUMMARY_P99;
-    o->max_ratio = 1.5;
-    o->min_delta_us = 50;
-    o->min_calls = 100;
-    o->use_ci = 1;
-    o->resamples = 1000;
-    o->seed = 1;
-}
 
 /* ---- evaluation ---- */
 
@@ -52,17 +47,6 @@ static int group_selected(const struct gate_opts *o, const struct summary_group 
     return api_selected(o, g->api) && (!g->kernel || o->by_kernel);
 }
 
-/* Per-row seed: the same row gets the same resamples whatever else is selected. */
-static uint64_t row_seed(uint64_t seed, const char *api, const char *kernel)
-{
-    uint64_t h = 1469598103934665603ull ^ seed;
-    for (const char *p = api; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    for (const char *p = kernel ? kernel : ""; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    return h;
-}
-
 static int judge(struct gate_row *r, const struct summary_group *b, const struct summary_group *c,
                  const struct gate_opts *o)
 {
@@ -78,7 +62,7 @@ static int judge(struct gate_row *r, const struct summary_group *b, const struct
     if (o->use_ci) {
         int rc = bootstrap_ratio_ci(b->samples_ns, b->nsamples, c->samples_ns, c->nsamples,
                                     summary_q_prob(o->metric), o->resamples,
-                                    row_seed(o->seed, r->api, r->kernel), 0.95, &r->ci_lo,
+                                    gate_seed(o->seed, r->api, r->kernel), 0.95, &r->ci_lo,
                                     &r->ci_hi);
         if (rc < 0)
             return rc;
@@ -144,7 +128,93 @@ struct gate_result {
     struct gate_row *rows;
     size_t n;
     size_t nfail, nfew, nnoisy;
+    struct gate_crit *crit; /* run criteria (criteria.c) */
+    size_t ncrit, ncfail, ncnoisy, ncskip;
 };
+
+static void write_junit_run(const struct gate_result *g, FILE *f);
+
+static int gate_failed(const struct gate_result *g)
+{
+    return g->nfail || g->ncfail;
+}
+
+/* The compared values of criterion @p c, in its unit. */
+static void crit_values(const struct gate_crit *c, char *b, char *n, size_t len)
+{
+    switch (c->kind) {
+    case GATE_CK_API_TIME:
+        snprintf(b, len, "%.1f%%", c->base_share * 100.0);
+        snprintf(n, len, "%.1f%%", c->new_share * 100.0);
+        break;
+    case GATE_CK_GPU_IDLE:
+        snprintf(b, len, "%.1f%%", c->base * 100.0);
+        snprintf(n, len, "%.1f%%", c->cand * 100.0);
+        break;
+    case GATE_CK_FINDING:
+        snprintf(b, len, "%s", c->name && c->base ? "HIGH" : "-");
+        snprintf(n, len, "%s", c->name && c->cand ? "HIGH" : "-");
+        break;
+    default:
+        snprintf(b, len, "%.3f ms", c->base / 1e6);
+        snprintf(n, len, "%.3f ms", c->cand / 1e6);
+    }
+    if (c->verdict == GATE_NOT_JUDGED && c->kind != GATE_CK_STEP_P50 &&
+        c->kind != GATE_CK_STEP_P99) { /* too few steps: their times still say something */
+        snprintf(b, len, "-");
+        snprintf(n, len, "-");
+    }
+}
+
+static void crit_ratio(const struct gate_crit *c, char *buf, size_t len)
+{
+    if (c->kind == GATE_CK_FINDING || c->verdict == GATE_NOT_JUDGED)
+        snprintf(buf, len, "-");
+    else if (c->kind == GATE_CK_GPU_IDLE)
+        snprintf(buf, len, "%+.0fpt",
+                 fabs(c->cand - c->base) < 0.005 ? 0.0 : (c->cand - c->base) * 100.0);
+    else if (!isfinite(c->ratio))
+        snprintf(buf, len, "new");
+    else
+        snprintf(buf, len, "%.2fx", c->ratio);
+}
+
+static void crit_ci(const struct gate_crit *c, char *buf, size_t len)
+{
+    if (c->has_ci)
+        snprintf(buf, len, "[%.2f, %.2f]", c->ci_lo, c->ci_hi);
+    else
+        snprintf(buf, len, "-");
+}
+
+static void print_criteria(const struct gate_result *g, FILE *f)
+{
+    char label[300], b[64], n[64], ratio[32], ci[64], note[300];
+    int w = 24;
+    for (size_t i = 0; i < g->ncrit; i++) {
+        gate_crit_label(&g->crit[i], label, sizeof(label));
+        if ((int)strlen(label) > w)
+            w = (int)strlen(label);
+    }
+    fprintf(f, "%-*s %12s %12s %7s  %-14s %s\n", w, "criterion", "base", "new", "ratio",
+            "95% CI", "verdict");
+    for (size_t i = 0; i < g->ncrit; i++) {
+        const struct gate_crit *c = &g->crit[i];
+        gate_crit_label(c, label, sizeof(label));
+        crit_values(c, b, n, sizeof(b));
+        crit_ratio(c, ratio, sizeof(ratio));
+        crit_ci(c, ci, sizeof(ci));
+        gate_crit_note(c, g->o, note, sizeof(note));
+        fprintf(f, "%-*s %12s %12s %7s  %-14s %s: %s\n", w, label, b, n, ratio, ci,
+                gate_verdict_name(c->verdict), note);
+    }
+    fprintf(f, "run: %zu criteria, %zu regressed, %zu noisy, %zu not judged (limits: step time "
+               "p50 %.2fx, p99 %.2fx; API time %.2fx and +%.1f%% of the window; GPU idle "
+               "+%.0f points)\n\n",
+            g->ncrit, g->ncfail, g->ncnoisy, g->ncskip, g->o->max_step_ratio,
+            g->o->max_step_p99_ratio, g->o->max_api_ratio, g->o->min_api_share * 100.0,
+            g->o->max_idle_rise * 100.0);
+}
 
 static void row_label(const struct gate_row *r, char *buf, size_t len)
 {
@@ -191,6 +261,8 @@ static void print_table(const struct gate_result *g, FILE *f)
     const struct gate_opts *o = g->o;
     char label[512], ci[64], note[256];
     int w = 24;
+    if (g->ncrit)
+        print_criteria(g, f);
     for (size_t i = 0; i < g->n; i++) {
         row_label(&g->rows[i], label, sizeof(label));
         if ((int)strlen(label) > w)
@@ -210,7 +282,7 @@ static void print_table(const struct gate_result *g, FILE *f)
     }
     fprintf(f, "gate: %s: %zu compared on %s, %zu regressed, %zu noisy, %zu with too few calls "
                "(limits: ratio %.2f, +%.1f us, %llu calls)\n",
-            g->nfail ? "FAIL" : "pass", g->n, summary_q_name(o->metric), g->nfail, g->nnoisy,
+            gate_failed(g) ? "FAIL" : "pass", g->n, summary_q_name(o->metric), g->nfail, g->nnoisy,
             g->nfew, o->max_ratio, o->min_delta_us, (unsigned long long)o->min_calls);
 }
 
@@ -233,19 +305,59 @@ static json_t *row_json(const struct gate_result *g, const struct gate_row *r)
     return o;
 }
 
+static const char *const ckind_names[] = {"step_p50", "step_p99",  "time_per_launch",
+                                          "api_time", "gpu_idle", "high_finding"};
+
+static json_t *crit_json(const struct gate_result *g, const struct gate_crit *c)
+{
+    char note[300];
+    json_t *o = json_object();
+    json_object_set_new(o, "criterion", json_string(ckind_names[c->kind]));
+    json_object_set_new(o, "name", c->name ? json_string(c->name) : json_null());
+    json_object_set_new(o, "base", json_real(c->base));
+    json_object_set_new(o, "new", json_real(c->cand));
+    if (c->kind == GATE_CK_API_TIME) {
+        json_object_set_new(o, "base_share", json_real(c->base_share));
+        json_object_set_new(o, "new_share", json_real(c->new_share));
+    }
+    if (c->kind != GATE_CK_FINDING && c->kind != GATE_CK_GPU_IDLE) {
+        json_object_set_new(o, "base_n", json_integer((json_int_t)c->n_base));
+        json_object_set_new(o, "new_n", json_integer((json_int_t)c->n_new));
+    }
+    json_object_set_new(o, "ratio", isfinite(c->ratio) ? json_real(c->ratio) : json_null());
+    json_object_set_new(o, "ci", c->has_ci ? json_pack("[f,f]", c->ci_lo, c->ci_hi) : json_null());
+    json_object_set_new(o, "verdict", json_string(gate_verdict_name(c->verdict)));
+    json_object_set_new(o, "failed", json_boolean(c->verdict == GATE_REGRESSED));
+    json_object_set_new(o, "note", json_string(gate_crit_note(c, g->o, note, sizeof(note))));
+    return o;
+}
+
 static json_t *result_json(const struct gate_result *g)
 {
     const struct gate_opts *o = g->o;
-    json_t *rows = json_array();
+    json_t *rows = json_array(), *crit = json_array(), *r;
     for (size_t i = 0; i < g->n; i++)
         json_array_append_new(rows, row_json(g, &g->rows[i]));
-    return json_pack("{s:s, s:s, s:{s:f, s:f, s:I, s:b, s:i, s:I}, s:I, s:I, s:I, s:o}",
-                     "verdict", g->nfail ? "fail" : "pass", "metric", summary_q_name(o->metric),
+    for (size_t i = 0; i < g->ncrit; i++)
+        json_array_append_new(crit, crit_json(g, &g->crit[i]));
+    r = json_pack("{s:s, s:s, s:{s:f, s:f, s:I, s:b, s:i, s:I}, s:I, s:I, s:I, s:o}",
+                     "verdict", gate_failed(g) ? "fail" : "pass", "metric",
+                     summary_q_name(o->metric),
                      "limits", "max_ratio", o->max_ratio, "min_delta_us", o->min_delta_us,
                      "min_calls", (json_int_t)o->min_calls, "ci", o->use_ci, "resamples",
                      (int)o->resamples, "seed", (json_int_t)o->seed, "regressed",
                      (json_int_t)g->nfail, "noisy", (json_int_t)g->nnoisy, "too_few_calls",
                      (json_int_t)g->nfew, "rows", rows);
+    json_t *lim = json_object_get(r, "limits");
+    json_object_set_new(lim, "max_step_ratio", json_real(o->max_step_ratio));
+    json_object_set_new(lim, "max_step_p99_ratio", json_real(o->max_step_p99_ratio));
+    json_object_set_new(lim, "min_steps", json_integer((json_int_t)o->min_steps));
+    json_object_set_new(lim, "max_api_ratio", json_real(o->max_api_ratio));
+    json_object_set_new(lim, "min_api_share", json_real(o->min_api_share));
+    json_object_set_new(lim, "max_idle_rise", json_real(o->max_idle_rise));
+    json_object_set_new(r, "run_regressed", json_integer((json_int_t)g->ncfail));
+    json_object_set_new(r, "criteria", crit);
+    return r;
 }
 
 static void xml_escape(FILE *f, const char *s)
@@ -284,7 +396,33 @@ static void write_junit(const struct gate_result *g, FILE *f)
         }
         fprintf(f, "</testcase>\n");
     }
-    fprintf(f, "</testsuite>\n</testsuites>\n");
+    fprintf(f, "</testsuite>\n");
+    write_junit_run(g, f);
+    fprintf(f, "</testsuites>\n");
+}
+
+/* The run criteria: a second testsuite, one testcase each. */
+static void write_junit_run(const struct gate_result *g, FILE *f)
+{
+    char label[300], note[300];
+    fprintf(f, "<testsuite name=\"cudaspy-gate-run\" tests=\"%zu\" failures=\"%zu\" "
+               "skipped=\"%zu\">\n", g->ncrit, g->ncfail, g->ncskip);
+    for (size_t i = 0; i < g->ncrit; i++) {
+        const struct gate_crit *c = &g->crit[i];
+        gate_crit_label(c, label, sizeof(label));
+        gate_crit_note(c, g->o, note, sizeof(note));
+        fprintf(f, "  <testcase classname=\"cudaspy.gate.run\" name=\"");
+        xml_escape(f, label);
+        fprintf(f, "\">");
+        if (c->verdict == GATE_REGRESSED || c->verdict == GATE_NOT_JUDGED) {
+            fprintf(f, c->verdict == GATE_REGRESSED ? "<failure message=\""
+                                                     : "<skipped message=\"");
+            xml_escape(f, note);
+            fprintf(f, "\"/>");
+        }
+        fprintf(f, "</testcase>\n");
+    }
+    fprintf(f, "</testsuite>\n");
 }
 
 static void md_cell(FILE *f, const char *s)
@@ -296,11 +434,36 @@ static void md_cell(FILE *f, const char *s)
             fputc(*s, f);
 }
 
+/* The run criteria: one row each. */
+static void write_markdown_run(const struct gate_result *g, FILE *f)
+{
+    char label[300], b[64], n[64], ratio[32], ci[64], note[300];
+    fprintf(f, "Run: %zu criteria, %zu regressed, %zu noisy, %zu not judged.\n\n", g->ncrit,
+            g->ncfail, g->ncnoisy, g->ncskip);
+    fprintf(f, "| criterion | base | new | ratio | 95%% CI | verdict |\n");
+    fprintf(f, "|---|---:|---:|---:|---|---|\n");
+    for (size_t i = 0; i < g->ncrit; i++) {
+        const struct gate_crit *c = &g->crit[i];
+        crit_values(c, b, n, sizeof(b));
+        crit_ratio(c, ratio, sizeof(ratio));
+        crit_ci(c, ci, sizeof(ci));
+        fprintf(f, "| ");
+        md_cell(f, gate_crit_label(c, label, sizeof(label)));
+        fprintf(f, " | %s | %s | %s | %s | %s: ", b, n, ratio, ci,
+                c->verdict == GATE_REGRESSED ? "**REGRESSED**" : gate_verdict_name(c->verdict));
+        md_cell(f, gate_crit_note(c, g->o, note, sizeof(note)));
+        fprintf(f, " |\n");
+    }
+    fprintf(f, "\n");
+}
+
 static void write_markdown(const struct gate_result *g, FILE *f)
 {
     const char *m = summary_q_name(g->o->metric);
     char label[512], ci[64], note[256];
-    fprintf(f, "### cudaspy gate: %s\n\n", g->nfail ? "FAIL" : "pass");
+    fprintf(f, "### cudaspy gate: %s\n\n", gate_failed(g) ? "FAIL" : "pass");
+    if (g->ncrit)
+        write_markdown_run(g, f);
     fprintf(f, "%zu compared on %s: %zu regressed, %zu noisy, %zu with too few calls. "
                "Limits: ratio > %.2f and > +%.1f us, at least %llu calls.\n\n",
             g->n, m, g->nfail, g->nnoisy, g->nfew, g->o->max_ratio, g->o->min_delta_us,
@@ -345,14 +508,34 @@ static int write_file(const char *path, const struct gate_result *g,
 static const char gate_usage[] =
     "Usage: cudaspy-analyze gate --baseline BASE [options] RUN\n"
     "\n"
-    "Compare the per-API latency of RUN against BASE and fail on tail regressions.\n"
-    "BASE and RUN are run files or summaries saved by `cudaspy-analyze summary --save`.\n"
-    "An API regresses when its metric grows by more than --max-p99-ratio AND by more\n"
-    "than --min-delta-us, both runs have --min-calls calls, and the 95% bootstrap\n"
-    "confidence interval of the ratio excludes 1.\n"
+    "Compare RUN against BASE and fail on regressions. BASE and RUN are run files\n"
+    "or summaries saved by `cudaspy-analyze summary --save`. Criteria, each with its\n"
+    "own verdict (docs/gate.md):\n"
+    "  steps      step time p50 and p99 grow more than --max-step-ratio and\n"
+    "             --max-step-p99-ratio, the 95% bootstrap interval above 1; without\n"
+    "             steps on both sides, the CUDA-active window per launch (p50 limit)\n"
+    "  api-time   an API's total time, as a share of the CUDA-active window, grows\n"
+    "             more than --max-api-ratio AND by more than --min-api-share\n"
+    "             (APIs new in RUN included)\n"
+    "  p99        an API's --metric grows by more than --max-p99-ratio AND by more\n"
+    "             than --min-delta-us, both runs have --min-calls calls, and the 95%\n"
+    "             bootstrap interval of the ratio excludes 1\n"
+    "  gpu-idle   the GPU's idle share rises more than --max-idle-rise points\n"
+    "             (when both runs recorded GPU activity)\n"
+    "  findings   a HIGH finding the baseline did not have\n"
+    "A version 1 summary holds only what p99 needs: the others read `not judged`.\n"
     "\n"
     "Options:\n"
     "  --baseline BASE       baseline run file or saved summary (required)\n"
+    "  --criteria LIST       judge only these (steps,api-time,p99,gpu-idle,findings)\n"
+    "  --max-step-ratio R    step time p50 (or time per launch): fail above R (1.1)\n"
+    "  --max-step-p99-ratio R  step time p99: fail above R (default 1.5)\n"
+    "  --min-steps N         judge step time only with N steps on both sides (20)\n"
+    "  --step NAME           a step is NVTX range NAME (none: no steps); default: a\n"
+    "                        range that tiles the run, else inferred from the calls\n"
+    "  --max-api-ratio R     API time: fail when its share grows more than R (1.5)\n"
+    "  --min-api-share PCT   ... and by more than PCT % of the window (default 5)\n"
+    "  --max-idle-rise PTS   GPU idle: fail on a rise above PTS points (default 10)\n"
     "  --metric STAT         p50, p90, p99 (default) or p99.9\n"
     "  --max-p99-ratio R     fail above new/base ratio R (default 1.5)\n"
     "  --min-delta-us D      ... and above an increase of D microseconds (default 50)\n"
@@ -363,7 +546,7 @@ static const char gate_usage[] =
     "  --resamples N         bootstrap resamples (default 1000)\n"
     "  --seed S              bootstrap seed (default 1)\n"
     "  --json                JSON verdict on stdout instead of the table\n"
-    "  --junit FILE          also write JUnit XML (one testcase per API)\n"
+    "  --junit FILE          also write JUnit XML (a testcase per criterion and API)\n"
     "  --markdown FILE       also write a Markdown table (for a CI step summary)\n"
     "\n"
     "Exit status: 0 pass, 1 regression, 2 usage or input error (missing, corrupt or\n"
@@ -372,14 +555,18 @@ static const char gate_usage[] =
     "EXAMPLES\n"
     "  cudaspy-analyze summary --save base.json base.lmdb\n"
     "  cudaspy-analyze gate --baseline base.json --markdown gate.md new.lmdb\n"
+    "  cudaspy-analyze gate --baseline base.json --step train_step new.lmdb\n"
     "  cudaspy-analyze gate --baseline base.lmdb --api cuStreamSynchronize --metric p99.9 new.lmdb\n";
 
 static const char summary_usage[] =
-    "Usage: cudaspy-analyze summary [--save FILE] [--samples N] RUN\n"
+    "Usage: cudaspy-analyze summary [--save FILE] [--samples N] [--step NAME] RUN\n"
     "\n"
-    "Write the latency summary of RUN (per API and kernel: call count, exact\n"
-    "p50/p90/p99/p99.9 and N down-sampled durations, default 1000) as JSON, to\n"
-    "FILE or stdout. `gate --baseline FILE` reads it; the format is in docs/ci.md.\n"
+    "Write the gate summary of RUN as JSON (format version 2), to FILE or stdout:\n"
+    "per API and kernel the call count, total time, exact p50/p90/p99/p99.9 and N\n"
+    "down-sampled durations (default 1000); the CUDA-active window, the launches,\n"
+    "the step times (exact p50/p99 and N samples), the GPU idle share and the HIGH\n"
+    "findings. `gate --baseline FILE` reads it; the format is in docs/gate.md.\n"
+    "--step NAME: a step is the NVTX range NAME (none: no steps), as for gate.\n"
     "\n"
     "Exit status: 0 ok, 2 usage or input error, 3 system failure.\n"
     "\n"
@@ -414,7 +601,9 @@ static int add_apis(char *arg, const char ***list, int *n)
 }
 
 enum { OPT_BASE = 256, OPT_METRIC, OPT_RATIO, OPT_DELTA, OPT_CALLS, OPT_API, OPT_BYK, OPT_NOCI,
-       OPT_RES, OPT_SEED, OPT_JSON, OPT_JUNIT, OPT_MD, OPT_SAVE, OPT_SAMPLES, OPT_HELP };
+       OPT_RES, OPT_SEED, OPT_JSON, OPT_JUNIT, OPT_MD, OPT_SAVE, OPT_SAMPLES, OPT_HELP,
+       OPT_CRIT, OPT_STEP, OPT_STEP99, OPT_MINSTEPS, OPT_APIR, OPT_APISHARE, OPT_IDLE,
+       OPT_STEPNAME };
 
 static const struct option gate_longopts[] = {
     {"baseline", required_argument, 0, OPT_BASE},  {"metric", required_argument, 0, OPT_METRIC},
@@ -426,20 +615,72 @@ static const struct option gate_longopts[] = {
     {"resamples", required_argument, 0, OPT_RES},   {"seed", required_argument, 0, OPT_SEED},
     {"json", no_argument, 0, OPT_JSON},             {"junit", required_argument, 0, OPT_JUNIT},
     {"markdown", required_argument, 0, OPT_MD},     {"samples", required_argument, 0, OPT_SAMPLES},
+    {"criteria", required_argument, 0, OPT_CRIT},
+    {"max-step-ratio", required_argument, 0, OPT_STEP},
+    {"max-step-p99-ratio", required_argument, 0, OPT_STEP99},
+    {"min-steps", required_argument, 0, OPT_MINSTEPS},
+    {"max-api-ratio", required_argument, 0, OPT_APIR},
+    {"min-api-share", required_argument, 0, OPT_APISHARE},
+    {"max-idle-rise", required_argument, 0, OPT_IDLE},
+    {"step", required_argument, 0, OPT_STEPNAME},
     {"help", no_argument, 0, OPT_HELP},             {0, 0, 0, 0}};
 
 struct gate_cli {
     struct gate_opts o;
     const char **apis;
-    const char *baseline, *run, *junit, *markdown;
+    const char *baseline, *run, *junit, *markdown, *step;
     int json, help;
     size_t samples;
 };
+
+/* --criteria LIST into @p bits. @return 0 or -1 (unknown name) */
+static int parse_criteria(char *arg, unsigned *bits)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } names[] = {{"steps", GATE_C_STEPS}, {"api-time", GATE_C_API_TIME}, {"p99", GATE_C_P99},
+                 {"gpu-idle", GATE_C_GPU}, {"findings", GATE_C_FINDINGS}, {"all", GATE_C_ALL}};
+    *bits = 0;
+    for (char *save, *t = strtok_r(arg, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        size_t i = 0;
+        while (i < sizeof(names) / sizeof(names[0]) && strcmp(names[i].name, t) != 0)
+            i++;
+        if (i == sizeof(names) / sizeof(names[0]))
+            return -1;
+        *bits |= names[i].bit;
+    }
+    return *bits ? 0 : -1;
+}
+
+/* A run-criterion limit into @p c. @return 0 or 2 after a usage message */
+static int gate_limit(struct gate_cli *c, int opt, char *arg)
+{
+    double v;
+    if (opt == OPT_CRIT)
+        return parse_criteria(arg, &c->o.criteria) < 0
+                   ? usage_error("gate", "--criteria: expected a list of steps, api-time, "
+                                         "p99, gpu-idle, findings")
+                   : 0;
+    if (parse_num(arg, &v) < 0 || (opt == OPT_MINSTEPS && (v != floor(v) || v > 1e15)))
+        return usage_error("gate", "expected a positive number");
+    switch (opt) {
+    case OPT_STEP: c->o.max_step_ratio = v; break;
+    case OPT_STEP99: c->o.max_step_p99_ratio = v; break;
+    case OPT_MINSTEPS: c->o.min_steps = (uint64_t)v; break;
+    case OPT_APIR: c->o.max_api_ratio = v; break;
+    case OPT_APISHARE: c->o.min_api_share = v / 100.0; break;
+    default: c->o.max_idle_rise = v / 100.0; break;
+    }
+    return 0;
+}
 
 /* One option into @p c. @return 0 or 2 after a usage message */
 static int gate_opt(struct gate_cli *c, int opt, char *arg)
 {
     double v;
+    if (opt >= OPT_CRIT && opt <= OPT_IDLE)
+        return gate_limit(c, opt, arg);
     switch (opt) {
     case OPT_BASE: c->baseline = arg; return 0;
     case OPT_METRIC:
@@ -479,6 +720,7 @@ static int gate_opt(struct gate_cli *c, int opt, char *arg)
     case OPT_JSON: c->json = 1; return 0;
     case OPT_JUNIT: c->junit = arg; return 0;
     case OPT_MD: c->markdown = arg; return 0;
+    case OPT_STEPNAME: c->step = arg; return 0;
     case OPT_HELP: c->help = 1; return 0;
     default: return usage_error("gate", "unknown option");
     }
@@ -508,11 +750,17 @@ static int gate_parse(struct gate_cli *c, int argc, char **argv)
     return 0;
 }
 
-/* Load @p path as a summary. @return 0, or an exit code after a message */
-static int load_side(const char *path, size_t samples, struct summary **s)
+/* Load @p path as a summary, with the run part of a run file when
+ * @p measure. @return 0, or an exit code after a message */
+static int load_side(const struct gate_cli *c, const char *path, int measure, struct summary **s)
 {
     struct cs_err err = {{0}};
-    int rc = summary_load(path, samples, s, &err);
+    int rc = summary_load(path, c->samples, s, &err);
+    if (rc == 0 && measure && (*s)->is_run &&
+        (rc = measure_run(path, c->samples, c->step, *s, &err)) < 0) {
+        summary_free(*s);
+        *s = NULL;
+    }
     if (rc == 0)
         return 0;
     fprintf(stderr, PROG ": %s\n", err.msg[0] ? err.msg : cs_strerror(rc));
@@ -538,6 +786,46 @@ static void count_verdicts(struct gate_result *g)
         g->nfew += g->rows[i].verdict == GATE_FEW_CALLS;
         g->nnoisy += g->rows[i].verdict == GATE_NOISY;
     }
+    for (size_t i = 0; i < g->ncrit; i++) {
+        g->ncfail += g->crit[i].verdict == GATE_REGRESSED;
+        g->ncnoisy += g->crit[i].verdict == GATE_NOISY;
+        g->ncskip += g->crit[i].verdict == GATE_NOT_JUDGED;
+    }
+}
+
+/* Append "; " and the reason of regression @p what to @p line. */
+static void reason_add(char *line, size_t len, const char *what)
+{
+    size_t n = strlen(line);
+    snprintf(line + n, len - n, "%s%s", n ? "; " : "", what);
+}
+
+/* The one-line reason: every regressed criterion and API, in order. */
+static void fail_line(const struct gate_result *g, FILE *f)
+{
+    char line[2048] = "", what[640], note[300], label[300];
+    for (size_t i = 0; i < g->ncrit; i++) {
+        const struct gate_crit *c = &g->crit[i];
+        if (c->verdict != GATE_REGRESSED)
+            continue;
+        gate_crit_note(c, g->o, note, sizeof(note));
+        if (c->kind == GATE_CK_API_TIME)
+            snprintf(what, sizeof(what), "%s %s", c->name, note);
+        else if (c->kind == GATE_CK_FINDING)
+            snprintf(what, sizeof(what), "new HIGH finding %s", c->name);
+        else
+            snprintf(what, sizeof(what), "%s %s", gate_crit_label(c, label, sizeof(label)), note);
+        reason_add(line, sizeof(line), what);
+    }
+    for (size_t i = 0; i < g->n; i++) {
+        const struct gate_row *r = &g->rows[i];
+        if (r->verdict != GATE_REGRESSED)
+            continue;
+        row_label(r, label, sizeof(label));
+        snprintf(what, sizeof(what), "%s %s %.2fx", label, summary_q_name(g->o->metric), r->ratio);
+        reason_add(line, sizeof(line), what);
+    }
+    fprintf(f, PROG ": gate: FAIL: %s\n", line);
 }
 
 static int gate_report(const struct gate_cli *c, struct gate_result *g)
@@ -556,7 +844,8 @@ static int gate_report(const struct gate_cli *c, struct gate_result *g)
         rc = write_file(c->junit, g, write_junit);
     if (!rc && c->markdown)
         rc = write_file(c->markdown, g, write_markdown);
-    if (!rc && g->nfail) {
+    if (!rc && gate_failed(g)) {
+        fail_line(g, stderr);
         for (size_t i = 0; i < g->n; i++)
             if (g->rows[i].verdict == GATE_REGRESSED)
                 fprintf(stderr, PROG ": gate: %s%s%s: %s regressed (%.1f -> %.1f us, %.2fx)\n",
@@ -579,10 +868,12 @@ int gate_main(int argc, char **argv)
         fputs(gate_usage, stdout);
         goto out;
     }
-    if (rc || (rc = load_side(c.baseline, c.samples, &base)) ||
-        (rc = load_side(c.run, c.samples, &cand)) || (rc = check_apis(&c.o, base, cand)))
+    int measure = (c.o.criteria & ~GATE_C_P99) != 0;
+    if (rc || (rc = load_side(&c, c.baseline, measure, &base)) ||
+        (rc = load_side(&c, c.run, measure, &cand)) || (rc = check_apis(&c.o, base, cand)))
         goto out;
-    if (gate_eval(base, cand, &c.o, &g.rows, &g.n) < 0) {
+    if (gate_eval_run(base, cand, &c.o, &g.crit, &g.ncrit) < 0 ||
+        ((c.o.criteria & GATE_C_P99) && gate_eval(base, cand, &c.o, &g.rows, &g.n) < 0)) {
         fprintf(stderr, PROG ": gate: out of memory\n");
         rc = 3;
         goto out;
@@ -591,6 +882,7 @@ int gate_main(int argc, char **argv)
     rc = gate_report(&c, &g);
 out:
     free(g.rows);
+    free(g.crit);
     summary_free(base);
     summary_free(cand);
     free(c.apis);
@@ -601,6 +893,7 @@ static int summary_parse(struct gate_cli *c, const char **save, int argc, char *
 {
     static const struct option lo[] = {{"save", required_argument, 0, OPT_SAVE},
                                        {"samples", required_argument, 0, OPT_SAMPLES},
+                                       {"step", required_argument, 0, OPT_STEPNAME},
                                        {"help", no_argument, 0, OPT_HELP},
                                        {0, 0, 0, 0}};
     int opt, rc;
@@ -633,7 +926,7 @@ int summary_main(int argc, char **argv)
         fputs(summary_usage, stdout);
         return 0;
     }
-    if (rc || (rc = load_side(c.run, c.samples, &s)))
+    if (rc || (rc = load_side(&c, c.run, 1, &s)))
         goto out;
     if (!(j = summary_to_json(s))) {
         rc = 3;

@@ -1,7 +1,10 @@
-/* gate/gate.h: the CI regression gate: compares a latency statistic per API (and
- * per kernel) of a candidate run against a baseline and decides pass/fail.
- * gate_eval() is pure (two summaries in, rows out); gate.c's gate_main and
- * summary_main are the command-line front ends (commands.h). */
+/* gate/gate.h: the CI regression gate: compares a candidate run against a
+ * baseline and decides pass/fail, on a latency statistic per API (and per
+ * kernel; gate_eval) and on what the run did as a whole: step time, each
+ * API's share of the CUDA-active window, GPU idle, new HIGH findings
+ * (gate_eval_run, criteria.c). Both are pure (two summaries in, rows out);
+ * gate.c's gate_main and summary_main are the command-line front ends
+ * (commands.h). */
 #ifndef CUDASPY_ANALYZER_GATE_H
 #define CUDASPY_ANALYZER_GATE_H
 
@@ -9,6 +12,14 @@
 #include <stdint.h>
 
 #include "summary.h"
+
+/* gate_opts.criteria: what is judged (--criteria) */
+#define GATE_C_STEPS 0x01    /* step time p50 and p99, else time per launch */
+#define GATE_C_API_TIME 0x02 /* each API's total time as a share of the window */
+#define GATE_C_P99 0x04      /* each API's --metric (gate_eval) */
+#define GATE_C_GPU 0x08      /* GPU idle share */
+#define GATE_C_FINDINGS 0x10 /* HIGH findings the baseline did not have */
+#define GATE_C_ALL 0x1f
 
 struct gate_opts {
     int metric;             /* enum summary_q; default SUMMARY_P99 */
@@ -21,6 +32,14 @@ struct gate_opts {
     uint64_t seed;          /* bootstrap seed; default 1 */
     const char *const *apis; /* only these APIs (NULL = all) */
     int napis;
+    unsigned criteria;       /* GATE_C_* bits; default GATE_C_ALL */
+    double max_step_ratio;   /* step time p50 (or time per launch): fail above; default 1.1 */
+    double max_step_p99_ratio; /* step time p99: fail above; default 1.5 */
+    uint64_t min_steps;      /* both runs need this many steps; default 20 */
+    double max_api_ratio;    /* API time: fail when its share of the window grows more
+                                than this ratio; default 1.5 */
+    double min_api_share;    /* ... and by more than this share of the window; default 0.05 */
+    double max_idle_rise;    /* GPU idle: fail when its share rises more than this; 0.10 */
 };
 
 enum gate_verdict {
@@ -29,7 +48,8 @@ enum gate_verdict {
     GATE_NOISY,      /* over both thresholds but the CI of the ratio includes 1 */
     GATE_FEW_CALLS,  /* a side has fewer than min_calls calls: not judged */
     GATE_ONLY_BASE,  /* API missing from the candidate */
-    GATE_ONLY_NEW    /* API absent from the baseline */
+    GATE_ONLY_NEW,   /* API absent from the baseline */
+    GATE_NOT_JUDGED  /* a run criterion one side cannot say (no steps, version 1...) */
 };
 
 struct gate_row {
@@ -42,8 +62,50 @@ struct gate_row {
     enum gate_verdict verdict;
 };
 
+/* What a run criterion (criteria.c) compares. */
+enum gate_ckind {
+    GATE_CK_STEP_P50,  /* step time p50 (ns), bootstrap interval */
+    GATE_CK_STEP_P99,  /* step time p99 (ns), bootstrap interval */
+    GATE_CK_UNIT,      /* CUDA-active window per outermost launch (ns): runs without steps */
+    GATE_CK_API_TIME,  /* an API's total time (ns) and its share of the window */
+    GATE_CK_GPU_IDLE,  /* GPU idle share of the covered time (0..1) */
+    GATE_CK_FINDING    /* a HIGH finding (cause); base/cand 1 when that side has it */
+};
+
+struct gate_crit {
+    enum gate_ckind kind;
+    const char *name;         /* API or finding cause, borrowed from the summaries; or NULL */
+    uint64_t n_base, n_new;   /* steps, launches or calls behind the values */
+    double base, cand;        /* the compared values (unit: see enum gate_ckind) */
+    double base_share, new_share; /* GATE_CK_API_TIME: share of each side's window */
+    double ratio;             /* cand / base (API time: of the shares); INFINITY when new */
+    double ci_lo, ci_hi;      /* bootstrap interval of the ratio, if has_ci */
+    int has_ci;
+    const char *why;          /* GATE_NOT_JUDGED: why, one phrase (static) */
+    enum gate_verdict verdict;
+};
+
 /** Defaults for every field. */
 void gate_opts_init(struct gate_opts *o);
+
+/** Seed of the bootstrap of the row or criterion named @p api and @p kernel:
+ * the same row gets the same resamples whatever else is selected. */
+uint64_t gate_seed(uint64_t seed, const char *api, const char *kernel);
+
+/** Judge the run criteria @p o->criteria selects between @p base and @p cand
+ * (summaries without a run part: each criterion reads "not judged").
+ * @return 0 or -ENOMEM; *crit (malloc'd, caller frees; borrows names from
+ * the summaries) and *n get them. */
+int gate_eval_run(const struct summary *base, const struct summary *cand,
+                  const struct gate_opts *o, struct gate_crit **crit, size_t *n);
+
+/** "step time p50", "API time cuStreamSynchronize", ... into @p buf. */
+const char *gate_crit_label(const struct gate_crit *c, char *buf, size_t len);
+
+/** The verdict in words, with the numbers ("+48% (2.10 ms -> 3.11 ms, CI
+ * 1.45-1.51)", "new: 31% of the window"), into @p buf. */
+const char *gate_crit_note(const struct gate_crit *c, const struct gate_opts *o, char *buf,
+                           size_t len);
 
 /** Compare @p base and @p cand. @return 0 or -ENOMEM; *rows (malloc'd, caller
  * frees; borrows names from the summaries) and *n get the comparison. */

@@ -1,6 +1,7 @@
 /* gate/summary.c: builds latency summaries from a run file's CUDA records and
- * reads/writes their saved JSON form. Owns the grouping of calls by API and
- * kernel name; the comparison of two summaries is gate.c's. */
+ * reads/writes their saved JSON form (versions 1 and 2). Owns the grouping of
+ * calls by API and kernel name; the run part of format 2 is measured by
+ * measure.c, and the comparison of two summaries is gate.c's. */
 #include "summary.h"
 
 #include <errno.h>
@@ -143,22 +144,34 @@ static int cmp_group(const void *x, const void *y)
     return strcmp(a->kernel, b->kernel);
 }
 
+/* Samples of ascending @p v (n > 0), k of them: sample i is v[floor((2i+1)n / 2k)].
+ * @return 0 or -ENOMEM */
+static int pick_samples(const uint64_t *v, size_t n, size_t max_samples, uint64_t **out,
+                        size_t *k_out)
+{
+    size_t k = n < max_samples ? n : max_samples;
+    uint64_t *smp = malloc((k ? k : 1) * sizeof(*smp));
+    if (!smp)
+        return -ENOMEM;
+    for (size_t i = 0; i < k; i++)
+        smp[i] = v[(size_t)(((2 * (unsigned __int128)i + 1) * n) / (2 * k))];
+    *out = smp;
+    *k_out = k;
+    return 0;
+}
+
 /* Fill g's statistics and samples from ascending @p v (n > 0). */
 static int group_fill(struct summary_group *g, const uint64_t *v, size_t n, size_t max_samples)
 {
     g->count = n;
+    g->total_ns = 0;
+    for (size_t i = 0; i < n; i++)
+        g->total_ns += v[i];
     g->min_ns = v[0];
     g->max_ns = v[n - 1];
     for (int q = 0; q < SUMMARY_NQ; q++)
         g->q_ns[q] = bootstrap_quantile(v, n, q_prob[q]);
-    size_t k = n < max_samples ? n : max_samples;
-    g->samples_ns = malloc(k * sizeof(uint64_t));
-    if (!g->samples_ns)
-        return -ENOMEM;
-    for (size_t i = 0; i < k; i++)
-        g->samples_ns[i] = v[(size_t)(((2 * (unsigned __int128)i + 1) * n) / (2 * k))];
-    g->nsamples = k;
-    return 0;
+    return pick_samples(v, n, max_samples, &g->samples_ns, &g->nsamples);
 }
 
 static int group_from_acc(struct summary_group *g, struct acc *a, struct cs_run *r,
@@ -214,13 +227,33 @@ int summary_from_run(struct cs_run *r, const char *source, size_t max_samples, i
         return rc;
     }
     qsort(s->groups, s->n, sizeof(*s->groups), cmp_group);
+    s->is_run = 1;
     *out = s;
     return 0;
 }
 
+int summary_set_steps(struct summary *s, const char *source, const char *how, uint64_t *v,
+                      size_t n, size_t max_samples)
+{
+    struct summary_steps *st = &s->run.steps;
+    int rc = 0;
+    if (n && source) {
+        st->source = strdup(source);
+        st->how = strdup(how ? how : "");
+        st->count = n;
+        st->p50_ns = bootstrap_quantile(v, n, 0.5);
+        st->p99_ns = bootstrap_quantile(v, n, 0.99);
+        if (!st->source || !st->how || pick_samples(v, n, max_samples, &st->samples_ns,
+                                                    &st->nsamples) < 0)
+            rc = -ENOMEM;
+    }
+    free(v);
+    return rc;
+}
+
 /* ---- JSON ---- */
 
-static json_t *group_to_json(const struct summary_group *g)
+static json_t *group_to_json(const struct summary_group *g, int v2)
 {
     json_t *o = json_object(), *smp = json_array();
     if (!o || !smp) {
@@ -235,10 +268,45 @@ static json_t *group_to_json(const struct summary_group *g)
     json_object_set_new(o, "max_ns", json_integer((json_int_t)g->max_ns));
     for (int q = 0; q < SUMMARY_NQ; q++)
         json_object_set_new(o, q_key[q], json_integer((json_int_t)g->q_ns[q]));
+    if (v2)
+        json_object_set_new(o, "total_ns", json_integer((json_int_t)g->total_ns));
     for (size_t i = 0; i < g->nsamples; i++)
         json_array_append_new(smp, json_integer((json_int_t)g->samples_ns[i]));
     json_object_set_new(o, "samples_ns", smp);
     return o;
+}
+
+static json_t *u64_array(const uint64_t *v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++)
+        json_array_append_new(a, json_integer((json_int_t)v[i]));
+    return a;
+}
+
+static json_t *steps_to_json(const struct summary_steps *st)
+{
+    if (!st->source)
+        return json_null();
+    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o}", "source", st->source, "how", st->how,
+                     "count", (json_int_t)st->count, "p50_ns", (json_int_t)st->p50_ns,
+                     "p99_ns", (json_int_t)st->p99_ns, "samples_ns",
+                     u64_array(st->samples_ns, st->nsamples));
+}
+
+/* The run part of format 2 into @p o. */
+static void run_to_json(json_t *o, const struct summary_run *r)
+{
+    json_t *high = json_array();
+    for (size_t i = 0; i < r->nhigh; i++)
+        json_array_append_new(high, json_string(r->high[i]));
+    json_object_set_new(o, "window_ns", json_integer((json_int_t)r->window_ns));
+    json_object_set_new(o, "launches", json_integer((json_int_t)r->launches));
+    json_object_set_new(o, "steps", steps_to_json(&r->steps));
+    json_object_set_new(o, "gpu", r->gpu_source ? json_pack("{s:s, s:f}", "source", r->gpu_source,
+                                                            "idle_fraction", r->gpu_idle)
+                                                : json_null());
+    json_object_set_new(o, "high_findings", high);
 }
 
 json_t *summary_to_json(const struct summary *s)
@@ -250,10 +318,12 @@ json_t *summary_to_json(const struct summary *s)
         return NULL;
     }
     json_object_set_new(o, "format", json_string(SUMMARY_FORMAT));
-    json_object_set_new(o, "version", json_integer(SUMMARY_VERSION));
+    json_object_set_new(o, "version", json_integer(s->has_run ? 2 : 1));
     json_object_set_new(o, "source", json_string(s->source));
+    if (s->has_run)
+        run_to_json(o, &s->run);
     for (size_t i = 0; i < s->n; i++) {
-        json_t *g = group_to_json(&s->groups[i]);
+        json_t *g = group_to_json(&s->groups[i], s->has_run);
         if (!g) {
             json_decref(o);
             json_decref(gs);
@@ -295,7 +365,7 @@ static int samples_from_json(struct summary_group *g, json_t *a)
 }
 
 /* @return 0, or -1 with @p what naming the bad field */
-static int group_from_json(struct summary_group *g, json_t *o, const char **what)
+static int group_from_json(struct summary_group *g, json_t *o, int v2, const char **what)
 {
     json_t *api = json_object_get(o, "api"), *k = json_object_get(o, "kernel");
     *what = "api";
@@ -315,8 +385,85 @@ static int group_from_json(struct summary_group *g, json_t *o, const char **what
         if (get_u64(o, q_key[q], &g->q_ns[q]) < 0)
             return -1;
     }
+    *what = "total_ns";
+    if (v2 && get_u64(o, "total_ns", &g->total_ns) < 0)
+        return -1;
     *what = "samples_ns";
     return samples_from_json(g, json_object_get(o, "samples_ns"));
+}
+
+/* Ascending non-negative integers of array @p a into *v. @return 0 or -1 */
+static int u64s_from_json(json_t *a, uint64_t **v, size_t *n)
+{
+    *n = json_array_size(a);
+    if (!json_is_array(a) || !(*v = malloc((*n ? *n : 1) * sizeof(**v))))
+        return -1;
+    for (size_t i = 0; i < *n; i++) {
+        json_t *x = json_array_get(a, i);
+        if (!json_is_integer(x) || json_integer_value(x) < 0)
+            return -1;
+        (*v)[i] = (uint64_t)json_integer_value(x);
+        if (i && (*v)[i] < (*v)[i - 1])
+            return -1;
+    }
+    return 0;
+}
+
+static int steps_from_json(struct summary_steps *st, json_t *o)
+{
+    json_t *src = json_object_get(o, "source"), *how = json_object_get(o, "how");
+    if (json_is_null(o))
+        return 0;
+    if (!json_is_object(o) || !json_is_string(src) || !json_is_string(how) ||
+        !(st->source = strdup(json_string_value(src))) ||
+        !(st->how = strdup(json_string_value(how))) || get_u64(o, "count", &st->count) < 0 ||
+        get_u64(o, "p50_ns", &st->p50_ns) < 0 || get_u64(o, "p99_ns", &st->p99_ns) < 0 ||
+        u64s_from_json(json_object_get(o, "samples_ns"), &st->samples_ns, &st->nsamples) < 0)
+        return -1;
+    return st->count == 0 || st->nsamples == 0 || st->nsamples > st->count ? -1 : 0;
+}
+
+static int gpu_from_json(struct summary_run *r, json_t *o)
+{
+    json_t *src = json_object_get(o, "source"), *idle = json_object_get(o, "idle_fraction");
+    if (json_is_null(o))
+        return 0;
+    if (!json_is_object(o) || !json_is_string(src) || !json_is_number(idle) ||
+        !(r->gpu_source = strdup(json_string_value(src))))
+        return -1;
+    r->gpu_idle = json_number_value(idle);
+    return r->gpu_idle >= 0 && r->gpu_idle <= 1 ? 0 : -1;
+}
+
+static int high_from_json(struct summary_run *r, json_t *a)
+{
+    if (!json_is_array(a) || !(r->high = calloc(json_array_size(a) + 1, sizeof(*r->high))))
+        return -1;
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        json_t *x = json_array_get(a, i);
+        if (!json_is_string(x) || !(r->high[r->nhigh++] = strdup(json_string_value(x))))
+            return -1;
+    }
+    return 0;
+}
+
+/* The run part of format 2. @return 0, or -1 with @p what naming the bad field */
+static int run_from_json(struct summary_run *r, json_t *j, const char **what)
+{
+    *what = "window_ns";
+    if (get_u64(j, "window_ns", &r->window_ns) < 0)
+        return -1;
+    *what = "launches";
+    if (get_u64(j, "launches", &r->launches) < 0)
+        return -1;
+    *what = "steps";
+    if (steps_from_json(&r->steps, json_object_get(j, "steps")) < 0)
+        return -1;
+    *what = "gpu";
+    if (gpu_from_json(r, json_object_get(j, "gpu")) < 0)
+        return -1;
+    *what = "high_findings";
+    return high_from_json(r, json_object_get(j, "high_findings"));
 }
 
 int summary_from_json(json_t *j, const char *source, struct summary **out, struct cs_err *err)
@@ -326,21 +473,29 @@ int summary_from_json(json_t *j, const char *source, struct summary **out, struc
     if (!json_is_string(fmt) || strcmp(json_string_value(fmt), SUMMARY_FORMAT) != 0)
         return cs_err_set(err, CS_E_CORRUPT, "%s: not a cudaspy gate summary (no \"format\": \"%s\")",
                           source, SUMMARY_FORMAT);
-    if (!json_is_integer(ver) || json_integer_value(ver) != SUMMARY_VERSION)
+    if (!json_is_integer(ver) || json_integer_value(ver) < SUMMARY_VERSION_MIN ||
+        json_integer_value(ver) > SUMMARY_VERSION)
         return cs_err_set(err, CS_E_VERSION,
-                          "%s: unsupported summary version %lld (this build reads %d)", source,
-                          json_is_integer(ver) ? (long long)json_integer_value(ver) : -1LL,
-                          SUMMARY_VERSION);
+                          "%s: unsupported summary version %lld (this build reads %d to %d)",
+                          source, json_is_integer(ver) ? (long long)json_integer_value(ver) : -1LL,
+                          SUMMARY_VERSION_MIN, SUMMARY_VERSION);
+    int v2 = json_integer_value(ver) >= 2;
     if (!json_is_array(gs))
         return cs_err_set(err, CS_E_CORRUPT, "%s: summary has no \"groups\" array", source);
     struct summary *s = summary_alloc(source, json_array_size(gs));
+    const char *what = "";
     if (!s)
         return cs_err_set(err, -ENOMEM, "%s: out of memory", source);
+    if (v2 && run_from_json(&s->run, j, &what) < 0) {
+        summary_free(s);
+        return cs_err_set(err, CS_E_CORRUPT, "%s: bad or missing \"%s\"", source, what);
+    }
+    s->has_run = v2;
     for (size_t i = 0; i < json_array_size(gs); i++) {
-        const char *what = "group";
         json_t *g = json_array_get(gs, i);
+        what = "group";
         s->n++;
-        if (!json_is_object(g) || group_from_json(&s->groups[i], g, &what) < 0) {
+        if (!json_is_object(g) || group_from_json(&s->groups[i], g, v2, &what) < 0) {
             summary_free(s);
             return cs_err_set(err, CS_E_CORRUPT, "%s: groups[%zu]: bad or missing \"%s\"", source,
                               i, what);
@@ -425,5 +580,12 @@ void summary_free(struct summary *s)
     }
     free(s->groups);
     free(s->source);
+    free(s->run.steps.source);
+    free(s->run.steps.how);
+    free(s->run.steps.samples_ns);
+    free(s->run.gpu_source);
+    for (size_t i = 0; i < s->run.nhigh; i++)
+        free(s->run.high[i]);
+    free(s->run.high);
     free(s);
 }

@@ -32,6 +32,14 @@
  *               of host work: the GPU is busy 60 % of the time
  *     slowhost  250 ms on the CPU a step, then 2 x 5 ms of kernels and a
  *               sync: the GPU busy 4 %, idle for whole sampled slices
+ *     steps     gate pairs (test/gate/gate_steps.sh): a fixed number of
+ *               steps (CAUSE_STEPS, else `seconds` / 3 ms): read a batch from one of 4 forked
+ *               data workers (each 6 ms asleep a batch: they keep ahead),
+ *               3 ms on the CPU, a pinned copy and 2 x 0.5 ms of kernels,
+ *               no sync (the GPU keeps up): 3 ms a step
+ *     steps_sync      the same with a cudaStreamSynchronize each step:
+ *               4 ms a step (issue 24's candidate)
+ *     steps_slowdata  the same with 1 data worker: 6 ms a step
  *     hog       spin on one CPU for `seconds` (no CUDA): the outside load
  * Runs for about `seconds`, then prints "<mode>: <steps> steps in <s> s". */
 #include <cuda_runtime_api.h>
@@ -313,6 +321,80 @@ static void run_slowhost(double deadline, long *steps)
     run_steps(deadline, steps, 250000, (const void *)k_long, 2);
 }
 
+/* Gate pairs: @p n steps fed by @p nw data workers; a sync each step if
+ * @p sync. Step time is host-bound (3 ms) unless a sync serialises the
+ * kernels (+1 ms) or the workers fall behind. */
+static void gate_steps(long n, int nw, int sync, long *steps)
+{
+    const size_t bytes = 64 * 1024; /* one pipe buffer: a worker keeps one batch ahead */
+    int fds[4];
+    void *h = NULL, *d = NULL;
+    CHECK_RT(cudaMallocHost(&h, bytes));
+    CHECK_RT(cudaMalloc(&d, bytes));
+    for (int w = 0; w < nw; w++) {
+        int p[2];
+        if (pipe(p) != 0)
+            CHECK_RT(cudaErrorUnknown);
+        if (fork_worker() == 0) {
+            struct timespec io = {0, 6 * 1000 * 1000};
+            unsigned char *b = malloc(bytes);
+            close(p[0]);
+            if (b == NULL)
+                _exit(3);
+            for (uint64_t i = 0;; i++) { /* the first batch at once: no wait at start */
+                memset(b, (int)(i & 0xff), bytes);
+                for (size_t off = 0; off < bytes;) {
+                    ssize_t k = write(p[1], b + off, bytes - off);
+                    if (k <= 0)
+                        _exit(0); /* the reader is gone */
+                    off += (size_t)k;
+                }
+                nanosleep(&io, NULL);
+            }
+        }
+        close(p[1]);
+        fds[w] = p[0];
+    }
+    for (; *steps < n; (*steps)++) {
+        read_all(fds[*steps % nw], h, bytes);
+        spin_us(3000);
+        CHECK_RT(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, stream));
+        launch((const void *)k_step, 1, d);
+        launch((const void *)k_small, 1, d);
+        if (sync)
+            CHECK_RT(cudaStreamSynchronize(stream));
+    }
+    for (int w = 0; w < nw; w++)
+        close(fds[w]);
+    workers_stop();
+    CHECK_RT(cudaFree(d));
+    CHECK_RT(cudaFreeHost(h));
+}
+
+/* The step count: CAUSE_STEPS, else the seconds the baseline takes at 3 ms
+ * a step (seconds are whole: a gate pair of 0.4 s runs sets CAUSE_STEPS). */
+static long gate_nsteps(double deadline)
+{
+    const char *env = getenv("CAUSE_STEPS");
+    double n = env && atol(env) > 0 ? (double)atol(env) : (deadline - now_s()) * 1000.0 / 3.0;
+    return n < 1 ? 1 : (long)(n + 0.5);
+}
+
+static void run_gsteps(double deadline, long *steps)
+{
+    gate_steps(gate_nsteps(deadline), 4, 0, steps);
+}
+
+static void run_gsteps_sync(double deadline, long *steps)
+{
+    gate_steps(gate_nsteps(deadline), 4, 1, steps);
+}
+
+static void run_gsteps_slowdata(double deadline, long *steps)
+{
+    gate_steps(gate_nsteps(deadline), 1, 0, steps);
+}
+
 static const struct mode modes[] = {
     {"tree", "k_small=200", NULL, run_tree},
     {"external", "k_small=200", NULL, run_cpu_steps},
@@ -325,12 +407,16 @@ static const struct mode modes[] = {
     {"hostdata", "k_step=500", NULL, run_hostdata},
     {"duty", "k_long=6000", NULL, run_duty},
     {"slowhost", "k_long=5000", NULL, run_slowhost},
+    {"steps", "k_step=500,k_small=500", NULL, run_gsteps},
+    {"steps_sync", "k_step=500,k_small=500", NULL, run_gsteps_sync},
+    {"steps_slowdata", "k_step=500,k_small=500", NULL, run_gsteps_slowdata},
 };
 
 static int usage(void)
 {
     fprintf(stderr, "usage: %s tree|external|starve|pageable|churn|sync|clean|syncstep|"
-                    "hostdata|duty|slowhost|hog [seconds=3]\n", NAME);
+                    "hostdata|duty|slowhost|steps|steps_sync|steps_slowdata|hog "
+                    "[seconds=3]\n", NAME);
     return 2;
 }
 

@@ -39,11 +39,14 @@ real_regress)  # 5x slower syncs fail, naming the API (3x sat within
     grep -q '^cuStreamSynchronize .*REGRESSED' out.txt || fail "cuStreamSynchronize not flagged"
     grep -q '^cudaspy-analyze: gate: cuStreamSynchronize: p99 regressed' err.txt || fail stderr
     ;;
-real_few_calls)  # 50 iterations: 51 syncs < --min-calls 100, passes with a note
+real_few_calls)  # 50 iterations: 51 syncs < --min-calls 100, the p99
+    # criterion passes with a note; their 3x longer steps fail (gate v2)
     record short.lmdb 3000000 50
-    expect_rc 0 "$analyze" gate --baseline base.lmdb --api $syncs short.lmdb
+    expect_rc 0 "$analyze" gate --baseline base.lmdb --criteria p99 --api $syncs short.lmdb
     grep -q '^cuStreamSynchronize .*too few calls: not judged: 1001/51 calls, need 100' out.txt ||
         fail "no note"
+    expect_rc 1 "$analyze" gate --baseline base.lmdb --api $syncs short.lmdb
+    grep -q '^cudaspy-analyze: gate: FAIL: step time p50 +' err.txt || fail "no step time reason"
     ;;
 real_corrupt)
     record slow.lmdb 3000000 1000
