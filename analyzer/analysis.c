@@ -14,7 +14,9 @@
 #include "rules/gpu.h"
 #include "model/model.h"
 #include "model/procs.h"
+#include "model/steps.h"
 #include "rules/ranks.h"
+#include "rules/steptime.h"
 #include "model/stats.h"
 
 struct dur_cache;
@@ -24,6 +26,7 @@ struct analysis {
     struct stats_table api, by_pid, by_stream, by_kernel;
     struct feed feed;
     struct gpu_truth gpu;
+    struct steps steps;
     uint64_t active_ns; /* the CUDA-active windows (or the user's): the whole
                            of every percentage and severity */
     json_t *chains;
@@ -108,6 +111,22 @@ static uint64_t active_sum(const struct model *m)
     return sum;
 }
 
+/* Steps of a single run, inside its CUDA-active window. */
+static int find_steps(struct analysis *a)
+{
+    struct steps_opts so = {.want = a->m.opts.step};
+    uint64_t first;
+
+    if (a->m.nruns != 1) {
+        memset(&a->steps, 0, sizeof(a->steps));
+        a->steps.thr = M_NONE;
+        snprintf(a->steps.how, sizeof(a->steps.how), "none: several runs");
+        return 0;
+    }
+    active_window(&a->m, 0, &so.win_lo_ns, &so.win_hi_ns, &first);
+    return steps_find(&a->m, &so, &a->steps);
+}
+
 static int derive(struct analysis *a)
 {
     struct model *m = &a->m;
@@ -136,6 +155,8 @@ static int derive(struct analysis *a)
     }
     walls(m, &longest, &sum);
     a->active_ns = active_sum(m);
+    if ((rc = find_steps(a)) < 0)
+        return rc;
     a->chains = chains_build(m, &a->api, &a->feed, &a->gpu, a->active_ns);
     if (a->chains == NULL)
         return -ENOMEM;
@@ -155,8 +176,12 @@ int analysis_load(const char *const *paths, int n, const struct analysis_opts *o
     if (a == NULL)
         return -ENOMEM;
     rc = model_load(&a->m, paths, n, o, err);
-    if (rc == 0 && (rc = derive(a)) < 0)
-        cs_err_set(err, rc, "analysis: %s", cs_strerror(rc));
+    if (rc == 0 && (rc = derive(a)) < 0) {
+        if (rc == -ENOENT)
+            cs_err_set(err, rc, "--step: %s", a->steps.how);
+        else
+            cs_err_set(err, rc, "analysis: %s", cs_strerror(rc));
+    }
     if (rc < 0) {
         analysis_free(a);
         return rc;
@@ -496,6 +521,8 @@ json_t *analysis_json(const struct analysis *a)
     json_object_set_new(o, "processes", json_procs(&a->m));
     json_object_set_new(o, "gpu_feed", feed_json(&a->feed, &a->m));
     json_object_set_new(o, "gpu", gpu_json(&a->gpu, &a->m));
+    json_object_set_new(o, "steps", steptime_json(&a->steps, &a->m, &a->gpu, a->chains,
+                                                  a->m.nruns ? a->m.runs[0].t0_ns : 0));
     json_object_set_new(o, "chains", json_deep_copy(a->chains));
     if (json_array_size(a->ranks))
         json_object_set_new(o, "ranks", json_deep_copy(a->ranks));
@@ -619,6 +646,15 @@ uint64_t analysis_t0(const struct analysis *a, int i)
     return i >= 0 && i < a->m.nruns ? a->m.runs[i].t0_ns : 0;
 }
 
+const struct steps *analysis_steps(const struct analysis *a, uint32_t *pid, uint32_t *tid)
+{
+    const struct m_thread *t = a->steps.thr != M_NONE ? &a->m.thr[a->steps.thr] : NULL;
+
+    *pid = t ? a->m.proc[t->proc].pid : 0;
+    *tid = t ? t->tid : 0;
+    return &a->steps;
+}
+
 void analysis_free(struct analysis *a)
 {
     if (a == NULL)
@@ -636,6 +672,7 @@ void analysis_free(struct analysis *a)
     stats_table_exit(&a->by_kernel);
     feed_exit(&a->feed);
     gpu_exit(&a->gpu);
+    steps_free(&a->steps);
     json_decref(a->chains);
     json_decref(a->ranks);
     model_exit(&a->m);

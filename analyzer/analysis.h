@@ -21,6 +21,7 @@ struct analysis_opts {
     double tail_ratio;     /* heavy tail: p99/p50 at least this; default 3 */
     unsigned tail_min_calls; /* and at least this many calls; default 20 */
     int by_stream, by_kernel, by_pid; /* extra latency tables */
+    const char *step;      /* --step: NVTX range name, "none", NULL = default (steps.h) */
 };
 
 struct analysis;
@@ -61,6 +62,13 @@ uint64_t analysis_t0(const struct analysis *a, int i);
  * "host_lower_bound" or "none"): with no GPU records every bin is -1. */
 const char *analysis_gpu_bins(const struct analysis *a, int run, uint32_t pid, uint64_t t0,
                               uint64_t t1, int nbins, double *out);
+
+struct steps;
+
+/** The steps found (model/steps.h; source STEPS_NONE when none), the pid
+ * and tid of the thread they were found on into @p pid, @p tid.
+ * @return borrowed */
+const struct steps *analysis_steps(const struct analysis *a, uint32_t *pid, uint32_t *tid);
 
 /** Free. Accepts NULL. */
 void analysis_free(struct analysis *a);

@@ -670,6 +670,40 @@ int mcp_q_gpu_feed(struct mcp_call_ctx *c, json_t **out)
     return 0;
 }
 
+int mcp_q_steps(struct mcp_call_ctx *c, json_t **out)
+{
+    const json_t *st = json_object_get(q_aj(c), "steps");
+    size_t limit = (size_t)mcp_arg_u64(c, "limit", 100), n, i;
+    json_t *rows = slice(json_object_get(st, "rows"), 0, limit, &n), *o, *v;
+    static const char *const keep[] = {"source", "how", "name", "tid", "count", "cv", "p50_ns",
+                                       "p90_ns", "p99_ns", "max_ns", "mean_ns", "mix",
+                                       "rows_every", "worst"};
+
+    q_text_head(c, "Steps");
+    mcp_text_printf(c->t, "%lld steps (%s)\n",
+                    (long long)json_integer_value(json_object_get(st, "count")),
+                    json_string_value(json_object_get(st, "how")));
+    if (json_integer_value(json_object_get(st, "count")) > 0) {
+        mcp_text_printf(c->t, "step time p50 %s  p90 %s  p99 %s  max %s\n",
+                        NS((uint64_t)json_integer_value(json_object_get(st, "p50_ns"))),
+                        NS((uint64_t)json_integer_value(json_object_get(st, "p90_ns"))),
+                        NS((uint64_t)json_integer_value(json_object_get(st, "p99_ns"))),
+                        NS((uint64_t)json_integer_value(json_object_get(st, "max_ns"))));
+        mcp_text_printf(c->t, "summed over the steps:");
+        q_text_fields(c->t, json_object_get(st, "mix"));
+        mcp_text_printf(c->t, "slowest steps (with the findings whose examples fall inside):\n");
+        text_list(c->t, json_object_get(st, "worst"));
+    }
+    o = q_head(c);
+    for (i = 0; i < sizeof(keep) / sizeof(*keep); i++)
+        if ((v = json_object_get(st, keep[i])) != NULL)
+            json_object_set(o, keep[i], v);
+    json_object_set_new(o, "total_rows", json_integer((json_int_t)n));
+    json_object_set_new(o, "rows", rows);
+    *out = o;
+    return 0;
+}
+
 int mcp_q_gpu_timeline(struct mcp_call_ctx *c, json_t **out)
 {
     json_t *g = json_object_get(q_aj(c), "gpu"), *devs = json_array(), *bins = json_array(), *v;

@@ -81,6 +81,11 @@ static const struct param p_gpu[] = {
     P_UNTIL_ARG,
     {"bins", P_INT, "Time bins of GPU busy % over the window (default 50).", 1, 500, NULL},
     P_END};
+static const struct param p_steps[] = {
+    P_RUN_ARG,
+    {"limit", P_INT, "Step rows to return (default 100; rows are evenly spaced when the run "
+     "has more than 1000 steps).", 1, 1000, NULL},
+    P_END};
 static const struct param p_timeline[] = {
     P_RUN_ARG,
     P_PID_ARG("Process to show (this or tid is needed)."),
@@ -142,6 +147,12 @@ static const struct tool tools[] = {
      "asleep for the data pipeline, preempted), the longest idle stretches, top kernels, and "
      "busy % in time bins (null: not covered).",
      p_gpu, NULL, mcp_q_gpu_timeline, 0},
+    {"get_steps", "Steps (iterations)",
+     "The program's steps (training iterations): from an NVTX range or inferred from its "
+     "repeating CUDA calls (how says which), exact step time p50/p90/p99/max, and per step its "
+     "time in CUDA calls, host code, asleep, preempted, GPU busy %; the slowest steps with the "
+     "findings whose examples fall inside them.",
+     p_steps, NULL, mcp_q_steps, 0},
     {"get_timeline", "Timeline of a process or thread",
      "CUDA calls and off-CPU intervals of one process or thread in time order, paged: pass "
      "nextCursor back as cursor (with the same other arguments) for the next page.",
@@ -597,7 +608,7 @@ static const char investigate_text[] =
     "3. get_per_process_breakdown: which process runs the CUDA work, which are workers, "
     "how much each was off CPU, preempted or waiting in the run queue, and their page "
     "allocations and context switches.\n"
-    "4. get_timeline (and get_gpu_timeline, get_top_stalls, get_api_latency, get_gpu_feed "
+    "4. get_timeline (and get_steps, get_gpu_timeline, get_top_stalls, get_api_latency, get_gpu_feed "
     "where useful): "
     "look at the worst moments the findings point to and check the story holds.\n"
     "Then answer%s%s%s in plain language: the cause, the evidence, and what to change.\n"

@@ -11,11 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis.h"
 #include "commands.h"
 #include "cudaspy/api.h"
 #include "cudaspy/record.h"
 #include "cudaspy/runfile.h"
 #include "cudaspy/version.h"
+#include "model/steps.h"
 
 #define PROG "cudaspy-analyze"
 #define EXPORT_WIN_NS 1000000000ull   /* off-CPU clipping window */
@@ -698,9 +700,45 @@ static int write_counters(struct exporter *x, unsigned kind)
     return rc;
 }
 
+/* ---- steps ---- */
+
+#define EXPORT_STEP_TID 0x7ffffff0u /* the steps' own track in their process */
+
+/* The steps the analysis finds (model/steps.h), as slices on a track of
+ * their own in the process whose thread they were found on. */
+static int write_steps(struct exporter *x, const char *path)
+{
+    const char *const paths[] = {path};
+    struct analysis_opts o;
+    struct analysis *a;
+    const struct steps *s;
+    uint32_t pid, tid;
+    int rc;
+
+    analysis_opts_init(&o);
+    if ((rc = analysis_load(paths, 1, &o, &a, &x->err)) < 0)
+        return rc;
+    s = analysis_steps(a, &pid, &tid);
+    if (s->n)
+        meta_name(x, "thread_name", pid, EXPORT_STEP_TID, "steps");
+    for (size_t i = 0; i < s->n; i++) {
+        const struct m_step *p = &s->s[i];
+        if (p->t_start_ns < x->since || p->t_start_ns >= x->until)
+            continue;
+        ev_begin(x, "X", pid, EXPORT_STEP_TID, p->t_start_ns);
+        put_dur(x, p->t_end_ns - p->t_start_ns);
+        fprintf(x->out, ",\"cat\":\"step\",\"name\":\"step %zu\",\"args\":{\"step\":%zu,"
+                        "\"thread\":%" PRIu32 ",\"how\":", i, i, tid);
+        put_str(x->out, s->how);
+        fputs("}}", x->out);
+    }
+    analysis_free(a);
+    return 0;
+}
+
 /* ---- command ---- */
 
-static int export_run(struct exporter *x)
+static int export_run(struct exporter *x, const char *path)
 {
     fprintf(x->out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"cudaspy "
             CS_VERSION "\",\"host\":");
@@ -717,6 +755,8 @@ static int export_run(struct exporter *x)
         rc = write_counters(x, CS_REC_SYSWIN);
     if (rc >= 0)
         rc = write_counters(x, CS_REC_PWIN);
+    if (rc >= 0)
+        rc = write_steps(x, path);
     fputs("\n]}\n", x->out);
     return rc < 0 ? rc : 0;
 }
@@ -827,7 +867,7 @@ int export_main(int argc, char **argv)
         return 3;
     }
     setvbuf(x.out, NULL, _IOFBF, 1 << 20);
-    rc = export_run(&x);
+    rc = export_run(&x, c.run);
     if (rc < 0)
         fprintf(stderr, PROG ": %s: %s\n", c.run, x.err.msg[0] ? x.err.msg : cs_strerror(rc));
     if (fclose(x.out) != 0 && rc == 0) {

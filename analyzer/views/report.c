@@ -143,6 +143,40 @@ static void print_gpu_line(const struct out *o, const json_t *g)
         fprintf(o->f, "%snote:%s %s\n", col(o, C_YEL), col(o, C_OFF), json_string_value(v));
 }
 
+/* "STEPS    474 (inferred: ...): p50 2.10 ms  p99 ...; per step: CUDA 54 %, host code 45 %..." */
+static void print_steps_line(const struct out *o, const json_t *s, int host_data)
+{
+    const json_t *x = json_object_get(s, "mix"), *w = json_array_get(json_object_get(s, "worst"), 0);
+    double dur = (double)geti(x, "dur_ns");
+    char a[32], b[32], c[32], d[32];
+
+    if (geti(s, "count") == 0)
+        return;
+    fprintf(o->f, "STEPS    %lld (%s): p50 %s  p90 %s  p99 %s  max %s (step %lld); "
+                  "cv %.2f\n",
+            (long long)geti(s, "count"), gets_(s, "how"), fmt_ns(a, sizeof(a), geti(s, "p50_ns")),
+            fmt_ns(b, sizeof(b), geti(s, "p90_ns")), fmt_ns(c, sizeof(c), geti(s, "p99_ns")),
+            fmt_ns(d, sizeof(d), geti(s, "max_ns")), (long long)geti(w, "step"),
+            json_number_value(json_object_get(s, "cv")));
+    if (dur <= 0)
+        return;
+    if (!host_data) {
+        fprintf(o->f, "         of step time: in CUDA calls %.1f %%, outside them %.1f %% (no host "
+                      "data)\n",
+                100.0 * (double)geti(x, "cuda_ns") / dur,
+                100.0 * (double)(geti(x, "dur_ns") - geti(x, "cuda_ns")) / dur);
+        return;
+    }
+    fprintf(o->f, "         of step time: in CUDA calls %.1f %%, host code %.1f %%, asleep %.1f %%, "
+                  "preempted %.1f %%, D-state %.1f %%",
+            100.0 * (double)geti(x, "cuda_ns") / dur, 100.0 * (double)geti(x, "host_ns") / dur,
+            100.0 * (double)geti(x, "sleep_ns") / dur, 100.0 * (double)geti(x, "preempt_ns") / dur,
+            100.0 * (double)geti(x, "disk_ns") / dur);
+    if (json_is_number(json_object_get(x, "gpu_busy_pct")))
+        fprintf(o->f, "; GPU busy %.1f %%", json_number_value(json_object_get(x, "gpu_busy_pct")));
+    fputc('\n', o->f);
+}
+
 static void print_run(const struct out *o, const json_t *j)
 {
     const json_t *run = json_object_get(j, "run"), *files = json_object_get(run, "files");
@@ -182,6 +216,8 @@ static void print_run(const struct out *o, const json_t *j)
                         : ", collector did not shut down cleanly");
     }
     print_gpu_line(o, json_object_get(j, "gpu"));
+    print_steps_line(o, json_object_get(j, "steps"),
+                     strcmp(gets_(json_array_get(files, 0), "sampler_tier"), "none") != 0);
     json_array_foreach(missing, i, v)
         fprintf(o->f, "%smissing:%s %s\n", col(o, C_YEL), col(o, C_OFF), json_string_value(v));
 }
@@ -464,6 +500,9 @@ static const char usage_text[] =
     "    --tail-ratio X      heavy tail: p99/p50 at least X (default 3)\n"
     "    --tail-min-calls N  and at least N calls (default 20)\n"
     "    --color WHEN        auto (default: only on a terminal), always, never\n"
+    "    --step NAME         steps are the NVTX range NAME; none: no steps (default:\n"
+    "                        the most frequent top-level range that tiles the run,\n"
+    "                        else inferred from the repeating calls)\n"
     "    -h, --help          this text\n"
     "    -V, --version       print the version\n"
     "\n"
@@ -533,7 +572,7 @@ static int parse_by(const char *s, struct analysis_opts *a)
 }
 
 enum { OPT_JSON = 256, OPT_PID, OPT_SINCE, OPT_UNTIL, OPT_TOP, OPT_BY, OPT_FAIL, OPT_RATIO,
-       OPT_MINC, OPT_COLOR };
+       OPT_MINC, OPT_COLOR, OPT_STEP };
 
 static const struct option long_opts[] = {
     {"json", no_argument, NULL, OPT_JSON},
@@ -546,6 +585,7 @@ static const struct option long_opts[] = {
     {"tail-ratio", required_argument, NULL, OPT_RATIO},
     {"tail-min-calls", required_argument, NULL, OPT_MINC},
     {"color", required_argument, NULL, OPT_COLOR},
+    {"step", required_argument, NULL, OPT_STEP},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0}};
@@ -594,6 +634,11 @@ static int parse_one(int c, const char *arg, struct report_opts *r)
                  : !strcmp(arg, "auto") ? -1 : -2;
         return r->color == -2 ? usage_error("--color: expected auto, always or never: '%s'", arg)
                               : 0;
+    case OPT_STEP:
+        if (*arg == '\0')
+            return usage_error("--step: expected a range name or none: '%s'", arg);
+        r->a.step = arg;
+        return 0;
     case 'h': fputs(usage_text, stdout); return -1;
     case 'V': printf(PROG " %s (run format %d)\n", CS_VERSION, CS_FORMAT_VERSION); return -1;
     default: return 2;

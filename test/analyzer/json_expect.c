@@ -14,7 +14,9 @@
  *   top_sev=SEV    the first chain has severity SEV
  *   gpu=SOURCE     gpu.source is SOURCE (exact, sampled, host_lower_bound)
  *   busy=LO:HI     gpu.busy_pct lies in [LO, HI]
- *   print_busy     print gpu.busy_pct on stdout (always holds) */
+ *   print_busy     print gpu.busy_pct on stdout (always holds)
+ *   steps=SRC:N    steps.source is SRC (nvtx, inferred, none) and steps.count
+ *                  is N within 2 % (at least 1) */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,6 +147,25 @@ static int check_top_in(const json_t *chains, const char *list, const char *caus
     return 1;
 }
 
+static int check_steps(const json_t *j, const char *arg)
+{
+    const json_t *s = json_object_get(j, "steps");
+    const char *src = json_string_value(json_object_get(s, "source")), *colon = strchr(arg, ':');
+    long long got = json_integer_value(json_object_get(s, "count")), want, tol;
+
+    if (colon == NULL)
+        return 2;
+    want = atoll(colon + 1);
+    tol = want / 50 > 1 ? want / 50 : 1;
+    if (src && strncmp(src, arg, (size_t)(colon - arg)) == 0 && strlen(src) == (size_t)(colon - arg) &&
+        got >= want - tol && got <= want + tol)
+        return 0;
+    fprintf(stderr, "json_expect: steps: %s %lld (%s), want %.*s %lld +- %lld\n",
+            src ? src : "none", got, json_string_value(json_object_get(s, "how")),
+            (int)(colon - arg), arg, want, tol);
+    return 1;
+}
+
 /* @return 0 when check @p arg holds, 1 when not, 2 when unknown. */
 static int check(const json_t *j, const char *arg, const char *causes)
 {
@@ -201,6 +222,8 @@ static int check(const json_t *j, const char *arg, const char *causes)
     if (strncmp(arg, "gpu=", 4) == 0 || strncmp(arg, "busy=", 5) == 0 ||
         strcmp(arg, "print_busy") == 0)
         return check_gpu(j, arg);
+    if (strncmp(arg, "steps=", 6) == 0)
+        return check_steps(j, arg + 6);
     fprintf(stderr, "json_expect: unknown check '%s'\n", arg);
     return 2;
 }

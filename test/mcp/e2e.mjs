@@ -56,9 +56,9 @@ async function toolsAndSchemas(client) {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
   const want = ['compare_runs', 'get_api_latency', 'get_causal_chains', 'get_gpu_feed',
-    'get_gpu_timeline', 'get_per_process_breakdown', 'get_timeline', 'get_top_stalls',
-    'get_trace_stats'];
-  check('tools/list has the 9 tools', isDeepStrictEqual(names, want), names.join(','));
+    'get_gpu_timeline', 'get_per_process_breakdown', 'get_steps', 'get_timeline',
+    'get_top_stalls', 'get_trace_stats'];
+  check('tools/list has the 10 tools', isDeepStrictEqual(names, want), names.join(','));
   for (const t of tools) {
     let err = null;
     try {
@@ -132,6 +132,13 @@ async function slices(client, want) {
     isDeepStrictEqual(g.devices, want.gpu.devices), JSON.stringify(g.summary));
   check('get_gpu_timeline: 20 bins, each null or a percentage', g.bins.busy_pct.length === 20 &&
     g.bins.busy_pct.every((v) => v === null || (v >= 0 && v <= 100)));
+
+  r = await call(client, 'get_steps', { limit: 3 });
+  const s = r.structuredContent;
+  check('get_steps: the steps of --json, 3 rows of them',
+    s.source === want.steps.source && s.count === want.steps.count &&
+    s.p99_ns === want.steps.p99_ns && isDeepStrictEqual(s.worst, want.steps.worst) &&
+    isDeepStrictEqual(s.rows, (want.steps.rows || []).slice(0, 3)), JSON.stringify(s).slice(0, 300));
 }
 
 async function apiLatency(client, want) {

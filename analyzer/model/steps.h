@@ -1,0 +1,58 @@
+/* model/steps.h: the program's steps (training iterations, served batches):
+ * from the user's NVTX range, or inferred from the repeating structure of
+ * the busiest CUDA thread's calls. steps.c finds them; analysis.c reports
+ * them (per step: CUDA time, GPU busy, host state mix) and the gate judges
+ * their time. */
+#ifndef CUDASPY_ANALYZER_STEPS_H
+#define CUDASPY_ANALYZER_STEPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+enum steps_source {
+    STEPS_NONE = 0,     /* no steps (--step none, or nothing repeats) */
+    STEPS_NVTX = 1,     /* an NVTX range: each occurrence is a step */
+    STEPS_INFERRED = 2  /* the period of a repeating call (no NVTX, or none tiles) */
+};
+
+/* One step: [t_start, t_end) on thread thr (model.thr index). */
+struct m_step {
+    uint64_t t_start_ns, t_end_ns;
+    uint32_t thr;
+    uint32_t pad;
+};
+
+struct steps {
+    enum steps_source source;
+    char how[200];      /* one line: how they were found ("NVTX range \"step\"
+                           (500 of 500 top-level ranges)", "inferred: every
+                           cuStreamSynchronize on thread 1234 (7 calls a step)") */
+    char name[96];      /* the range name, or the anchor call ("cuStreamSynchronize") */
+    uint32_t thr;       /* thread whose steps these are, M_NONE if none */
+    struct m_step *s;   /* by start time */
+    size_t n;
+    double cv;          /* regularity: stddev / mean of step time (0 = perfectly regular) */
+};
+
+/* What steps_find() looks for. */
+struct steps_opts {
+    const char *want;   /* NULL: default (the most frequent top-level NVTX range
+                           that tiles the active window, else inferred);
+                           "none": no steps; else an NVTX range name */
+    uint64_t win_lo_ns, win_hi_ns; /* active window (absolute ns) steps must lie in */
+};
+
+/** Find the steps of model @p m (its first run). @return 0 (out->source
+ * STEPS_NONE with out->how saying why when there are none), -ENOENT (a
+ * range @p o->want names was not recorded; out->how says so), -ENOMEM */
+int steps_find(const struct model *m, const struct steps_opts *o, struct steps *out);
+
+/** Step durations (ns, ascending) into @p out (room for s->n). */
+void steps_durations(const struct steps *s, uint64_t *out);
+
+/** Free what steps_find() took. Accepts a zeroed struct. */
+void steps_free(struct steps *s);
+
+#endif
