@@ -79,12 +79,21 @@ static int in_window(const struct steps_opts *o, uint64_t t0, uint64_t t1)
     return t0 >= o->win_lo_ns && t1 <= o->win_hi_ns;
 }
 
-static int range_top(const struct m_nvtx *r)
+/* A range counts when it overlaps the window: the active window begins at
+ * the first CUDA call, inside the first step's range. */
+static int overlaps(const struct steps_opts *o, const struct m_nvtx *r)
 {
-    return r->depth == 0 && !(r->flags & (CS_NF_MARK | CS_NF_OPEN)) && r->name_id != 0;
+    return r->t_start_ns < o->win_hi_ns && r->t_end_ns > o->win_lo_ns;
 }
 
-/* Group top-level ranges by thread and name (model.nvtx is by thread, then
+/* A closed, named range; at the top level unless the user named it. */
+static int range_step(const struct m_nvtx *r, const struct steps_opts *o)
+{
+    return (r->depth == 0 || o->want) && !(r->flags & (CS_NF_MARK | CS_NF_OPEN)) &&
+           r->name_id != 0;
+}
+
+/* Group the ranges that may be steps by thread and name (model.nvtx is by thread, then
  * start: a small list per thread suffices). */
 static int range_groups(const struct model *m, const struct steps_opts *o,
                         struct range_group **out, size_t *nout)
@@ -95,7 +104,7 @@ static int range_groups(const struct model *m, const struct steps_opts *o,
     for (uint64_t i = 0; i < m->nnvtx; i++) {
         const struct m_nvtx *r = &m->nvtx[i];
         size_t k;
-        if (!range_top(r) || !in_window(o, r->t_start_ns, r->t_end_ns))
+        if (!range_step(r, o) || !overlaps(o, r))
             continue;
         for (k = n; k > 0; k--)
             if (g[k - 1].thr != r->thr ||
@@ -171,8 +180,8 @@ static int from_group(const struct model *m, const struct steps_opts *o,
         return -ENOMEM;
     for (uint64_t i = g->first; i < m->nnvtx && m->nvtx[i].thr == g->thr; i++) {
         const struct m_nvtx *r = &m->nvtx[i];
-        if (range_top(r) && r->name_id == g->name_id && r->domain_id == g->domain_id &&
-            in_window(o, r->t_start_ns, r->t_end_ns)) {
+        if (range_step(r, o) && r->name_id == g->name_id && r->domain_id == g->domain_id &&
+            overlaps(o, r)) {
             t[k] = r->t_start_ns;
             t[g->count + k] = r->t_end_ns;
             k++;
@@ -184,9 +193,9 @@ static int from_group(const struct model *m, const struct steps_opts *o,
         return rc;
     out->source = STEPS_NVTX;
     snprintf(out->name, sizeof(out->name), "%s", name ? name : "?");
-    snprintf(out->how, sizeof(out->how), "NVTX range \"%s\"%s%s%s (%zu of %zu top-level ranges%s)",
+    snprintf(out->how, sizeof(out->how), "NVTX range \"%s\"%s%s%s (%zu of %zu %sranges on thread %u)",
              out->name, dom ? " in domain \"" : "", dom ? dom : "", dom ? "\"" : "", k, ntop,
-             o->want ? ", --step" : "");
+             o->want ? "" : "top-level ", m->thr[g->thr].tid);
     return 0;
 }
 
@@ -208,7 +217,7 @@ static int steps_nvtx(const struct model *m, const struct steps_opts *o, struct 
         rc = from_group(m, o, &g[best], ntop, out);
         rc = rc < 0 ? rc : 1;
     } else if (o->want) {
-        snprintf(out->how, sizeof(out->how), "no top-level NVTX range \"%s\" in the window",
+        snprintf(out->how, sizeof(out->how), "no NVTX range \"%s\" in the window",
                  o->want);
         rc = -ENOENT;
     }

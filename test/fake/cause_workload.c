@@ -40,6 +40,11 @@
  *     steps_sync      the same with a cudaStreamSynchronize each step:
  *               4 ms a step (issue 24's candidate)
  *     steps_slowdata  the same with 1 data worker: 6 ms a step
+ *     nvtx      each step an NVTX range "train_step" (real nvtx3 headers; the
+ *               shim's injection records it) holding "forward" and
+ *               "backward": 0.5 ms on the CPU, 1 to 3 launches (step % 3),
+ *               a sync every 4th step only, so the calls do not repeat
+ *               with the step; exits 77 when built without nvtx3
  *     hog       spin on one CPU for `seconds` (no CUDA): the outside load
  * Runs for about `seconds`, then prints "<mode>: <steps> steps in <s> s". */
 #include <cuda_runtime_api.h>
@@ -395,6 +400,33 @@ static void run_gsteps_slowdata(double deadline, long *steps)
     gate_steps(gate_nsteps(deadline), 1, 0, steps);
 }
 
+#if __has_include(<nvtx3/nvToolsExt.h>)
+#include <nvtx3/nvToolsExt.h>
+
+static void run_nvtx(double deadline, long *steps)
+{
+    for (; now_s() < deadline; (*steps)++) {
+        nvtxRangePushA("train_step");
+        nvtxRangePushA("forward");
+        spin_us(500);
+        launch((const void *)k_step, 1 + (int)(*steps % 3), NULL);
+        nvtxRangePop();
+        nvtxRangePushA("backward");
+        if (*steps % 4 == 3)
+            CHECK_RT(cudaStreamSynchronize(stream));
+        nvtxRangePop();
+        nvtxRangePop();
+    }
+}
+#else
+static void run_nvtx(double deadline, long *steps)
+{
+    (void)deadline, (void)steps;
+    fprintf(stderr, "%s: built without nvtx3 headers\n", NAME);
+    exit(77);
+}
+#endif
+
 static const struct mode modes[] = {
     {"tree", "k_small=200", NULL, run_tree},
     {"external", "k_small=200", NULL, run_cpu_steps},
@@ -410,12 +442,13 @@ static const struct mode modes[] = {
     {"steps", "k_step=500,k_small=500", NULL, run_gsteps},
     {"steps_sync", "k_step=500,k_small=500", NULL, run_gsteps_sync},
     {"steps_slowdata", "k_step=500,k_small=500", NULL, run_gsteps_slowdata},
+    {"nvtx", "k_step=300", NULL, run_nvtx},
 };
 
 static int usage(void)
 {
     fprintf(stderr, "usage: %s tree|external|starve|pageable|churn|sync|clean|syncstep|"
-                    "hostdata|duty|slowhost|steps|steps_sync|steps_slowdata|hog "
+                    "hostdata|duty|slowhost|steps|steps_sync|steps_slowdata|nvtx|hog "
                     "[seconds=3]\n", NAME);
     return 2;
 }
