@@ -113,7 +113,7 @@ usage)
     grep -qx "cudaspy-analyze: gate: --criteria: expected a list of steps, api-time, p99, gpu-idle, findings" err.txt ||
         fail "--criteria message"
     expect_rc 2 "$analyze" gate --baseline base.lmdb --step nosuch base.lmdb
-    grep -qx 'cudaspy-analyze: base.lmdb: --step: no top-level NVTX range "nosuch" in the window' err.txt ||
+    grep -qx 'cudaspy-analyze: base.lmdb: --step: no NVTX range "nosuch" in the window' err.txt ||
         fail "--step message"
     expect_rc 0 "$analyze" gate --help
     grep -q '^Exit status: 0 pass, 1 regression, 2 usage' out.txt || fail help
