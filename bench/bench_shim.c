@@ -12,7 +12,10 @@
  * Usage: bench_shim [ROUNDS=5] [BATCHES=200] [CALLS_PER_BATCH=1000] [EVICT_KB=0]
  *        bench_shim --calls OP N [EVICT_KB]: only N calls of operation OP
  *        (0-3, the order of the report), for instruction and cache-miss
- *        counts under valgrind (bench/shim_ir.sh) */
+ *        counts under valgrind (bench/shim_ir.sh)
+ * Built with the toolkit's nvtx3 headers, it also times an NVTX push/pop
+ * pair and a mark: the shim records them through NVTX's injection, which
+ * `cudaspy record` sets up; without a tool they cost a pointer test. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <errno.h>
@@ -25,6 +28,11 @@
 
 #include "cudaspy/runfile.h"
 #include "fakecuda.h"
+
+#if __has_include(<nvtx3/nvToolsExt.h>)
+#include <nvtx3/nvToolsExt.h>
+#define BENCH_NVTX 1
+#endif
 
 #ifndef BENCH_SRC_DIR
 #define BENCH_SRC_DIR "."
@@ -111,13 +119,27 @@ static CUresult op_call(const struct ops *o, int op)
     case 0: return o->launch(o->f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL);
     case 1: return o->htod(o->d, o->pinned, 4, NULL);
     case 2: return o->sync(NULL);
+#ifdef BENCH_NVTX
+    case 4: /* one range, as torch.cuda.nvtx.range around a step */
+        nvtxRangePushA("bench_range");
+        nvtxRangePop();
+        return CUDA_SUCCESS;
+    case 5: nvtxMarkA("bench_mark"); return CUDA_SUCCESS;
+#endif
     default: return (CUresult)cudaLaunchKernel((const void *)rt_stub, g, b, params, 0, NULL);
     }
 }
 
+/* NVTX operations (the shim's injection, docs/shim.md "NVTX") come last:
+ * bench/shim_ir.sh numbers the CUDA ones. */
 static const char *const op_names[] = {"cuLaunchKernel", "cuMemcpyHtoDAsync_v2",
-                                       "cuStreamSynchronize", "cudaLaunchKernel"};
+                                       "cuStreamSynchronize", "cudaLaunchKernel",
+                                       "nvtxRangePushA+Pop", "nvtxMarkA"};
+#ifdef BENCH_NVTX
+#define N_OPS 6
+#else
 #define N_OPS 4
+#endif
 
 /* @p n calls of @p op back to back; ns they took, -1 on a failed call. */
 static int64_t hot_calls(const struct ops *o, int op, int n)

@@ -156,7 +156,7 @@ static int steps_crits(struct crits *l, const struct summary *b, const struct su
 
 /* ---- API time ---- */
 
-static int api_selected(const struct gate_opts *o, const char *api)
+int gate_api_selected(const struct gate_opts *o, const char *api)
 {
     if (!o->apis)
         return 1;
@@ -191,7 +191,7 @@ static int api_crits(struct crits *l, const struct summary *b, const struct summ
         for (size_t i = 0; i < s->n; i++) {
             const struct summary_group *g = &s->groups[i];
             const struct summary_group *h = summary_find(other, g->api, NULL);
-            if (g->kernel || !api_selected(o, g->api) || (side && h))
+            if (g->kernel || !gate_api_selected(o, g->api) || (side && h))
                 continue;
             struct gate_crit *k = crit_add(l, GATE_CK_API_TIME, g->api);
             if (!k)

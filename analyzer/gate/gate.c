@@ -32,19 +32,9 @@ const char *gate_verdict_name(enum gate_verdict v) { return verdict_names[v]; }
 
 /* ---- evaluation ---- */
 
-static int api_selected(const struct gate_opts *o, const char *api)
-{
-    if (!o->apis)
-        return 1;
-    for (int i = 0; i < o->napis; i++)
-        if (strcmp(o->apis[i], api) == 0)
-            return 1;
-    return 0;
-}
-
 static int group_selected(const struct gate_opts *o, const struct summary_group *g)
 {
-    return api_selected(o, g->api) && (!g->kernel || o->by_kernel);
+    return gate_api_selected(o, g->api) && (!g->kernel || o->by_kernel);
 }
 
 static int judge(struct gate_row *r, const struct summary_group *b, const struct summary_group *c,

@@ -115,4 +115,7 @@ int gate_eval(const struct summary *base, const struct summary *cand, const stru
 /** Short name of @p v ("ok", "REGRESSED", ...). */
 const char *gate_verdict_name(enum gate_verdict v);
 
+/** Whether --api selects @p api (every API when it was not given). */
+int gate_api_selected(const struct gate_opts *o, const char *api);
+
 #endif

@@ -203,16 +203,13 @@ json_t *steptime_json(const struct steps *s, const struct model *m, const struct
     steps_durations(s, d);
     stats_summarize(d, s->n, &q);
     free(d);
-    json_object_set_new(o, "name", json_string(s->name));
-    json_object_set_new(o, "tid", json_integer(m->thr[s->thr].tid));
-    json_object_set_new(o, "cv", json_real(s->cv));
-    json_object_set_new(o, "p50_ns", json_integer((json_int_t)q.p50_ns));
-    json_object_set_new(o, "p90_ns", json_integer((json_int_t)q.p90_ns));
-    json_object_set_new(o, "p99_ns", json_integer((json_int_t)q.p99_ns));
-    json_object_set_new(o, "max_ns", json_integer((json_int_t)q.max_ns));
-    json_object_set_new(o, "mean_ns", json_integer((json_int_t)q.mean_ns));
-    json_object_set_new(o, "total_ns", json_integer((json_int_t)q.total_ns));
-    if (rows_json(o, s, m, g, chains, t0_ns) < 0) {
+    if (json_object_update_new(
+            o, json_pack("{s:s, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I}", "name", s->name, "tid",
+                         (json_int_t)m->thr[s->thr].tid, "cv", s->cv, "p50_ns",
+                         (json_int_t)q.p50_ns, "p90_ns", (json_int_t)q.p90_ns, "p99_ns",
+                         (json_int_t)q.p99_ns, "max_ns", (json_int_t)q.max_ns, "mean_ns",
+                         (json_int_t)q.mean_ns, "total_ns", (json_int_t)q.total_ns)) < 0 ||
+        rows_json(o, s, m, g, chains, t0_ns) < 0) {
         json_decref(o);
         return NULL;
     }
