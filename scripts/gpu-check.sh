@@ -9,7 +9,7 @@
 # Usage: scripts/gpu-check.sh [PART...]
 #   parts: smoke seed suite profiler ddp overhead faults seedov ddpov ddpdiag
 #   ddppin ddpduty ddpdutysplit ddpdutyvar seedpairs pfab perf quick launchshared
-#   launchduty seedconc truth
+#   launchduty seedconc truth steps
 #   (default: seed suite)
 #   overhead: the shim's cost per call on this host (bench_shim, fake driver)
 #        and the empty-kernel launch loop (static and shared runtime), traced
@@ -44,6 +44,11 @@
 #        sampled vs full GPU activity on a known duty cycle, and what GPU
 #        activity costs a launch-bound loop against torch.profiler; writes
 #        $OUT/truth/summary.json, runs.jsonl, reports.txt (TRUTH_ROUNDS);
+#        steps: issue 24's proof (scripts/gpu/steps.py): the gate on three
+#        PyTorch pairs (a .item() added each step and fewer DataLoader
+#        workers must fail, a rerun must pass) and each run's steps against
+#        the program's (torch.cuda.nvtx ranges for the nvtx loop); writes
+#        $OUT/steps/summary.json, runs.jsonl;
 #        seedconc: the seed W=4's overhead without the session's drift: two
 #        copies at once on disjoint sets of SEED_CONC_CPUS (6) CPUs of GPU 0's
 #        node (else of all CPUs), one traced, the traced side swapping every
@@ -620,6 +625,11 @@ part_ddp() { # issue 10: a planted straggling rank (rank 1) and clean controls
 part_truth() { # issue 22: the GPU's own timeline: planted misses, calibration, cost
     CS_PIN=${CS_PIN:-$(gpu_local_cpus 6)} "$PY" "$here/gpu/truth.py" "$B" "$OUT/truth" \
         "$RUNS/truth" "${TRUTH_ROUNDS:-3}" 2>>"$LOG"
+}
+
+part_steps() { # issue 24: steps and the gate v2 on PyTorch pairs
+    CS_PIN=${CS_PIN:-$(gpu_local_cpus 6)} "$PY" "$here/gpu/steps.py" "$B" "$OUT/steps" \
+        "$RUNS/steps" 2>>"$LOG"
 }
 
 warmup() { # first CUDA process and first import pay for caches: keep them out of the figures

@@ -254,7 +254,9 @@ def w_itemstep(mode="item", steps="800"):
     """Issue 22's first miss: each step a ~1.4 ms matmul, then loss.item()
     (a sync), `acc += loss` (a tiny kernel enqueued at once), then 1 ms of
     host work before the next step. mode=noitem keeps the loss on the GPU
-    (no sync): the host work then overlaps the matmul."""
+    (no sync): the host work then overlaps the matmul; mode=nvtx is noitem
+    with each step a torch.cuda.nvtx range "train_step" holding "forward"
+    (issue 24: steps from the user's ranges)."""
     torch.manual_seed(0)
     a = torch.randn(8192, 8192, device=DEV, dtype=torch.bfloat16)
     b = torch.randn(8192, 8192, device=DEV, dtype=torch.bfloat16)
@@ -262,12 +264,20 @@ def w_itemstep(mode="item", steps="800"):
     total = 0.0
     torch.cuda.synchronize()
     t = time.time()
+    nvtx = torch.cuda.nvtx if mode == "nvtx" else None
     for _ in range(int(steps)):
+        if nvtx:
+            nvtx.range_push("train_step")
+            nvtx.range_push("forward")
         loss = (a @ b).mean()
+        if nvtx:
+            nvtx.range_pop()
         if mode == "item":
             total += loss.item()
         acc += loss
         spin(0.001)
+        if nvtx:
+            nvtx.range_pop()
     torch.cuda.synchronize()
     return acc.reshape(1), time.time() - t
 

@@ -1,0 +1,119 @@
+"""steps.py: issue 24's GPU proof (gpu-check.sh steps). In one call, on
+PyTorch workloads of workloads.py recorded with `cudaspy record`:
+
+- the gate on three pairs, each judged by `cudaspy-analyze gate --json`:
+  itemstep noitem vs item (a .item() sync added each step: must fail,
+  naming step time and the new sync), seed loader 4 workers vs 1 (a slower
+  data pipeline: must fail), and noitem vs a rerun of itself (must pass);
+- steps: each run's steps (source, count) against the steps the program
+  ran; itemstep nvtx (torch.cuda.nvtx ranges "train_step") must take its
+  steps from the range.
+
+Writes OUT/summary.json (pairs[], steps[]) and OUT/runs.jsonl (every run
+and gate: command, exit code, figures).
+
+Usage: python3 steps.py BUILD OUT RUNS   (env PYTHON, CS_PIN)
+"""
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+W = os.path.join(HERE, "workloads.py")
+SEED_ENV = {"N": "2000000", "B": "32768"}  # 62 batches: steps enough for the gate
+
+
+class Steps:
+    def __init__(self, build, out, runs):
+        self.b, self.out, self.runs = build, out, runs
+        self.py = os.environ.get("PYTHON", "python3")
+        self.pin = os.environ.get("CS_PIN", "")
+        os.makedirs(out, exist_ok=True)
+        os.makedirs(runs, exist_ok=True)
+        self.log = open(os.path.join(out, "runs.jsonl"), "a")
+
+    def note(self, row):
+        self.log.write(json.dumps(row) + "\n")
+        self.log.flush()
+        print("steps: " + json.dumps(row)[:300], file=sys.stderr)
+
+    def record(self, name, args, env=None):
+        """Record one run; its row with the analyzer's steps."""
+        path = os.path.join(self.runs, name + ".lmdb")
+        cmd = [os.path.join(self.b, "cudaspy"), "record", "-q", "-o", path, "--",
+               self.py, W] + args
+        if self.pin:
+            cmd = ["taskset", "-c", self.pin] + cmd
+        e = dict(os.environ, PYTHONUNBUFFERED="1", CUDASPY_QUIET="1", **(env or {}))
+        p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=600)
+        row = {"kind": "run", "name": name, "path": path, "rc": p.returncode,
+               "cmd": " ".join(args), "stderr_tail": p.stderr[-400:]}
+        for line in p.stdout.splitlines():
+            k, _, v = line.partition(":")
+            if k == "elapsed":
+                row["elapsed"] = float(v)
+        if p.returncode == 0:
+            j = subprocess.run([os.path.join(self.b, "cudaspy-analyze"), "--json", path],
+                               capture_output=True, text=True, timeout=300)
+            try:
+                s = json.loads(j.stdout)["steps"]
+                row.update({k: s.get(k) for k in ("source", "how", "count", "p50_ns", "p99_ns")})
+            except (ValueError, KeyError) as ex:
+                row["analyze_error"] = f"{ex}: {j.stderr[-300:]}"
+        self.note(row)
+        return row
+
+    def gate(self, name, base, cand, want_fail):
+        """Gate cand against base; the verdict and its first line."""
+        p = subprocess.run([os.path.join(self.b, "cudaspy-analyze"), "gate", "--json",
+                            "--baseline", base["path"], cand["path"]],
+                           capture_output=True, text=True, timeout=600)
+        row = {"kind": "gate", "name": name, "rc": p.returncode,
+               "reason": (p.stderr.splitlines() or [""])[0], "want_fail": want_fail,
+               "ok": p.returncode == (1 if want_fail else 0)}
+        try:
+            row["criteria"] = [{k: c.get(k) for k in ("criterion", "name", "verdict", "note")}
+                               for c in json.loads(p.stdout).get("criteria", [])
+                               if c.get("verdict") != "ok"]
+        except ValueError:
+            row["gate_error"] = p.stdout[-300:]
+        self.note(row)
+        return row
+
+
+def main():
+    if len(sys.argv) < 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    t = Steps(*sys.argv[1:4])
+    runs = {
+        "noitem": t.record("noitem", ["itemstep", "noitem"]),
+        "item": t.record("item", ["itemstep", "item"]),
+        "noitem2": t.record("noitem2", ["itemstep", "noitem"]),
+        "nvtx": t.record("nvtx", ["itemstep", "nvtx"]),
+        "seed4": t.record("seed4", ["seed", "loader", "4"], SEED_ENV),
+        "seed1": t.record("seed1", ["seed", "loader", "1"], SEED_ENV),
+    }
+    pairs = [t.gate("sync_added", runs["noitem"], runs["item"], True),
+             t.gate("fewer_workers", runs["seed4"], runs["seed1"], True),
+             t.gate("rerun", runs["noitem"], runs["noitem2"], False)]
+    expect = {"noitem": 800, "item": 800, "noitem2": 800, "nvtx": 800, "seed4": 62, "seed1": 62}
+    steps = []
+    for name, r in runs.items():
+        n, got = expect[name], r.get("count") or 0
+        src_ok = r.get("source") == ("nvtx" if name == "nvtx" else "inferred")
+        steps.append({"name": name, "want": n, "count": got, "source": r.get("source"),
+                      "how": r.get("how"), "ok": src_ok and abs(got - n) <= max(1, n // 50)})
+    summary = {"pairs": pairs, "steps": steps,
+               "pass": all(p["ok"] for p in pairs) and all(s["ok"] for s in steps)}
+    with open(os.path.join(t.out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    for name, r in runs.items():
+        if os.path.exists(r["path"]):
+            os.remove(r["path"])
+    return 0 if summary["pass"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
