@@ -479,10 +479,12 @@ static void anchor_name(const struct model *m, uint32_t thr, uint64_t key, char 
         snprintf(buf, n, "%s", api);
 }
 
-/* The boundaries: every period-th occurrence of the anchor, then the
- * stretch before the first (the anchor ends a step) or after the last (it
- * starts one) when it is as long as a step. @return how many, in @p b
- * (room for k + 2) */
+/* The boundaries: every period-th occurrence of the anchor, and one more
+ * step: the stretch after the last (the anchor starts a step, or falls
+ * inside one) when it is half a step or more, else the stretch before the
+ * first (the anchor ends a step) when it is, warm-up included. Never both:
+ * with the anchor inside the step they are two halves of one. @return how
+ * many, in @p b (room for k + 2) */
 static uint64_t boundaries(const struct seq *s, const struct anchor *a, const uint64_t *pos,
                            uint64_t k, uint64_t *b)
 {
@@ -495,9 +497,9 @@ static uint64_t boundaries(const struct seq *s, const struct anchor *a, const ui
     med = b[1 + (nb - 1) / 2] - b[(nb - 1) / 2];  /* a step in the middle */
     head = s->t[first] - s->t[0];
     tail = s->t_last_exit - s->t[last];
-    if (2 * tail >= med)
+    if (2 * tail >= med) {
         b[nb++] = s->t_last_exit;
-    if (2 * head >= med) {
+    } else if (2 * head >= med) {
         b[0] = s->t[0];
         return nb;
     }
