@@ -298,7 +298,7 @@ static json_t *row_json(const struct gate_result *g, const struct gate_row *r)
 static const char *const ckind_names[] = {"step_p50", "step_p99",  "time_per_launch",
                                           "api_time", "gpu_idle", "high_finding"};
 
-static json_t *crit_json(const struct gate_result *g, const struct gate_crit *c)
+json_t *gate_crit_json(const struct gate_crit *c, const struct gate_opts *opts)
 {
     char note[300];
     json_t *o = json_object();
@@ -318,7 +318,7 @@ static json_t *crit_json(const struct gate_result *g, const struct gate_crit *c)
     json_object_set_new(o, "ci", c->has_ci ? json_pack("[f,f]", c->ci_lo, c->ci_hi) : json_null());
     json_object_set_new(o, "verdict", json_string(gate_verdict_name(c->verdict)));
     json_object_set_new(o, "failed", json_boolean(c->verdict == GATE_REGRESSED));
-    json_object_set_new(o, "note", json_string(gate_crit_note(c, g->o, note, sizeof(note))));
+    json_object_set_new(o, "note", json_string(gate_crit_note(c, opts, note, sizeof(note))));
     return o;
 }
 
@@ -329,7 +329,7 @@ static json_t *result_json(const struct gate_result *g)
     for (size_t i = 0; i < g->n; i++)
         json_array_append_new(rows, row_json(g, &g->rows[i]));
     for (size_t i = 0; i < g->ncrit; i++)
-        json_array_append_new(crit, crit_json(g, &g->crit[i]));
+        json_array_append_new(crit, gate_crit_json(&g->crit[i], g->o));
     r = json_pack("{s:s, s:s, s:{s:f, s:f, s:I, s:b, s:i, s:I}, s:I, s:I, s:I, s:o}",
                      "verdict", gate_failed(g) ? "fail" : "pass", "metric",
                      summary_q_name(o->metric),

@@ -112,6 +112,10 @@ const char *gate_crit_note(const struct gate_crit *c, const struct gate_opts *o,
 int gate_eval(const struct summary *base, const struct summary *cand, const struct gate_opts *o,
               struct gate_row **rows, size_t *n);
 
+/** Criterion @p c as in `gate --json` criteria[] (docs/gate.md), with the
+ * limits of @p o in its note. @return new reference */
+json_t *gate_crit_json(const struct gate_crit *c, const struct gate_opts *o);
+
 /** Short name of @p v ("ok", "REGRESSED", ...). */
 const char *gate_verdict_name(enum gate_verdict v);
 

@@ -93,33 +93,43 @@ static int steps(struct summary *s, const struct analysis *a, size_t max_samples
                              st->n, max_samples);
 }
 
+int measure_analysis(const struct analysis *a, json_t *j, size_t max_samples, struct summary *s)
+{
+    json_t *run = json_object_get(j, "run");
+    int rc;
+
+    s->run.window_ns = get_u64(run, "active_ns");
+    s->run.launches = count_launches(json_object_get(j, "apis"));
+    rc = steps(s, a, max_samples);
+    if (rc == 0)
+        rc = gpu_idle(&s->run, json_object_get(j, "gpu"));
+    if (rc == 0)
+        rc = high_findings(&s->run, json_object_get(j, "chains"));
+    if (rc == 0)
+        s->has_run = 1;
+    return rc;
+}
+
 int measure_run(const char *path, size_t max_samples, const char *step, struct summary *s,
                 struct cs_err *err)
 {
     struct analysis_opts o;
     struct analysis *a = NULL;
     struct cs_err e2 = {{0}};
+    json_t *j;
+    int rc;
+
     analysis_opts_init(&o);
     o.step = step;
-    int rc = analysis_load(&path, 1, &o, &a, &e2);
+    rc = analysis_load(&path, 1, &o, &a, &e2);
     if (rc < 0) /* "--step: ..." without the file, a run-file error with it */
         return cs_err_set(err, rc, "%s%s%s", rc == -ENOENT ? path : "",
                           rc == -ENOENT ? ": " : "", e2.msg[0] ? e2.msg : cs_strerror(rc));
-    json_t *j = analysis_json(a);
-    json_t *run = json_object_get(j, "run");
-    s->run.window_ns = get_u64(run, "active_ns");
-    s->run.launches = count_launches(json_object_get(j, "apis"));
-    rc = j ? 0 : -ENOMEM;
-    if (rc == 0)
-        rc = steps(s, a, max_samples);
-    if (rc == 0)
-        rc = gpu_idle(&s->run, json_object_get(j, "gpu"));
-    if (rc == 0)
-        rc = high_findings(&s->run, json_object_get(j, "chains"));
+    j = analysis_json(a);
+    rc = j ? measure_analysis(a, j, max_samples, s) : -ENOMEM;
     json_decref(j);
     analysis_free(a);
     if (rc < 0)
         return cs_err_set(err, rc, "%s: %s", path, cs_strerror(rc));
-    s->has_run = 1;
     return 0;
 }

@@ -4,8 +4,10 @@
 #ifndef CUDASPY_ANALYZER_MEASURE_H
 #define CUDASPY_ANALYZER_MEASURE_H
 
+#include <jansson.h>
 #include <stddef.h>
 
+#include "analysis.h"
 #include "cudaspy/error.h"
 #include "summary.h"
 
@@ -17,5 +19,9 @@
  *         -ENOMEM, with @p err set */
 int measure_run(const char *path, size_t max_samples, const char *step, struct summary *s,
                 struct cs_err *err);
+
+/** The same from an analysis already loaded, @p a, and its JSON @p j
+ * (borrowed): what the MCP server holds. @return 0 or -ENOMEM */
+int measure_analysis(const struct analysis *a, json_t *j, size_t max_samples, struct summary *s);
 
 #endif

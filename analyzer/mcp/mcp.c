@@ -14,6 +14,7 @@
 #include "analysis.h"
 #include "commands.h"
 #include "mcp.h"
+#include "gate/measure.h"
 #include "gate/summary.h"
 
 static const char mcp_usage[] =
@@ -80,6 +81,9 @@ static int server_load_run(struct mcp_server *s, int i, double took[3], struct c
         return rc;
     took[1] = now_s() - t - took[0];
     rc = summary_from_run(r, s->names[i], SUMMARY_SAMPLES_DEFAULT, 0, &s->sum[i], err);
+    if (rc == 0 && (rc = measure_analysis(s->an[i], s->aj[i], SUMMARY_SAMPLES_DEFAULT,
+                                          s->sum[i])) < 0)
+        cs_err_set(err, rc, "%s: %s", s->paths[i], cs_strerror(rc));
     took[2] = now_s() - t - took[0] - took[1];
     return rc;
 }

@@ -1063,12 +1063,31 @@ int mcp_q_compare_runs(struct mcp_call_ctx *c, json_t **out)
             text_gate_row(c->t, &rows[i]);
         }
     }
-    const char *verdict = count[GATE_REGRESSED] ? "fail" : "pass";
+    struct gate_crit *crit = NULL;
+    size_t ncrit = 0, cfail = 0;
+    json_t *carr = json_array();
+    if (gate_eval_run(c->s->sum[b], c->s->sum[n], &go, &crit, &ncrit) < 0) {
+        free(rows);
+        json_decref(arr);
+        json_decref(carr);
+        return mcp_bad(c, "out of memory");
+    }
+    for (size_t i = 0; i < ncrit; i++) {
+        char label[160], note[300];
+        cfail += crit[i].verdict == GATE_REGRESSED;
+        json_array_append_new(carr, gate_crit_json(&crit[i], &go));
+        if (crit[i].verdict != GATE_OK)
+            mcp_text_printf(c->t, "  %-10s %s: %s\n", gate_verdict_name(crit[i].verdict),
+                            gate_crit_label(&crit[i], label, sizeof(label)),
+                            gate_crit_note(&crit[i], &go, note, sizeof(note)));
+    }
+    free(crit);
+    const char *verdict = count[GATE_REGRESSED] || cfail ? "fail" : "pass";
     mcp_text_printf(c->t,
-                    "verdict: %s (%zu regressed, %zu noisy, %zu with too few calls; "
-                    "%zu rows, %zu shown)\n",
-                    verdict, count[GATE_REGRESSED], count[GATE_NOISY], count[GATE_FEW_CALLS], nrows,
-                    json_array_size(arr));
+                    "verdict: %s (%zu of %zu run criteria regressed; APIs: %zu regressed, "
+                    "%zu noisy, %zu with too few calls; %zu rows, %zu shown)\n",
+                    verdict, cfail, ncrit, count[GATE_REGRESSED], count[GATE_NOISY],
+                    count[GATE_FEW_CALLS], nrows, json_array_size(arr));
     json_t *o = json_pack(
         "{s:{s:i, s:s}, s:{s:i, s:s}, s:s, s:s, s:{s:f, s:f, s:I, s:b, s:i, s:I}, s:I, s:I, s:I, "
         "s:I, s:o}",
@@ -1078,6 +1097,8 @@ int mcp_q_compare_runs(struct mcp_call_ctx *c, json_t **out)
         go.use_ci, "resamples", (int)go.resamples, "seed", (json_int_t)go.seed, "regressed",
         (json_int_t)count[GATE_REGRESSED], "noisy", (json_int_t)count[GATE_NOISY], "too_few_calls",
         (json_int_t)count[GATE_FEW_CALLS], "total", (json_int_t)nrows, "rows", arr);
+    json_object_set_new(o, "run_regressed", json_integer((json_int_t)cfail));
+    json_object_set_new(o, "criteria", carr);
     free(rows);
     *out = o;
     return 0;

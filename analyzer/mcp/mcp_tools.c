@@ -162,8 +162,10 @@ static const struct tool tools[] = {
      "which process held the CPU meanwhile.",
      p_stalls, NULL, mcp_q_top_stalls, 0},
     {"compare_runs", "Regression gate between two runs",
-     "Gate verdict between two of the run files given to the server: per API, the chosen "
-     "statistic of each run, their ratio with a bootstrap interval, and pass/fail.",
+     "Gate verdict between two of the run files given to the server, as `cudaspy-analyze "
+     "gate`: step time p50/p99, each API's share of the window (new APIs included), GPU idle "
+     "and new HIGH findings (criteria), and per API the chosen statistic of each run, their "
+     "ratio with a bootstrap interval; pass/fail.",
      p_compare, req_compare, mcp_q_compare_runs, 1},
 };
 #define NTOOLS (sizeof(tools) / sizeof(tools[0]))

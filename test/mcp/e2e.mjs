@@ -214,6 +214,10 @@ async function compare(client) {
   check('compare_runs verdict equals gate --json', s.verdict === want.verdict && s.regressed === want.regressed,
     `${s.verdict}/${s.regressed} vs ${want.verdict}/${want.regressed}`);
   check('compare_runs rows equal gate --json', isDeepStrictEqual(pick(s.rows), pick(want.rows)));
+  const crit = (cs) => (cs || []).map((x) => [x.criterion, x.name, x.verdict, x.note]);
+  check('compare_runs criteria equal gate --json (step time, API time, GPU idle, findings)',
+    s.criteria.length > 0 && isDeepStrictEqual(crit(s.criteria), crit(want.criteria)) &&
+    s.run_regressed === want.run_regressed, JSON.stringify(crit(s.criteria)).slice(0, 300));
 }
 
 async function prompt(client) {
