@@ -700,6 +700,118 @@ static int write_counters(struct exporter *x, unsigned kind)
     return rc;
 }
 
+/* ---- NVTX ---- */
+
+#define EXPORT_NVTX_TID 0x20000000u /* | domain << 22 | tid: one domain's push/pop ranges
+                                       on one thread (they nest) */
+#define EXPORT_NVTX_SE_TID 0x30000000u /* | lane: a process's start/end ranges, in lanes
+                                          so that they nest */
+#define EXPORT_NVTX_LANES 16
+
+static uint32_t nvtx_track(struct exporter *x, const struct cs_rec_nvtx *r, uint32_t lane)
+{
+    uint32_t t = (r->flags & CS_NF_STARTEND) ? EXPORT_NVTX_SE_TID | lane
+                                             : EXPORT_NVTX_TID | (r->domain_id & 0x7f) << 22 |
+                                                   (r->tid & 0x3fffff);
+    char name[96];
+    const char *dom = r->domain_id ? cs_run_string(x->run, r->domain_id) : NULL;
+
+    ensure_named(x, r->pid, NAMED_PROC);
+    if (named_add(x, (uint64_t)r->pid << 32 | t)) {
+        if (r->flags & CS_NF_STARTEND)
+            snprintf(name, sizeof(name), "NVTX start/end %u", lane);
+        else
+            snprintf(name, sizeof(name), "NVTX %s%s%u", dom ? dom : "", dom ? " " : "", r->tid);
+        meta_name(x, "thread_name", r->pid, t, name);
+    }
+    return t;
+}
+
+static void write_nvtx_rec(struct exporter *x, const struct cs_rec_nvtx *r, uint32_t lane)
+{
+    uint32_t t = nvtx_track(x, r, lane);
+    const char *msg = r->name_id ? cs_run_string(x->run, r->name_id) : NULL;
+
+    ev_begin(x, (r->flags & CS_NF_MARK) ? "i" : "X", r->pid, t, r->t_start_ns);
+    if (r->flags & CS_NF_MARK)
+        fputs(",\"s\":\"t\"", x->out);
+    else
+        put_dur(x, r->t_end_ns - r->t_start_ns);
+    fputs(",\"cat\":\"nvtx\",\"name\":", x->out);
+    put_str(x->out, msg ? msg : "(unnamed)");
+    fprintf(x->out, ",\"args\":{\"tid\":%" PRIu32 ",\"depth\":%u,\"category\":%" PRIu32
+                    ",\"open\":%s", r->tid, r->depth, r->category,
+            (r->flags & CS_NF_OPEN) ? "true" : "false");
+    if (r->domain_id) {
+        fputs(",\"domain\":", x->out);
+        put_str(x->out, cs_run_string(x->run, r->domain_id));
+    }
+    fputs("}}", x->out);
+}
+
+static int cmp_se(const void *a, const void *b)
+{
+    const struct cs_rec_nvtx *p = a, *q = b;
+    if (p->pid != q->pid)
+        return p->pid < q->pid ? -1 : 1;
+    return (p->t_start_ns > q->t_start_ns) - (p->t_start_ns < q->t_start_ns);
+}
+
+/* Start/end ranges may overlap as they like: each goes to the first of a
+ * process's lanes free at its start (beyond EXPORT_NVTX_LANES at once,
+ * they are left out). */
+static void write_nvtx_se(struct exporter *x, struct cs_rec_nvtx *se, size_t n)
+{
+    uint64_t end[EXPORT_NVTX_LANES];
+
+    qsort(se, n, sizeof(*se), cmp_se);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t l;
+        if (i == 0 || se[i].pid != se[i - 1].pid)
+            memset(end, 0, sizeof(end));
+        for (l = 0; l < EXPORT_NVTX_LANES && end[l] > se[i].t_start_ns; l++)
+            ;
+        if (l == EXPORT_NVTX_LANES)
+            continue;
+        end[l] = se[i].t_end_ns;
+        write_nvtx_rec(x, &se[i], l);
+    }
+}
+
+/* The program's NVTX ranges and marks starting in the window. */
+static int write_nvtx(struct exporter *x)
+{
+    struct cs_cursor *cur;
+    const struct cs_blk_hdr *h;
+    const void *recs;
+    struct cs_rec_nvtx *se = NULL;
+    size_t nse = 0, cap = 0;
+    int rc = cs_cursor_open(x->run, CS_REC_NVTX, x->since, x->until, &cur);
+
+    if (rc < 0)
+        return cs_err_set(&x->err, rc, "cannot read NVTX records (%s)", cs_strerror(rc));
+    while ((rc = cs_cursor_next(cur, &h, &recs, &x->err)) == 1) {
+        const struct cs_rec_nvtx *r = recs;
+        for (uint32_t i = 0; h->kind == CS_REC_NVTX && i < h->n; i++, r++) {
+            if (r->t_start_ns < x->since || r->t_start_ns >= x->until || r->t_end_ns < r->t_start_ns)
+                continue;
+            if (!(r->flags & CS_NF_STARTEND)) {
+                write_nvtx_rec(x, r, 0);
+            } else if (grow((void **)&se, &cap, nse + 1, sizeof(*se)) < 0) {
+                rc = cs_err_set(&x->err, -ENOMEM, "out of memory");
+                break;
+            } else {
+                se[nse++] = *r;
+            }
+        }
+    }
+    cs_cursor_close(cur);
+    if (rc >= 0)
+        write_nvtx_se(x, se, nse);
+    free(se);
+    return rc;
+}
+
 /* ---- steps ---- */
 
 #define EXPORT_STEP_TID 0x7ffffff0u /* the steps' own track in their process */
@@ -755,6 +867,8 @@ static int export_run(struct exporter *x, const char *path)
         rc = write_counters(x, CS_REC_SYSWIN);
     if (rc >= 0)
         rc = write_counters(x, CS_REC_PWIN);
+    if (rc >= 0)
+        rc = write_nvtx(x);
     if (rc >= 0)
         rc = write_steps(x, path);
     fputs("\n]}\n", x->out);

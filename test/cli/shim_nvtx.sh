@@ -5,7 +5,8 @@
 # sets it; disable: CUDASPY_DISABLE=1, nothing recorded. Each time the
 # client's stdout and exit status equal its run without the shim, and
 # test_nvtx_check finds exactly the ranges it made (none when disabled);
-# recorded, the analyzer's model holds them all (test_nvtx_model).
+# recorded, the analyzer's model holds them all (test_nvtx_model) and the
+# Perfetto export shows them all, nested per track (check_trace).
 . "$(dirname "$0")/shim_common.sh"
 MODE=$1 THREADS=$2 ITERS=$3
 C="$B/fake/client_nvtx"
@@ -31,6 +32,12 @@ else
         fail "run file does not hold exactly the client's NVTX ranges"
     # 8 a step, a handoff and an open range per worker, 3 + 3 of the main
     # thread and the child; threads: the workers, the main thread, the child's
-    "$B/test_nvtx_model" "$T/run.lmdb" $((THREADS * ITERS * 8 + 2 * THREADS + 6)) $((THREADS + 2)) ||
+    n=$((THREADS * ITERS * 8 + 2 * THREADS + 6))
+    "$B/test_nvtx_model" "$T/run.lmdb" "$n" $((THREADS + 2)) ||
         fail "the analyzer's model lacks NVTX ranges"
+    # the Perfetto export: every range a slice, every mark an instant, nested per track
+    "$B/cudaspy-analyze" export --chrome "$T/trace.json" "$T/run.lmdb" || fail "export exited $?"
+    "$B/check_trace" "$T/trace.json" >/dev/null || fail "the export with NVTX ranges is not valid"
+    got=$(grep -o '"cat":"nvtx"' "$T/trace.json" | wc -l)
+    [ "$got" -eq "$n" ] || fail "export: $got NVTX events, want $n"
 fi
