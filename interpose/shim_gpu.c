@@ -41,7 +41,7 @@
 
 enum gpu_phase {
     PH_NONE,   /* not started (no CUDA yet, off, or this is a fork child) */
-    PH_IDLE,   /* sampled, between slices: CUPTI detached */
+    PH_IDLE,   /* sampled, between slices: CUPTI detached (gpu.keep: its kinds off) */
     PH_ON,     /* CUPTI attached and recording */
     PH_DETACH, /* slice over, kinds disabled; cuptiFinalize waits for calls in flight */
     PH_DEAD    /* unavailable or failed: never again in this process */
@@ -81,6 +81,9 @@ struct xcorr {
 static struct {
     int mode;                 /* enum cs_gpu_mode */
     uint64_t slice_ns, period_ns;
+    int keep;                 /* CUDASPY_GPU_SWITCH=kinds: between slices CUPTI stays
+                                 attached with its activity kinds off */
+    int live;                 /* keep: attached since an earlier slice */
     char other[200];          /* CUDA_INJECTION64_PATH of another tool, if any */
     int preloaded;            /* the shim was preloaded (not only injected) */
     void *lib;
@@ -408,12 +411,17 @@ static int attach(char *why, size_t n)
 {
     CUptiResult rc;
 
-    if (held_by_other() == 1)
+    if (held_by_other() == 1) {
+        gpu.live = 0; /* the other client may re-register or finalize: start afresh */
         return 1;
+    }
     gpu.epoch++;
-    memset(gpu.name_key, 0, sizeof(gpu.name_key));
-    if ((rc = gpu.f.register_ts(ts_callback)) != CUPTI_SUCCESS ||
-        (rc = gpu.f.register_callbacks(buf_request, buf_complete)) != CUPTI_SUCCESS) {
+    if (!gpu.live)
+        memset(gpu.name_key, 0, sizeof(gpu.name_key));
+    if (gpu.live) {
+        /* still attached (gpu.keep): only the kinds were off */
+    } else if ((rc = gpu.f.register_ts(ts_callback)) != CUPTI_SUCCESS ||
+               (rc = gpu.f.register_callbacks(buf_request, buf_complete)) != CUPTI_SUCCESS) {
         snprintf(why, n, "CUPTI would not take callbacks (%s)", cupti_err(rc));
         return -1;
     }
@@ -424,6 +432,7 @@ static int attach(char *why, size_t n)
             return -1;
         }
     }
+    gpu.live = gpu.keep;
     atomic_store_explicit(&shim_hot_.gpu_corr, 1, memory_order_relaxed);
     return 0;
 }
@@ -475,6 +484,7 @@ static int refused(uint64_t now, const char *why)
     shim_log_once(&said, msg);
     if (atomic_load(&gpu.inflight) == 0)
         gpu.f.finalize();
+    gpu.live = 0;
     push_cov(now, now, now, now, CS_GCF_PAUSED, 0, why);
     set_due(now + gpu.period_ns);
     return 0;
@@ -509,8 +519,29 @@ static void turn_on(uint64_t now)
     set_due(gpu.t_on_ns + (gpu.mode == CS_GPU_MODE_SAMPLED ? gpu.slice_ns : GPU_FULL_TICK_NS));
 }
 
+/* The next slice's start: the next period's, or now if that has passed. */
+static void due_next_period(void)
+{
+    uint64_t now = mono_ns();
+
+    set_due(gpu.period_base_ns + gpu.period_ns > now ? gpu.period_base_ns + gpu.period_ns : now);
+}
+
+/* gpu.keep, the slice is over and its kinds are off: hand its records to
+ * the rings and wait for the next slice attached (no cuptiFinalize, so no
+ * attach that CUPTI may refuse). */
+static void keep_idle(void)
+{
+    uint32_t dropped = 0;
+    uint16_t lost = flush_epoch(&dropped, 1);
+
+    push_cov(gpu.t_attach_ns, gpu.t_on_ns, gpu.t_off_ns, mono_ns(), lost, dropped, NULL);
+    atomic_store(&gpu.phase, PH_IDLE);
+    due_next_period();
+}
+
 /* Sampled mode, the slice is over: stop enqueues from pushing ids and
- * disable; then (now, or at a later tick) detach. */
+ * disable; then (now, or at a later tick) detach (gpu.keep: stay attached). */
 static void turn_off(uint64_t now)
 {
     if (held_by_other() == 1) {
@@ -520,6 +551,10 @@ static void turn_off(uint64_t now)
     atomic_store_explicit(&shim_hot_.gpu_corr, 0, memory_order_relaxed);
     kinds_off();
     gpu.t_off_ns = now;
+    if (gpu.keep) {
+        keep_idle();
+        return;
+    }
     atomic_store(&gpu.phase, PH_DETACH);
 }
 
@@ -541,8 +576,7 @@ static void detach(uint64_t now)
     atomic_store(&gpu.free_bufs, GPU_NBUF >= 64 ? ~0ull : (1ull << GPU_NBUF) - 1);
     push_cov(gpu.t_attach_ns, gpu.t_on_ns, gpu.t_off_ns, mono_ns(), lost, dropped, NULL);
     atomic_store(&gpu.phase, PH_IDLE);
-    now = mono_ns();
-    set_due(gpu.period_base_ns + gpu.period_ns > now ? gpu.period_base_ns + gpu.period_ns : now);
+    due_next_period();
 }
 
 /* Full mode, every second: hand CUPTI's completed buffers to the rings and
@@ -901,6 +935,7 @@ int shim_gpu_init(void)
     else if (m && *m && strcmp(m, "sampled") != 0)
         shim_log("CUDASPY_GPU_ACTIVITY must be sampled, full or off; using sampled");
     parse_sample(getenv("CUDASPY_GPU_SAMPLE"));
+    gpu.keep = (m = getenv("CUDASPY_GPU_SWITCH")) != NULL && strcmp(m, "kinds") == 0;
     if (!dladdr((void *)shim_gpu_init, &di) || di.dli_fname == NULL ||
         realpath(di.dli_fname, self) == NULL)
         return 0;

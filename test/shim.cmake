@@ -44,7 +44,7 @@ shim_gpu_test(rt_static client_rt_static static_rt)
 shim_gpu_test(gpa_pt client_gpa static 4 64 pt)
 shim_gpu_test(direct client_direct static)
 
-foreach(case missing held failing version injection reattach refusing)
+foreach(case missing held failing version injection reattach refusing kinds)
   add_test(NAME cli.shim_gpu_notice_${case}
            COMMAND ${SHIM_TEST_DIR}/cli/shim_gpu_notice.sh ${CMAKE_BINARY_DIR} ${case})
   set_tests_properties(cli.shim_gpu_notice_${case} PROPERTIES LABELS "cli;notsan" TIMEOUT 120)

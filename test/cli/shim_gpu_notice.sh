@@ -11,6 +11,9 @@
 #              H200 in torch processes): skipped, then recording again
 #   refusing   CUPTI refuses every slice after the first: off after three
 #              (the skip line, then the off line)
+#   kinds      the same CUPTI with CUDASPY_GPU_SWITCH=kinds (CUPTI stays
+#              attached, slices switch its activity kinds): never refused,
+#              every slice recorded, nothing on stderr
 . "$(dirname "$0")/shim_common.sh"
 CASE=$1
 C=("$B/fake/client_rt_shared") check=(--runtime shared) lines=1
@@ -49,6 +52,11 @@ reattach | refusing)
         lines=2
     fi
     ;;
+kinds)
+    env=(CUDASPY_GPU_SWITCH=kinds FAKECUPTI_FAIL=reattach=9 CUDASPY_GPU_SAMPLE=10/20)
+    C=("$B/fake/test_shim_kernels" 8000) check=(--runtime static --gpu sampled --gpu-paused 0)
+    lines=0 want=
+    ;;
 *) fail "unknown case $CASE" ;;
 esac
 run_plain "$T/plain.out" "$T/plain.exp" "${C[@]}"
@@ -57,7 +65,8 @@ env "${env[@]}" CUDASPY_OUTPUT="$T/run.lmdb" CUDASPY_HOST=0 FAKECUDA_EXPECT="$T/
 same_stdout "$T/plain.out" "$T/out"
 grep -v '^kernel name' "$T/err" >"$T/err2" || true
 [ "$(wc -l <"$T/err2")" -eq "$lines" ] || { cat "$T/err2" >&2; fail "want $lines stderr line(s)"; }
-grep -qE "^cudaspy\[[0-9]+\]: $want\$" "$T/err2" || { cat "$T/err2" >&2; fail "unexpected message"; }
+[ -z "$want" ] || grep -qE "^cudaspy\[[0-9]+\]: $want\$" "$T/err2" ||
+    { cat "$T/err2" >&2; fail "unexpected message"; }
 [ -z "${want2:-}" ] || grep -qE "^cudaspy\[[0-9]+\]: $want2\$" "$T/err2" ||
     { cat "$T/err2" >&2; fail "no second message"; }
 "$B/test_shim_check" --wait 30 "${check[@]}" "$T/run.lmdb" "$T/traced.exp" ||
