@@ -4,13 +4,8 @@
 # and fake driver runs exist, gate_real.sh covers those.
 set -u
 case_=$1 analyze=$2 gen=$3 dir=$4
+. "$(dirname "$0")/gate_common.sh"
 rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
-fail() { echo "FAIL $case_: $*" >&2; exit 1; }
-expect_rc() { # want cmd...
-    want=$1; shift
-    "$@" >out.txt 2>err.txt; rc=$?
-    [ "$rc" -eq "$want" ] || { cat out.txt err.txt >&2; fail "$* exited $rc, want $want"; }
-}
 "$gen" base.lmdb --seed 1 || fail "gen base"
 case $case_ in
 identical)

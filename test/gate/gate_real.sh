@@ -5,13 +5,8 @@
 # Usage: gate_real.sh CASE ANALYZE CUDASPY CLIENT WORKDIR
 set -u
 case_=$1 analyze=$2 cudaspy=$3 client=$4 dir=$5
+. "$(dirname "$0")/gate_common.sh"
 rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
-fail() { echo "FAIL $case_: $*" >&2; exit 1; }
-expect_rc() { # want cmd...
-    want=$1; shift
-    "$@" >out.txt 2>err.txt; rc=$?
-    [ "$rc" -eq "$want" ] || { cat out.txt err.txt >&2; fail "$* exited $rc, want $want"; }
-}
 # Latencies are slept, and 1 ms at the base: at 100 us busy-waited, CPU
 # contention from a parallel test moved the p99 by 1.8x between two
 # recordings of the same workload.

@@ -7,13 +7,8 @@
 # Usage: gate_steps.sh CASE ANALYZE CUDASPY WORKLOAD WORKDIR
 set -u
 case_=$1 analyze=$2 cudaspy=$3 workload=$4 dir=$5
+. "$(dirname "$0")/gate_common.sh"
 rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
-fail() { echo "FAIL $case_: $*" >&2; exit 1; }
-expect_rc() { # want cmd...
-    want=$1; shift
-    "$@" >out.txt 2>err.txt; rc=$?
-    [ "$rc" -eq "$want" ] || { cat out.txt err.txt >&2; fail "$* exited $rc, want $want"; }
-}
 . "$(dirname "$0")/../analyzer/shield.sh"
 # 100 steps of 3 ms at the base: 0.3 s of loop a recording
 record() { # OUT MODE
