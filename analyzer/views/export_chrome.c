@@ -764,6 +764,8 @@ static void write_nvtx_se(struct exporter *x, struct cs_rec_nvtx *se, size_t n)
 {
     uint64_t end[EXPORT_NVTX_LANES];
 
+    if (n == 0)
+        return;
     qsort(se, n, sizeof(*se), cmp_se);
     for (size_t i = 0; i < n; i++) {
         uint32_t l;

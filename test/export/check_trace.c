@@ -190,7 +190,8 @@ static void check_nesting(struct checker *c)
     struct slice **stack = malloc((c->nsl + 1) * sizeof(*stack));
     size_t depth = 0;
     char msg[160];
-    qsort(c->sl, c->nsl, sizeof(*c->sl), cmp_slice);
+    if (c->nsl)
+        qsort(c->sl, c->nsl, sizeof(*c->sl), cmp_slice);
     for (size_t i = 0; i < c->nsl; i++) {
         struct slice *s = &c->sl[i];
         if (i && (s->pid != c->sl[i - 1].pid || s->tid != c->sl[i - 1].tid))
@@ -228,6 +229,8 @@ static int cmp_flow(const void *a, const void *b)
 
 static void check_flows(struct checker *c)
 {
+    if (c->nfl == 0)
+        return;
     qsort(c->fl, c->nfl, sizeof(*c->fl), cmp_flow);
     for (size_t i = 0; i < c->nfl; i++) {
         struct flow *f = &c->fl[i];
