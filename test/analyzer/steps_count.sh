@@ -8,7 +8,7 @@
 # step), workers feeding the main process (starve), GPU-bound (clean).
 # With NVTX (mode nvtx: each step a "train_step" range, its calls varying
 # from step to step) the range gives the steps, exactly, and --step names
-# a nested range. Then --step none turns them off and --step NAME of an
+# a nested range, and the run's Perfetto trace is valid. Then --step none turns them off and --step NAME of an
 # unrecorded range is a clear error (exit 2).
 set -u
 cudaspy=$1 workload=$2 dir=$3
@@ -37,6 +37,10 @@ if record nvtx; then
         fail "nvtx: how does not name the range"
     "$CS_ANALYZE" --json --step backward "$dir/nvtx.lmdb" | "$CS_JSON_EXPECT" "steps=nvtx:$n" ||
         fail "nvtx: --step backward: wrong steps"
+    # its Perfetto trace (GPU activity, NVTX ranges, the steps track) is valid
+    "$CS_ANALYZE" export --chrome "$dir/nvtx.json" "$dir/nvtx.lmdb" || fail "nvtx: export exited $?"
+    "$CS_CHECK_TRACE" "$dir/nvtx.json" >/dev/null || fail "nvtx: the trace is not valid"
+    grep -q '"cat":"step"' "$dir/nvtx.json" || fail "nvtx: no steps track in the trace"
 else
     echo "steps_count: no nvtx3 headers: the NVTX case is left out"
 fi

@@ -64,6 +64,8 @@ static struct {
     pthread_t worker;
     int worker_on;
     int worker_up;      /* the worker thread has started running */
+    int64_t off;        /* clock_offset(), once off_set */
+    int off_set;
     pthread_cond_t up;
     FILE *log;
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER, .up = PTHREAD_COND_INITIALIZER};
@@ -79,14 +81,20 @@ static uint64_t clock_ns(clockid_t c)
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-/* How much the client's clock is ahead of CLOCK_MONOTONIC, the driver's:
- * read once per record, so that its start and end keep their distance. */
+/* How much the client's clock is ahead of CLOCK_MONOTONIC, the driver's
+ * (under g.mu): read once per timestamp source and kept, as CUPTI's own
+ * conversion is one mapping, so that work one after the other on a stream
+ * stays one after the other (two reads of two clocks differ by a few ns
+ * each time). */
 static int64_t clock_offset(void)
 {
-    uint64_t now = clock_ns(CLOCK_MONOTONIC);
-    uint64_t client = g.ts ? g.ts() : clock_ns(CLOCK_REALTIME);
-
-    return (int64_t)(client - now);
+    if (!g.off_set) {
+        uint64_t now = clock_ns(CLOCK_MONOTONIC);
+        uint64_t client = g.ts ? g.ts() : clock_ns(CLOCK_REALTIME);
+        g.off = (int64_t)(client - now);
+        g.off_set = 1;
+    }
+    return g.off;
 }
 
 static void logf_(const char *what, int v)
@@ -292,6 +300,7 @@ static void fork_child(void)
     g.subscribed = 0;
     memset(g.on, 0, sizeof(g.on));
     g.req = NULL, g.done = NULL, g.ts = NULL;
+    g.off_set = 0;
     g.cur = NULL;
     g.nfull = 0;
     pthread_mutex_unlock(&g.mu);
@@ -428,6 +437,7 @@ API CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFu
     if (refusing())
         LEAVE(CUPTI_ERROR_NOT_INITIALIZED);
     g.ts = fn;
+    g.off_set = 0;
     LEAVE(CUPTI_SUCCESS);
 }
 
@@ -546,6 +556,7 @@ API CUptiResult cuptiFinalize(void)
     g.attached = 0;
     memset(g.on, 0, sizeof(g.on));
     g.req = NULL, g.done = NULL, g.ts = NULL;
+    g.off_set = 0;
     g.cur = NULL;
     g.nfull = 0;
     logf_("detach", 1);
