@@ -266,6 +266,17 @@ static inline void nv_attr(struct cs_rec_nvtx *r, const nvtxEventAttributes_t *a
     }
 }
 
+/* What names a range or mark: the event attributes @p a, or else the
+ * ASCII or wide message of the short form of the call. */
+static inline void nv_what(struct cs_rec_nvtx *r, const nvtxEventAttributes_t *a,
+                           const char *ascii, const wchar_t *wide)
+{
+    if (a)
+        nv_attr(r, a);
+    else
+        r->name_id = ascii ? nv_id(nv_str_a(ascii)) : nv_id(nv_str_w(wide));
+}
+
 /* Copy @p r, finished, into this thread's sub-ring as one CS_ENT_NVTX entry
  * (attaching on first use), or count it as a drop. */
 static inline void nv_push(struct cs_rec_nvtx *r)
@@ -309,10 +320,7 @@ static void nv_mark(const void *domain, const nvtxEventAttributes_t *a, const ch
     r.tid = shim_ring_tid();
     r.flags = CS_NF_MARK;
     r.domain_id = domain ? nv_id(nv_handle(domain)) : 0;
-    if (a)
-        nv_attr(&r, a);
-    else
-        r.name_id = ascii ? nv_id(nv_str_a(ascii)) : nv_id(nv_str_w(wide));
+    nv_what(&r, a, ascii, wide);
     nv_push(&r);
 }
 
@@ -370,10 +378,7 @@ static int nv_push_range(const void *domain, const nvtxEventAttributes_t *a, con
     f->domain_id = dom;
     f->tid = shim_ring_tid(); /* the exit flush writes it from another thread */
     f->depth = (uint16_t)depth;
-    if (a)
-        nv_attr(f, a);
-    else
-        f->name_id = ascii ? nv_id(nv_str_a(ascii)) : nv_id(nv_str_w(wide));
+    nv_what(f, a, ascii, wide);
     f->t_start_ns = shim_ring_now();
     atomic_store_explicit(&s->n, n + 1, memory_order_release);
     return depth;
@@ -426,10 +431,7 @@ static nvtxRangeId_t nv_start(const void *domain, const nvtxEventAttributes_t *a
         nv_zero(&o->r);
         o->r.flags = CS_NF_STARTEND;
         o->r.domain_id = domain ? nv_id(nv_handle(domain)) : 0;
-        if (a)
-            nv_attr(&o->r, a);
-        else
-            o->r.name_id = ascii ? nv_id(nv_str_a(ascii)) : nv_id(nv_str_w(wide));
+        nv_what(&o->r, a, ascii, wide);
         o->r.tid = shim_ring_tid();
         o->r.t_start_ns = shim_ring_now();
         id = ticket << 12 | i;
