@@ -89,7 +89,7 @@ static int steps(struct summary *s, const struct analysis *a, size_t max_samples
     if (!v)
         return -ENOMEM;
     steps_durations(st, v);
-    return summary_set_steps(s, st->source == STEPS_NVTX ? "nvtx" : "inferred", st->how, v,
+    return summary_set_steps(s, steps_source_name(st->source), st->how, v,
                              st->n, max_samples);
 }
 

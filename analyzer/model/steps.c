@@ -595,6 +595,11 @@ void steps_durations(const struct steps *s, uint64_t *out)
         qsort(out, s->n, sizeof(*out), cmp_u64);
 }
 
+const char *steps_source_name(enum steps_source s)
+{
+    return s == STEPS_NVTX ? "nvtx" : s == STEPS_INFERRED ? "inferred" : "none";
+}
+
 void steps_free(struct steps *s)
 {
     free(s->s);

@@ -52,6 +52,9 @@ int steps_find(const struct model *m, const struct steps_opts *o, struct steps *
 /** Step durations (ns, ascending) into @p out (room for s->n). */
 void steps_durations(const struct steps *s, uint64_t *out);
 
+/** "nvtx", "inferred" or "none", as in JSON and saved gate summaries. */
+const char *steps_source_name(enum steps_source s);
+
 /** Free what steps_find() took. Accepts a zeroed struct. */
 void steps_free(struct steps *s);
 

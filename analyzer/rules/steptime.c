@@ -127,11 +127,6 @@ static size_t worst(const struct steps *s, size_t *ix)
     return n;
 }
 
-static const char *source_name(enum steps_source s)
-{
-    return s == STEPS_NVTX ? "nvtx" : s == STEPS_INFERRED ? "inferred" : "none";
-}
-
 static void add_mix(struct mix *sum, const struct mix *x, double *gpu_w, uint64_t *gpu_ns)
 {
     sum->dur_ns += x->dur_ns;
@@ -189,7 +184,7 @@ nomem:
 json_t *steptime_json(const struct steps *s, const struct model *m, const struct gpu_truth *g,
                       const json_t *chains, uint64_t t0_ns)
 {
-    json_t *o = json_pack("{s:s, s:s, s:I}", "source", source_name(s->source), "how", s->how,
+    json_t *o = json_pack("{s:s, s:s, s:I}", "source", steps_source_name(s->source), "how", s->how,
                           "count", (json_int_t)s->n);
     struct stats_summary q = {0};
     uint64_t *d;
