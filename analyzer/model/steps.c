@@ -72,6 +72,7 @@ struct range_group {
     size_t count;
     uint64_t covered_ns, lo_ns, hi_ns;
     uint32_t thr, name_id, domain_id;
+    int overlap;     /* one began before another ended (start/end ranges may) */
 };
 
 static int in_window(const struct steps_opts *o, uint64_t t0, uint64_t t1)
@@ -126,6 +127,7 @@ static int range_groups(const struct model *m, const struct steps_opts *o,
             g[k] = (struct range_group){.first = i, .lo_ns = r->t_start_ns, .thr = r->thr,
                                         .name_id = r->name_id, .domain_id = r->domain_id};
         }
+        g[k].overlap |= g[k].count > 0 && r->t_start_ns < g[k].hi_ns;
         g[k].count++;
         g[k].covered_ns += r->t_end_ns - r->t_start_ns;
         g[k].hi_ns = r->t_end_ns > g[k].hi_ns ? r->t_end_ns : g[k].hi_ns;
@@ -152,14 +154,15 @@ static int group_name_is(const struct model *m, const struct range_group *g, con
 }
 
 /* The group to use: @p o->want's most frequent, or the most frequent that
- * tiles the window. @return its index, -1 if none. */
+ * tiles the window; never one whose ranges overlap (steps follow one
+ * another). @return its index, -1 if none. */
 static long pick_group(const struct model *m, const struct steps_opts *o,
                        const struct range_group *g, size_t n)
 {
     long best = -1;
 
     for (size_t i = 0; i < n; i++) {
-        if (o->want ? !group_name_is(m, &g[i], o->want) : !tiles(&g[i], o))
+        if (g[i].overlap || (o->want ? !group_name_is(m, &g[i], o->want) : !tiles(&g[i], o)))
             continue;
         if (best < 0 || g[i].count > g[best].count ||
             (g[i].count == g[best].count && g[i].covered_ns > g[best].covered_ns))
@@ -199,6 +202,16 @@ static int from_group(const struct model *m, const struct steps_opts *o,
     return 0;
 }
 
+/* Are there ranges named @p o->want, overlapping one another? */
+static int named_overlap(const struct model *m, const struct steps_opts *o,
+                         const struct range_group *g, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (g[i].overlap && group_name_is(m, &g[i], o->want))
+            return 1;
+    return 0;
+}
+
 /* Steps from NVTX. @return 1 found, 0 none, -ENOENT (@p o->want not
  * recorded), -ENOMEM */
 static int steps_nvtx(const struct model *m, const struct steps_opts *o, struct steps *out)
@@ -217,8 +230,9 @@ static int steps_nvtx(const struct model *m, const struct steps_opts *o, struct 
         rc = from_group(m, o, &g[best], ntop, out);
         rc = rc < 0 ? rc : 1;
     } else if (o->want) {
-        snprintf(out->how, sizeof(out->how), "no NVTX range \"%s\" in the window",
-                 o->want);
+        snprintf(out->how, sizeof(out->how),
+                 named_overlap(m, o, g, n) ? "NVTX ranges \"%s\" overlap one another: not steps"
+                                           : "no NVTX range \"%s\" in the window", o->want);
         rc = -ENOENT;
     }
     free(g);

@@ -35,6 +35,11 @@ else
     n=$((THREADS * ITERS * 8 + 2 * THREADS + 6))
     "$B/test_nvtx_model" "$T/run.lmdb" "$n" $((THREADS + 2)) ||
         fail "the analyzer's model lacks NVTX ranges"
+    # the main thread's "handoff" ranges overlap (ended by the workers): never steps
+    "$B/cudaspy-analyze" --step handoff "$T/run.lmdb" >/dev/null 2>"$T/step.err" &&
+        fail "--step handoff: overlapping ranges taken as steps"
+    grep -q 'NVTX ranges "handoff" overlap one another' "$T/step.err" ||
+        fail "--step handoff: $(cat "$T/step.err")"
     # the Perfetto export: every range a slice, every mark an instant, nested per track
     "$B/cudaspy-analyze" export --chrome "$T/trace.json" "$T/run.lmdb" || fail "export exited $?"
     "$B/check_trace" "$T/trace.json" >/dev/null || fail "the export with NVTX ranges is not valid"
