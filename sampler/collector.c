@@ -712,7 +712,11 @@ static int ent_stack(struct drain_ctx *d, const struct cs_ring_ent *e)
     memcpy(f, (const uint8_t *)(e + 1) + sizeof(s), s.nframes * sizeof(f[0]));
     for (uint32_t i = 0; i < s.nframes; i++) {
         f[i].module_id = map_id(d->k->names, d->k->nnames, f[i].module_id);
-        f[i].pad = 0;
+        f[i].flags &= CS_FRAME_PYTHON;
+        if (f[i].flags)
+            f[i].offset = CS_FRAME_PY_OFFSET(CS_FRAME_PY_LINE(&f[i]),
+                                             map_id(d->k->names, d->k->nnames,
+                                                    CS_FRAME_PY_FUNC(&f[i])));
     }
     if (cs_store_put_stack(d->c->st, f, s.nframes, &id) < 0)
         return 0;

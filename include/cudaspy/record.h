@@ -302,13 +302,23 @@ struct cs_thread {
 };
 _Static_assert(sizeof(struct cs_thread) == 40, "cs_thread is 40 bytes");
 
-/* stacks db value: key = u32 stack id (MDB_INTEGERKEY). Frames are
- * (module path string id, offset in module) for offline symbolisation. */
+/* stacks db value: key = u32 stack id (MDB_INTEGERKEY); frames innermost
+ * first. A native frame is (module path string id, offset in module), for
+ * offline symbolisation. A Python frame (CS_FRAME_PYTHON) is (source file
+ * string id, line | function string id << 32): the function is the code
+ * object's qualified name, line 0 = unknown. A mixed stack holds the native
+ * frames below the interpreter (the CUDA call, the extension module that
+ * made it), then the Python frames, innermost first (docs/python.md). */
 struct cs_frame {
-    uint64_t offset;
-    uint32_t module_id;  /* strings db: path of the object; 0 = unknown (offset is an address) */
-    uint32_t pad;
+    uint64_t offset;     /* native: offset in module; Python: see CS_FRAME_PY_* */
+    uint32_t module_id;  /* strings db: path of the object or source file; 0 = unknown
+                            (a native offset is then an address) */
+    uint32_t flags;      /* CS_FRAME_* */
 };
+#define CS_FRAME_PYTHON 0x1u /* a Python frame */
+#define CS_FRAME_PY_LINE(f) ((uint32_t)((f)->offset & 0xffffffffu))
+#define CS_FRAME_PY_FUNC(f) ((uint32_t)((f)->offset >> 32)) /* string id */
+#define CS_FRAME_PY_OFFSET(line, func_id) ((uint64_t)(line) | (uint64_t)(func_id) << 32)
 _Static_assert(sizeof(struct cs_frame) == 16, "cs_frame is 16 bytes");
 
 /* ---- blocks ---- */

@@ -61,7 +61,8 @@ _Static_assert(sizeof(struct cs_ring_ent) == 8, "ring entry header is 8 bytes");
 enum cs_name_kind {
     CS_NAME_KERNEL = 1,
     CS_NAME_MODULE = 2,
-    CS_NAME_NVTX = 3 /* an NVTX message, registered string or domain name */
+    CS_NAME_NVTX = 3,  /* an NVTX message, registered string or domain name */
+    CS_NAME_PYTHON = 4 /* a Python source file or function (qualified name) */
 };
 
 struct cs_ent_name {
@@ -77,7 +78,8 @@ struct cs_ent_stack {
     uint32_t local_id; /* process-local stack id referenced by cs_rec_cuda.stack_id */
     uint32_t nframes;
     /* struct cs_frame frames[nframes] follow; module_id is a process-local
-       CS_NAME_MODULE id */
+       CS_NAME_MODULE id, or for a CS_FRAME_PYTHON frame a CS_NAME_PYTHON id,
+       as is the function id in its offset */
 };
 
 struct cs_ent_thread {
