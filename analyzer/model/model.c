@@ -502,6 +502,10 @@ static int call_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
             c->flags = r->flags;
             if (r->device < 16)
                 m->proc[m->thr[t].proc].devices |= (uint16_t)(1u << r->device);
+            if (m->call_stack)
+                m->call_stack[pl->pos[t] - 1] = r->stack_id;
+        } else if (pl->pass == 0 && rc == 0 && r->stack_id) {
+            m->nstacked++;
         }
     }
     return 0;
@@ -612,17 +616,30 @@ NEARLY_SORT(nearly_offs, struct m_off, t_start_ns)
 static int cmp_ix(const void *a, const void *b, void *arg)
 {
     const struct m_call *c = arg;
-    uint64_t x = c[*(const uint64_t *)a].t_enter_ns, y = c[*(const uint64_t *)b].t_enter_ns;
-    return x < y ? -1 : x > y;
+    uint64_t i = *(const uint64_t *)a, j = *(const uint64_t *)b;
+    uint64_t x = c[i].t_enter_ns, y = c[j].t_enter_ns;
+
+    if (x == y) /* qsort is not stable: ties by their place */
+        return i < j ? -1 : i > j;
+    return x < y ? -1 : 1;
 }
 
-/* Sort a thread's calls and their seq together (while GPU records still
- * need the seq): by an index, then both arrays in that order. */
-static int sort_calls_seq(struct model *m, const struct m_thread *th)
+/* Apply permutation @p ix to the @p n values of @p v (a parallel array). */
+static void permute_u32(uint32_t *v, const uint64_t *ix, uint64_t n, uint32_t *tmp)
+{
+    for (uint64_t i = 0; i < n; i++)
+        tmp[i] = v[ix[i]];
+    memcpy(v, tmp, n * sizeof(*v));
+}
+
+/* Sort a thread's calls and what is kept beside them while loading (seq,
+ * while GPU records still need it; stack ids) together: by an index, then
+ * each array in that order. Ties keep their order, as nearly_calls does. */
+static int sort_calls_with(struct model *m, const struct m_thread *th)
 {
     struct m_call *c = m->call + th->first_call, *tc;
-    uint32_t *s = m->call_seq + th->first_call, *ts;
     uint64_t n = th->ncalls, *ix = malloc((n + 1) * sizeof(*ix));
+    uint32_t *ts;
     int sorted = 1;
 
     for (uint64_t i = 1; i < n && sorted; i++)
@@ -641,9 +658,12 @@ static int sort_calls_seq(struct model *m, const struct m_thread *th)
         ix[i] = i;
     qsort_r(ix, n, sizeof(*ix), cmp_ix, c);
     for (uint64_t i = 0; i < n; i++)
-        tc[i] = c[ix[i]], ts[i] = s[ix[i]];
+        tc[i] = c[ix[i]];
     memcpy(c, tc, n * sizeof(*c));
-    memcpy(s, ts, n * sizeof(*s));
+    if (m->call_seq)
+        permute_u32(m->call_seq + th->first_call, ix, n, ts);
+    if (m->call_stack)
+        permute_u32(m->call_stack + th->first_call, ix, n, ts);
     free(ix), free(tc), free(ts);
     return 0;
 }
@@ -652,8 +672,8 @@ static int sort_slices(struct model *m, int calls)
 {
     for (uint32_t t = 0; t < m->nthr; t++) {
         struct m_thread *th = &m->thr[t];
-        if (calls && m->call_seq) {
-            if (sort_calls_seq(m, th) < 0)
+        if (calls && (m->call_seq || m->call_stack)) {
+            if (sort_calls_with(m, th) < 0)
                 return -ENOMEM;
         } else if (calls && nearly_calls(m->call + th->first_call, th->ncalls) < 0) {
             qsort(m->call + th->first_call, th->ncalls, sizeof(struct m_call), cmp_call);
@@ -711,6 +731,12 @@ static int load_grouped(struct model *m, unsigned kind, block_fn fn, void **arr,
     if (rc == 0 && kind == CS_REC_CUDA && want_seq(m) &&
         (m->call_seq = model_alloc_big(sum ? sum * sizeof(*m->call_seq) : 1)) == NULL)
         rc = -ENOMEM;
+    if (rc == 0 && kind == CS_REC_CUDA && m->nstacked) {
+        if ((m->call_stack = model_alloc_big(sum ? sum * sizeof(*m->call_stack) : 1)) == NULL)
+            rc = -ENOMEM;
+        else /* a slot no record fills has no stack */
+            memset(m->call_stack, 0, sum * sizeof(*m->call_stack));
+    }
     if (rc < 0)
         goto out;
     *total = sum;
@@ -1040,6 +1066,29 @@ static int load_nvtx(struct model *m, struct cs_err *err)
     return 0;
 }
 
+/* ---- stacks ---- */
+
+/* Turns the stack ids kept beside the calls while loading (call_stack,
+ * sorted with them) into the side table model.cstack, in call order. */
+static int stacks_resolve(struct model *m)
+{
+    uint64_t k = 0;
+
+    if (m->call_stack == NULL)
+        return 0;
+    for (uint64_t i = 0; i < m->ncall; i++)
+        k += m->call_stack[i] != 0;
+    m->cstack = malloc((k ? k : 1) * sizeof(*m->cstack));
+    if (m->cstack == NULL)
+        return -ENOMEM;
+    for (uint64_t i = 0; i < m->ncall; i++)
+        if (m->call_stack[i])
+            m->cstack[m->ncstack++] = (struct m_cstack){i, m->call_stack[i], 0};
+    model_free_big(m->call_stack);
+    m->call_stack = NULL;
+    return 0;
+}
+
 /* ---- runs ---- */
 
 static int open_run(struct model *m, int i, const char *path, struct cs_err *err)
@@ -1137,7 +1186,7 @@ int model_load(struct model *m, const char *const *paths, int n, const struct an
         return rc;
     /* processes first seen in records have no parent link yet */
     link_parents(m);
-    if (sort_slices(m, 1) < 0 || sort_slices(m, 0) < 0)
+    if (sort_slices(m, 1) < 0 || sort_slices(m, 0) < 0 || stacks_resolve(m) < 0)
         return -ENOMEM;
     gpu_join(m);
     fix_extent(m);
@@ -1160,6 +1209,8 @@ void model_exit(struct model *m)
     free(m->gcov);
     free(m->nvtx);
     model_free_big(m->call_seq);
+    free(m->cstack);
+    model_free_big(m->call_stack);
     m_hash_free(m->proc_ix);
     m_hash_free(m->thr_ix);
     memset(m, 0, sizeof(*m));

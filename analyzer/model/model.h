@@ -68,6 +68,15 @@ struct m_gpu {
 _Static_assert(sizeof(struct m_gpu) == 56, "m_gpu is 56 bytes");
 #define M_CALL_NONE UINT64_MAX
 
+/* The stack of a call (cs_rec_cuda.stack_id, stacks db of the call's run).
+ * Most calls have none, so the ids live in this side table, sorted by call
+ * index, rather than in struct m_call: model_call_stack() looks one up. */
+struct m_cstack {
+    uint64_t call;     /* index in model.call */
+    uint32_t stack_id; /* >= 1 */
+    uint32_t pad;
+};
+
 /* A span in which every kernel, copy and memset a process enqueued was
  * recorded; struct cs_rec_gpucov with the process as an index. */
 struct m_gcov {
@@ -166,6 +175,11 @@ struct model {
     uint64_t ngcov;
     struct m_nvtx *nvtx; /* by thread, start (NVTX ranges and marks in the window) */
     uint64_t nnvtx;
+    struct m_cstack *cstack; /* calls with a stack, by call index */
+    uint64_t ncstack;
+    uint32_t *call_stack; /* while loading runs with stacks: each call's stack
+                             id, sorted with the calls as call_seq is */
+    uint64_t nstacked;   /* while loading: calls with a stack id (first pass) */
     uint32_t *call_seq;  /* while loading runs with GPU records: each call's
                             cs_rec_cuda.seq, to find a GPU record's call */
     struct m_hash *proc_ix, *thr_ix;
@@ -237,6 +251,17 @@ static inline uint64_t model_search(const void *base, size_t stride, size_t off,
     model_search((arr), sizeof(T), offsetof(T, field), (lo), (hi), (t), 0)
 #define M_FIRST_GT(T, arr, field, lo, hi, t)                                    \
     model_search((arr), sizeof(T), offsetof(T, field), (lo), (hi), (t), 1)
+
+/** Stack id of call @p ci (stacks db of its run), 0 = none. */
+static inline uint32_t model_call_stack(const struct model *m, uint64_t ci)
+{
+    uint64_t k;
+
+    if (m->ncstack == 0)
+        return 0;
+    k = M_FIRST_GE(struct m_cstack, m->cstack, call, 0, m->ncstack, ci);
+    return k < m->ncstack && m->cstack[k].call == ci ? m->cstack[k].stack_id : 0;
+}
 
 /** Process of call @p c / interval @p o. */
 static inline struct m_proc *model_call_proc(const struct model *m, const struct m_call *c)

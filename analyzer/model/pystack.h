@@ -1,0 +1,69 @@
+/* model/pystack.h: the stacks of CUDA calls (struct cs_frame, record.h) as the
+ * analyzer names them. A stack holds native frames (module + offset) and,
+ * above the interpreter, CPython frames (file, line, function), innermost
+ * first. A call's site is its innermost Python frame, else its innermost
+ * native frame; the frames outside the site are its callers. Bad input
+ * never fails: a stack id with no stack is the site "?", a string id with
+ * no string reads "?". Aggregating sites is rules/pyline.c's job. */
+#ifndef CUDASPY_ANALYZER_PYSTACK_H
+#define CUDASPY_ANALYZER_PYSTACK_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "model.h"
+
+#define PYSTACK_CALLERS 3 /* caller frames given with a site */
+
+/* A call site: what two calls share when they come from the same line. */
+struct pystack_site {
+    uint32_t run;
+    uint32_t kind;      /* enum pystack_kind */
+    uint32_t file_id;   /* Python: the source file; native: the module (0 = unknown) */
+    uint32_t func_id;   /* Python: the function's qualified name */
+    uint64_t where;     /* Python: the line (0 = unknown); native: offset or address */
+};
+
+enum pystack_kind { PYSTACK_MISSING = 0, PYSTACK_PYTHON = 1, PYSTACK_NATIVE = 2 };
+
+/** Frames of call @p ci's stack, innermost first. @return borrowed (valid
+ * while the model is), NULL when it has none or its id names no stack;
+ * *n gets the count. */
+const struct cs_frame *pystack_frames(const struct model *m, uint64_t ci, size_t *n);
+
+/** Site of call @p ci into @p s. @return -1 when the call has no stack id;
+ * else the index of the site's frame in pystack_frames() (0 and kind
+ * PYSTACK_MISSING when the id names no stack). */
+int pystack_site(const struct model *m, uint64_t ci, struct pystack_site *s);
+
+/** Whether two sites are the same line. */
+int pystack_site_eq(const struct pystack_site *a, const struct pystack_site *b);
+
+/** "train.py:57 in train_step" (basename of the file), "libtorch.so+0x1a2b",
+ * "0x7f12..." (no module) or "?" into @p buf. @return buf */
+const char *pystack_site_text(const struct model *m, const struct pystack_site *s, char *buf,
+                              size_t n);
+
+/** Frame @p f of run @p r as text, as pystack_site_text() does (the
+ * Perfetto export, which reads records rather than the model, uses it). */
+const char *pystack_frame_text(struct cs_run *r, const struct cs_frame *f, char *buf, size_t n);
+
+/** The site as a JSON frame: {"file", "function", "line"} or {"module",
+ * "offset"} (docs/json.md); {"file": "?", ...} for a missing stack.
+ * @return new reference */
+json_t *pystack_site_json(const struct model *m, const struct pystack_site *s);
+
+/** The frames of call @p ci outside its site (callers), innermost first,
+ * at most @p max, Python frames only when the site is one; as JSON frames
+ * into a new array. */
+json_t *pystack_callers_json(const struct model *m, uint64_t ci, int max);
+
+/** "train.py:80 in main <- train.py:90 in <module>" (callers, as above)
+ * into @p buf; "" when none. @return buf */
+const char *pystack_callers_text(const struct model *m, uint64_t ci, int max, char *buf,
+                                 size_t n);
+
+/** Every frame of call @p ci, innermost first, as JSON frames. */
+json_t *pystack_stack_json(const struct model *m, uint64_t ci);
+
+#endif
