@@ -45,8 +45,12 @@
 /* CS_CF_STATIC_RT once a runtime we cannot interpose asked for driver
  * functions (shim_dlsym.c), else 0; ORed into every record. */
 #define shim_static_rt_ (shim_hot_.static_rt)
-/* Calls at least this many clock units long get a native stack; 0 = off. */
+/* Calls at least this many clock units long get a native stack (with
+ * SHIM_STK_NATIVE), a Python stack (with SHIM_STK_PYTHON). */
 #define shim_stack_min_ (shim_hot_.stack_min)
+#define shim_py_min_ (shim_hot_.py_min)
+#define shim_stacks_ (shim_hot_.stacks)
+enum { SHIM_STK_NATIVE = 1, SHIM_STK_PYTHON = 2 };
 
 /* Diagnostic build only (cmake -DCS_SHIM_SELFTIME=ON): every recorded call
  * adds the TSC cycles its wrapper spent outside the real call, and the
@@ -100,7 +104,38 @@ static inline void shim_rec_begin(struct cs_rec_cuda *r, unsigned api, unsigned 
     r->t_enter_ns = shim_ring_now();
 }
 
-uint32_t shim_stack_capture_slow(void) SHIM_COLD;
+/** Stack id for this call: native frames (@p want SHIM_STK_NATIVE), the
+ * thread's Python frames (SHIM_STK_PYTHON); 0 = none. */
+uint32_t shim_stack_capture_slow(unsigned want) SHIM_COLD;
+
+/* When a call gets a Python stack (shim_python.c's table, by enum cs_api):
+ * every synchronising call, allocation and free, and the first enqueue
+ * after a sync (where a GPU idle stretch ends). */
+enum { SHIM_PY_SYNC = 1, SHIM_PY_ALLOC = 2, SHIM_PY_ENQUEUE = 4 };
+extern const uint8_t shim_py_when_[CS_API_COUNT] __attribute__((visibility("hidden")));
+
+/** Which stacks record @p r gets; an outermost call only gets a Python stack
+ * (a nested driver call's is its runtime call's). */
+static inline unsigned shim_stack_want(const struct cs_rec_cuda *r, unsigned on)
+{
+    uint64_t d = r->t_exit_ns - r->t_enter_ns;
+    unsigned want = (on & SHIM_STK_NATIVE) && d >= shim_stack_min_ ? SHIM_STK_NATIVE : 0;
+
+    if ((on & SHIM_STK_PYTHON) && !(r->flags & CS_CF_NESTED)) {
+        struct shim_thread *t = &shim_t_;
+        unsigned w = shim_py_when_[r->api];
+
+        if ((w & (SHIM_PY_SYNC | SHIM_PY_ALLOC)) || d >= shim_py_min_)
+            want |= SHIM_STK_PYTHON;
+        if (w & SHIM_PY_SYNC) {
+            t->py_armed = 1;
+        } else if ((w & SHIM_PY_ENQUEUE) && t->py_armed) {
+            t->py_armed = 0;
+            want |= SHIM_STK_PYTHON;
+        }
+    }
+    return want;
+}
 
 /* shim_thread.dev: SHIM_DEV_READ | what a record stores (the ordinal, or
  * CS_DEVICE_UNKNOWN without a context); 0 = not read yet */
@@ -133,8 +168,9 @@ static inline void shim_rec_finish(struct cs_rec_cuda *r, int result, uint64_t t
         r->device = shim_device();
     r->pid = SHIM_LIKELY(shim_pid_ != 0) ? shim_pid_ : shim_pid_slow();
     r->tid = shim_ring_tid();
-    if (SHIM_UNLIKELY(shim_stack_min_ != 0) && r->t_exit_ns - r->t_enter_ns >= shim_stack_min_)
-        r->stack_id = shim_stack_capture_slow();
+    unsigned on = atomic_load_explicit(&shim_stacks_, memory_order_relaxed), want;
+    if (SHIM_UNLIKELY(on != 0) && (want = shim_stack_want(r, on)) != 0)
+        r->stack_id = shim_stack_capture_slow(want);
 }
 
 /** Keep finished driver record @p r, made inside a recorded runtime call,
@@ -402,6 +438,26 @@ void shim_nvtx_atfork_child(void);
 static inline int shim_nvtx_init(int preloaded) { return (void)preloaded, 0; }
 static inline void shim_nvtx_atfork_child(void) {}
 #endif
+
+/* ---- Python stacks (shim_python.c, docs/python.md) ---- */
+
+#define SHIM_PY_FRAMES 32  /* Python frames kept, innermost first */
+#define SHIM_PY_HOPS 4096  /* frames walked at most (C entry frames included) */
+/* A frame as the walk finds it: resolved only for a stack not seen before. */
+struct shim_py_raw {
+    uintptr_t code;  /* the code object */
+    int64_t instr;   /* instruction index in code units; < 0 = not started */
+};
+/** Constructor: the interpreter of this process, if any, and its layout
+ * (CUDASPY_PYTHON=0: none); sets SHIM_STK_PYTHON. One notice when the
+ * interpreter is one we cannot read. */
+void shim_python_init(void);
+/** This thread's Python frames, innermost first, at most @p max. @return how many. */
+int shim_py_walk(struct shim_py_raw *raw, int max);
+/** Frame @p r as a CS_FRAME_PYTHON frame (interns file and function). */
+void shim_py_frame(const struct shim_py_raw *r, struct cs_frame *f);
+/** Load address of the interpreter's object (where native frames stop), 0 = unknown. */
+uintptr_t shim_py_base(void);
 
 /* ---- process (shim_main.c, shim_start.c, shim_stack.c) ---- */
 

@@ -46,7 +46,7 @@ struct shim_thread {
     uint32_t rt_seq;    /* seq of the innermost runtime call on the stack */
     uint32_t held_of;   /* seq of the runtime call @held was made in; 0 = none */
     uint32_t in_slow;   /* re-entry guard for the ring's slow path */
-    uint32_t pad;
+    uint32_t py_armed;  /* a sync was made: the next enqueue gets a Python stack (shim.h) */
     /* The last driver record made inside a recorded runtime call, finished
      * but not yet pushed: it goes into the ring with that call's record, in
      * one entry pair (shim.h, shim_rec_end_rt). */
@@ -80,6 +80,8 @@ struct shim_hot {
     _Atomic uint8_t gpu_corr;        /* 1: enqueues push an external correlation id */
     _Atomic uint64_t gpu_next;       /* a call ending at or after this (clock units) takes
                                         shim_gpu_tick_slow(); UINT64_MAX = never */
+    uint64_t py_min;                 /* a call this long gets a Python stack (shim.h) */
+    _Atomic uint8_t stacks;          /* SHIM_STK_*: which stacks a call may get; 0 = none */
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct shim_hot) == 64, "the hot state is one cache line");
 extern struct shim_hot shim_hot_ __attribute__((visibility("hidden")));

@@ -1,9 +1,12 @@
-/* shim_stack.c: native stacks for slow CUDA calls (CUDASPY_STACK_US, off by
- * default). Owns the threshold, the unwinder, the table of stacks already
- * defined (by a hash of their instruction pointers) and the table of modules
- * (object path -> name id). Frames leave as (module name id, offset in
- * module) so the analyzer can symbolise offline; everything here is slow
- * path. libunwind is loaded with dlopen only when stacks are asked for, so
+/* shim_stack.c: the stacks CUDA calls carry: native ones for slow calls
+ * (CUDASPY_STACK_US, off by default) and Python ones (shim_python.c walks
+ * them; shim.h says which calls get one). Owns the thresholds, the
+ * unwinder, the table of stacks already defined (found by a hash of their
+ * instruction pointers and (code object, instruction) pairs, so a hot call
+ * site costs a lookup, not a string) and the table of modules (object path
+ * -> name id). Native frames leave as (module name id, offset in module)
+ * so the analyzer can symbolise offline; everything here is slow path.
+ * libunwind is loaded with dlopen only when native stacks are asked for, so
  * the shim has no link-time dependency that could keep it from loading
  * (and Debian's libunwind.a is not PIC); without it, glibc's backtrace(). */
 #include <dlfcn.h>
@@ -19,8 +22,10 @@
 typedef int (*unwind_fn)(void **ips, int n);
 static unwind_fn unwind = backtrace;
 
-#define STACK_MAX 1024u   /* distinct stacks per process */
-#define STACK_FRAMES 32   /* frames kept per stack */
+#define STACK_MAX 4096u   /* distinct stacks per process */
+#define STACK_NATIVE 32   /* native frames kept per stack */
+#define STACK_FRAMES (STACK_NATIVE + SHIM_PY_FRAMES) /* frames kept per stack */
+#define INDEX_SLOTS 8192u /* hash -> stack id, at most half full */
 #define STACK_US_MAX 60000000ull /* CUDASPY_STACK_US at most (60 s) */
 #define MOD_MAX 256u      /* distinct objects */
 
@@ -37,6 +42,7 @@ struct mod_ent {
 };
 
 static struct stack_ent stacks[STACK_MAX + 1]; /* index = local id, 0 unused */
+static uint16_t stack_index[INDEX_SLOTS];       /* by hash; 0 = empty */
 static uint32_t nstacks;
 static struct mod_ent mods[MOD_MAX];
 static uint32_t nmods;
@@ -93,18 +99,29 @@ static void unwind_init(void)
     unwind(warm, 4); /* first use may load the unwinder's own helpers */
 }
 
+/* Python stacks also go to calls of CUDASPY_STACK_US or more, by default
+ * PY_SLOW_US. */
+#define PY_SLOW_US 1000u
+
 void shim_stack_init(void)
 {
-    uint64_t us = stack_us();
+    uint64_t us = stack_us(), per_us;
     int e = errno;
 
-    if (us == 0)
+    shim_python_init();
+    if (us == 0 && !(shim_stacks_ & SHIM_STK_PYTHON))
         return;
-    unwind_init();
+    if (us)
+        unwind_init();
     errno = e;
     shim_ring_now(); /* decides the clock */
-    us *= shim_ring_clock() == CS_CLOCK_TSC ? tsc_per_us() : 1000;
-    shim_stack_min_ = us ? us : 1;
+    per_us = shim_ring_clock() == CS_CLOCK_TSC ? tsc_per_us() : 1000;
+    shim_py_min_ = (us ? us : PY_SLOW_US) * per_us;
+    if (us) {
+        shim_stack_min_ = us * per_us;
+        atomic_fetch_or(&shim_stacks_, SHIM_STK_NATIVE);
+    }
+    errno = e;
 }
 
 void shim_stack_atfork_child(void) { stack_gen++; }
@@ -126,66 +143,123 @@ static uint32_t mod_id(uint64_t base, const char *path)
     return id;
 }
 
-static uint32_t frames_of(void *const *ip, int n, struct cs_frame *f)
+/* Native frames of @p ip as (module, offset), up to the first in the
+ * object at @p stop (the interpreter, where the Python frames take over;
+ * 0 = all). @return frames kept. */
+static uint32_t frames_of(void *const *ip, int n, uintptr_t stop, struct cs_frame *f)
 {
+    uint32_t k = 0;
+
     for (int i = 0; i < n; i++) {
         Dl_info di;
-        memset(&f[i], 0, sizeof(f[i]));
-        f[i].offset = (uint64_t)(uintptr_t)ip[i];
+        memset(&f[k], 0, sizeof(f[k]));
+        f[k].offset = (uint64_t)(uintptr_t)ip[i];
         if (dladdr(ip[i], &di) && di.dli_fname && di.dli_fbase) {
-            f[i].offset -= (uint64_t)(uintptr_t)di.dli_fbase;
+            if (stop && (uintptr_t)di.dli_fbase == stop)
+                break;
+            f[k].offset -= (uint64_t)(uintptr_t)di.dli_fbase;
             shim_lock();
-            f[i].module_id = mod_id((uint64_t)(uintptr_t)di.dli_fbase, di.dli_fname);
+            f[k].module_id = mod_id((uint64_t)(uintptr_t)di.dli_fbase, di.dli_fname);
             shim_unlock();
-            shim_name_touch(f[i].module_id);
         }
+        k++;
     }
-    return (uint32_t)n;
+    return k;
 }
 
-static uint32_t capture(void)
+/* Slot of hash @p h in the index: its stack's, or the empty one where it
+ * goes; under shim_lock(). */
+static uint32_t index_slot(uint64_t h)
 {
-    void *ip[STACK_FRAMES + 8];
-    struct cs_frame f[STACK_FRAMES];
-    int n = unwind(ip, STACK_FRAMES + 8), first = 0;
-    uint64_t h = 1469598103934665603ull;
-    uint32_t id = 0;
+    uint32_t i = (uint32_t)h & (INDEX_SLOTS - 1);
 
-    while (first < n && shim_is_self(ip[first]))
-        first++;
-    n -= first;
-    if (n > STACK_FRAMES)
-        n = STACK_FRAMES;
-    if (n <= 0)
+    while (stack_index[i] != 0 && stacks[stack_index[i]].hash != h)
+        i = (i + 1) & (INDEX_SLOTS - 1);
+    return i;
+}
+
+/* Send stack @p id (its names first, again in a fork child). */
+static void send_stack(uint32_t id)
+{
+    struct stack_ent *s = &stacks[id];
+
+    for (uint32_t i = 0; i < s->n; i++) {
+        shim_name_touch(s->f[i].module_id);
+        if (s->f[i].flags & CS_FRAME_PYTHON)
+            shim_name_touch(CS_FRAME_PY_FUNC(&s->f[i]));
+    }
+    if (shim_ring_push_stack(id, s->f, s->n) == 0)
+        s->sent_gen = stack_gen;
+}
+
+/* The frames of a stack not seen before: native ones below the interpreter
+ * when there are Python frames, then those. */
+static uint32_t resolve(void *const *ip, int n, const struct shim_py_raw *pr, int np,
+                        struct cs_frame *f)
+{
+    uint32_t k = n > 0 ? frames_of(ip, n, np > 0 ? shim_py_base() : 0, f) : 0;
+
+    for (int i = 0; i < np && k < STACK_FRAMES; i++)
+        shim_py_frame(&pr[i], &f[k++]);
+    return k;
+}
+
+static uint32_t capture(unsigned want)
+{
+    void *ip[STACK_NATIVE + 8];
+    struct shim_py_raw pr[SHIM_PY_FRAMES];
+    struct cs_frame f[STACK_FRAMES];
+    int n = 0, first = 0, np = 0;
+    uint64_t h = 1469598103934665603ull;
+    uint32_t id = 0, slot, nf;
+
+    if (want & SHIM_STK_NATIVE) {
+        n = unwind(ip, STACK_NATIVE + 8);
+        while (first < n && shim_is_self(ip[first]))
+            first++;
+        n = n - first > STACK_NATIVE ? STACK_NATIVE : n - first;
+    }
+    if (want & SHIM_STK_PYTHON)
+        np = shim_py_walk(pr, SHIM_PY_FRAMES);
+    if (n <= 0 && np <= 0)
         return 0;
     for (int i = 0; i < n; i++)
         h = (h ^ (uint64_t)(uintptr_t)ip[first + i]) * 1099511628211ull;
+    for (int i = 0; i < np; i++)
+        h = ((h ^ pr[i].code) * 1099511628211ull ^ (uint64_t)pr[i].instr) * 1099511628211ull;
+    h |= 1; /* 0 = empty */
     shim_lock();
-    for (uint32_t i = 1; i <= nstacks && !id; i++)
-        if (stacks[i].hash == h)
-            id = i;
+    id = stack_index[index_slot(h)];
     shim_unlock();
     if (id && stacks[id].sent_gen == stack_gen)
         return id;
-    uint32_t nf = frames_of(ip + first, n, f);
+    if (id) {
+        send_stack(id);
+        return id;
+    }
+    nf = resolve(ip + first, n, pr, np, f);
     shim_lock();
-    if (!id && nstacks < STACK_MAX) {
+    slot = index_slot(h);
+    if (stack_index[slot] == 0 && nstacks < STACK_MAX && nf > 0) {
         id = ++nstacks;
         stacks[id].hash = h;
         stacks[id].n = nf;
         memcpy(stacks[id].f, f, nf * sizeof(f[0]));
+        stack_index[slot] = (uint16_t)id;
+    } else {
+        id = stack_index[slot];
     }
     shim_unlock();
-    if (id && shim_ring_push_stack(id, f, nf) == 0)
-        stacks[id].sent_gen = stack_gen;
+    if (id && stacks[id].sent_gen != stack_gen)
+        send_stack(id);
     return id;
 }
 
 /* errno kept: the wrappers do not save it (shim.h) */
-uint32_t shim_stack_capture_slow(void)
+uint32_t shim_stack_capture_slow(unsigned want)
 {
     int err = errno;
-    uint32_t id = capture();
+    uint32_t id = capture(want);
 
     errno = err;
     return id;

@@ -1,0 +1,454 @@
+/* shim_python.c: the calling thread's CPython stack, read in-process
+ * (docs/python.md). Owns the interpreter layouts (one table entry per
+ * version for 3.10 to 3.12; from 3.13 the interpreter's own
+ * _Py_DebugOffsets), finding this thread's frame chain, and turning a
+ * frame into (file, function, line).
+ *
+ * The walk reads only the calling thread's own frames, which cannot change
+ * while that thread is inside the CUDA call that asked: it takes no GIL,
+ * allocates nothing and calls nothing in the interpreter but
+ * PyGILState_GetThisThreadState() (one pthread_getspecific). Every code
+ * object is checked to be one (its type is PyCode_Type) before anything is
+ * read through it. Strings and line numbers are read only for a stack not
+ * seen before (shim_stack.c). A version or layout we do not know: no Python
+ * frames and one notice. */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim.h"
+
+/* How a frame says where it is. */
+enum py_kind {
+    PY_OBJFRAME = 1, /* 3.10: PyFrameObject chain, int f_lasti in code units */
+    PY_IFRAME = 2    /* 3.11+: _PyInterpreterFrame chain, pointer to the instruction */
+};
+
+/* Byte offsets into the interpreter's structures (x86_64 / aarch64 LP64). */
+struct py_layout {
+    uint8_t kind;       /* enum py_kind */
+    uint8_t table;      /* line table: 10 = 3.10's (PEP 626), 11 = 3.11+'s (PEP 657) */
+    uint8_t owner_skip; /* frame owners from this on are skipped (C entry frames); 0xff = none */
+    uint8_t tag_mask;   /* low bits of a tagged executable pointer (3.14+) */
+    int16_t ts_frame;   /* PyThreadState -> frame (3.10), cframe (3.11, 3.12), current_frame */
+    int16_t cf_frame;   /* _PyCFrame.current_frame (3.11, 3.12); -1 = ts_frame is the frame */
+    int16_t fr_code, fr_back, fr_instr, fr_owner; /* fr_owner -1 = none */
+    int16_t co_filename, co_qualname, co_firstlineno, co_linetable, co_code;
+    int16_t ob_type;
+    int16_t bytes_size, bytes_data;
+    int16_t str_length, str_state, str_ascii, str_compact; /* last two: data offsets */
+};
+
+/* Offsets read with offsetof() against each version's own headers
+ * (docs/python.md says how). */
+static const struct py_layout py_310 = {
+    .kind = PY_OBJFRAME, .table = 10, .owner_skip = 0xff,
+    .ts_frame = 24, .cf_frame = -1,
+    .fr_code = 32, .fr_back = 24, .fr_instr = 96, .fr_owner = -1,
+    .co_filename = 104, .co_qualname = 112, .co_firstlineno = 40, .co_linetable = 120,
+    .co_code = 0, .ob_type = 8, .bytes_size = 16, .bytes_data = 32,
+    .str_length = 16, .str_state = 32, .str_ascii = 48, .str_compact = 72,
+};
+static const struct py_layout py_311 = {
+    .kind = PY_IFRAME, .table = 11, .owner_skip = 0xff,
+    .ts_frame = 56, .cf_frame = 8,
+    .fr_code = 32, .fr_back = 48, .fr_instr = 56, .fr_owner = 69,
+    .co_filename = 112, .co_qualname = 128, .co_firstlineno = 72, .co_linetable = 136,
+    .co_code = 184, .ob_type = 8, .bytes_size = 16, .bytes_data = 32,
+    .str_length = 16, .str_state = 32, .str_ascii = 48, .str_compact = 72,
+};
+static const struct py_layout py_312 = {
+    .kind = PY_IFRAME, .table = 11, .owner_skip = 3, /* FRAME_OWNED_BY_CSTACK */
+    .ts_frame = 56, .cf_frame = 0,
+    .fr_code = 0, .fr_back = 8, .fr_instr = 56, .fr_owner = 70,
+    .co_filename = 112, .co_qualname = 128, .co_firstlineno = 68, .co_linetable = 136,
+    .co_code = 192, .ob_type = 8, .bytes_size = 16, .bytes_data = 32,
+    .str_length = 16, .str_state = 32, .str_ascii = 40, .str_compact = 56,
+};
+
+/* What the interpreter of this process is; set once, by the constructor. */
+static struct {
+    struct py_layout L;
+    uintptr_t code_type;             /* &PyCode_Type */
+    void *(*this_tstate)(void);      /* PyGILState_GetThisThreadState */
+    int (*initialized)(void);        /* Py_IsInitialized: 0 once finalisation began */
+    uintptr_t base;                  /* load address of the interpreter's object */
+    unsigned minor;
+} py;
+
+const uint8_t shim_py_when_[CS_API_COUNT] = {
+#define PY_WHEN_(name, layer, fam, sync)                                                   \
+    [CS_API_##name] = (sync)                                             ? SHIM_PY_SYNC    \
+                      : ((fam) == CS_FAM_ALLOC || (fam) == CS_FAM_FREE)  ? SHIM_PY_ALLOC   \
+                      : ((fam) == CS_FAM_LAUNCH || (fam) == CS_FAM_COPY || \
+                         (fam) == CS_FAM_MEMSET)                         ? SHIM_PY_ENQUEUE \
+                                                                         : 0,
+    CS_API_LIST(PY_WHEN_)
+#undef PY_WHEN_
+};
+
+static inline uintptr_t rd_ptr(uintptr_t p) { return *(const uintptr_t *)p; }
+
+/* ---- the layout ---- */
+
+/* _Py_DebugOffsets, which 3.13 and later publish at the start of
+ * _PyRuntime (3.13: Include/internal/pycore_runtime.h, 3.14:
+ * pycore_debug_offsets.h): the cookie "xdebugpy", the version, a
+ * free_threaded word, then groups of u64 offsets, each led by its
+ * structure's size. Groups grow between versions: how many words each of
+ * those before the ones read here has. */
+struct py_dbg_shape {
+    uint8_t interp, frame, code; /* words of interpreter_state, interpreter_frame, code_object */
+    uint8_t between;             /* words from type_object to bytes_object */
+};
+static const struct py_dbg_shape dbg_313 = {13, 6, 10, 4 + 3 + 3 + 3 + 2 + 3};
+static const struct py_dbg_shape dbg_314 = {16, 8, 11, 4 + 3 + 3 + 4 + 3 + 2 + 3};
+
+/* The layout from the debug offsets @p w (words after the header).
+ * @return 0, -1 if an offset is out of range. */
+static int layout_from_words(const uint64_t *w, const struct py_dbg_shape *sh, unsigned minor)
+{
+    size_t ts = 3 + sh->interp, fr = ts + 9, co = fr + sh->frame, ob = co + sh->code;
+    size_t by = ob + 2 + sh->between, st = by + 3;
+    const uint64_t want[] = {w[ts + 4], w[fr + 1], w[fr + 2], w[fr + 3], w[fr + 5], w[co + 1],
+                             w[co + 3], w[co + 4], w[co + 5], w[co + 9], w[ob + 1], w[by + 1],
+                             w[by + 2], w[st + 1], w[st + 2], w[st + 3]};
+
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        if (want[i] > INT16_MAX - 16)
+            return -1;
+    py.L = (struct py_layout){
+        .kind = PY_IFRAME, .table = 11,
+        .owner_skip = 3, /* CSTACK (3.13), INTERPRETER and CSTACK (3.14: 3, 4) */
+        .tag_mask = minor >= 14 ? 7 : 0, /* 3.14: f_executable is a tagged _PyStackRef */
+        .ts_frame = (int16_t)w[ts + 4], .cf_frame = -1,
+        .fr_back = (int16_t)w[fr + 1], .fr_code = (int16_t)w[fr + 2],
+        .fr_instr = (int16_t)w[fr + 3], .fr_owner = (int16_t)w[fr + 5],
+        .co_filename = (int16_t)w[co + 1], .co_qualname = (int16_t)w[co + 3],
+        .co_linetable = (int16_t)w[co + 4], .co_firstlineno = (int16_t)w[co + 5],
+        .co_code = (int16_t)w[co + 9], .ob_type = (int16_t)w[ob + 1],
+        .bytes_size = (int16_t)w[by + 1], .bytes_data = (int16_t)w[by + 2],
+        .str_state = (int16_t)w[st + 1], .str_length = (int16_t)w[st + 2],
+        .str_ascii = (int16_t)w[st + 3],
+        .str_compact = (int16_t)(w[st + 3] + 16), /* + utf8_length, utf8 */
+    };
+    return 0;
+}
+
+/* 3.13+'s layout from its debug offsets at @p rt. @return 0, -1 if they
+ * are not what we know (a later version, a free-threaded 3.14). */
+static int layout_debug(const uint8_t *rt, unsigned minor)
+{
+    uint64_t w[160], head[3];
+
+    if ((minor != 13 && minor != 14) || memcmp(rt, "xdebugpy", 8) != 0)
+        return -1;
+    memcpy(head, rt, sizeof(head));
+    if ((head[1] >> 16 & 0xff) != minor || head[2] > 1 || (minor >= 14 && head[2]))
+        return -1; /* 3.14t: thread-local bytecode, another str state */
+    memcpy(w, rt + sizeof(head), sizeof(w));
+    return layout_from_words(w, minor == 13 ? &dbg_313 : &dbg_314, minor);
+}
+
+static const char *env_python(void)
+{
+    const char *v = getenv("CUDASPY_PYTHON");
+    return v ? v : "1";
+}
+
+/* 0x030b02f0 from Py_Version (3.11+), else parsed from Py_GetVersion(). */
+static unsigned long py_hexversion(shim_dlsym_fn sym)
+{
+    const unsigned long *v = sym(RTLD_DEFAULT, "Py_Version");
+    const char *(*get)(void) = (const char *(*)(void))(uintptr_t)sym(RTLD_DEFAULT, "Py_GetVersion");
+    unsigned major = 0, minor = 0;
+
+    if (v)
+        return *v;
+    if (get && sscanf(get(), "%u.%u", &major, &minor) == 2)
+        return (unsigned long)major << 24 | (unsigned long)minor << 16;
+    return 0;
+}
+
+/* The free-threaded build's objects have another header: not read. */
+static int py_free_threaded(shim_dlsym_fn sym)
+{
+    const char *(*get)(void) = (const char *(*)(void))(uintptr_t)sym(RTLD_DEFAULT, "Py_GetVersion");
+    return get && strstr(get(), "free-threading") != NULL;
+}
+
+static void py_notice(const char *what, unsigned long hex)
+{
+    char msg[160];
+
+    snprintf(msg, sizeof(msg), "python: CPython %lu.%lu: %s; no Python frames (docs/python.md)",
+             hex >> 24 & 0xff, hex >> 16 & 0xff, what);
+    shim_log(msg);
+}
+
+void shim_python_init(void)
+{
+    shim_dlsym_fn sym = __atomic_load_n(&shim_real_dlsym_, __ATOMIC_ACQUIRE);
+    unsigned long hex;
+    void *tstate, *code, *rt, *eval;
+    Dl_info di;
+
+    if (sym == NULL || strcmp(env_python(), "0") == 0)
+        return;
+    tstate = sym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+    code = sym(RTLD_DEFAULT, "PyCode_Type");
+    if (tstate == NULL || code == NULL)
+        return; /* not a Python program */
+    hex = py_hexversion(sym);
+    rt = sym(RTLD_DEFAULT, "_PyRuntime");
+    eval = sym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+    py.minor = (unsigned)(hex >> 16 & 0xff);
+    if ((hex >> 24) != 3 || py.minor < 10) {
+        py_notice("version not supported (3.10 and later are)", hex);
+        return;
+    }
+    if (py.minor < 13 && py_free_threaded(sym)) {
+        py_notice("free-threaded build not supported", hex);
+        return;
+    }
+    if (py.minor == 10)
+        py.L = py_310;
+    else if (py.minor == 11)
+        py.L = py_311;
+    else if (py.minor == 12)
+        py.L = py_312;
+    else if (rt == NULL || layout_debug(rt, py.minor) < 0) {
+        py_notice("no _Py_DebugOffsets we can read", hex);
+        return;
+    }
+    py.code_type = (uintptr_t)code;
+    py.this_tstate = (void *(*)(void))(uintptr_t)tstate;
+    py.initialized = (int (*)(void))(uintptr_t)sym(RTLD_DEFAULT, "Py_IsInitialized");
+    if (eval && dladdr(eval, &di) && di.dli_fbase)
+        py.base = (uintptr_t)di.dli_fbase;
+    atomic_fetch_or_explicit(&shim_stacks_, SHIM_STK_PYTHON, memory_order_relaxed);
+}
+
+uintptr_t shim_py_base(void) { return py.base; }
+
+/* ---- the walk (every capture) ---- */
+
+/* The frame chain's first frame, or 0. */
+static uintptr_t first_frame(void)
+{
+    uintptr_t ts, fr;
+
+    if (py.initialized && !py.initialized())
+        return 0; /* finalising: thread states are being freed */
+    ts = (uintptr_t)py.this_tstate();
+    if (ts == 0)
+        return 0; /* a thread Python never ran on */
+    fr = rd_ptr(ts + py.L.ts_frame);
+    if (py.L.cf_frame >= 0 && fr != 0)
+        fr = rd_ptr(fr + py.L.cf_frame);
+    return fr;
+}
+
+/* Code object of frame @p fr, 0 if it is not running one (a C entry frame). */
+static uintptr_t frame_code(uintptr_t fr)
+{
+    uintptr_t co;
+
+    if (py.L.fr_owner >= 0 && *(const uint8_t *)(fr + py.L.fr_owner) >= py.L.owner_skip)
+        return 0;
+    co = rd_ptr(fr + py.L.fr_code) & ~(uintptr_t)py.L.tag_mask;
+    return co && rd_ptr(co + py.L.ob_type) == py.code_type ? co : 0;
+}
+
+/* Index of the instruction frame @p fr is at, in code units. */
+static int64_t frame_instr(uintptr_t fr, uintptr_t co)
+{
+    if (py.L.kind == PY_OBJFRAME)
+        return *(const int32_t *)(fr + py.L.fr_instr);
+    return ((intptr_t)rd_ptr(fr + py.L.fr_instr) - (intptr_t)(co + py.L.co_code)) / 2;
+}
+
+int shim_py_walk(struct shim_py_raw *raw, int max)
+{
+    uintptr_t fr = first_frame();
+    int n = 0;
+
+    for (int hops = 0; fr != 0 && n < max && hops < SHIM_PY_HOPS; hops++) {
+        uintptr_t co = frame_code(fr);
+        if (co != 0) {
+            raw[n].code = co;
+            raw[n].instr = frame_instr(fr, co);
+            n++;
+        }
+        fr = rd_ptr(fr + py.L.fr_back);
+    }
+    return n;
+}
+
+/* ---- resolving a frame (a stack not seen before) ---- */
+
+static uint32_t varint(const uint8_t **p, const uint8_t *end)
+{
+    uint32_t v = 0, b;
+    unsigned shift = 0;
+
+    do {
+        if (*p >= end || shift > 28)
+            return v;
+        b = *(*p)++;
+        v |= (b & 63u) << shift;
+        shift += 6;
+    } while (b & 64);
+    return v;
+}
+
+/* Line of code unit @p ix in 3.11+'s location table (Objects/locations.md):
+ * entries of a first byte 1cccclll (code c, l+1 code units), then c's data. */
+static int line_311(const uint8_t *p, const uint8_t *end, int line, int64_t ix)
+{
+    int64_t at = 0;
+
+    while (p < end) {
+        unsigned code = (*p >> 3) & 15;
+        int64_t len = (*p & 7) + 1;
+        const uint8_t *q = p + 1;
+
+        if (code == 13 || code == 14) { /* no column / long form: signed line delta */
+            uint32_t u = varint(&q, end);
+            line += (u & 1) ? -(int)(u >> 1) : (int)(u >> 1);
+        } else if (code >= 10 && code <= 12) { /* one line, delta 0..2 */
+            line += (int)code - 10;
+        }
+        if (ix < at + len)
+            return code == 15 ? 0 : line; /* 15: no location */
+        at += len;
+        for (p++; p < end && !(*p & 0x80); p++)
+            ;
+    }
+    return 0;
+}
+
+/* 3.10's table (Objects/lnotab_notes.txt): (bytes, signed line delta)
+ * pairs, -128 = no line. */
+static int line_310(const uint8_t *p, const uint8_t *end, int line, int64_t ix)
+{
+    int64_t at = 0, addr = ix * 2;
+
+    for (; p + 1 < end; p += 2) {
+        int8_t d = (int8_t)p[1];
+        if (d != -128)
+            line += d;
+        at += p[0];
+        if (addr < at)
+            return d == -128 ? 0 : line;
+    }
+    return 0;
+}
+
+static uint32_t frame_line(uintptr_t co, int64_t ix)
+{
+    uintptr_t tab = rd_ptr(co + py.L.co_linetable);
+    int first = *(const int32_t *)(co + py.L.co_firstlineno);
+    const uint8_t *p;
+    int64_t n;
+    int line;
+
+    if (ix < 0)
+        return first > 0 ? (uint32_t)first : 0;
+    if (tab == 0)
+        return 0;
+    p = (const uint8_t *)(tab + py.L.bytes_data);
+    n = *(const int64_t *)(tab + py.L.bytes_size);
+    if (n < 0 || n > (1 << 26))
+        return 0;
+    line = py.L.table == 10 ? line_310(p, p + n, first, ix) : line_311(p, p + n, first, ix);
+    return line > 0 ? (uint32_t)line : 0;
+}
+
+/* UTF-8 of a compact str object into @p out (@p cap bytes). @return bytes. */
+static size_t str_utf8(uintptr_t s, char *out, size_t cap)
+{
+    uint32_t state;
+    int64_t len;
+    unsigned kind;
+    const uint8_t *d;
+    size_t n = 0;
+
+    if (s == 0)
+        return 0;
+    state = *(const uint32_t *)(s + py.L.str_state);
+    len = *(const int64_t *)(s + py.L.str_length);
+    kind = (state >> 2) & 7;
+    if (!(state & 0x20) || len < 0 || (kind != 1 && kind != 2 && kind != 4))
+        return 0; /* not compact (a legacy string): not read */
+    d = (const uint8_t *)(s + ((state & 0x40) ? py.L.str_ascii : py.L.str_compact));
+    for (int64_t i = 0; i < len; i++) {
+        uint32_t c = kind == 1 ? d[i] : kind == 2 ? ((const uint16_t *)d)[i] : ((const uint32_t *)d)[i];
+        int w = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+        if (n + (size_t)w > cap)
+            break;
+        if (w == 1) {
+            out[n++] = (char)c;
+            continue;
+        }
+        for (int k = w - 1; k > 0; k--)
+            out[n + (size_t)k] = (char)(0x80 | ((c >> (6 * (w - 1 - k))) & 0x3f));
+        out[n] = (char)((w == 2 ? 0xc0 : w == 3 ? 0xe0 : 0xf0) | (c >> (6 * (w - 1))));
+        n += (size_t)w;
+    }
+    return n;
+}
+
+/* Strings already interned, by a hash of their bytes (a file is named by
+ * many code objects); under shim_lock(). */
+#define PY_STRS 8192u
+static struct {
+    uint64_t h;
+    uint32_t id;
+} strs[PY_STRS];
+static uint32_t nstrs; /* at most 3/4 full: a probe always ends */
+
+static uint32_t intern_str(uintptr_t s, uintptr_t handle)
+{
+    char buf[512];
+    size_t n = str_utf8(s, buf, sizeof(buf));
+    uint64_t h = 1469598103934665603ull;
+    uint32_t id = 0, i;
+
+    if (n == 0)
+        return 0;
+    for (size_t k = 0; k < n; k++)
+        h = (h ^ (uint8_t)buf[k]) * 1099511628211ull;
+    h |= 1; /* 0 = empty slot */
+    shim_lock();
+    for (i = (uint32_t)h % PY_STRS; strs[i].h != 0 && strs[i].h != h; i = (i + 1) % PY_STRS)
+        ;
+    id = strs[i].h == h ? strs[i].id : 0;
+    shim_unlock();
+    if (id) {
+        shim_name_touch(id); /* sent again in a fork child */
+        return id;
+    }
+    id = shim_name_intern_slow(buf, n, handle, CS_NAME_PYTHON);
+    shim_lock();
+    if (id && strs[i].h == 0 && nstrs < PY_STRS / 4 * 3) {
+        strs[i].h = h;
+        strs[i].id = id;
+        nstrs++;
+    }
+    shim_unlock();
+    return id;
+}
+
+void shim_py_frame(const struct shim_py_raw *r, struct cs_frame *f)
+{
+    uintptr_t co = r->code;
+
+    memset(f, 0, sizeof(*f));
+    f->flags = CS_FRAME_PYTHON;
+    f->module_id = intern_str(rd_ptr(co + py.L.co_filename), co);
+    f->offset = CS_FRAME_PY_OFFSET(frame_line(co, r->instr),
+                                   intern_str(rd_ptr(co + py.L.co_qualname), co));
+}

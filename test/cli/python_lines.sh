@@ -1,0 +1,37 @@
+#!/bin/bash
+# python_lines.sh BUILD PYTHON MODE: test/python/py_workload.py on
+# interpreter PYTHON under `cudaspy record` (docs/python.md). MODE lines:
+# every stack names the line, function and caller that made the call
+# (py_check.py); off: CUDASPY_PYTHON=0, no Python stack at all; stress:
+# py_stress.py's threads tear frames down while others call CUDA. Each
+# time the program's stdout and exit status are as without the shim.
+. "$(dirname "$0")/shim_common.sh"
+PY=$1 MODE=$2
+D=$(cd "$(dirname "$0")/../python" && pwd)
+export LD_LIBRARY_PATH="$B/fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+"$PY" -c 'import ctypes' 2>/dev/null || fail "$PY cannot import ctypes"
+case $MODE in
+lines|off) prog=("$D/py_workload.py" "$T/plain") ;;
+stress) prog=("$D/py_stress.py") ;;
+*) fail "unknown mode $MODE" ;;
+esac
+"$PY" "${prog[@]}" >"$T/plain.out" || fail "$PY ${prog[0]##*/} without the shim exited $?"
+rm -f "$T"/plain.*[0-9]
+off=; [ "$MODE" = off ] && off=0
+[ "$MODE" = lines ] && prog[1]=$T/exp
+CUDASPY_PYTHON=${off:-1} timeout 200 "$B/cudaspy" record -o "$T/run.lmdb" --no-host -- \
+    "$PY" "${prog[@]}" >"$T/out" 2>"$T/err" || { cat "$T/err" >&2; fail "traced run exited $?"; }
+same_stdout "$T/plain.out" "$T/out"
+grep -q "python:" "$T/err" && { cat "$T/err" >&2; fail "a notice about the interpreter"; }
+"$B/test_py_dump" "$T/run.lmdb" >"$T/dump" || fail "test_py_dump failed"
+case $MODE in
+lines) python3 "$D/py_check.py" "$T/dump" "$T"/exp.* || fail "stacks differ from the calls" ;;
+off) [ -s "$T/dump" ] && { head -3 "$T/dump" >&2; fail "Python stacks with CUDASPY_PYTHON=0"; } ;;
+stress)
+    n=$(wc -l <"$T/dump")
+    [ "$n" -gt 1000 ] || fail "stress: $n Python stacks, want > 1000"
+    lines=$(grep -n '# CUDA' "$D/py_stress.py" | cut -d: -f1 | paste -sd'|')
+    bad=$(grep -Ev "^[0-9]+ [0-9]+ [^ ]+ [0-9]+ [0-9]+ [^ ]*/py_stress.py:($lines):" "$T/dump" | head -3)
+    [ -z "$bad" ] || fail "stress: a stack whose innermost frame made no CUDA call: $bad" ;;
+esac
+exit 0

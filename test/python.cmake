@@ -1,0 +1,50 @@
+# test/python.cmake: Python stacks (interpose/shim_python.c, docs/python.md)
+# on a real CPython driving the fake CUDA runtime through ctypes
+# (test/python/py_workload.py); test_py_dump prints the run's Python stacks
+# and py_check.py compares them with the lines the workload made its calls
+# from. Every interpreter found runs the workload: Debian's python3 always,
+# others (CS_PYTHONS, a list of paths) where they are installed.
+if(NOT TARGET cudaspy)
+  return()
+endif()
+set(CS_PYTHONS /usr/bin/python3 CACHE STRING "Python interpreters the cli.python_* tests run")
+
+add_executable(test_py_dump ${CMAKE_CURRENT_LIST_DIR}/unit/test_py_dump.c)
+target_link_libraries(test_py_dump PRIVATE cs_runfile)
+
+# cli.python_<mode>_py<version>: lines (every stack names its line), off
+# (CUDASPY_PYTHON=0), stress (frames torn down meanwhile; under ASan and
+# TSan too).
+foreach(py ${CS_PYTHONS})
+  execute_process(COMMAND ${py} -c "import sys; print('py%d%d%s' % (sys.version_info[:2] + (getattr(sys, 'abiflags', ''),)))"
+                  OUTPUT_VARIABLE pyname OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(STATUS "test: ${py} does not run; no cli.python_* tests for it")
+    continue()
+  endif()
+  foreach(mode lines off stress)
+    add_test(NAME cli.python_${mode}_${pyname}
+             COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli/python_lines.sh ${CMAKE_BINARY_DIR} ${py} ${mode})
+    set_tests_properties(cli.python_${mode}_${pyname} PROPERTIES LABELS "cli" TIMEOUT 240)
+  endforeach()
+endforeach()
+
+# cli.python_unknown_<case>: an interpreter we cannot read (fake_python):
+# a version after the ones we know, a 3.13 whose debug offsets lack their
+# cookie; one notice, every call recorded, no stack.
+foreach(case "version 0x03630000 xdebugpy" "cookie 0x030d00f0 nodebug")
+  string(REPLACE " " ";" args ${case})
+  list(GET args 0 name)
+  list(GET args 1 ver)
+  list(GET args 2 cookie)
+  add_executable(fake_python_${name} ${CMAKE_CURRENT_LIST_DIR}/fake/fake_python.c)
+  fake_output(fake_python_${name})
+  set_target_properties(fake_python_${name} PROPERTIES ENABLE_EXPORTS ON)
+  target_compile_definitions(fake_python_${name} PRIVATE FAKE_PY_VERSION=${ver}
+                             FAKE_PY_COOKIE="${cookie}")
+  target_link_libraries(fake_python_${name} PRIVATE fake_cudart)
+  add_dependencies(fake_python_${name} fake_cuda)
+  add_test(NAME cli.python_unknown_${name}
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli/python_unknown.sh ${CMAKE_BINARY_DIR} ${name})
+  set_tests_properties(cli.python_unknown_${name} PROPERTIES LABELS "cli" TIMEOUT 60)
+endforeach()

@@ -1,0 +1,108 @@
+/* test_py_dump.c: the Python stacks of a run's CUDA records, one line per
+ * record that has one, for test/python/py_check.py (cli.python_*):
+ *
+ *   pid tid api duration_ns nframes file:line:function [| file:line:function ...]
+ *
+ * frames innermost first, Python frames only, then "native N" when the
+ * stack also holds N native frames (which must come first). Waits for the
+ * collector's clean shutdown like the other checkers.
+ *
+ * Usage: test_py_dump RUN. Exit 0, 1 when the run cannot be read or a stack
+ * is malformed (a native frame after a Python one, a stack id without a
+ * stack). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cudaspy/api.h"
+#include "cudaspy/record.h"
+#include "cudaspy/runfile.h"
+
+static int open_wait(struct cs_run **out, const char *path)
+{
+    struct cs_err err = {""};
+
+    for (int tries = 0; tries < 300; tries++) {
+        struct cs_run *r = cs_run_new();
+        int rc = cs_run_open(r, path, &err);
+        if (rc == 0 && cs_run_meta_u64(r, "clean_shutdown", 0) == 1) {
+            *out = r;
+            return 0;
+        }
+        cs_run_free(r);
+        struct timespec ts = {0, 100000000};
+        nanosleep(&ts, NULL);
+    }
+    fprintf(stderr, "test_py_dump: %s: %s\n", path,
+            err.msg[0] ? err.msg : "collector never finished (clean_shutdown=0)");
+    return -1;
+}
+
+/* One record's line. @return 0, -1 if its stack is malformed. */
+static int dump_one(struct cs_run *run, const struct cs_rec_cuda *r)
+{
+    size_t n, py = 0, native = 0;
+    const struct cs_frame *f = cs_run_stack(run, r->stack_id, &n);
+    char name[96];
+
+    if (f == NULL) {
+        fprintf(stderr, "test_py_dump: stack %u of a record is missing\n", r->stack_id);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (f[i].flags & CS_FRAME_PYTHON)
+            py++;
+        else if (py) {
+            fprintf(stderr, "test_py_dump: stack %u: native frame %zu after a Python one\n",
+                    r->stack_id, i);
+            return -1;
+        } else {
+            native++;
+        }
+    }
+    if (py == 0)
+        return 0;
+    printf("%u %u %s %llu %zu", r->pid, r->tid,
+           cs_api_display((enum cs_api)r->api, (enum cs_variant)r->variant, name, sizeof(name)),
+           (unsigned long long)(r->t_exit_ns - r->t_enter_ns), py);
+    for (size_t i = native, k = 0; i < n; i++, k++)
+        printf("%s%s:%u:%s", k ? " | " : " ", cs_run_string(run, f[i].module_id),
+               CS_FRAME_PY_LINE(&f[i]), cs_run_string(run, CS_FRAME_PY_FUNC(&f[i])));
+    if (native)
+        printf(" native %zu", native);
+    putchar('\n');
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct cs_run *run = NULL;
+    struct cs_cursor *c = NULL;
+    struct cs_err err = {""};
+    const struct cs_blk_hdr *h;
+    const void *p;
+    int rc, bad = 0;
+
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_py_dump RUN\n");
+        return 2;
+    }
+    if (open_wait(&run, argv[1]) < 0 || cs_cursor_open(run, CS_REC_CUDA, 0, UINT64_MAX, &c) < 0) {
+        cs_run_free(run);
+        return 1;
+    }
+    while ((rc = cs_cursor_next(c, &h, &p, &err)) == 1) {
+        const struct cs_rec_cuda *r = p;
+        for (uint32_t i = 0; i < h->n; i++)
+            if (r[i].stack_id && dump_one(run, &r[i]) < 0)
+                bad = 1;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "test_py_dump: %s\n", err.msg);
+        bad = 1;
+    }
+    cs_cursor_close(c);
+    cs_run_free(run);
+    return bad;
+}
