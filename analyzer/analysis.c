@@ -15,6 +15,7 @@
 #include "model/model.h"
 #include "model/procs.h"
 #include "model/steps.h"
+#include "rules/pyline.h"
 #include "rules/ranks.h"
 #include "rules/steptime.h"
 #include "model/stats.h"
@@ -27,6 +28,7 @@ struct analysis {
     struct feed feed;
     struct gpu_truth gpu;
     struct steps steps;
+    struct pyline py; /* call sites of the calls with stacks */
     uint64_t active_ns; /* the CUDA-active windows (or the user's): the whole
                            of every percentage and severity */
     json_t *chains;
@@ -161,6 +163,8 @@ static int derive(struct analysis *a)
     if (a->chains == NULL)
         return -ENOMEM;
     rc = ranks_build(m, a->active_ns, a->chains, &a->ranks);
+    if (rc == 0 && (rc = pyline_compute(&a->py, m, &a->feed, &a->gpu)) == 0)
+        pyline_annotate(&a->py, m, a->chains);
     if (rc == 0 && any_duty(m)) /* half the scheduling events are missing: no cause holds */
         json_array_clear(a->chains);
     return rc;
@@ -518,6 +522,8 @@ json_t *analysis_json(const struct analysis *a)
         json_object_set_new(o, "apis_by_stream", table_json(&a->m, &a->by_stream));
     if (a->m.opts.by_kernel)
         json_object_set_new(o, "apis_by_kernel", table_json(&a->m, &a->by_kernel));
+    if (a->m.opts.by_pyline)
+        json_object_set_new(o, "pylines", pyline_json(&a->py, &a->m));
     json_object_set_new(o, "processes", json_procs(&a->m));
     json_object_set_new(o, "gpu_feed", feed_json(&a->feed, &a->m));
     json_object_set_new(o, "gpu", gpu_json(&a->gpu, &a->m));
@@ -646,6 +652,11 @@ uint64_t analysis_t0(const struct analysis *a, int i)
     return i >= 0 && i < a->m.nruns ? a->m.runs[i].t0_ns : 0;
 }
 
+json_t *analysis_pylines(const struct analysis *a)
+{
+    return pyline_json(&a->py, &a->m);
+}
+
 const struct steps *analysis_steps(const struct analysis *a, uint32_t *pid, uint32_t *tid)
 {
     const struct m_thread *t = a->steps.thr != M_NONE ? &a->m.thr[a->steps.thr] : NULL;
@@ -673,6 +684,7 @@ void analysis_free(struct analysis *a)
     feed_exit(&a->feed);
     gpu_exit(&a->gpu);
     steps_free(&a->steps);
+    pyline_exit(&a->py);
     json_decref(a->chains);
     json_decref(a->ranks);
     model_exit(&a->m);

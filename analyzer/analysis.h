@@ -21,6 +21,7 @@ struct analysis_opts {
     double tail_ratio;     /* heavy tail: p99/p50 at least this; default 3 */
     unsigned tail_min_calls; /* and at least this many calls; default 20 */
     int by_stream, by_kernel, by_pid; /* extra latency tables */
+    int by_pyline;         /* latency per call site (rules/pyline.h) */
     const char *step;      /* --step: NVTX range name, "none", NULL = default (steps.h) */
 };
 
@@ -62,6 +63,10 @@ uint64_t analysis_t0(const struct analysis *a, int i);
  * "host_lower_bound" or "none"): with no GPU records every bin is -1. */
 const char *analysis_gpu_bins(const struct analysis *a, int run, uint32_t pid, uint64_t t0,
                               uint64_t t1, int nbins, double *out);
+
+/** Latency and GPU idle per call site, as docs/json.md's "pylines" (rows
+ * empty when no call has a stack). @return new reference */
+json_t *analysis_pylines(const struct analysis *a);
 
 struct steps;
 

@@ -8,6 +8,19 @@ set(CS_AN_WORK ${CMAKE_CURRENT_BINARY_DIR}/analyzer-work)
 add_executable(gen_run ${CS_AN_DIR}/gen_run.c)
 target_link_libraries(gen_run PRIVATE cs_runfile cs_core)
 
+# runs whose calls carry Python stacks (issue 23), until the shim's capture lands
+add_executable(gen_pyrun ${CS_AN_DIR}/gen_pyrun.c)
+target_link_libraries(gen_pyrun PRIVATE cs_runfile cs_core)
+
+# data.pyline: the lines of gen_pyrun's run in the text, JSON, --by pyline,
+# HTML, Perfetto and MCP outputs (test/analyzer/pyline.sh)
+if(TARGET cudaspy-analyze) # check_trace: export.cmake, read later
+  add_test(NAME data.pyline
+           COMMAND sh ${CS_AN_DIR}/pyline.sh $<TARGET_FILE:cudaspy-analyze>
+                   $<TARGET_FILE:gen_pyrun> $<TARGET_FILE:check_trace> ${CS_AN_WORK}/pyline)
+  set_tests_properties(data.pyline PROPERTIES LABELS unit TIMEOUT 120)
+endif()
+
 add_executable(json_expect ${CS_AN_DIR}/json_expect.c)
 target_include_directories(json_expect PRIVATE ${CS_JANSSON_INC})
 target_link_libraries(json_expect PRIVATE ${CS_JANSSON_LIB})

@@ -242,6 +242,7 @@ int mcp_q_causal_chains(struct mcp_call_ctx *c, json_t **out);
 int mcp_q_per_process(struct mcp_call_ctx *c, json_t **out);
 int mcp_q_api_latency(struct mcp_call_ctx *c, json_t **out);
 int mcp_q_gpu_feed(struct mcp_call_ctx *c, json_t **out);
+int mcp_q_hotspots(struct mcp_call_ctx *c, json_t **out);
 int mcp_q_gpu_timeline(struct mcp_call_ctx *c, json_t **out);
 int mcp_q_steps(struct mcp_call_ctx *c, json_t **out);
 int mcp_q_timeline(struct mcp_call_ctx *c, json_t **out);

@@ -670,6 +670,66 @@ int mcp_q_gpu_feed(struct mcp_call_ctx *c, json_t **out)
     return 0;
 }
 
+static int cmp_idle_desc(const void *a, const void *b)
+{
+    const json_t *p = *(json_t *const *)a, *q = *(json_t *const *)b;
+    json_int_t x = json_integer_value(json_object_get(p, "idle_after_ns"));
+    json_int_t y = json_integer_value(json_object_get(q, "idle_after_ns"));
+
+    if (x == y) { /* then by time, as the rows come */
+        x = json_integer_value(json_object_get(p, "total_ns"));
+        y = json_integer_value(json_object_get(q, "total_ns"));
+    }
+    return x > y ? -1 : x < y;
+}
+
+/* The rows with GPU idle after them, most first, at most @p top. */
+static json_t *by_idle(json_t *rows, size_t top)
+{
+    size_t n = 0, i;
+    json_t **v = malloc((json_array_size(rows) + 1) * sizeof(*v)), *r, *out = json_array();
+
+    json_array_foreach(rows, i, r)
+        if (v && json_integer_value(json_object_get(r, "idle_after_ns")) > 0)
+            v[n++] = r;
+    if (v)
+        qsort(v, n, sizeof(*v), cmp_idle_desc);
+    for (i = 0; v && i < n && i < top; i++)
+        json_array_append(out, v[i]);
+    free(v);
+    return out;
+}
+
+int mcp_q_hotspots(struct mcp_call_ctx *c, json_t **out)
+{
+    json_t *py = analysis_pylines(c->s->an[c->run]), *o;
+    json_t *rows = json_object_get(py, "rows");
+    size_t top = (size_t)mcp_arg_u64(c, "top", 10), total;
+    json_t *by_time = slice(rows, 0, top, &total), *idle = by_idle(rows, top);
+
+    q_text_head(c, "Hotspots (call sites)");
+    if (total == 0)
+        mcp_text_printf(c->t, "no call in this run has a stack (recorded without Python "
+                              "frames or CUDASPY_STACK_US)\n");
+    mcp_text_printf(c->t, "%zu call sites; by time in their CUDA calls (showing %zu):\n", total,
+                    json_array_size(by_time));
+    text_list(c->t, by_time);
+    mcp_text_printf(c->t, "by the GPU idle that followed them (%s, showing %zu):\n",
+                    json_string_value(json_object_get(py, "idle_source")),
+                    json_array_size(idle));
+    text_list(c->t, idle);
+    o = q_head(c);
+    json_object_set(o, "idle_source", json_object_get(py, "idle_source"));
+    json_object_set(o, "idle_ns", json_object_get(py, "idle_ns"));
+    json_object_set(o, "calls_with_stack", json_object_get(py, "calls"));
+    json_object_set_new(o, "total", json_integer((json_int_t)total));
+    json_object_set_new(o, "by_time", by_time);
+    json_object_set_new(o, "by_idle", idle);
+    json_decref(py);
+    *out = o;
+    return 0;
+}
+
 int mcp_q_steps(struct mcp_call_ctx *c, json_t **out)
 {
     const json_t *st = json_object_get(q_aj(c), "steps");

@@ -74,6 +74,7 @@ static const struct param p_latency[] = {
     P_UNTIL_ARG,
     P_END};
 static const struct param p_feed[] = {P_RUN_ARG, P_END};
+static const struct param p_hotspots[] = {P_RUN_ARG, P_TOP_ARG(10), P_END};
 static const struct param p_gpu[] = {
     P_RUN_ARG,
     P_PID_ARG("Only this process's GPU(s)."),
@@ -140,6 +141,13 @@ static const struct tool tools[] = {
      "Lower bound of GPU idle time (no launch or copy in flight) and what the threads feeding "
      "the GPU were doing meanwhile (on CPU, sleeping, preempted, in sync calls).",
      p_feed, NULL, mcp_q_gpu_feed, 0},
+    {"get_hotspots", "Python lines behind the CUDA time and GPU idle",
+     "Call sites in the user's code (the innermost Python frame of each recorded stack: file, "
+     "line, function; native module+offset when a call has no Python frame), ranked two ways: "
+     "by time inside their CUDA calls (calls, total, p50, p99, max) and by the GPU idle that "
+     "followed their syncs (measured, or the host's lower bound), with the line that enqueued "
+     "the next GPU work and the callers. Empty when the run has no stacks.",
+     p_hotspots, NULL, mcp_q_hotspots, 0},
     {"get_gpu_timeline", "What the GPU did",
      "What the GPU itself ran (CUPTI activity): the source used (exact, sampled slices, or the "
      "host's lower bound), GPU busy % and idle time over the CUDA-active window, what the "

@@ -188,7 +188,22 @@ static uint64_t incall_ns(const struct model *m, uint32_t thr, uint64_t t0, uint
     return sum;
 }
 
-static void ctx_gap(struct walk *w, const struct m_call *c)
+/* Keeps gap @p g for rules/pyline.c. @return 0 or -ENOMEM */
+static int gap_keep(struct feed *f, const struct feed_gap *g)
+{
+    if (f->ngap == f->cap_gap) {
+        uint64_t cap = f->cap_gap ? f->cap_gap * 2 : 256;
+        struct feed_gap *q = realloc(f->gap, cap * sizeof(*q));
+        if (q == NULL)
+            return -ENOMEM;
+        f->gap = q;
+        f->cap_gap = cap;
+    }
+    f->gap[f->ngap++] = *g;
+    return 0;
+}
+
+static int ctx_gap(struct walk *w, const struct m_call *c)
 {
     struct feed_proc *fp = w->fp;
     struct feed_gap g = {w->idle_since, c->t_enter_ns, w->drain_call,
@@ -203,6 +218,7 @@ static void ctx_gap(struct walk *w, const struct m_call *c)
     g.sleep_worker_ns = fp->split.sleep_worker_ns - before;
     top_gap(fp->longest, &g, 0);
     top_gap(fp->starved, &g, 1);
+    return w->m->ncstack ? gap_keep(w->f, &g) : 0;
 }
 
 static int enqueue(struct walk *w, const struct m_call *c)
@@ -217,8 +233,8 @@ static int enqueue(struct walk *w, const struct m_call *c)
     if (!s->pending && s->drained_at && c->t_enter_ns > s->drained_at)
         gap_add(&fs->idle_ns, &fs->gaps, &fs->max_gap_ns, &fs->max_gap_at_ns, s->drained_at,
                 c->t_enter_ns);
-    if (w->idle_since && c->t_enter_ns > w->idle_since)
-        ctx_gap(w, c);
+    if (w->idle_since && c->t_enter_ns > w->idle_since && ctx_gap(w, c) < 0)
+        return -ENOMEM;
     w->idle_since = 0;
     w->any_enqueue = 1;
     if (!s->pending) {
@@ -474,5 +490,6 @@ void feed_exit(struct feed *f)
 {
     free(f->p);
     free(f->s);
+    free(f->gap);
     memset(f, 0, sizeof(*f));
 }

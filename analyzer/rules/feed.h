@@ -66,6 +66,9 @@ struct feed {
     uint32_t np;
     struct feed_stream *s;
     uint32_t ns, cap_s;
+    struct feed_gap *gap; /* every context gap, kept only when the model has
+                             stacks (rules/pyline.c names their lines) */
+    uint64_t ngap, cap_gap;
 };
 
 /** Compute the feed of every process with CUDA calls. @return 0 or -ENOMEM */

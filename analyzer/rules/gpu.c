@@ -860,6 +860,31 @@ void gpu_bins(const struct gpu_truth *g, const struct model *m, uint32_t proc, u
     free(cov);
 }
 
+int gpu_idle_after(const struct gpu_truth *g, uint32_t proc, uint64_t t_ns, uint64_t *idle_ns)
+{
+    uint64_t best = UINT64_MAX;
+    int covered = 0;
+
+    for (uint32_t i = 0; i < g->nd; i++) {
+        const struct gpu_dev *d = &g->d[i];
+        const struct dev_ivs *v;
+        uint64_t k, b, end;
+        if (d->proc != proc || d->source < GPU_SRC_SAMPLED)
+            continue;
+        v = ivs_of(g, d);
+        k = iv_after(v->cov, v->ncov, t_ns);
+        if (k == v->ncov || v->cov[k].a > t_ns)
+            continue; /* not covered at t_ns */
+        covered = 1;
+        b = iv_after(v->busy, v->nbusy, t_ns);
+        end = b < v->nbusy && v->busy[b].a < v->cov[k].b ? v->busy[b].a : v->cov[k].b;
+        end = end > t_ns ? end : t_ns; /* busy at t_ns: no idle */
+        best = end - t_ns < best ? end - t_ns : best;
+    }
+    *idle_ns = covered ? best : 0;
+    return covered;
+}
+
 /* ---- JSON ---- */
 
 static double pct(uint64_t part, uint64_t whole)

@@ -17,6 +17,7 @@
 #include "cudaspy/record.h"
 #include "cudaspy/runfile.h"
 #include "cudaspy/version.h"
+#include "model/pystack.h"
 #include "model/steps.h"
 
 #define PROG "cudaspy-analyze"
@@ -199,6 +200,29 @@ static const char *dir_name(unsigned d)
     return d < sizeof(n) / sizeof(n[0]) ? n[d] : "?";
 }
 
+/* The call's stack as args "stack" (every frame, innermost first, as
+ * "train.py:57 in train_step" or "libtorch_cuda.so+0x1a2b") and "site" (the
+ * innermost Python frame, else the innermost frame); a stack id with no
+ * stack gives "site":"?". */
+static void write_stack(struct exporter *x, uint32_t id)
+{
+    size_t n, site = 0;
+    const struct cs_frame *fr = cs_run_stack(x->run, id, &n);
+    char buf[512];
+
+    while (site < n && !(fr[site].flags & CS_FRAME_PYTHON))
+        site++;
+    site = site < n ? site : 0;
+    fputs(",\"site\":", x->out);
+    put_str(x->out, n ? pystack_frame_text(x->run, &fr[site], buf, sizeof(buf)) : "?");
+    fputs(",\"stack\":[", x->out);
+    for (size_t i = 0; i < n; i++) {
+        fputs(i ? "," : "", x->out);
+        put_str(x->out, pystack_frame_text(x->run, &fr[i], buf, sizeof(buf)));
+    }
+    fputs("]", x->out);
+}
+
 static void write_call_args(struct exporter *x, const struct cs_rec_cuda *c)
 {
     const struct cs_api_info *ai = &cs_api_table[c->api];
@@ -225,6 +249,8 @@ static void write_call_args(struct exporter *x, const struct cs_rec_cuda *c)
         fprintf(f, ",\"parent_seq\":%" PRIu32, c->parent_seq);
     if (c->flags & CS_CF_CAPTURING)
         fputs(",\"capturing\":true", f);
+    if (c->stack_id)
+        write_stack(x, c->stack_id);
     fputs("}}", f);
 }
 

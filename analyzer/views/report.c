@@ -222,6 +222,66 @@ static void print_run(const struct out *o, const json_t *j)
         fprintf(o->f, "%smissing:%s %s\n", col(o, C_YEL), col(o, C_OFF), json_string_value(v));
 }
 
+/* A JSON frame (docs/json.md) as "train.py:57 in train_step" or
+ * "libtorch_cuda.so+0x1a2b": the file's or module's base name. */
+static const char *fmt_frame(char *buf, size_t n, const json_t *f)
+{
+    const char *file = json_string_value(json_object_get(f, "file"));
+    const char *mod = json_string_value(json_object_get(f, "module"));
+    const char *b = file ? file : mod ? mod : "?";
+
+    if (strrchr(b, '/') && strrchr(b, '/')[1])
+        b = strrchr(b, '/') + 1;
+    if (file && !strcmp(file, "?") && geti(f, "line") == 0)
+        snprintf(buf, n, "?"); /* a stack id with no stack */
+    else if (file && geti(f, "line"))
+        snprintf(buf, n, "%s:%" JSON_INTEGER_FORMAT " in %s", b, geti(f, "line"),
+                 gets_(f, "function"));
+    else if (file)
+        snprintf(buf, n, "%s:? in %s", b, gets_(f, "function"));
+    else if (mod && strcmp(mod, "?"))
+        snprintf(buf, n, "%s+0x%llx", b, (unsigned long long)geti(f, "offset"));
+    else
+        snprintf(buf, n, "0x%llx", (unsigned long long)geti(f, "offset"));
+    return buf;
+}
+
+/* "a <- b <- c" of a frame array into @p buf. */
+static const char *fmt_frames(char *buf, size_t n, const json_t *frames)
+{
+    const json_t *v;
+    char one[320];
+    size_t i, len = 0;
+
+    buf[0] = '\0';
+    json_array_foreach(frames, i, v) {
+        int w = snprintf(buf + len, n - len, "%s%s", i ? " <- " : "",
+                         fmt_frame(one, sizeof(one), v));
+        if (w < 0 || (size_t)w >= n - len)
+            break;
+        len += (size_t)w;
+    }
+    return buf;
+}
+
+/* A finding's "python_sites": its sentence, then who called the site. */
+static void print_sites(const struct out *o, const json_t *sites)
+{
+    const json_t *v;
+    char buf[1024];
+    size_t i;
+
+    if (json_array_size(sites) == 0)
+        return;
+    fprintf(o->f, "  python lines:\n");
+    json_array_foreach(sites, i, v) {
+        fprintf(o->f, "    - %s\n", gets_(v, "text"));
+        if (json_array_size(json_object_get(v, "callers")))
+            fprintf(o->f, "      called from %s\n",
+                    fmt_frames(buf, sizeof(buf), json_object_get(v, "callers")));
+    }
+}
+
 static void print_chain(const struct out *o, const json_t *c)
 {
     const char *sev = gets_(c, "severity");
@@ -243,6 +303,7 @@ static void print_chain(const struct out *o, const json_t *c)
     fprintf(o->f, "  evidence:\n");
     json_array_foreach(json_object_get(c, "evidence"), i, v)
         fprintf(o->f, "    - %s\n", json_string_value(v));
+    print_sites(o, json_object_get(c, "python_sites"));
     fprintf(o->f, "  timeline:\n");
     json_array_foreach(json_object_get(c, "timeline"), i, v)
         fprintf(o->f, "    %10.6f s  %-8s %s\n", json_real_value(json_object_get(v, "t_s")),
@@ -348,6 +409,40 @@ static void print_by(const struct out *o, const json_t *j, const char *key, cons
         else
             snprintf(pre, sizeof(pre), "%d ", (int)geti(v, "pid"));
         print_row(o, v, pre);
+    }
+}
+
+/* `--by pyline`: latency and the GPU idle that followed, per call site. */
+static void print_pylines(const struct out *o, const json_t *j)
+{
+    const json_t *p = json_object_get(j, "pylines"), *v;
+    int gpu = !strcmp(gets_(p, "idle_source"), "gpu");
+    char b[6][32], site[320], next[320];
+    size_t i;
+
+    if (p == NULL)
+        return;
+    fprintf(o->f, "\n%sLATENCY BY PYTHON LINE%s (call site: innermost Python frame, else native; "
+            "idle after: %s)\n", col(o, C_BOLD), col(o, C_OFF),
+            gpu ? "GPU idle measured" : "GPU idle lower bound, sync returned -> next enqueue");
+    if (json_array_size(json_object_get(p, "rows")) == 0) {
+        fprintf(o->f, "  no call has a stack (record with Python frames or CUDASPY_STACK_US)\n");
+        return;
+    }
+    fprintf(o->f, "  %-40s %-22s %9s %9s %9s %9s %9s %10s\n", "site", "api", "calls", "total",
+            "p50", "p99", "max", "idle after");
+    json_array_foreach(json_object_get(p, "rows"), i, v) {
+        fprintf(o->f, "  %-40s %-22s %9s %9s %9s %9s %9s %10s\n",
+                fmt_frame(site, sizeof(site), v), gets_(v, "api"),
+                fmt_count(b[0], 32, geti(v, "calls")), fmt_ns(b[1], 32, geti(v, "total_ns")),
+                fmt_ns(b[2], 32, geti(v, "p50_ns")), fmt_ns(b[3], 32, geti(v, "p99_ns")),
+                fmt_ns(b[4], 32, geti(v, "max_ns")), fmt_ns(b[5], 32, geti(v, "idle_after_ns")));
+        if (json_is_object(json_object_get(v, "next_enqueue")))
+            fprintf(o->f, "    next GPU work enqueued at %s\n",
+                    fmt_frame(next, sizeof(next), json_object_get(v, "next_enqueue")));
+        if (json_array_size(json_object_get(v, "callers")))
+            fprintf(o->f, "    called from %s\n",
+                    fmt_frames(site, sizeof(site), json_object_get(v, "callers")));
     }
 }
 
@@ -458,6 +553,7 @@ void analysis_print(const struct analysis *a, FILE *out, int color)
     print_by(&o, j, "apis_by_pid", "PROCESS");
     print_by(&o, j, "apis_by_stream", "STREAM");
     print_by(&o, j, "apis_by_kernel", "KERNEL");
+    print_pylines(&o, j);
     print_gpu(&o, j);
     print_feed(&o, j);
     ranks_print(out, j, color);
@@ -494,7 +590,8 @@ static const char usage_text[] =
     "    --since SEC         start of the window, seconds from run start\n"
     "    --until SEC         end of the window, seconds from run start\n"
     "    --top N             keep the N findings with the largest impact\n"
-    "    --by LIST           extra latency tables: pid, stream, kernel (comma-separated)\n"
+    "    --by LIST           extra latency tables: pid, stream, kernel, pyline (per\n"
+    "                        Python call site; comma-separated)\n"
     "    --fail-on SEV       exit 1 if a finding has severity SEV or above\n"
     "                        (high, medium or low)\n"
     "    --tail-ratio X      heavy tail: p99/p50 at least X (default 3)\n"
@@ -565,6 +662,8 @@ static int parse_by(const char *s, struct analysis_opts *a)
             a->by_stream = 1;
         else if (!strcmp(t, "kernel"))
             a->by_kernel = 1;
+        else if (!strcmp(t, "pyline"))
+            a->by_pyline = 1;
         else
             return -1;
     }
@@ -616,7 +715,7 @@ static int parse_one(int c, const char *arg, struct report_opts *r)
         return 0;
     case OPT_BY:
         return parse_by(arg, &r->a) < 0
-                   ? usage_error("--by: expected pid, stream or kernel: '%s'", arg) : 0;
+                   ? usage_error("--by: expected pid, stream, kernel or pyline: '%s'", arg) : 0;
     case OPT_FAIL:
         r->fail_on = !strcmp(arg, "high") ? 3 : !strcmp(arg, "medium") ? 2
                    : !strcmp(arg, "low") ? 1 : -1;

@@ -4,7 +4,8 @@
  * process table, plus what only this page needs, aggregated into fixed bins
  * so 10 M events cost the same page size as 10 k: log-scale latency
  * histograms per API (summary.c durations) and a timeline of CUDA activity,
- * off-CPU time and CPU use per process. The JS in html_assets.h draws it. */
+ * off-CPU time and CPU use per process, and the latency per Python line
+ * when calls have stacks. The JS in html_assets.h draws it. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -297,7 +298,13 @@ static int build_data(struct analysis *a, const char *path, json_t **out, struct
     *out = json_pack("{s:s, s:o, s:o, s:o, s:o}", "generator", "cudaspy " CS_VERSION, "meta",
                      meta_json(r, path), "analysis", analysis_json(a), "hist", hists, "timeline",
                      tl);
-    return *out ? 0 : cs_err_set(err, -ENOMEM, "out of memory");
+    if (*out == NULL)
+        return cs_err_set(err, -ENOMEM, "out of memory");
+    json_t *py = analysis_pylines(a); /* only for runs with stacks: the page is otherwise as it was */
+    if (json_array_size(json_object_get(py, "rows")))
+        json_object_set(*out, "pylines", py);
+    json_decref(py);
+    return 0;
 }
 
 static const char html_usage[] =

@@ -1,0 +1,52 @@
+/* rules/pyline.h: the lines of the user's code behind the CUDA calls. Calls
+ * recorded with a stack (model/pystack.h) are grouped by call site, their
+ * innermost Python frame (else native frame): latency per site (`--by
+ * pyline`), the GPU idle that followed each site's drains (measured where
+ * GPU activity covers it, else the host-seen gap of rules/feed.h up to the
+ * next enqueue) and the enqueue that ended it. Each finding then names the
+ * sites responsible and their share (pyline_annotate). Runs without stacks
+ * pay nothing and their reports do not change. */
+#ifndef CUDASPY_ANALYZER_PYLINE_H
+#define CUDASPY_ANALYZER_PYLINE_H
+
+#include <jansson.h>
+
+#include "feed.h"
+#include "gpu.h"
+#include "model/model.h"
+#include "model/pystack.h"
+
+#define PYLINE_SITES 3 /* sites named per finding */
+
+struct pyline_row {
+    struct pystack_site site;
+    uint64_t call;              /* its slowest outermost call: API and callers */
+    uint64_t calls, total_ns, p50_ns, p99_ns, max_ns; /* outermost calls */
+    uint64_t idle_ns, gaps;     /* GPU idle after its drains */
+    uint64_t starve_ns;         /* of which the feeding thread slept for the pipeline */
+    uint32_t next_row;          /* the site whose enqueue ended most of that idle, M_NONE */
+    uint32_t id;                /* its index before the rows were sorted */
+};
+
+struct pyline {
+    struct pyline_row *row;     /* by total time, most first */
+    uint32_t nrow;
+    uint32_t *row_of;           /* per model.cstack entry: its row, M_NONE for nested calls */
+    uint64_t idle_ns, starve_ns; /* after every drain, stacked or not */
+    int idle_measured;          /* some idle came from GPU activity */
+};
+
+/** Group the stacked calls of @p m by site. @return 0 or -ENOMEM */
+int pyline_compute(struct pyline *p, const struct model *m, const struct feed *f,
+                   const struct gpu_truth *g);
+
+/** The "pylines" object of docs/json.md (`--by pyline`). @return new reference */
+json_t *pyline_json(const struct pyline *p, const struct model *m);
+
+/** Add "python_sites" to each finding of @p chains whose calls have stacks:
+ * the sites with most of its time (or of the GPU idle it is about). */
+void pyline_annotate(const struct pyline *p, const struct model *m, json_t *chains);
+
+void pyline_exit(struct pyline *p);
+
+#endif

@@ -1,0 +1,240 @@
+/* gen_pyrun.c: writes a run whose CUDA calls carry Python stacks, through the
+ * real writer (cs_store), for the analyzer's Python-line tests (issue 23)
+ * until the shim's own capture lands. One process (pid 1000), no host data,
+ * a loop of STEPS steps, each with its calls made from known lines:
+ *   cudaLaunchKernel     10 us  train.py:49 train_step  (under native frames)
+ *   cudaMalloc           20 us  model.py:30 forward
+ *   cudaFree             10 us  model.py:33 forward
+ *   cudaStreamSynchronize 50 us train.py:57 train_step  (3 steps of 4)
+ *                             eval.py:12 evaluate       (every 4th step)
+ *   300 us of host code, GPU idle, before the next step's launch
+ * then one last launch (train.py:49), 100 us, a synchronous cudaMemcpy of
+ * 4 KiB (200 us) with native frames only (libtorch_cuda.so+0x2000), 100 us,
+ * a cuMemsetD8Async whose stack id names no stack, and a cudaEventSynchronize
+ * whose Python frame has string ids with no string (file and function).
+ * GPU idle after the syncs: train.py:57 45 ms (75 %), eval.py:12 15 ms
+ * (25 %) of 60.1 ms (host-seen). With --gpu, every launch runs a 40 us
+ * kernel 5 us after it returns, recorded over the whole run (full mode):
+ * the idle after each sync is then measured, 315 us.
+ * Usage: gen_pyrun OUT.lmdb [--steps N] [--gpu] (--steps 2500000: 10 M calls,
+ * every one with a stack, the worst case of docs/performance.md) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudaspy/api.h"
+#include "cudaspy/runfile.h"
+
+#define US 1000ull
+#define MS 1000000ull
+#define T0 (1000ull * 1000 * MS)
+#define PID 1000u
+
+struct buf {
+    uint8_t data[CS_BLK_MAX_BYTES];
+    uint32_t n;
+    uint64_t lo, hi;
+};
+
+static struct cs_store *st;
+static struct buf bufs[CS_REC_KIND_COUNT];
+static uint32_t seq, kernel_id;
+static int with_gpu;
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "gen_pyrun: %s: %s\n", what, cs_strerror(rc));
+    exit(3);
+}
+
+static void flush(unsigned kind)
+{
+    struct buf *b = &bufs[kind];
+    struct cs_blk_hdr h = {.ts_first_ns = b->lo, .ts_last_ns = b->hi, .n = b->n,
+                           .kind = (uint16_t)kind, .rec_size = (uint16_t)cs_rec_size(kind),
+                           .pid = PID};
+    int rc;
+
+    if (b->n && (rc = cs_store_put_block(st, kind, &h, b->data)) < 0)
+        die("put block", rc);
+    if (cs_store_pending(st) > (64u << 20) && (rc = cs_store_commit(st)) < 0)
+        die("commit", rc); /* big runs (--steps 2500000: 10 M calls) for the benchmark */
+    b->n = 0;
+}
+
+static void put(unsigned kind, const void *rec, uint64_t lo, uint64_t hi)
+{
+    struct buf *b = &bufs[kind];
+    unsigned size = cs_rec_size(kind);
+
+    if ((b->n + 1) * size + sizeof(struct cs_blk_hdr) > CS_BLK_MAX_BYTES)
+        flush(kind);
+    if (b->n == 0 || lo < b->lo)
+        b->lo = lo;
+    if (b->n == 0 || hi > b->hi)
+        b->hi = hi;
+    memcpy(b->data + (size_t)b->n * size, rec, size);
+    b->n++;
+}
+
+static uint32_t str(const char *s)
+{
+    uint32_t id;
+    int rc = cs_store_intern(st, s, strlen(s), &id);
+
+    if (rc < 0)
+        die("intern", rc);
+    return id;
+}
+
+static struct cs_frame py(const char *file, uint32_t line, const char *func)
+{
+    struct cs_frame f = {CS_FRAME_PY_OFFSET(line, str(func)), str(file), CS_FRAME_PYTHON};
+    return f;
+}
+
+static struct cs_frame native(const char *module, uint64_t offset)
+{
+    struct cs_frame f = {offset, str(module), 0};
+    return f;
+}
+
+static uint32_t stack(const struct cs_frame *f, uint32_t n)
+{
+    uint32_t id;
+    int rc = cs_store_put_stack(st, f, n, &id);
+
+    if (rc < 0)
+        die("stack", rc);
+    return id;
+}
+
+/* One outermost call; a launch runs a kernel under --gpu. @return t_exit */
+static uint64_t call(uint16_t api, uint64_t t, uint64_t dur, uint64_t bytes, uint32_t stack_id)
+{
+    struct cs_rec_cuda r = {0};
+
+    r.t_enter_ns = t;
+    r.t_exit_ns = t + dur;
+    r.stream = 0x7f0000001000ull;
+    r.bytes = bytes;
+    r.seq = ++seq;
+    r.pid = r.tid = PID;
+    r.api = api;
+    r.device = 0;
+    r.stack_id = stack_id;
+    if (api == CS_API_cudaLaunchKernel) {
+        r.name_id = kernel_id;
+        r.flags = CS_CF_HAS_NAME;
+    }
+    if (api == CS_API_cudaMemcpy)
+        r.dir = CS_DIR_HTOD;
+    put(CS_REC_CUDA, &r, r.t_enter_ns, r.t_exit_ns);
+    if (with_gpu && api == CS_API_cudaLaunchKernel) {
+        struct cs_rec_gpu g = {0};
+        g.t_start_ns = r.t_exit_ns + 5 * US;
+        g.t_end_ns = g.t_start_ns + 40 * US;
+        g.pid = g.api_tid = PID;
+        g.api_seq = r.seq;
+        g.name_id = kernel_id;
+        g.stream_id = 7;
+        g.epoch = 1;
+        g.kind = CS_GPU_KERNEL;
+        g.flags = CS_GF_CORR;
+        put(CS_REC_GPU, &g, g.t_start_ns, g.t_end_ns);
+    }
+    return r.t_exit_ns;
+}
+
+static void meta_and_proc(uint64_t t_end)
+{
+    struct cs_proc p = {.pid = PID, .ppid = 999, .start_ns = T0, .exit_status = -1,
+                        .flags = CS_PF_CUDA | CS_PF_ROOT, .rank = CS_RANK_NONE};
+    struct cs_thread th = {.pid = PID, .tid = PID, .start_ns = T0};
+
+    memcpy(p.comm, "python", 7);
+    memcpy(th.name, "python", 7);
+    p.cmdline_id = str("python train.py");
+    if (cs_store_put_proc(st, &p) < 0 || cs_store_put_thread(st, &th) < 0)
+        die("proc", -12);
+    cs_store_put_meta(st, "tool_version", "0.1.0");
+    cs_store_put_meta(st, "host", "gen");
+    cs_store_put_meta(st, "cmdline", "python train.py");
+    cs_store_put_meta_u64(st, "t_start_ns", T0);
+    cs_store_put_meta_u64(st, "t_end_ns", t_end);
+    cs_store_put_meta(st, "clock", "monotonic");
+    cs_store_put_meta(st, "sampler_tier", "none");
+    cs_store_put_meta(st, "sampler_tier_reason", "gen_pyrun: no host data");
+    cs_store_put_meta_u64(st, "cuda_dropped", 0);
+    cs_store_put_meta_u64(st, "host_lost", 0);
+    cs_store_put_meta_u64(st, "clean_shutdown", 1);
+}
+
+int main(int argc, char **argv)
+{
+    const char *tr = "/home/u/proj/train.py", *ev = "/home/u/proj/eval.py";
+    const char *mo = "/home/u/proj/model.py", *torch = "/usr/lib/libtorch_cuda.so";
+    struct cs_store_opts so = {.map_bytes = 4ull << 30};
+    struct cs_err err = {""};
+    unsigned steps = 200;
+    uint64_t t = T0 + MS;
+    int rc;
+
+    if (argc < 2) {
+        fprintf(stderr, "usage: gen_pyrun OUT.lmdb [--steps N] [--gpu]\n");
+        return 2;
+    }
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--steps") && i + 1 < argc)
+            steps = (unsigned)strtoul(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--gpu"))
+            with_gpu = 1;
+    }
+    if ((st = cs_store_new()) == NULL || (rc = cs_store_open(st, argv[1], &so, &err)) < 0) {
+        fprintf(stderr, "gen_pyrun: %s\n", err.msg);
+        return 3;
+    }
+    kernel_id = str("sgemm_kernel");
+    const struct cs_frame launch[] = {native(torch, 0x1000),
+                                      native("/usr/lib/libpython3.12.so.1.0", 0x2000),
+                                      py(tr, 49, "train_step"), py(tr, 80, "main"),
+                                      py(tr, 90, "<module>")};
+    const struct cs_frame sync[] = {native(torch, 0x1100), py(tr, 57, "train_step"),
+                                    py(tr, 80, "main"), py(tr, 90, "<module>")};
+    const struct cs_frame esync[] = {py(ev, 12, "evaluate"), py(tr, 85, "main"),
+                                     py(tr, 90, "<module>")};
+    const struct cs_frame alloc[] = {py(mo, 30, "Net.forward"), py(tr, 48, "train_step"),
+                                     py(tr, 80, "main")};
+    const struct cs_frame freef[] = {py(mo, 33, "Net.forward"), py(tr, 48, "train_step"),
+                                     py(tr, 80, "main")};
+    const struct cs_frame nat[] = {native(torch, 0x2000), native("/lib/libc.so.6", 0x3000)};
+    const struct cs_frame bad[] = {{CS_FRAME_PY_OFFSET(7, 9998), 9999, CS_FRAME_PYTHON}};
+    uint32_t s_launch = stack(launch, 5), s_sync = stack(sync, 4), s_esync = stack(esync, 3);
+    uint32_t s_alloc = stack(alloc, 3), s_free = stack(freef, 3), s_nat = stack(nat, 2);
+    uint32_t s_bad = stack(bad, 1);
+
+    for (unsigned i = 0; i < steps; i++) {
+        t = call(CS_API_cudaLaunchKernel, t, 10 * US, 0, s_launch);
+        t = call(CS_API_cudaMalloc, t, 20 * US, 1 << 20, s_alloc);
+        t = call(CS_API_cudaFree, t, 10 * US, 0, s_free);
+        t = call(CS_API_cudaStreamSynchronize, t, 50 * US, 0, i % 4 == 3 ? s_esync : s_sync);
+        t += 300 * US;
+    }
+    t = call(CS_API_cudaLaunchKernel, t, 10 * US, 0, s_launch) + 100 * US;
+    t = call(CS_API_cudaMemcpy, t, 200 * US, 4096, s_nat) + 100 * US;
+    t = call(CS_API_cuMemsetD8Async, t, 5 * US, 4096, 999);
+    t = call(CS_API_cudaEventSynchronize, t, 5 * US, 0, s_bad) + MS;
+    if (with_gpu) {
+        struct cs_rec_gpucov c = {.t_start_ns = T0, .t_end_ns = t, .t_attach_ns = T0,
+                                  .t_detach_ns = t, .pid = PID, .epoch = 1,
+                                  .mode = CS_GPU_MODE_FULL};
+        put(CS_REC_GPUCOV, &c, T0, t);
+    }
+    for (unsigned k = 0; k < CS_REC_KIND_COUNT; k++)
+        flush(k);
+    meta_and_proc(t);
+    if ((rc = cs_store_commit(st)) < 0)
+        die("commit", rc);
+    cs_store_free(st);
+    return 0;
+}
