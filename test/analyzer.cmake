@@ -21,6 +21,16 @@ if(TARGET cudaspy-analyze) # check_trace: export.cmake, read later
   set_tests_properties(data.pyline PROPERTIES LABELS unit TIMEOUT 120)
 endif()
 
+# data.pyline_real: the same outputs on a real recording of the shim's Python
+# test program (test/python/py_workload.py, Debian's python3) under the fake
+# driver: a row for every line that made a captured call, and no other.
+if(TARGET cudaspy_launcher AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/python/py_workload.py)
+  add_test(NAME data.pyline_real
+           COMMAND sh ${CS_AN_DIR}/pyline_real.sh ${CMAKE_BINARY_DIR} /usr/bin/python3
+                   ${CS_AN_WORK}/pyline_real)
+  set_tests_properties(data.pyline_real PROPERTIES LABELS cli TIMEOUT 240 SKIP_RETURN_CODE 77)
+endif()
+
 add_executable(json_expect ${CS_AN_DIR}/json_expect.c)
 target_include_directories(json_expect PRIVATE ${CS_JANSSON_INC})
 target_link_libraries(json_expect PRIVATE ${CS_JANSSON_LIB})
