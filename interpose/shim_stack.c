@@ -32,7 +32,7 @@ static unwind_fn unwind = backtrace;
 struct stack_ent {
     uint64_t hash;
     uint32_t n;
-    uint32_t sent_gen;
+    _Atomic uint32_t sent_gen; /* stack_gen it was last sent in (read without the lock) */
     struct cs_frame f[STACK_FRAMES];
 };
 
@@ -189,7 +189,7 @@ static void send_stack(uint32_t id)
             shim_name_touch(CS_FRAME_PY_FUNC(&s->f[i]));
     }
     if (shim_ring_push_stack(id, s->f, s->n) == 0)
-        s->sent_gen = stack_gen;
+        atomic_store_explicit(&s->sent_gen, stack_gen, memory_order_relaxed);
 }
 
 /* The frames of a stack not seen before: native ones below the interpreter
@@ -231,7 +231,7 @@ static uint32_t capture(unsigned want)
     shim_lock();
     id = stack_index[index_slot(h)];
     shim_unlock();
-    if (id && stacks[id].sent_gen == stack_gen)
+    if (id && atomic_load_explicit(&stacks[id].sent_gen, memory_order_relaxed) == stack_gen)
         return id;
     if (id) {
         send_stack(id);
@@ -250,7 +250,7 @@ static uint32_t capture(unsigned want)
         id = stack_index[slot];
     }
     shim_unlock();
-    if (id && stacks[id].sent_gen != stack_gen)
+    if (id && atomic_load_explicit(&stacks[id].sent_gen, memory_order_relaxed) != stack_gen)
         send_stack(id);
     return id;
 }
