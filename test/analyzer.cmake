@@ -10,7 +10,8 @@ target_link_libraries(gen_run PRIVATE cs_runfile cs_core)
 
 # runs whose calls carry Python stacks (issue 23), until the shim's capture lands
 add_executable(gen_pyrun ${CS_AN_DIR}/gen_pyrun.c)
-target_link_libraries(gen_pyrun PRIVATE cs_runfile cs_core)
+target_include_directories(gen_pyrun PRIVATE ${CS_LMDB_INC})
+target_link_libraries(gen_pyrun PRIVATE cs_runfile cs_core ${CS_LMDB_LIB})
 
 # data.pyline: the lines of gen_pyrun's run in the text, JSON, --by pyline,
 # HTML, Perfetto and MCP outputs (test/analyzer/pyline.sh)

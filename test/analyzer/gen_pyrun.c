@@ -16,8 +16,12 @@
  * (25 %) of 60.1 ms (host-seen). With --gpu, every launch runs a 40 us
  * kernel 5 us after it returns, recorded over the whole run (full mode):
  * the idle after each sync is then measured, 315 us.
- * Usage: gen_pyrun OUT.lmdb [--steps N] [--gpu] (--steps 2500000: 10 M calls,
- * every one with a stack, the worst case of docs/performance.md) */
+ * --corrupt-stack rewrites the sync's stack as 15 bytes, not whole frames,
+ * behind the writer's back (LMDB directly), for the reader's error path.
+ * Usage: gen_pyrun OUT.lmdb [--steps N] [--gpu] [--corrupt-stack]
+ * (--steps 2500000: 10 M calls, every one with a stack, the worst case of
+ * docs/performance.md) */
+#include <lmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +44,31 @@ static struct cs_store *st;
 static struct buf bufs[CS_REC_KIND_COUNT];
 static uint32_t seq, kernel_id;
 static int with_gpu;
+
+/* Stack @p id of run @p path becomes 15 bytes: no whole frame. */
+static void corrupt_stack(const char *path, uint32_t id)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    MDB_val k = {sizeof(id), &id}, v = {15, "fifteen bytes.."};
+    int rc = mdb_env_create(&env);
+
+    if (rc == 0 && (rc = mdb_env_set_maxdbs(env, 16)) == 0 &&
+        (rc = mdb_env_open(env, path, MDB_NOSUBDIR, 0600)) == 0 &&
+        (rc = mdb_txn_begin(env, NULL, 0, &txn)) == 0) {
+        if ((rc = mdb_dbi_open(txn, "stacks", MDB_INTEGERKEY, &dbi)) == 0 &&
+            (rc = mdb_put(txn, dbi, &k, &v, 0)) == 0)
+            rc = mdb_txn_commit(txn);
+        else
+            mdb_txn_abort(txn);
+    }
+    mdb_env_close(env);
+    if (rc != 0) {
+        fprintf(stderr, "gen_pyrun: corrupt stack: %s\n", mdb_strerror(rc));
+        exit(3);
+    }
+}
 
 static void die(const char *what, int rc)
 {
@@ -177,11 +206,12 @@ int main(int argc, char **argv)
     struct cs_store_opts so = {.map_bytes = 4ull << 30};
     struct cs_err err = {""};
     unsigned steps = 200;
+    int corrupt = 0;
     uint64_t t = T0 + MS;
     int rc;
 
     if (argc < 2) {
-        fprintf(stderr, "usage: gen_pyrun OUT.lmdb [--steps N] [--gpu]\n");
+        fprintf(stderr, "usage: gen_pyrun OUT.lmdb [--steps N] [--gpu] [--corrupt-stack]\n");
         return 2;
     }
     for (int i = 2; i < argc; i++) {
@@ -189,6 +219,8 @@ int main(int argc, char **argv)
             steps = (unsigned)strtoul(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--gpu"))
             with_gpu = 1;
+        else if (!strcmp(argv[i], "--corrupt-stack"))
+            corrupt = 1;
     }
     if ((st = cs_store_new()) == NULL || (rc = cs_store_open(st, argv[1], &so, &err)) < 0) {
         fprintf(stderr, "gen_pyrun: %s\n", err.msg);
@@ -236,5 +268,7 @@ int main(int argc, char **argv)
     if ((rc = cs_store_commit(st)) < 0)
         die("commit", rc);
     cs_store_free(st);
+    if (corrupt)
+        corrupt_stack(argv[1], s_sync);
     return 0;
 }

@@ -140,5 +140,13 @@ if command -v chromium >/dev/null; then
 else
     echo "skip: HTML rendering (no chromium)"
 fi
+# -- a stacks row that is not whole frames: the run is refused, in one line
+"$GEN" bad.lmdb --corrupt-stack || { echo "gen_pyrun --corrupt-stack failed"; exit 1; }
+"$A" bad.lmdb >out.txt 2>err.txt
+rc=$?
+[ "$rc" = 2 ] || no "corrupt stack: exit code $rc, want 2"
+[ -s out.txt ] && no "corrupt stack: stdout not empty"
+printf '%s\n' "cudaspy-analyze: bad.lmdb: stacks: row of 15 bytes is not whole frames" >want.txt
+cmp -s want.txt err.txt || { no "corrupt stack: stderr differs (want, got):"; diff want.txt err.txt; }
 [ "$fail" = 0 ] || exit 1
 echo "ok   pyline"
