@@ -55,6 +55,10 @@ add_test(NAME fault.analyze_cut_and_flip
          COMMAND sh ${CS_AN_DIR}/fault_sweep.sh $<TARGET_FILE:cudaspy-analyze>
                  $<TARGET_FILE:gen_run> ${CS_AN_WORK}/fault)
 set_tests_properties(fault.analyze_cut_and_flip PROPERTIES LABELS fault TIMEOUT 120)
+add_test(NAME fault.analyze_cut_and_flip_pyline
+         COMMAND sh ${CS_AN_DIR}/fault_sweep.sh $<TARGET_FILE:cudaspy-analyze>
+                 $<TARGET_FILE:gen_pyrun> ${CS_AN_WORK}/fault_pyline)
+set_tests_properties(fault.analyze_cut_and_flip_pyline PROPERTIES LABELS fault TIMEOUT 120)
 
 # data.planted.<scenario>: the planted cause is the top finding
 set(CS_AN_PLANTED

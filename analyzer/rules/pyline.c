@@ -254,6 +254,7 @@ json_t *pyline_json(const struct pyline *p, const struct model *m)
     for (uint32_t i = 0; i < p->nrow; i++) {
         const struct pyline_row *r = &p->row[i];
         json_t *o = site_obj(m, r);
+        json_object_set_new(o, "run", json_integer(r->site.run)); /* sites are per run file */
         json_object_set_new(o, "api", json_string(api_name(&m->call[r->call])));
         json_object_set_new(o, "calls", json_integer((json_int_t)r->calls));
         json_object_set_new(o, "total_ns", json_integer((json_int_t)r->total_ns));

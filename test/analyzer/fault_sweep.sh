@@ -1,5 +1,6 @@
 #!/bin/sh
-# fault_sweep.sh ANALYZE GEN_RUN WORKDIR [SEED]: a run file cut every other page
+# fault_sweep.sh ANALYZE GEN WORKDIR [SEED]: a run file (GEN is gen_run, or
+# gen_pyrun for one whose calls have stacks) cut every other page
 # boundary (and mid-page), then copies with random bytes flipped. Every
 # analysis must end in a report (exit 0) or one clean message (exit 2),
 # never a crash. Prints its seed (CS_TEST_SEED).
@@ -8,7 +9,10 @@ A=$1 GEN=$2 W=$3
 seed=${CS_TEST_SEED:-${4:-$(date +%s)}}
 echo "seed $seed (CS_TEST_SEED)"
 rm -rf "$W" && mkdir -p "$W" && cd "$W" || exit 1
-"$GEN" clean orig.lmdb --steps 50 || exit 1
+case ${GEN##*/} in
+gen_pyrun) "$GEN" orig.lmdb --steps 50 || exit 1 ;; # calls with Python stacks (issue 23)
+*) "$GEN" clean orig.lmdb --steps 50 || exit 1 ;;
+esac
 size=$(wc -c <orig.lmdb)
 fail=0
 
