@@ -8,6 +8,7 @@
  *   cudaStreamSynchronize 50 us train.py:57 train_step  (3 steps of 4)
  *                             eval.py:12 evaluate       (every 4th step)
  *   300 us of host code, GPU idle, before the next step's launch
+ * (step 7's free is written after its sync: out of order in the file),
  * then one last launch (train.py:49), 100 us, a synchronous cudaMemcpy of
  * 4 KiB (200 us) with native frames only (libtorch_cuda.so+0x2000), 100 us,
  * a cuMemsetD8Async whose stack id names no stack, and a cudaEventSynchronize
@@ -138,6 +139,12 @@ static uint32_t stack(const struct cs_frame *f, uint32_t n)
     return id;
 }
 
+/* 1: hold the next call's record back; 2: one is held, written after the
+ * next one (so the reader has to sort a thread's calls, and what it keeps
+ * beside them, back into time order). */
+static int defer;
+static struct cs_rec_cuda deferred;
+
 /* One outermost call; a launch runs a kernel under --gpu. @return t_exit */
 static uint64_t call(uint16_t api, uint64_t t, uint64_t dur, uint64_t bytes, uint32_t stack_id)
 {
@@ -158,7 +165,16 @@ static uint64_t call(uint16_t api, uint64_t t, uint64_t dur, uint64_t bytes, uin
     }
     if (api == CS_API_cudaMemcpy)
         r.dir = CS_DIR_HTOD;
+    if (defer == 1) {
+        deferred = r;
+        defer = 2;
+        return r.t_exit_ns;
+    }
     put(CS_REC_CUDA, &r, r.t_enter_ns, r.t_exit_ns);
+    if (defer == 2) {
+        put(CS_REC_CUDA, &deferred, deferred.t_enter_ns, deferred.t_exit_ns);
+        defer = 0;
+    }
     if (with_gpu && api == CS_API_cudaLaunchKernel) {
         struct cs_rec_gpu g = {0};
         g.t_start_ns = r.t_exit_ns + 5 * US;
@@ -248,6 +264,7 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < steps; i++) {
         t = call(CS_API_cudaLaunchKernel, t, 10 * US, 0, s_launch);
         t = call(CS_API_cudaMalloc, t, 20 * US, 1 << 20, s_alloc);
+        defer = i == 7; /* this free's record follows the sync's */
         t = call(CS_API_cudaFree, t, 10 * US, 0, s_free);
         t = call(CS_API_cudaStreamSynchronize, t, 50 * US, 0, i % 4 == 3 ? s_esync : s_sync);
         t += 300 * US;
