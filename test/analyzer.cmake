@@ -75,7 +75,14 @@ set(CS_AN_PLANTED
     "page_alloc_pressure\;top=page_alloc_pressure"
     "clean\;nohigh\;nomissing"
     "gpu_tail\;nohigh\;gpu=sampled\;busy=90:100"
-    "nohost\;missing=no host data (sampler tier none: perf_event_open: permission denied)")
+    "nohost\;missing=no host data (sampler tier none: perf_event_open: permission denied)"
+    # issue 23: the same runs with Python stacks name the line behind the cause
+    "data_pipeline_starvation_py\;top=data_pipeline_starvation\;site=data_pipeline_starvation:57"
+    "pageable_memcpy_py\;top=pageable_memcpy\;site=pageable_memcpy:45"
+    "alloc_churn_py\;top=alloc_churn\;site=alloc_churn:30"
+    "sync_per_iteration_py\;top=sync_per_iteration\;site=sync_per_iteration:57"
+    "launch_bound_py\;top=launch_bound\;site=launch_bound:12"
+    "cpu_contention_tree_py\;top=cpu_contention_tree\;site=cpu_contention_tree:57")
 foreach(entry ${CS_AN_PLANTED})
   list(GET entry 0 scen)
   list(REMOVE_AT entry 0)

@@ -9,6 +9,9 @@
  * 250 ms, the GPU busy throughout) and a slow tail: a 200 ms last kernel,
  * then 100 ms of host code before one last tiny kernel, all in one slice
  * that runs on over the tail, as the H200 matmul control's did.
+ * SCENARIO_py (e.g. data_pipeline_starvation_py): the same run with a Python
+ * stack on every outermost call, one line per API (py_line() says which),
+ * for the findings' python_sites (issue 23).
  * Usage: gen_run SCENARIO OUT.lmdb [--steps N] [--seed S] [--big N]
  *        [--format-version V] (V overrides the stored format version)
  *        [--lost N] (N host records lost on CPU 1, and no clean shutdown) */
@@ -49,6 +52,7 @@ static struct cs_store *st;
 static struct buf bufs[CS_REC_KIND_COUNT];
 static uint64_t rng_state;
 static uint32_t seqs[64];
+static uint32_t py_stack[CS_API_COUNT]; /* SCENARIO_py: stack ids by API, 0 = none */
 
 static uint64_t rnd(void)
 {
@@ -130,6 +134,7 @@ static void call_rec(uint16_t api, uint64_t t0, uint64_t t1, uint16_t flags, uin
     r.dir = dir;
     r.flags = flags | (name_id ? CS_CF_HAS_NAME : 0);
     r.device = 0;
+    r.stack_id = parent ? 0 : py_stack[api];
     put(CS_REC_CUDA, &r, t0, t1);
     n_cuda++;
 }
@@ -451,6 +456,38 @@ static void step(struct step_ctx *c)
     }
 }
 
+/* ---- Python stacks (SCENARIO_py) ---- */
+
+static uint32_t intern(const char *str)
+{
+    uint32_t id = 0;
+
+    if (cs_store_intern(st, str, strlen(str), &id) < 0)
+        die("intern", -ENOMEM);
+    return id;
+}
+
+/* The line each API is called from: train.py:57 syncs (loss.item()),
+ * train.py:45 copies in (x.to("cuda")), model.py:12 launches, model.py:30
+ * and :33 allocate and free; all under train_step, main. */
+static void py_stacks(void)
+{
+    static const struct { uint16_t api; const char *file; uint32_t line; const char *fn; } s[] = {
+        {CS_API_cudaStreamSynchronize, "/w/train.py", 57, "train_step"},
+        {CS_API_cudaMemcpyAsync, "/w/train.py", 45, "train_step"},
+        {CS_API_cudaLaunchKernel, "/w/model.py", 12, "Net.forward"},
+        {CS_API_cudaMalloc, "/w/model.py", 30, "Net.forward"},
+        {CS_API_cudaFree, "/w/model.py", 33, "Net.forward"}};
+
+    for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
+        struct cs_frame f[2] = {
+            {CS_FRAME_PY_OFFSET(s[i].line, intern(s[i].fn)), intern(s[i].file), CS_FRAME_PYTHON},
+            {CS_FRAME_PY_OFFSET(80, intern("main")), intern("/w/train.py"), CS_FRAME_PYTHON}};
+        if (cs_store_put_stack(st, f, 2, &py_stack[s[i].api]) < 0)
+            die("stack", -ENOMEM);
+    }
+}
+
 /* ---- tables and meta ---- */
 
 static void proc(uint32_t pid, uint32_t ppid, uint32_t flags, const char *comm,
@@ -523,8 +560,11 @@ int main(int argc, char **argv)
     uint64_t nbig = 0, t_end, fmt_version = 0, lost = 0;
 
     rng_state = 42;
+    size_t len = argc > 1 ? strlen(argv[1]) : 0;
+    int py = len > 3 && strcmp(argv[1] + len - 3, "_py") == 0;
     for (int i = 0; i < (int)(sizeof(scen_names) / sizeof(scen_names[0])); i++)
-        if (argc > 1 && strcmp(argv[1], scen_names[i]) == 0)
+        if (argc > 1 && strncmp(argv[1], scen_names[i], len - (py ? 3 : 0)) == 0 &&
+            strlen(scen_names[i]) == len - (py ? 3 : 0))
             sc = i;
     if (sc < 0 || argc < 3) {
         fprintf(stderr, "usage: gen_run SCENARIO OUT.lmdb [--steps N] [--seed S] [--big N]\n");
@@ -552,6 +592,8 @@ int main(int argc, char **argv)
     for (unsigned k = 0; k < CS_REC_KIND_COUNT; k++)
         bufs[k].kind = k;
     cs_store_intern(st, "sgemm_kernel", 12, &kernel_id);
+    if (py)
+        py_stacks();
     t_end = T0 + 5 * MS;
     if (sc == S_BIG) {
         t_end = big(nbig) + MS;

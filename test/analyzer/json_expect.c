@@ -16,7 +16,9 @@
  *   busy=LO:HI     gpu.busy_pct lies in [LO, HI]
  *   print_busy     print gpu.busy_pct on stdout (always holds)
  *   steps=SRC:N    steps.source is SRC (nvtx, inferred, none) and steps.count
- *                  is N within 2 % (at least 1) */
+ *                  is N within 2 % (at least 1)
+ *   site=CAUSE:LINE  the chain of CAUSE names a Python line first
+ *                  (python_sites[0].line, issue 23) and it is LINE */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,6 +169,33 @@ static int check_steps(const json_t *j, const char *arg)
 }
 
 /* @return 0 when check @p arg holds, 1 when not, 2 when unknown. */
+static int check_site(const json_t *chains, const char *want, const char *causes)
+{
+    const char *colon = strchr(want, ':');
+    const json_t *c;
+    size_t i;
+
+    if (colon == NULL) {
+        fprintf(stderr, "json_expect: site=%s: want CAUSE:LINE\n", want);
+        return 2;
+    }
+    json_array_foreach(chains, i, c) {
+        const char *cause = json_string_value(json_object_get(c, "cause"));
+        const json_t *s = json_array_get(json_object_get(c, "python_sites"), 0);
+        if (!cause || strlen(cause) != (size_t)(colon - want) ||
+            strncmp(cause, want, (size_t)(colon - want)) != 0)
+            continue;
+        if (json_integer_value(json_object_get(s, "line")) == atoll(colon + 1))
+            return 0;
+        fprintf(stderr, "json_expect: %.*s names %s first, want line %s\n",
+                (int)(colon - want), want,
+                s ? json_string_value(json_object_get(s, "text")) : "no Python line", colon + 1);
+        return 1;
+    }
+    fprintf(stderr, "json_expect: no %.*s chain (chains: %s)\n", (int)(colon - want), want, causes);
+    return 1;
+}
+
 static int check(const json_t *j, const char *arg, const char *causes)
 {
     const json_t *chains = json_object_get(j, "chains"), *missing = json_object_get(j, "missing");
@@ -224,6 +253,8 @@ static int check(const json_t *j, const char *arg, const char *causes)
         return check_gpu(j, arg);
     if (strncmp(arg, "steps=", 6) == 0)
         return check_steps(j, arg + 6);
+    if (strncmp(arg, "site=", 5) == 0)
+        return check_site(chains, arg + 5, causes);
     fprintf(stderr, "json_expect: unknown check '%s'\n", arg);
     return 2;
 }
