@@ -386,6 +386,10 @@ uint32_t shim_name_intern_slow(const char *s, size_t len, uint64_t handle,
                                uint32_t kind) SHIM_COLD;
 /** Define name @p id again if this process has not sent it yet (fork child). */
 void shim_name_touch(uint32_t id);
+/** Define name @p id again, in this thread's ring: a definition that uses
+ * it (a stack) follows there, and the collector may drain the ring holding
+ * the first definition later. */
+void shim_name_define(uint32_t id);
 
 /* ---- what the shim remembers (shim_track.c) ---- */
 

@@ -228,6 +228,12 @@ void shim_name_touch(uint32_t id)
         name_send(id);
 }
 
+void shim_name_define(uint32_t id)
+{
+    if (id && id < NAME_MAX_IDS && infos[id].s != NULL)
+        name_send(id);
+}
+
 void shim_name_invalidate(void) { atomic_fetch_add(&name_epoch, 1); }
 
 void shim_names_atfork_child(void) { atomic_fetch_add(&name_gen, 1); }

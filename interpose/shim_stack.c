@@ -178,15 +178,29 @@ static uint32_t index_slot(uint64_t h)
     return i;
 }
 
-/* Send stack @p id (its names first, again in a fork child). */
+/* Define name @p id before a stack that uses it, once per stack (@p done:
+ * the ids defined so far, @p n of them). */
+static void define_once(uint32_t id, uint32_t *done, uint32_t *n)
+{
+    for (uint32_t i = 0; i < *n; i++)
+        if (done[i] == id)
+            return;
+    done[(*n)++] = id;
+    shim_name_define(id);
+}
+
+/* Send stack @p id, its names first in the same ring: another thread may
+ * have interned them into its own ring, which the collector may drain
+ * after this one (cli.python_stress caught files named ""). */
 static void send_stack(uint32_t id)
 {
     struct stack_ent *s = &stacks[id];
+    uint32_t done[2 * STACK_FRAMES], n = 0;
 
     for (uint32_t i = 0; i < s->n; i++) {
-        shim_name_touch(s->f[i].module_id);
+        define_once(s->f[i].module_id, done, &n);
         if (s->f[i].flags & CS_FRAME_PYTHON)
-            shim_name_touch(CS_FRAME_PY_FUNC(&s->f[i]));
+            define_once(CS_FRAME_PY_FUNC(&s->f[i]), done, &n);
     }
     if (shim_ring_push_stack(id, s->f, s->n) == 0)
         atomic_store_explicit(&s->sent_gen, stack_gen, memory_order_relaxed);

@@ -12,7 +12,8 @@ set(CS_PYTHONS /usr/bin/python3 CACHE STRING "Python interpreters the cli.python
 add_executable(test_py_dump ${CMAKE_CURRENT_LIST_DIR}/unit/test_py_dump.c)
 target_link_libraries(test_py_dump PRIVATE cs_runfile)
 
-# cli.python_<mode>_py<version>: lines (every stack names its line), off
+# cli.python_<mode>_py<version>: lines (every stack names its line), mixed
+# (native frames too),  off
 # (CUDASPY_PYTHON=0), stress (frames torn down meanwhile; under ASan and
 # TSan too).
 foreach(py ${CS_PYTHONS})
@@ -22,7 +23,7 @@ foreach(py ${CS_PYTHONS})
     message(STATUS "test: ${py} does not run; no cli.python_* tests for it")
     continue()
   endif()
-  foreach(mode lines off stress)
+  foreach(mode lines mixed off stress)
     add_test(NAME cli.python_${mode}_${pyname}
              COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli/python_lines.sh ${CMAKE_BINARY_DIR} ${py} ${mode})
     set_tests_properties(cli.python_${mode}_${pyname} PROPERTIES LABELS "cli" TIMEOUT 240)

@@ -1,11 +1,12 @@
 """py_check.py: compares the Python stacks of a run (test_py_dump's lines)
 with what py_workload.py noted at each call (cli.python_*).
 
-Usage: py_check.py DUMP EXPECT_FILE...
+Usage: py_check.py [--slow-us N] DUMP EXPECT_FILE...
 
 Each record with a Python stack must be one the workload noted: same pid,
 thread, API, innermost frame and caller (file:line:function), or a call of
-1 ms or more (those get a stack wherever they are) made from the workload. Every call the
+N us (default 1000) or more (those get a stack wherever they are) made
+from the workload. Every call the
 workload expects a stack for (syncs, allocations and frees, the first launch
 after a sync) must have one, as many times as it was made. The deepest
 stack (the recursion's) keeps 32 frames. Exit 0, 1 with one line per
@@ -14,21 +15,22 @@ import collections
 import sys
 
 
-SLOW_NS = 1000000
-
-
 def site(fields):
     frames = " ".join(fields[5:]).split(" native ")[0].split(" | ")
     return tuple(fields[:3]) + tuple(frames[:2]), len(frames), int(fields[4]), int(fields[3])
 
 
 def main():
+    args = sys.argv[1:]
+    slow_ns = 1000000
+    if args[0] == "--slow-us":
+        slow_ns, args = int(args[1]) * 1000, args[2:]
     got, slow = collections.Counter(), collections.Counter()
     deepest = 0
-    with open(sys.argv[1]) as f:
+    with open(args[0]) as f:
         for line in f:
             key, nshown, n, ns = site(line.split())
-            if ns >= SLOW_NS:
+            if ns >= slow_ns:
                 slow[key] += 1
             if nshown != n:
                 print("py_check: %d frames listed, %d said: %s" % (nshown, n, line.strip()))
@@ -36,7 +38,7 @@ def main():
             got[key] += 1
             deepest = max(deepest, n)
     want, noted = collections.Counter(), set()
-    for path in sys.argv[2:]:
+    for path in args[1:]:
         with open(path) as f:
             for line in f:
                 if not line.strip():

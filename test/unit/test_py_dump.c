@@ -3,8 +3,9 @@
  *
  *   pid tid api duration_ns nframes file:line:function [| file:line:function ...]
  *
- * frames innermost first, Python frames only, then "native N" when the
- * stack also holds N native frames (which must come first). Waits for the
+ * frames innermost first, Python frames only, then "native N m1,m2,..."
+ * when the stack also holds N native frames (which must come first): the
+ * basenames of their modules. Waits for the
  * collector's clean shutdown like the other checkers.
  *
  * Usage: test_py_dump RUN. Exit 0, 1 when the run cannot be read or a stack
@@ -70,7 +71,11 @@ static int dump_one(struct cs_run *run, const struct cs_rec_cuda *r)
         printf("%s%s:%u:%s", k ? " | " : " ", cs_run_string(run, f[i].module_id),
                CS_FRAME_PY_LINE(&f[i]), cs_run_string(run, CS_FRAME_PY_FUNC(&f[i])));
     if (native)
-        printf(" native %zu", native);
+        printf(" native %zu ", native);
+    for (size_t i = 0; i < native; i++) {
+        const char *m = cs_run_string(run, f[i].module_id), *b = strrchr(m, '/');
+        printf("%s%s", i ? "," : "", b ? b + 1 : *m ? m : "?");
+    }
     putchar('\n');
     return 0;
 }
