@@ -44,7 +44,7 @@
 #        sampled vs full GPU activity on a known duty cycle, and what GPU
 #        activity costs a launch-bound loop against torch.profiler; writes
 #        $OUT/truth/summary.json, runs.jsonl, reports.txt (TRUTH_ROUNDS);
-#        steps: issue 24's proof (scripts/gpu/steps.py): the gate on three
+#        steps: issue 24's and 23's proof (scripts/gpu/steps.py): the gate on three
 #        PyTorch pairs (a .item() added each step and fewer DataLoader
 #        workers must fail, a rerun must pass) and each run's steps against
 #        the program's (torch.cuda.nvtx ranges for the nvtx loop); writes

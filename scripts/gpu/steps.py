@@ -9,8 +9,13 @@ PyTorch workloads of workloads.py recorded with `cudaspy record`:
   ran; itemstep nvtx (torch.cuda.nvtx ranges "train_step") must take its
   steps from the range.
 
-Writes OUT/summary.json (pairs[], steps[]) and OUT/runs.jsonl (every run
-and gate: command, exit code, figures).
+- issue 23's Python lines, from the same runs: itemstep item's findings
+  and `--by pyline` must name the `.item()` line of workloads.py, seed
+  loader 4's the line of its DataLoader loop; the interpreter's version is
+  kept (the H200's 3.12 is the layout not checked on the CPU machine).
+
+Writes OUT/summary.json (pairs[], steps[], pylines[]) and OUT/runs.jsonl
+(every run and gate: command, exit code, figures).
 
 Usage: python3 steps.py BUILD OUT RUNS   (env PYTHON, CS_PIN)
 """
@@ -64,6 +69,31 @@ class Steps:
         self.note(row)
         return row
 
+    def pylines(self, name, run, want_line, what):
+        """Does one of the run's first three findings name workloads.py line
+        @want_line as its first site (or that site's next enqueue), and
+        --by pyline have a row for it? (issue 23)"""
+        row = {"kind": "pylines", "name": name, "want": f"workloads.py:{want_line} ({what})"}
+        p = subprocess.run([os.path.join(self.b, "cudaspy-analyze"), "--json", "--by", "pyline",
+                            run["path"]], capture_output=True, text=True, timeout=600)
+        try:
+            j = json.loads(p.stdout)
+        except ValueError:
+            row.update(ok=False, error=p.stderr[-300:])
+            self.note(row)
+            return row
+        here = lambda f: (f or {}).get("file", "").endswith("/workloads.py")
+        fnd = [(f.get("cause"), site) for f in j.get("chains", [])
+               for site in f.get("python_sites", [])[:1]]
+        rows = j.get("pylines", {}).get("rows", [])
+        hit = lambda f: here(f) and f.get("line") == want_line
+        row.update(findings=[{"cause": c, "text": s.get("text")} for c, s in fnd[:4]],
+                   rows=[r.get("text") for r in rows[:5]],
+                   ok=any(hit(s) or hit(s.get("next_enqueue")) for _, s in fnd[:3]) and
+                   any(hit(r) for r in rows))
+        self.note(row)
+        return row
+
     def gate(self, name, base, cand, want_fail):
         """Gate cand against base; the verdict and its first line."""
         p = subprocess.run([os.path.join(self.b, "cudaspy-analyze"), "gate", "--json",
@@ -105,8 +135,16 @@ def main():
         src_ok = r.get("source") == ("nvtx" if name == "nvtx" else "inferred")
         steps.append({"name": name, "want": n, "count": got, "source": r.get("source"),
                       "how": r.get("how"), "ok": src_ok and abs(got - n) <= max(1, n // 50)})
-    summary = {"pairs": pairs, "steps": steps,
-               "pass": all(p["ok"] for p in pairs) and all(s["ok"] for s in steps)}
+    src = open(W).read().splitlines()
+    line_of = lambda text: next(i + 1 for i, l in enumerate(src) if text in l)
+    py = subprocess.run([t.py, "-c", "import platform; print(platform.python_version())"],
+                        capture_output=True, text=True).stdout.strip()
+    pylines = [t.pylines("item", runs["item"], line_of("total += loss.item()"), ".item()"),
+               t.pylines("seed4", runs["seed4"], line_of("out += model(batch.to(DEV))"),
+                         "the DataLoader loop's body")]
+    summary = {"pairs": pairs, "steps": steps, "pylines": pylines, "python": py,
+               "pass": all(p["ok"] for p in pairs) and all(s["ok"] for s in steps) and
+               all(p["ok"] for p in pylines)}
     with open(os.path.join(t.out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
     for name, r in runs.items():
