@@ -9,14 +9,18 @@
  * allocates nothing and calls nothing in the interpreter but
  * PyGILState_GetThisThreadState() (one pthread_getspecific). Every code
  * object is checked to be one (its type is PyCode_Type) before anything is
- * read through it. Strings and line numbers are read only for a stack not
+ * read through it, and a process's first walks read through a pipe, which
+ * fails instead of faulting, until one proves the layout. Strings and line numbers are read only for a stack not
  * seen before (shim_stack.c). A version or layout we do not know: no Python
  * frames and one notice. */
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "shim.h"
 
@@ -72,6 +76,7 @@ static const struct py_layout py_312 = {
 static struct {
     struct py_layout L;
     uintptr_t code_type;             /* &PyCode_Type */
+    uintptr_t str_type, bytes_type;  /* &PyUnicode_Type, &PyBytes_Type (the first walks) */
     void *(*this_tstate)(void);      /* PyGILState_GetThisThreadState */
     int (*initialized)(void);        /* Py_IsInitialized: 0 once finalisation began */
     uintptr_t base;                  /* load address of the interpreter's object */
@@ -224,6 +229,8 @@ void shim_python_init(void)
         return;
     }
     py.code_type = (uintptr_t)code;
+    py.str_type = (uintptr_t)sym(RTLD_DEFAULT, "PyUnicode_Type");
+    py.bytes_type = (uintptr_t)sym(RTLD_DEFAULT, "PyBytes_Type");
     py.this_tstate = (void *(*)(void))(uintptr_t)tstate;
     py.initialized = (int (*)(void))(uintptr_t)sym(RTLD_DEFAULT, "Py_IsInitialized");
     if (eval && dladdr(eval, &di) && di.dli_fbase)
@@ -232,6 +239,102 @@ void shim_python_init(void)
 }
 
 uintptr_t shim_py_base(void) { return py.base; }
+
+/* ---- the first walk: proving the layout ---- */
+
+/* 1 once a walk with checked reads found the layout right in this process. */
+static _Atomic int proven;
+
+/* Copy @p n bytes at @p p, failing instead of faulting where nothing is
+ * mapped: write() of them into a pipe returns EFAULT. */
+static int safe_read(const int fd[2], uintptr_t p, void *out, size_t n)
+{
+    if (p == 0 || write(fd[1], (const void *)p, n) != (ssize_t)n)
+        return -1;
+    return read(fd[0], out, n) == (ssize_t)n ? 0 : -1;
+}
+
+static int safe_ptr(const int fd[2], uintptr_t p, uintptr_t *out)
+{
+    return safe_read(fd, p, out, sizeof(*out));
+}
+
+/* Is @p obj (read through @p fd) of type @p type? */
+static int safe_is(const int fd[2], uintptr_t obj, uintptr_t type)
+{
+    uintptr_t t;
+    return obj != 0 && safe_ptr(fd, obj + py.L.ob_type, &t) == 0 && t == type;
+}
+
+/* One frame with checked reads: its code object, file (str) and line
+ * table (bytes). @return 1 checked, 0 skipped (a C entry frame), -1 wrong. */
+static int prove_frame(const int fd[2], uintptr_t fr)
+{
+    uint8_t owner = 0;
+    uintptr_t co, s;
+
+    if (py.L.fr_owner >= 0 && safe_read(fd, fr + py.L.fr_owner, &owner, 1) < 0)
+        return -1;
+    if (py.L.fr_owner >= 0 && owner >= py.L.owner_skip)
+        return 0;
+    if (safe_ptr(fd, fr + py.L.fr_code, &co) < 0)
+        return -1;
+    co &= ~(uintptr_t)py.L.tag_mask;
+    if (!safe_is(fd, co, py.code_type) || safe_ptr(fd, co + py.L.co_filename, &s) < 0 ||
+        !safe_is(fd, s, py.str_type) || safe_ptr(fd, co + py.L.co_linetable, &s) < 0 ||
+        !safe_is(fd, s, py.bytes_type))
+        return -1;
+    return 1;
+}
+
+/* Walk this thread's first frames with checked reads, so that a layout we
+ * got wrong (a bug-fix release that moved a field) costs a notice, not the
+ * program. @return 1 it holds, 0 nothing to check yet, -1 it does not. */
+static int prove(void)
+{
+    int fd[2], rc = 0, checked = 0, err = errno;
+    uintptr_t ts = (uintptr_t)py.this_tstate(), fr = 0;
+
+    if (ts == 0 || pipe2(fd, O_CLOEXEC) < 0) {
+        errno = err;
+        return 0;
+    }
+    if (safe_ptr(fd, ts + py.L.ts_frame, &fr) < 0 ||
+        (py.L.cf_frame >= 0 && fr != 0 && safe_ptr(fd, fr + py.L.cf_frame, &fr) < 0))
+        rc = -1;
+    for (int hops = 0; rc == 0 && fr != 0 && checked < 8 && hops < SHIM_PY_HOPS; hops++) {
+        int r = prove_frame(fd, fr);
+        if (r < 0 || safe_ptr(fd, fr + py.L.fr_back, &fr) < 0)
+            rc = -1;
+        checked += r > 0;
+    }
+    close(fd[0]);
+    close(fd[1]);
+    errno = err;
+    return rc < 0 ? -1 : checked > 0;
+}
+
+/* The first walks of a process prove the layout; one that fails turns
+ * Python stacks off. @return 1 go on walking. */
+static int layout_proven(void)
+{
+    int r;
+
+    if (SHIM_LIKELY(atomic_load_explicit(&proven, memory_order_acquire)))
+        return 1;
+    r = prove();
+    if (r > 0) {
+        atomic_store_explicit(&proven, 1, memory_order_release);
+        return 1;
+    }
+    if (r < 0 && (atomic_fetch_and(&shim_stacks_, ~SHIM_STK_PYTHON) & SHIM_STK_PYTHON)) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "python: CPython 3.%u: its frames are not laid out as we "
+                 "read them; no Python frames from here on (docs/python.md)", py.minor);
+        shim_log(msg);
+    }
+    return 0;
+}
 
 /* ---- the walk (every capture) ---- */
 
@@ -272,8 +375,12 @@ static int64_t frame_instr(uintptr_t fr, uintptr_t co)
 
 int shim_py_walk(struct shim_py_raw *raw, int max)
 {
-    uintptr_t fr = first_frame();
+    uintptr_t fr;
     int n = 0;
+
+    if (!layout_proven())
+        return 0;
+    fr = first_frame();
 
     for (int hops = 0; fr != 0 && n < max && hops < SHIM_PY_HOPS; hops++) {
         uintptr_t co = frame_code(fr);

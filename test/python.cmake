@@ -32,17 +32,20 @@ endforeach()
 
 # cli.python_unknown_<case>: an interpreter we cannot read (fake_python):
 # a version after the ones we know, a 3.13 whose debug offsets lack their
-# cookie; one notice, every call recorded, no stack.
-foreach(case "version 0x03630000 xdebugpy" "cookie 0x030d00f0 nodebug")
+# cookie, a 3.11 whose frames are not where 3.11 keeps them (an unmapped
+# address); one notice, every call recorded, no stack, no crash.
+foreach(case "version 0x03630000 xdebugpy 0" "cookie 0x030d00f0 nodebug 0"
+        "frames 0x030b02f0 none 16")
   string(REPLACE " " ";" args ${case})
   list(GET args 0 name)
   list(GET args 1 ver)
   list(GET args 2 cookie)
+  list(GET args 3 frame)
   add_executable(fake_python_${name} ${CMAKE_CURRENT_LIST_DIR}/fake/fake_python.c)
   fake_output(fake_python_${name})
   set_target_properties(fake_python_${name} PROPERTIES ENABLE_EXPORTS ON)
   target_compile_definitions(fake_python_${name} PRIVATE FAKE_PY_VERSION=${ver}
-                             FAKE_PY_COOKIE="${cookie}")
+                             FAKE_PY_COOKIE="${cookie}" FAKE_PY_FRAME=${frame})
   target_link_libraries(fake_python_${name} PRIVATE fake_cudart)
   add_dependencies(fake_python_${name} fake_cuda)
   add_test(NAME cli.python_unknown_${name}

@@ -7,11 +7,15 @@
  *
  * Built with FAKE_PY_VERSION (Py_Version, e.g. 0x03630000 for "3.99") and
  * FAKE_PY_COOKIE (the start of _PyRuntime, where 3.13's debug offsets
- * begin with "xdebugpy"): the shim reads them before main() runs.
+ * begin with "xdebugpy"): the shim reads them before main() runs. With
+ * FAKE_PY_FRAME, a version the shim knows whose thread state points where
+ * nothing is mapped: the shim's first walk must find that out without
+ * faulting.
  *
  * Usage: fake_python_<case> N: N cudaStreamSynchronize calls. Prints
  * "fake_python: N syncs". */
 #include <cuda_runtime_api.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -21,8 +25,13 @@
 
 EXPORT const unsigned long Py_Version = FAKE_PY_VERSION;
 EXPORT char _PyRuntime[4096] = FAKE_PY_COOKIE;
-EXPORT unsigned char PyCode_Type[256];
-static unsigned char tstate[512]; /* a thread state whose frame pointer is NULL */
+EXPORT unsigned char PyCode_Type[256], PyUnicode_Type[256], PyBytes_Type[256];
+#ifndef FAKE_PY_FRAME
+#define FAKE_PY_FRAME 0
+#endif
+/* A thread state whose frame pointer (3.11's cframe, at byte 56) is
+ * FAKE_PY_FRAME: none, or an address where nothing is mapped. */
+static uintptr_t tstate[64] = {[7] = FAKE_PY_FRAME};
 
 EXPORT void *PyGILState_GetThisThreadState(void) { return tstate; }
 EXPORT int Py_IsInitialized(void) { return 1; }
