@@ -51,30 +51,41 @@ static int has_string(const json_t *arr, const char *key, const char *want)
     return 0;
 }
 
+/* The chain of cause @p want up to its colon (CAUSE:VALUE arguments), or
+ * NULL with a message saying so (@p causes: the run's causes). */
+static const json_t *chain_of(const json_t *chains, const char *want, const char *colon,
+                              const char *causes)
+{
+    const json_t *c;
+    size_t i;
+
+    json_array_foreach(chains, i, c) {
+        const char *cause = json_string_value(json_object_get(c, "cause"));
+        if (cause && strlen(cause) == (size_t)(colon - want) &&
+            strncmp(cause, want, (size_t)(colon - want)) == 0)
+            return c;
+    }
+    fprintf(stderr, "json_expect: no %.*s chain (chains: %s)\n", (int)(colon - want), want, causes);
+    return NULL;
+}
+
 /* sev=CAUSE:SEV; @return 0 when the chain of CAUSE has severity SEV. */
 static int check_sev(const json_t *chains, const char *want, const char *causes)
 {
-    const char *colon = strchr(want, ':');
+    const char *colon = strchr(want, ':'), *sev;
     const json_t *c;
-    size_t i;
 
     if (colon == NULL) {
         fprintf(stderr, "json_expect: sev=%s: want CAUSE:SEV\n", want);
         return 2;
     }
-    json_array_foreach(chains, i, c) {
-        const char *cause = json_string_value(json_object_get(c, "cause"));
-        const char *sev = json_string_value(json_object_get(c, "severity"));
-        if (!cause || strlen(cause) != (size_t)(colon - want) ||
-            strncmp(cause, want, (size_t)(colon - want)) != 0)
-            continue;
-        if (sev && strcmp(sev, colon + 1) == 0)
-            return 0;
-        fprintf(stderr, "json_expect: %s is %s, want %s (chains: %s)\n", cause,
-                sev ? sev : "none", colon + 1, causes);
+    if ((c = chain_of(chains, want, colon, causes)) == NULL)
         return 1;
-    }
-    fprintf(stderr, "json_expect: no %.*s chain (chains: %s)\n", (int)(colon - want), want, causes);
+    sev = json_string_value(json_object_get(c, "severity"));
+    if (sev && strcmp(sev, colon + 1) == 0)
+        return 0;
+    fprintf(stderr, "json_expect: %.*s is %s, want %s (chains: %s)\n", (int)(colon - want), want,
+            sev ? sev : "none", colon + 1, causes);
     return 1;
 }
 
@@ -172,27 +183,19 @@ static int check_steps(const json_t *j, const char *arg)
 static int check_site(const json_t *chains, const char *want, const char *causes)
 {
     const char *colon = strchr(want, ':');
-    const json_t *c;
-    size_t i;
+    const json_t *c, *s;
 
     if (colon == NULL) {
         fprintf(stderr, "json_expect: site=%s: want CAUSE:LINE\n", want);
         return 2;
     }
-    json_array_foreach(chains, i, c) {
-        const char *cause = json_string_value(json_object_get(c, "cause"));
-        const json_t *s = json_array_get(json_object_get(c, "python_sites"), 0);
-        if (!cause || strlen(cause) != (size_t)(colon - want) ||
-            strncmp(cause, want, (size_t)(colon - want)) != 0)
-            continue;
-        if (json_integer_value(json_object_get(s, "line")) == atoll(colon + 1))
-            return 0;
-        fprintf(stderr, "json_expect: %.*s names %s first, want line %s\n",
-                (int)(colon - want), want,
-                s ? json_string_value(json_object_get(s, "text")) : "no Python line", colon + 1);
+    if ((c = chain_of(chains, want, colon, causes)) == NULL)
         return 1;
-    }
-    fprintf(stderr, "json_expect: no %.*s chain (chains: %s)\n", (int)(colon - want), want, causes);
+    s = json_array_get(json_object_get(c, "python_sites"), 0);
+    if (json_integer_value(json_object_get(s, "line")) == atoll(colon + 1))
+        return 0;
+    fprintf(stderr, "json_expect: %.*s names %s first, want line %s\n", (int)(colon - want), want,
+            s ? json_string_value(json_object_get(s, "text")) : "no Python line", colon + 1);
     return 1;
 }
 
