@@ -5,11 +5,11 @@
 set(CS_AN_DIR ${CMAKE_CURRENT_SOURCE_DIR}/analyzer)
 set(CS_AN_WORK ${CMAKE_CURRENT_BINARY_DIR}/analyzer-work)
 
-add_executable(gen_run ${CS_AN_DIR}/gen_run.c)
+add_executable(gen_run ${CS_AN_DIR}/gen_run.c ${CS_AN_DIR}/gen_blocks.c)
 target_link_libraries(gen_run PRIVATE cs_runfile cs_core)
 
 # runs whose calls carry Python stacks (issue 23), until the shim's capture lands
-add_executable(gen_pyrun ${CS_AN_DIR}/gen_pyrun.c)
+add_executable(gen_pyrun ${CS_AN_DIR}/gen_pyrun.c ${CS_AN_DIR}/gen_blocks.c)
 target_include_directories(gen_pyrun PRIVATE ${CS_LMDB_INC})
 target_link_libraries(gen_pyrun PRIVATE cs_runfile cs_core ${CS_LMDB_LIB})
 

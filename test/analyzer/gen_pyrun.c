@@ -29,20 +29,13 @@
 
 #include "cudaspy/api.h"
 #include "cudaspy/runfile.h"
+#include "gen_blocks.h"
 
 #define US 1000ull
 #define MS 1000000ull
 #define T0 (1000ull * 1000 * MS)
 #define PID 1000u
 
-struct buf {
-    uint8_t data[CS_BLK_MAX_BYTES];
-    uint32_t n;
-    uint64_t lo, hi;
-};
-
-static struct cs_store *st;
-static struct buf bufs[CS_REC_KIND_COUNT];
 static uint32_t seq, kernel_id;
 static int with_gpu;
 
@@ -71,49 +64,13 @@ static void corrupt_stack(const char *path, uint32_t id)
     }
 }
 
-static void die(const char *what, int rc)
-{
-    fprintf(stderr, "gen_pyrun: %s: %s\n", what, cs_strerror(rc));
-    exit(3);
-}
-
-static void flush(unsigned kind)
-{
-    struct buf *b = &bufs[kind];
-    struct cs_blk_hdr h = {.ts_first_ns = b->lo, .ts_last_ns = b->hi, .n = b->n,
-                           .kind = (uint16_t)kind, .rec_size = (uint16_t)cs_rec_size(kind),
-                           .pid = PID};
-    int rc;
-
-    if (b->n && (rc = cs_store_put_block(st, kind, &h, b->data)) < 0)
-        die("put block", rc);
-    if (cs_store_pending(st) > (64u << 20) && (rc = cs_store_commit(st)) < 0)
-        die("commit", rc); /* big runs (--steps 2500000: 10 M calls) for the benchmark */
-    b->n = 0;
-}
-
-static void put(unsigned kind, const void *rec, uint64_t lo, uint64_t hi)
-{
-    struct buf *b = &bufs[kind];
-    unsigned size = cs_rec_size(kind);
-
-    if ((b->n + 1) * size + sizeof(struct cs_blk_hdr) > CS_BLK_MAX_BYTES)
-        flush(kind);
-    if (b->n == 0 || lo < b->lo)
-        b->lo = lo;
-    if (b->n == 0 || hi > b->hi)
-        b->hi = hi;
-    memcpy(b->data + (size_t)b->n * size, rec, size);
-    b->n++;
-}
-
 static uint32_t str(const char *s)
 {
     uint32_t id;
-    int rc = cs_store_intern(st, s, strlen(s), &id);
+    int rc = cs_store_intern(gen_st, s, strlen(s), &id);
 
     if (rc < 0)
-        die("intern", rc);
+        gen_die("intern", rc);
     return id;
 }
 
@@ -132,10 +89,10 @@ static struct cs_frame native(const char *module, uint64_t offset)
 static uint32_t stack(const struct cs_frame *f, uint32_t n)
 {
     uint32_t id;
-    int rc = cs_store_put_stack(st, f, n, &id);
+    int rc = cs_store_put_stack(gen_st, f, n, &id);
 
     if (rc < 0)
-        die("stack", rc);
+        gen_die("stack", rc);
     return id;
 }
 
@@ -170,9 +127,9 @@ static uint64_t call(uint16_t api, uint64_t t, uint64_t dur, uint64_t bytes, uin
         defer = 2;
         return r.t_exit_ns;
     }
-    put(CS_REC_CUDA, &r, r.t_enter_ns, r.t_exit_ns);
+    gen_put(CS_REC_CUDA, &r, r.t_enter_ns, r.t_exit_ns);
     if (defer == 2) {
-        put(CS_REC_CUDA, &deferred, deferred.t_enter_ns, deferred.t_exit_ns);
+        gen_put(CS_REC_CUDA, &deferred, deferred.t_enter_ns, deferred.t_exit_ns);
         defer = 0;
     }
     if (with_gpu && api == CS_API_cudaLaunchKernel) {
@@ -186,7 +143,7 @@ static uint64_t call(uint16_t api, uint64_t t, uint64_t dur, uint64_t bytes, uin
         g.epoch = 1;
         g.kind = CS_GPU_KERNEL;
         g.flags = CS_GF_CORR;
-        put(CS_REC_GPU, &g, g.t_start_ns, g.t_end_ns);
+        gen_put(CS_REC_GPU, &g, g.t_start_ns, g.t_end_ns);
     }
     return r.t_exit_ns;
 }
@@ -200,19 +157,19 @@ static void meta_and_proc(uint64_t t_end)
     memcpy(p.comm, "python", 7);
     memcpy(th.name, "python", 7);
     p.cmdline_id = str("python train.py");
-    if (cs_store_put_proc(st, &p) < 0 || cs_store_put_thread(st, &th) < 0)
-        die("proc", -12);
-    cs_store_put_meta(st, "tool_version", "0.1.0");
-    cs_store_put_meta(st, "host", "gen");
-    cs_store_put_meta(st, "cmdline", "python train.py");
-    cs_store_put_meta_u64(st, "t_start_ns", T0);
-    cs_store_put_meta_u64(st, "t_end_ns", t_end);
-    cs_store_put_meta(st, "clock", "monotonic");
-    cs_store_put_meta(st, "sampler_tier", "none");
-    cs_store_put_meta(st, "sampler_tier_reason", "gen_pyrun: no host data");
-    cs_store_put_meta_u64(st, "cuda_dropped", 0);
-    cs_store_put_meta_u64(st, "host_lost", 0);
-    cs_store_put_meta_u64(st, "clean_shutdown", 1);
+    if (cs_store_put_proc(gen_st, &p) < 0 || cs_store_put_thread(gen_st, &th) < 0)
+        gen_die("proc", -12);
+    cs_store_put_meta(gen_st, "tool_version", "0.1.0");
+    cs_store_put_meta(gen_st, "host", "gen");
+    cs_store_put_meta(gen_st, "cmdline", "python train.py");
+    cs_store_put_meta_u64(gen_st, "t_start_ns", T0);
+    cs_store_put_meta_u64(gen_st, "t_end_ns", t_end);
+    cs_store_put_meta(gen_st, "clock", "monotonic");
+    cs_store_put_meta(gen_st, "sampler_tier", "none");
+    cs_store_put_meta(gen_st, "sampler_tier_reason", "gen_pyrun: no host data");
+    cs_store_put_meta_u64(gen_st, "cuda_dropped", 0);
+    cs_store_put_meta_u64(gen_st, "host_lost", 0);
+    cs_store_put_meta_u64(gen_st, "clean_shutdown", 1);
 }
 
 int main(int argc, char **argv)
@@ -238,7 +195,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--corrupt-stack"))
             corrupt = 1;
     }
-    if ((st = cs_store_new()) == NULL || (rc = cs_store_open(st, argv[1], &so, &err)) < 0) {
+    gen_prog = "gen_pyrun";
+    gen_blk_pid = PID;
+    if ((gen_st = cs_store_new()) == NULL || (rc = cs_store_open(gen_st, argv[1], &so, &err)) < 0) {
         fprintf(stderr, "gen_pyrun: %s\n", err.msg);
         return 3;
     }
@@ -277,14 +236,14 @@ int main(int argc, char **argv)
         struct cs_rec_gpucov c = {.t_start_ns = T0, .t_end_ns = t, .t_attach_ns = T0,
                                   .t_detach_ns = t, .pid = PID, .epoch = 1,
                                   .mode = CS_GPU_MODE_FULL};
-        put(CS_REC_GPUCOV, &c, T0, t);
+        gen_put(CS_REC_GPUCOV, &c, T0, t);
     }
     for (unsigned k = 0; k < CS_REC_KIND_COUNT; k++)
-        flush(k);
+        gen_flush(k);
     meta_and_proc(t);
-    if ((rc = cs_store_commit(st)) < 0)
-        die("commit", rc);
-    cs_store_free(st);
+    if ((rc = cs_store_commit(gen_st)) < 0)
+        gen_die("commit", rc);
+    cs_store_free(gen_st);
     if (corrupt)
         corrupt_stack(argv[1], s_sync);
     return 0;

@@ -22,6 +22,7 @@
 
 #include "cudaspy/api.h"
 #include "cudaspy/runfile.h"
+#include "gen_blocks.h"
 
 #define MS 1000000ull
 #define US 1000ull
@@ -40,16 +41,6 @@ static const char *const scen_names[] = {"clean", "cpu_contention_tree", "cpu_co
                                          "page_alloc_pressure", "starvation_pin_thread",
                                          "launch_bound_ranks", "gpu_tail"};
 
-/* Block buffers, one per record kind, flushed when full. */
-struct buf {
-    unsigned kind;
-    uint8_t data[CS_BLK_MAX_BYTES];
-    uint32_t n, cap;
-    uint64_t lo, hi;
-};
-
-static struct cs_store *st;
-static struct buf bufs[CS_REC_KIND_COUNT];
 static uint64_t rng_state;
 static uint32_t seqs[64];
 static uint32_t py_stack[CS_API_COUNT]; /* SCENARIO_py: stack ids by API, 0 = none */
@@ -65,45 +56,6 @@ static uint64_t rnd(void)
 static uint64_t urand(uint64_t lo, uint64_t hi)
 {
     return lo + rnd() % (hi - lo + 1);
-}
-
-static void die(const char *what, int rc)
-{
-    fprintf(stderr, "gen_run: %s: %s\n", what, cs_strerror(rc));
-    exit(3);
-}
-
-static void flush(unsigned kind)
-{
-    struct buf *b = &bufs[kind];
-    struct cs_blk_hdr h = {.ts_first_ns = b->lo, .ts_last_ns = b->hi, .n = b->n,
-                           .kind = (uint16_t)kind, .rec_size = (uint16_t)cs_rec_size(kind)};
-    int rc;
-
-    if (b->n == 0)
-        return;
-    if ((rc = cs_store_put_block(st, kind, &h, b->data)) < 0)
-        die("put block", rc);
-    if (cs_store_pending(st) > (64u << 20) && (rc = cs_store_commit(st)) < 0)
-        die("commit", rc);
-    b->n = 0;
-}
-
-static void put(unsigned kind, const void *rec, uint64_t lo, uint64_t hi)
-{
-    struct buf *b = &bufs[kind];
-    unsigned size = cs_rec_size(kind);
-
-    if (b->cap == 0)
-        b->cap = (CS_BLK_MAX_BYTES - sizeof(struct cs_blk_hdr)) / size;
-    if (b->n == b->cap)
-        flush(kind);
-    if (b->n == 0 || lo < b->lo)
-        b->lo = lo;
-    if (b->n == 0 || hi > b->hi)
-        b->hi = hi;
-    memcpy(b->data + (size_t)b->n * size, rec, size);
-    b->n++;
 }
 
 /* ---- CUDA calls ---- */
@@ -135,7 +87,7 @@ static void call_rec(uint16_t api, uint64_t t0, uint64_t t1, uint16_t flags, uin
     r.flags = flags | (name_id ? CS_CF_HAS_NAME : 0);
     r.device = 0;
     r.stack_id = parent ? 0 : py_stack[api];
-    put(CS_REC_CUDA, &r, t0, t1);
+    gen_put(CS_REC_CUDA, &r, t0, t1);
     n_cuda++;
 }
 
@@ -179,7 +131,7 @@ static void off(uint32_t pid, uint32_t tid, uint64_t t0, uint64_t t1, uint8_t cl
     o.cpu = (uint16_t)(tid & 1);
     o.cls = cls;
     o.flags = in_tree ? CS_HF_HOLDER_IN_TREE : 0;
-    put(CS_REC_OFFCPU, &o, t0, t1);
+    gen_put(CS_REC_OFFCPU, &o, t0, t1);
     n_host++;
 }
 
@@ -235,7 +187,7 @@ static void pwin(uint32_t pid, uint64_t t0, uint64_t oncpu, uint64_t sleep, uint
     w.page_allocs = (uint32_t)allocs;
     w.minflt = (uint32_t)allocs / 2;
     w.nthreads = 1;
-    put(CS_REC_PWIN, &w, w.t_start_ns, w.t_end_ns);
+    gen_put(CS_REC_PWIN, &w, w.t_start_ns, w.t_end_ns);
     n_host++;
 }
 
@@ -252,7 +204,7 @@ static void syswin(uint64_t t0, unsigned busy, uint64_t tree_ns, uint32_t hog)
     s.ext_oncpu_ns = hog ? 180 * MS : 2 * MS;
     s.top_pid[0] = hog ? hog : 1;
     s.top_ns[0] = hog ? 180 * MS : 2 * MS;
-    put(CS_REC_SYSWIN, &s, s.t_start_ns, s.t_end_ns);
+    gen_put(CS_REC_SYSWIN, &s, s.t_start_ns, s.t_end_ns);
     n_host++;
 }
 
@@ -299,7 +251,7 @@ static void cov_rec(uint64_t t0, uint64_t t1)
     c.pid = MAIN;
     c.epoch = epoch;
     c.mode = CS_GPU_MODE_SAMPLED;
-    put(CS_REC_GPUCOV, &c, t0, t1);
+    gen_put(CS_REC_GPUCOV, &c, t0, t1);
 }
 
 static void gpu_rec(uint64_t t0, uint64_t t1, uint32_t seq)
@@ -316,7 +268,7 @@ static void gpu_rec(uint64_t t0, uint64_t t1, uint32_t seq)
     g.epoch = epoch;
     g.kind = CS_GPU_KERNEL;
     g.flags = CS_GF_CORR;
-    put(CS_REC_GPU, &g, t0, t1);
+    gen_put(CS_REC_GPU, &g, t0, t1);
 }
 
 /* The queued step's GPU work ends at @p t1: recorded if it was enqueued
@@ -462,8 +414,8 @@ static uint32_t intern(const char *str)
 {
     uint32_t id = 0;
 
-    if (cs_store_intern(st, str, strlen(str), &id) < 0)
-        die("intern", -ENOMEM);
+    if (cs_store_intern(gen_st, str, strlen(str), &id) < 0)
+        gen_die("intern", -ENOMEM);
     return id;
 }
 
@@ -483,8 +435,8 @@ static void py_stacks(void)
         struct cs_frame f[2] = {
             {CS_FRAME_PY_OFFSET(s[i].line, intern(s[i].fn)), intern(s[i].file), CS_FRAME_PYTHON},
             {CS_FRAME_PY_OFFSET(80, intern("main")), intern("/w/train.py"), CS_FRAME_PYTHON}};
-        if (cs_store_put_stack(st, f, 2, &py_stack[s[i].api]) < 0)
-            die("stack", -ENOMEM);
+        if (cs_store_put_stack(gen_st, f, 2, &py_stack[s[i].api]) < 0)
+            gen_die("stack", -ENOMEM);
     }
 }
 
@@ -506,13 +458,13 @@ static void proc(uint32_t pid, uint32_t ppid, uint32_t flags, const char *comm,
     p.rank = CS_RANK_NONE;
     snprintf(c, sizeof(c), "%s", comm);
     memcpy(p.comm, c, sizeof(p.comm));
-    if (cs_store_intern(st, cmdline, strlen(cmdline), &p.cmdline_id) < 0 ||
-        cs_store_put_proc(st, &p) < 0)
-        die("proc", -ENOMEM);
+    if (cs_store_intern(gen_st, cmdline, strlen(cmdline), &p.cmdline_id) < 0 ||
+        cs_store_put_proc(gen_st, &p) < 0)
+        gen_die("proc", -ENOMEM);
     th.pid = th.tid = p.pid;
     th.start_ns = p.start_ns;
     memcpy(th.name, c, sizeof(th.name));
-    cs_store_put_thread(st, &th);
+    cs_store_put_thread(gen_st, &th);
 }
 
 static void procs(enum scen sc)
@@ -526,18 +478,18 @@ static void procs(enum scen sc)
 
 static void meta(enum scen sc, uint64_t t_end)
 {
-    cs_store_put_meta(st, "tool_version", "0.1.0");
-    cs_store_put_meta(st, "host", "gen");
-    cs_store_put_meta(st, "cmdline", "python train.py");
-    cs_store_put_meta_u64(st, "t_start_ns", T0);
-    cs_store_put_meta_u64(st, "t_end_ns", t_end);
-    cs_store_put_meta(st, "clock", "monotonic");
-    cs_store_put_meta(st, "sampler_tier", sc == S_NOHOST ? "none" : "A");
-    cs_store_put_meta(st, "sampler_tier_reason",
+    cs_store_put_meta(gen_st, "tool_version", "0.1.0");
+    cs_store_put_meta(gen_st, "host", "gen");
+    cs_store_put_meta(gen_st, "cmdline", "python train.py");
+    cs_store_put_meta_u64(gen_st, "t_start_ns", T0);
+    cs_store_put_meta_u64(gen_st, "t_end_ns", t_end);
+    cs_store_put_meta(gen_st, "clock", "monotonic");
+    cs_store_put_meta(gen_st, "sampler_tier", sc == S_NOHOST ? "none" : "A");
+    cs_store_put_meta(gen_st, "sampler_tier_reason",
                       sc == S_NOHOST ? "perf_event_open: permission denied" : "");
-    cs_store_put_meta_u64(st, "cuda_dropped", 0);
-    cs_store_put_meta_u64(st, "host_lost", 0);
-    cs_store_put_meta_u64(st, "clean_shutdown", 1);
+    cs_store_put_meta_u64(gen_st, "cuda_dropped", 0);
+    cs_store_put_meta_u64(gen_st, "host_lost", 0);
+    cs_store_put_meta_u64(gen_st, "clean_shutdown", 1);
 }
 
 /* --big N: N CUDA records and N host records, written fast (bench). */
@@ -582,16 +534,15 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--format-version"))
             fmt_version = strtoull(argv[i + 1], NULL, 0);
     }
-    st = cs_store_new();
+    gen_prog = "gen_run";
+    gen_st = cs_store_new();
     struct cs_store_opts so = {.map_bytes = nbig ? (4ull << 30) : 0};
     struct cs_err err = {""};
-    if (st == NULL || (rc = cs_store_open(st, argv[2], &so, &err)) < 0) {
+    if (gen_st == NULL || (rc = cs_store_open(gen_st, argv[2], &so, &err)) < 0) {
         fprintf(stderr, "gen_run: %s\n", err.msg);
         return 3;
     }
-    for (unsigned k = 0; k < CS_REC_KIND_COUNT; k++)
-        bufs[k].kind = k;
-    cs_store_intern(st, "sgemm_kernel", 12, &kernel_id);
+    cs_store_intern(gen_st, "sgemm_kernel", 12, &kernel_id);
     if (py)
         py_stacks();
     t_end = T0 + 5 * MS;
@@ -606,7 +557,7 @@ int main(int argc, char **argv)
         if (sc == S_LAUNCH_RANKS) { /* rank 1, side by side from the same start */
             struct step_ctx r = {.sc = (enum scen)sc, .t = T0 + 5 * MS};
             for (unsigned k = 0; k < CS_REC_KIND_COUNT; k++)
-                flush(k);
+                gen_flush(k);
             cur_pid = RANK1;
             for (r.i = 0; r.i < steps; r.i++)
                 step(&r);
@@ -621,22 +572,22 @@ int main(int argc, char **argv)
     }
     if (lost) {
         struct cs_rec_lost l = {T0 + 50 * MS, T0 + 60 * MS, 1, 1, lost};
-        put(CS_REC_LOST, &l, l.t_start_ns, l.t_end_ns);
+        gen_put(CS_REC_LOST, &l, l.t_start_ns, l.t_end_ns);
     }
     for (unsigned k = 0; k < CS_REC_KIND_COUNT; k++)
-        flush(k);
+        gen_flush(k);
     if (sc != S_EMPTY)
         procs((enum scen)sc);
     meta((enum scen)sc, t_end);
     if (fmt_version)
-        cs_store_put_meta_u64(st, "format_version", fmt_version);
+        cs_store_put_meta_u64(gen_st, "format_version", fmt_version);
     if (lost) {
-        cs_store_put_meta_u64(st, "host_lost", lost);
-        cs_store_put_meta_u64(st, "clean_shutdown", 0);
+        cs_store_put_meta_u64(gen_st, "host_lost", lost);
+        cs_store_put_meta_u64(gen_st, "clean_shutdown", 0);
     }
-    if ((rc = cs_store_commit(st)) < 0)
-        die("commit", rc);
-    cs_store_free(st);
+    if ((rc = cs_store_commit(gen_st)) < 0)
+        gen_die("commit", rc);
+    cs_store_free(gen_st);
     free(acc_main);
     return 0;
 }
