@@ -1138,6 +1138,9 @@ static int run_env_open(struct cs_run *r, struct cs_err *err)
     if (rc == MDB_INVALID)
         return cs_err_set(err, CS_E_BADMAGIC, "%s: not a cudaspy run file (bad LMDB header)",
                           r->path);
+    if (rc == ENOMEM) /* mmap of the size the header asks for (fault.analyze_cut_and_flip) */
+        return cs_err_set(err, CS_E_CORRUPT, "%s: cannot map it (%s): a corrupt header, or "
+                          "too little address space", r->path, mdb_strerror(rc));
     return cs_err_set(err, lmdb_rc(rc), "%s: cannot open (%s)", r->path, mdb_strerror(rc));
 }
 
