@@ -26,11 +26,16 @@
 #include "cudaspy/runfile.h"
 #include "cudaspy/version.h"
 
-enum db_id { DB_META, DB_PROCS, DB_THREADS, DB_CUDA, DB_HOST, DB_STRINGS, DB_STACKS, DB_COUNT };
+enum db_id { DB_META, DB_PROCS, DB_THREADS, DB_CUDA, DB_HOST, DB_STRINGS, DB_STACKS, DB_AGG,
+             DB_COUNT };
+
+/* Every run has the databases below DB_REQUIRED; the others only some runs
+ * (agg: size-capped runs, cs_store_agg_open()). */
+#define DB_REQUIRED DB_AGG
 
 static const char *const db_names[DB_COUNT] = {"meta",     "procs",   "threads", "cuda_blk",
-                                               "host_blk", "strings", "stacks"};
-static const unsigned db_flags[DB_COUNT] = {0, 0, 0, 0, 0, MDB_INTEGERKEY, MDB_INTEGERKEY};
+                                               "host_blk", "strings", "stacks",  "agg"};
+static const unsigned db_flags[DB_COUNT] = {0, 0, 0, 0, 0, MDB_INTEGERKEY, MDB_INTEGERKEY, 0};
 
 #define STORE_DEFAULT_MAP (1ull << 30)
 #define STORE_MIN_MAP     (256ull << 10)
@@ -165,6 +170,8 @@ struct cs_store {
     uint8_t *arena;
     size_t arena_len, arena_cap;
     uint32_t blk_seq;
+    int has_agg; /* the agg database is open (cs_store_agg_open) */
+    uint64_t evict_ts_max_ns, evict_blocks, evict_records; /* cs_store_evict totals */
     struct itab strings, stacks;
     struct flusher fl;
 };
@@ -266,7 +273,7 @@ static int store_open_dbs(struct cs_store *s)
 
     if (rc)
         return rc;
-    for (int i = 0; i < DB_COUNT && rc == 0; i++)
+    for (int i = 0; i < DB_REQUIRED && rc == 0; i++)
         rc = mdb_dbi_open(txn, db_names[i], MDB_CREATE | db_flags[i], &s->dbi[i]);
     if (rc) {
         mdb_txn_abort(txn);
@@ -642,6 +649,165 @@ void cs_store_free(struct cs_store *s)
     free(s);
 }
 
+/* ---- flight recorder (record --max-size; the policy is sampler/flight.c) ---- */
+
+int cs_store_agg_open(struct cs_store *s)
+{
+    MDB_txn *txn = NULL;
+    int rc;
+
+    if (s->env == NULL)
+        return -EBADF;
+    rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+    if (rc == 0)
+        rc = mdb_dbi_open(txn, db_names[DB_AGG], MDB_CREATE | db_flags[DB_AGG], &s->dbi[DB_AGG]);
+    if (rc) {
+        if (txn)
+            mdb_txn_abort(txn);
+        return lmdb_rc(rc);
+    }
+    rc = mdb_txn_commit(txn);
+    if (rc == 0)
+        s->has_agg = 1;
+    return lmdb_rc(rc);
+}
+
+int cs_store_put_agg(struct cs_store *s, const void *key, size_t klen, const void *val,
+                     size_t vlen)
+{
+    if (!s->has_agg)
+        return -EBADF;
+    if (klen == 0 || klen > 400)
+        return -EINVAL;
+    return stage_copy(s, DB_AGG, key, klen, val, vlen);
+}
+
+/* Pages every database of @p txn holds (branch, leaf, overflow), the free
+ * list's own included: what the file must keep, whatever it has freed. */
+static uint64_t txn_live_bytes(MDB_txn *txn, const MDB_dbi *dbi, int has_agg)
+{
+    uint64_t pages = 0;
+    MDB_stat st = {0};
+
+    for (MDB_dbi d = 0; d < 2; d++) /* FREE_DBI, MAIN_DBI */
+        if (mdb_stat(txn, d, &st) == 0)
+            pages += st.ms_branch_pages + st.ms_leaf_pages + st.ms_overflow_pages;
+    for (int i = 0; i < DB_COUNT; i++)
+        if ((i < DB_REQUIRED || has_agg) && mdb_stat(txn, dbi[i], &st) == 0)
+            pages += st.ms_branch_pages + st.ms_leaf_pages + st.ms_overflow_pages;
+    return pages * st.ms_psize;
+}
+
+/* Bytes a block of @p vlen takes in its tree: a value over a quarter page
+ * gets overflow pages of its own, a smaller one shares a leaf. */
+static uint64_t blk_bytes(size_t vlen, unsigned psize)
+{
+    if (vlen + BLK_KEY_BYTES + 8 > psize / 4)
+        return ((vlen + 16 + psize - 1) / psize) * (uint64_t)psize;
+    return vlen + BLK_KEY_BYTES + 8 + 2;
+}
+
+/* Delete the block of cursor @p cur (positioned) and account for it. */
+static int evict_one(MDB_cursor *cur, const MDB_val *v, unsigned psize, struct cs_evict *ev,
+                     uint64_t *freed)
+{
+    struct cs_blk_hdr h;
+
+    if (v->mv_size >= sizeof(h)) {
+        memcpy(&h, v->mv_data, sizeof(h));
+        ev->records += h.n;
+        if (h.ts_last_ns > ev->ts_last_max_ns)
+            ev->ts_last_max_ns = h.ts_last_ns;
+    }
+    *freed += blk_bytes(v->mv_size, psize);
+    ev->blocks++;
+    return mdb_cursor_del(cur, 0);
+}
+
+/* Oldest blocks first, cuda_blk and host_blk merged by key (ts_first). */
+static int evict_oldest(MDB_txn *txn, const MDB_dbi *dbi, uint64_t excess, unsigned psize,
+                        struct cs_evict *ev)
+{
+    MDB_cursor *cc = NULL, *hc = NULL;
+    uint64_t freed = 0;
+    int rc = mdb_cursor_open(txn, dbi[DB_CUDA], &cc);
+
+    if (rc == 0)
+        rc = mdb_cursor_open(txn, dbi[DB_HOST], &hc);
+    while (rc == 0 && freed < excess) {
+        MDB_val ck, cv, hk, hv;
+        int rc_c = mdb_cursor_get(cc, &ck, &cv, MDB_FIRST);
+        int rc_h = mdb_cursor_get(hc, &hk, &hv, MDB_FIRST);
+        if (rc_c && rc_h) {
+            rc = rc_c == MDB_NOTFOUND && rc_h == MDB_NOTFOUND ? 0 : rc_c ? rc_c : rc_h;
+            break; /* nothing left to evict */
+        }
+        if (rc_h || (rc_c == 0 && memcmp(ck.mv_data, hk.mv_data, 8) <= 0))
+            rc = evict_one(cc, &cv, psize, ev, &freed);
+        else
+            rc = evict_one(hc, &hv, psize, ev, &freed);
+    }
+    if (hc)
+        mdb_cursor_close(hc);
+    if (cc)
+        mdb_cursor_close(cc);
+    return rc;
+}
+
+/* The eviction totals, in the transaction that deletes: a reader never
+ * sees blocks gone without knowing from when the detail is whole. */
+static int evict_meta(struct cs_store *s, MDB_txn *txn, const struct cs_evict *ev)
+{
+    const char *const keys[3] = {"flight_detail_from_ns", "flight_evicted_blocks",
+                                 "flight_evicted_records"};
+    uint64_t vals[3];
+    int rc = 0;
+
+    if (ev->ts_last_max_ns > s->evict_ts_max_ns)
+        s->evict_ts_max_ns = ev->ts_last_max_ns;
+    s->evict_blocks += ev->blocks;
+    s->evict_records += ev->records;
+    vals[0] = s->evict_ts_max_ns;
+    vals[1] = s->evict_blocks;
+    vals[2] = s->evict_records;
+    for (int i = 0; i < 3 && rc == 0; i++) {
+        char buf[24];
+        MDB_val k = {strlen(keys[i]), (void *)keys[i]}, v = {0, buf};
+        v.mv_size = (size_t)snprintf(buf, sizeof(buf), "%" PRIu64, vals[i]);
+        rc = mdb_put(txn, s->dbi[DB_META], &k, &v, 0);
+    }
+    return rc;
+}
+
+int cs_store_evict(struct cs_store *s, uint64_t live_max_bytes, struct cs_evict *ev)
+{
+    MDB_txn *txn;
+    MDB_stat st;
+    uint64_t live;
+    int rc;
+
+    memset(ev, 0, sizeof(*ev));
+    if (s->env == NULL)
+        return -EBADF;
+    if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0)
+        return lmdb_rc(rc);
+    live = txn_live_bytes(txn, s->dbi, s->has_agg);
+    mdb_env_stat(s->env, &st);
+    if (live > live_max_bytes)
+        rc = evict_oldest(txn, s->dbi, live - live_max_bytes, st.ms_psize, ev);
+    if (rc == 0 && ev->blocks) {
+        live = txn_live_bytes(txn, s->dbi, s->has_agg);
+        rc = evict_meta(s, txn, ev);
+    }
+    if (rc || ev->blocks == 0)
+        mdb_txn_abort(txn);
+    else
+        rc = mdb_txn_commit(txn);
+    ev->live_bytes = live;
+    ev->file_bytes = store_used_bytes(s);
+    return rc ? lmdb_rc(rc) : 0;
+}
+
 /* ================= reader ================= */
 
 struct meta_kv {
@@ -656,6 +822,7 @@ struct run_stack {
 struct cs_run {
     MDB_env *env;
     MDB_dbi dbi[DB_COUNT];
+    int has_db[DB_COUNT]; /* the optional ones may be absent */
     char *path;
     int fd;        /* held open for size checks */
     int ncursors;  /* open cursors (a map resize must wait for 0) */
@@ -1407,6 +1574,12 @@ static int run_load(struct cs_run *r, struct cs_err *err)
         return cs_err_set(err, lmdb_rc(rc), "%s: %s", r->path, mdb_strerror(rc));
     for (int i = 0; i < DB_COUNT; i++) {
         rc = mdb_dbi_open(txn, db_names[i], db_flags[i], &r->dbi[i]);
+        if (rc == MDB_NOTFOUND && i >= DB_REQUIRED) {
+            r->has_db[i] = 0;
+            rc = 0;
+            continue;
+        }
+        r->has_db[i] = 1;
         if (rc) {
             mdb_txn_abort(txn);
             if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE)
@@ -1571,6 +1744,53 @@ void cs_run_free(struct cs_run *r)
         return;
     run_close(r);
     free(r);
+}
+
+int cs_run_has_agg(const struct cs_run *r)
+{
+    return r->env && r->has_db[DB_AGG];
+}
+
+/* One agg row to @p fn, as an aligned copy (values sit unaligned in pages). */
+static int agg_visit(struct cs_run *r, const MDB_val *k, const MDB_val *v, cs_agg_fn *fn,
+                     void *arg, struct cs_err *err)
+{
+    void *copy;
+    int rc;
+
+    if (!run_in_file(r, k, v))
+        return run_past_end(r, DB_AGG, err);
+    if ((copy = malloc(v->mv_size ? v->mv_size : 1)) == NULL)
+        return cs_err_set(err, -ENOMEM, "%s: out of memory", r->path);
+    memcpy(copy, v->mv_data, v->mv_size);
+    rc = fn(arg, k->mv_data, k->mv_size, copy, v->mv_size, err);
+    free(copy);
+    return rc;
+}
+
+int cs_run_agg_each(struct cs_run *r, cs_agg_fn *fn, void *arg, struct cs_err *err)
+{
+    MDB_txn *txn;
+    MDB_cursor *cur;
+    MDB_val k, v;
+    int rc, e = 0;
+
+    if (!cs_run_has_agg(r))
+        return 0;
+    if ((rc = run_txn_begin(r, &txn)) != 0)
+        return cs_err_set(err, lmdb_rc(rc), "%s: agg: %s", r->path, mdb_strerror(rc));
+    if ((rc = mdb_cursor_open(txn, r->dbi[DB_AGG], &cur)) == 0) {
+        for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0 && e == 0;
+             rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
+            e = agg_visit(r, &k, &v, fn, arg, err);
+        mdb_cursor_close(cur);
+    }
+    mdb_txn_abort(txn);
+    if (e < 0)
+        return e;
+    if (rc && rc != MDB_NOTFOUND)
+        return cs_err_set(err, lmdb_rc(rc), "%s: agg: %s", r->path, mdb_strerror(rc));
+    return 0;
 }
 
 int cs_cursor_open(struct cs_run *r, unsigned kind, uint64_t since_ns, uint64_t until_ns,

@@ -357,4 +357,66 @@ static inline unsigned cs_rec_size(unsigned kind)
     }
 }
 
+/* ---- aggregates of a size-capped run (record --max-size; docs/format.md) ---- */
+
+/* agg db: key = t_window_be64 | kind u8 | pid_be32 | sub_be32 (17 bytes),
+ * sub = api << 16 | variant << 8 | nested (CUDA), device (GPU), 0 (host).
+ * The collector rewrites a window's rows at every commit while records of
+ * it arrive, in the same transaction as their blocks: a block is evicted
+ * only after its records are counted here. */
+enum cs_agg_kind { CS_AGG_CUDA = 1, CS_AGG_HOST = 2, CS_AGG_GPU = 3 };
+
+/* CUDA calls of one process and API (display variant, nested or not) that
+ * entered in [t_start_ns, t_start_ns + window_ns); then nbuckets
+ * struct cs_agg_bucket, ascending index (include/cudaspy/flight.h). */
+struct cs_agg_cuda {
+    uint64_t t_start_ns; /* window start, CLOCK_MONOTONIC */
+    uint64_t window_ns;
+    uint64_t count;
+    uint64_t total_ns;   /* sum of t_exit_ns - t_enter_ns */
+    uint64_t min_ns, max_ns;
+    uint64_t errors;     /* calls with CS_CF_ERROR */
+    uint32_t pid;
+    uint16_t api;        /* enum cs_api */
+    uint8_t variant;     /* enum cs_variant */
+    uint8_t nested;      /* 1: CS_CF_NESTED */
+    uint32_t nbuckets;
+    uint32_t pad;
+};
+_Static_assert(sizeof(struct cs_agg_cuda) == 72, "cs_agg_cuda is 72 bytes");
+
+/* One non-empty latency histogram bucket: calls whose duration has index
+ * cs_hist_index(dur) (flight.h). */
+struct cs_agg_bucket {
+    uint32_t index;
+    uint32_t count;
+};
+_Static_assert(sizeof(struct cs_agg_bucket) == 8, "cs_agg_bucket is 8 bytes");
+
+/* Host state of one process over a window: records that started in it. */
+struct cs_agg_host {
+    uint64_t t_start_ns, window_ns;
+    uint32_t pid;
+    uint32_t pad;
+    uint64_t oncpu_ns, sleep_ns, disk_ns, preempt_ns, runq_ns; /* sums of cs_rec_pwin */
+    uint64_t off_ns[6];    /* cs_rec_offcpu durations by cls (enum cs_off_class; 0 unused) */
+    uint64_t off_count[6]; /* and their number */
+    uint64_t runq_wait_ns; /* cs_rec_runq: sum of t_run_ns - t_enqueue_ns */
+    uint64_t runq_waits;
+};
+_Static_assert(sizeof(struct cs_agg_host) == 176, "cs_agg_host is 176 bytes");
+
+/* GPU activity of one process and device over a window, by enum
+ * cs_gpu_kind (index 0 unused): records that started in it, durations
+ * summed (overlapping kernels count twice). */
+struct cs_agg_gpu {
+    uint64_t t_start_ns, window_ns;
+    uint32_t pid;
+    uint16_t device;
+    uint16_t pad;
+    uint64_t count[4];
+    uint64_t dur_ns[4];
+};
+_Static_assert(sizeof(struct cs_agg_gpu) == 88, "cs_agg_gpu is 88 bytes");
+
 #endif

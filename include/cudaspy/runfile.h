@@ -10,6 +10,8 @@
  *   host_blk  same key -> struct cs_blk_hdr + records of one host kind
  *   strings   u32 id (MDB_INTEGERKEY) -> UTF-8 bytes (no NUL); id 0 is unused
  *   stacks    u32 id (MDB_INTEGERKEY) -> struct cs_frame[]
+ *   agg       size-capped runs only: t_window_be64|kind|pid_be32|sub_be32 ->
+ *             struct cs_agg_cuda (+ buckets), cs_agg_host or cs_agg_gpu
  * Meta keys every run has: format ("cudaspy-run"), format_version, tool_version,
  * host, cmdline, t_start_ns, t_end_ns, realtime_offset_ns, clock, tsc_*,
  * sampler_tier (A|B|C|none), sampler_tier_reason, cuda_dropped, host_lost,
@@ -93,6 +95,36 @@ size_t cs_store_pending(const struct cs_store *s);
 /** Current map size in bytes. */
 uint64_t cs_store_map_bytes(const struct cs_store *s);
 
+/* ---- flight recorder (record --max-size; policy in sampler/flight.c) ----
+ * Usage: cs_store_agg_open once; at every commit cs_store_put_agg the
+ * aggregates of what was staged, cs_store_commit, then cs_store_evict. */
+
+/** Create the agg database (docs/format.md), for a size-capped run.
+ * @return 0, CS_E_LMDB, -ENOSPC, ... */
+int cs_store_agg_open(struct cs_store *s);
+
+/** Stage agg row @p key = @p val (replaces the row with that key).
+ * @return 0, -ENOMEM, -EINVAL (key over 400 bytes), -EBADF (no agg db) */
+int cs_store_put_agg(struct cs_store *s, const void *key, size_t klen, const void *val,
+                     size_t vlen);
+
+/* What cs_store_evict() did. */
+struct cs_evict {
+    uint64_t live_bytes;     /* pages every database holds, after */
+    uint64_t file_bytes;     /* (last page used + 1) * page size, after */
+    uint64_t blocks;         /* blocks deleted */
+    uint64_t records;        /* records in them */
+    uint64_t ts_last_max_ns; /* largest ts_last_ns of a deleted block; 0 = none */
+};
+
+/** When the databases hold more than @p live_max_bytes of pages, delete
+ * the oldest blocks (cuda_blk and host_blk by key, ts_first) until they
+ * hold about that much, in one transaction of its own. LMDB never shrinks
+ * the file: later commits reuse the freed pages (from the second commit
+ * after this one on). Staged data is neither written nor touched.
+ * @return 0, CS_E_LMDB, -ENOSPC, -EIO; @p ev filled in any case */
+int cs_store_evict(struct cs_store *s, uint64_t live_max_bytes, struct cs_evict *ev);
+
 /** Commit what is staged, sync, close. Idempotent. */
 void cs_store_close(struct cs_store *s);
 
@@ -165,6 +197,21 @@ void cs_cursor_release_pages(struct cs_cursor *c);
 
 /** Close, free. Accepts NULL. */
 void cs_cursor_close(struct cs_cursor *c);
+
+/** Does the run have an agg database (a size-capped run)? */
+int cs_run_has_agg(const struct cs_run *r);
+
+/* Called with each agg row: key bytes (borrowed) and an aligned copy of the
+ * value (borrowed until the call returns); a negative return stops the walk. */
+typedef int cs_agg_fn(void *arg, const void *key, size_t klen, const void *val, size_t vlen,
+                      struct cs_err *err);
+
+/** Visit every row of the agg database in key order (window, kind, pid,
+ * sub); no rows when the run has none. @return 0, what @p fn returned,
+ * CS_E_CORRUPT, CS_E_LMDB */
+int cs_run_agg_each(struct cs_run *r, cs_agg_fn *fn, void *arg, struct cs_err *err);
+
+#define CS_AGG_KEY_BYTES 17 /* t_window_be64 | kind u8 | pid_be32 | sub_be32 */
 
 /* ---- key encoding (shared by writer and reader) ---- */
 
