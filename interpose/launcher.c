@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cudaspy/flight.h"
 #include "cudaspy/version.h"
 
 #ifndef LAUNCH_BIN_TO_LIB
@@ -19,7 +20,7 @@
 
 static const char usage_text[] =
     "Usage: cudaspy record [-o FILE] [--no-host] [--gpu-activity MODE] [--duty MS] [-q]\n"
-    "                      -- COMMAND [ARGS...]\n"
+    "                      [--max-size SIZE] -- COMMAND [ARGS...]\n"
     "\n"
     "Run COMMAND with the CUDA shim preloaded and record its CUDA calls and host\n"
     "scheduling into one run file.\n"
@@ -31,6 +32,10 @@ static const char usage_text[] =
     "              every second), full, or off (CUDASPY_GPU_ACTIVITY; docs/gpu.md)\n"
     "  --duty MS   measure what recording costs: record for MS ms, pause for MS ms,\n"
     "              and so on (the run covers the recording phases only)\n"
+    "  --max-size SIZE\n"
+    "              flight recorder for long jobs: the run file stays near SIZE (200M,\n"
+    "              2G; at least 1M) with every record of the last part of the run\n"
+    "              and per-second aggregates of all of it (CUDASPY_MAX_SIZE)\n"
     "  -q          no summary line at the end\n"
     "\n"
     "Environment: CUDASPY_SAMPLER overrides the sampler path (default: next to\n"
@@ -42,6 +47,7 @@ static const char usage_text[] =
     "EXAMPLES\n"
     "  cudaspy record -o run.lmdb -- python train.py\n"
     "  cudaspy record -o run.lmdb --gpu-activity full -- ./my_cuda_app\n"
+    "  cudaspy record -o run.lmdb --max-size 2G -- python train.py\n"
     "  LD_PRELOAD=/usr/local/lib/libcudaspy.so python train.py   (auto-start)\n";
 
 /* `cudaspy --help`: the subcommands; each has its own --help. */
@@ -121,6 +127,27 @@ static void nvtx_injection(const char *preload)
         setenv("NVTX_INJECTION64_PATH", real, 1);
 }
 
+/* --max-size SIZE or --max-size=SIZE at argv[*i]: checked here, so that a
+ * bad size is one line from us and no sampler starts; passed on as given. */
+static int max_size(int argc, char **argv, int *i, char **av, int *n)
+{
+    const char *arg = argv[*i][10] == '=' ? argv[*i] + 11 : NULL;
+    uint64_t bytes;
+    char msg[320];
+    int rc;
+
+    if (arg == NULL && (*i + 1 >= argc || strcmp(argv[*i + 1], "--") == 0))
+        return -usage_error("option --max-size needs a size (200M, 2G)");
+    av[(*n)++] = argv[*i];
+    if (arg == NULL)
+        av[(*n)++] = argv[++*i];
+    if ((rc = cs_parse_size(arg ? arg : argv[*i], &bytes)) == 0)
+        return 0;
+    snprintf(msg, sizeof(msg), "--max-size: invalid size '%.200s' (%s)", arg ? arg : argv[*i],
+             rc == -ERANGE ? "from 1M to 8E bytes" : "digits and K, M, G or T: 200M, 2G");
+    return -usage_error(msg);
+}
+
 /* Build the sampler's argv: sampler [opts] --preload SO -- CMD... */
 static int record(int argc, char **argv)
 {
@@ -145,6 +172,9 @@ static int record(int argc, char **argv)
                                                               : "option --duty needs milliseconds");
             av[n++] = argv[i];
             av[n++] = argv[++i];
+        } else if (strcmp(argv[i], "--max-size") == 0 || strncmp(argv[i], "--max-size=", 11) == 0) {
+            if (max_size(argc, argv, &i, av, &n) < 0)
+                return 2;
         } else if (strcmp(argv[i], "--no-host") == 0 || strcmp(argv[i], "-q") == 0) {
             av[n++] = argv[i];
         } else if (strcmp(argv[i], "--gpu-activity") == 0 ||

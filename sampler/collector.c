@@ -23,6 +23,7 @@
 
 #include "clock.h"
 #include "collector_priv.h"
+#include "flight.h"
 #include "cudaspy/grow.h"
 #include "cudaspy/ring.h"
 #include "cudaspy/runfile.h"
@@ -127,6 +128,7 @@ struct collector {
     int backlog; /* a sub-ring still had data when its budget ran out */
     void (*on_reg)(void *arg, pid_t pid);
     void *on_reg_arg;
+    struct flight *fl; /* o.max_size_bytes: the flight recorder (flight.h) */
 };
 
 static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -406,6 +408,8 @@ static void put_block(struct collector *c, uint32_t source, struct cs_blk_hdr *h
     if (c->store_failed)
         return;
     rc = cs_store_put_block(c->st, source, h, recs);
+    if (rc == 0 && c->fl)
+        flight_block(c->fl, h, recs);
     if (rc < 0 && rc != -EINVAL)
         warn("cudaspy-sampler: %s: cannot stage block (%s)", c->o.path, cs_strerror(rc));
 }
@@ -1190,7 +1194,11 @@ static int commit(struct collector *c, uint64_t now_ns)
         return CS_E_LMDB;
     stage_tables(c);
     collector_meta_u64(c, "cuda_dropped", c->stats.cuda_dropped);
-    rc = cs_store_commit(c->st);
+    rc = c->fl ? flight_stage(c->fl, c->st) : 0;
+    if (rc == 0)
+        rc = cs_store_commit(c->st);
+    if (rc == 0 && c->fl)
+        rc = flight_trim(c->fl, c->st);
     c->last_commit_ns = now_ns;
     if (rc < 0) {
         c->store_failed = 1;
@@ -1372,6 +1380,13 @@ int collector_open(struct collector *c, const struct collector_opts *o, struct c
     rc = cs_store_open(c->st, o->path, &so, err);
     if (rc < 0)
         return rc;
+    if (o->max_size_bytes) {
+        c->fl = flight_new(o->max_size_bytes, c->t_start_ns);
+        rc = c->fl ? flight_open(c->fl, c->st) : -ENOMEM;
+        if (rc < 0)
+            return cs_err_set(err, rc, "%s: cannot start the size cap (%s)", o->path,
+                              cs_strerror(rc));
+    }
     rc = listen_on(c, err);
     if (rc < 0)
         return rc;
@@ -1401,6 +1416,7 @@ void collector_free(struct collector *c)
             unlink(c->addr);
     }
     cs_store_free(c->st);
+    flight_free(c->fl);
     for (unsigned k = 0; k < CS_REC_KIND_COUNT; k++)
         free(c->host[k].buf);
     free(c->conns);

@@ -19,6 +19,7 @@
 
 #include "clock.h"
 #include "collector_priv.h"
+#include "cudaspy/flight.h"
 #include "cudaspy/version.h"
 #include "privs.h"
 #ifdef CS_HAVE_HOST
@@ -36,7 +37,7 @@ struct sampler_args {
     char **cmd;       /* launch mode */
     pid_t pid;        /* attach mode */
     int ready_fd, quiet, no_host, tier, page_source, sched;
-    uint64_t window_ns, offcpu_ns, runq_ns, map_bytes, max_map_bytes, duty_ns;
+    uint64_t window_ns, offcpu_ns, runq_ns, map_bytes, max_map_bytes, duty_ns, max_size;
     unsigned page_period, ring_pages;
 };
 
@@ -92,6 +93,9 @@ static void usage(FILE *f)
 "      --map-mb N      initial run-file map size in MiB (default 1024; grows)\n"
 "      --max-map-mb N  the map never grows past N MiB: recording stops there\n"
 "                      (also CUDASPY_MAX_MAP_MB; default no limit)\n"
+"      --max-size SIZE flight recorder: keep the run file near SIZE (200M, 2G;\n"
+"                      at least 1M) by evicting the oldest records; per-second\n"
+"                      aggregates cover the whole run (also CUDASPY_MAX_SIZE)\n"
 "  -q, --quiet         no end-of-run line (also CUDASPY_QUIET=1)\n"
 "      --version       print the version and exit\n"
 "      --help          print this help and exit\n"
@@ -137,7 +141,7 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 enum {
     OPT_LISTEN = 256, OPT_READY, OPT_PRELOAD, OPT_NOHOST, OPT_TIER, OPT_WINDOW, OPT_OFFCPU,
     OPT_RUNQ, OPT_PAGE, OPT_EVENTS, OPT_RING, OPT_PID, OPT_MAP, OPT_VERSION, OPT_HELP,
-    OPT_MAXMAP, OPT_PAGESRC, OPT_DUTY, OPT_SCHED
+    OPT_MAXMAP, OPT_PAGESRC, OPT_DUTY, OPT_SCHED, OPT_MAXSIZE
 };
 
 static const struct option long_opts[] = {
@@ -151,8 +155,21 @@ static const struct option long_opts[] = {
     {"quiet", no_argument, 0, 'q'},          {"version", no_argument, 0, OPT_VERSION},
     {"help", no_argument, 0, OPT_HELP},      {"max-map-mb", required_argument, 0, OPT_MAXMAP},
     {"page-source", required_argument, 0, OPT_PAGESRC}, {"duty", required_argument, 0, OPT_DUTY},
-    {"sched", required_argument, 0, OPT_SCHED},
+    {"sched", required_argument, 0, OPT_SCHED}, {"max-size", required_argument, 0, OPT_MAXSIZE},
     {0, 0, 0, 0}};
+
+/* --max-size or CUDASPY_MAX_SIZE (@p what) into a->max_size. */
+static int parse_max_size(struct sampler_args *a, const char *what, const char *arg)
+{
+    char msg[160];
+    int rc = cs_parse_size(arg, &a->max_size);
+
+    if (rc == 0)
+        return 0;
+    snprintf(msg, sizeof(msg), "%s: invalid size '%%s' (%s)", what,
+             rc == -ERANGE ? "from 1M to 8E bytes" : "digits and K, M, G or T: 200M, 2G");
+    return usage_error(msg, arg);
+}
 
 /* 'a' or 'f' for a page source named "allocs" or "faults", else 0. */
 static int page_source_of(const char *s)
@@ -217,6 +234,10 @@ static int parse_args(int argc, char **argv, struct sampler_args *a)
                 return usage_error("invalid policy '%s' (batch or normal)", optarg);
             a->sched = optarg[0] == 'n' ? SCHED_OTHER : SCHED_BATCH;
             break;
+        case OPT_MAXSIZE:
+            if ((rc = parse_max_size(a, "--max-size", optarg)) < 0)
+                return rc;
+            break;
         case OPT_VERSION: printf(PROG " " CS_VERSION "\n"); return 1;
         case OPT_HELP: usage(stdout); return 1;
         case '?':
@@ -237,6 +258,11 @@ static int parse_args(int argc, char **argv, struct sampler_args *a)
         (a->page_source = page_source_of(env)) == 0)
         fprintf(stderr, PROG ": warning: CUDASPY_PAGE_SOURCE='%s' is not allocs or faults; "
                         "faults\n", env);
+    /* a bad cap is an error, not "no cap": a flight recorder that silently
+     * grows can fill the disk of a week-long job */
+    if (a->max_size == 0 && (env = getenv("CUDASPY_MAX_SIZE")) && *env &&
+        (rc = parse_max_size(a, "CUDASPY_MAX_SIZE", env)) < 0)
+        return rc;
     if ((env = getenv("CUDASPY_QUIET")) && strcmp(env, "1") == 0)
         a->quiet = 1;
     if (a->max_map_bytes == 0 && (env = getenv("CUDASPY_MAX_MAP_MB")) && *env) {
@@ -577,7 +603,8 @@ static int setup(struct loop *l, char *path, size_t n, int *gate)
 {
     struct sampler_args *a = l->a;
     struct collector_opts co = {.path = path, .listen = a->listen, .map_bytes = a->map_bytes,
-                                .max_map_bytes = a->max_map_bytes, .duty_ns = a->duty_ns};
+                                .max_map_bytes = a->max_map_bytes, .duty_ns = a->duty_ns,
+                                .max_size_bytes = a->max_size};
     struct cs_err err = {""};
     char addr[64];
 
