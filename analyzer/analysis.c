@@ -12,6 +12,7 @@
 #include "rules/chains.h"
 #include "rules/feed.h"
 #include "rules/gpu.h"
+#include "model/aggregates.h"
 #include "model/model.h"
 #include "model/procs.h"
 #include "model/steps.h"
@@ -25,6 +26,7 @@ struct dur_cache;
 struct analysis {
     struct model m;
     struct stats_table api, by_pid, by_stream, by_kernel;
+    struct aggregates agg; /* size-capped runs: the whole run (model/aggregates.h) */
     struct feed feed;
     struct gpu_truth gpu;
     struct steps steps;
@@ -180,6 +182,8 @@ int analysis_load(const char *const *paths, int n, const struct analysis_opts *o
     if (a == NULL)
         return -ENOMEM;
     rc = model_load(&a->m, paths, n, o, err);
+    if (rc == 0)
+        rc = aggregates_load(&a->agg, &a->m, err);
     if (rc == 0 && (rc = derive(a)) < 0) {
         if (rc == -ENOENT)
             cs_err_set(err, rc, "--step: %s", a->steps.how);
@@ -366,6 +370,50 @@ static json_t *file_json(const struct model *m, int i)
     return o;
 }
 
+/* A size-capped run (record --max-size): which part has every record, and
+ * the whole run's totals from its aggregates. */
+static json_t *flight_json(const struct analysis *a, int i)
+{
+    const struct agg_run *g = &a->agg.run[i];
+    const struct m_run *r = &a->m.runs[i];
+    const struct cs_agg_host *h = &g->host;
+    json_t *o = json_object();
+
+    json_object_set_new(o, "max_size_bytes", json_integer((json_int_t)g->max_size_bytes));
+    json_object_set_new(o, "window_ns", json_integer((json_int_t)g->window_ns));
+    json_object_set_new(o, "detail_from_ns", json_integer((json_int_t)(g->detail_from_ns - r->t0_ns)));
+    json_object_set_new(o, "detail_to_ns", json_integer((json_int_t)(r->win_hi_ns - r->t0_ns)));
+    json_object_set_new(o, "evicted_blocks", json_integer((json_int_t)g->evicted_blocks));
+    json_object_set_new(o, "evicted_records", json_integer((json_int_t)g->evicted_records));
+    json_object_set_new(o, "late_records", json_integer((json_int_t)g->late_records));
+    json_object_set_new(o, "outermost_calls", json_integer((json_int_t)g->calls));
+    json_object_set_new(o, "nested_calls", json_integer((json_int_t)g->nested_calls));
+    json_object_set_new(
+        o, "host",
+        json_pack("{s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:I, s:I}",
+                  "oncpu_ns", (json_int_t)h->oncpu_ns, "sleep_ns", (json_int_t)h->sleep_ns,
+                  "disk_ns", (json_int_t)h->disk_ns, "preempted_ns", (json_int_t)h->preempt_ns,
+                  "runq_delay_ns", (json_int_t)h->runq_ns, "offcpu_ns", "sleep",
+                  (json_int_t)h->off_ns[CS_OFF_SLEEP], "disk", (json_int_t)h->off_ns[CS_OFF_DISK],
+                  "preempted", (json_int_t)h->off_ns[CS_OFF_PREEMPT], "blocked",
+                  (json_int_t)h->off_ns[CS_OFF_BLOCKED], "other",
+                  (json_int_t)h->off_ns[CS_OFF_OTHER], "offcpu_intervals",
+                  (json_int_t)(h->off_count[1] + h->off_count[2] + h->off_count[3] +
+                               h->off_count[4] + h->off_count[5]),
+                  "runq_waits", (json_int_t)h->runq_waits, "runq_wait_ns",
+                  (json_int_t)h->runq_wait_ns));
+    json_object_set_new(
+        o, "gpu",
+        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "kernels",
+                  (json_int_t)g->gpu.count[CS_GPU_KERNEL], "kernel_ns",
+                  (json_int_t)g->gpu.dur_ns[CS_GPU_KERNEL], "copies",
+                  (json_int_t)g->gpu.count[CS_GPU_MEMCPY], "copy_ns",
+                  (json_int_t)g->gpu.dur_ns[CS_GPU_MEMCPY], "memsets",
+                  (json_int_t)g->gpu.count[CS_GPU_MEMSET], "memset_ns",
+                  (json_int_t)g->gpu.dur_ns[CS_GPU_MEMSET]));
+    return o;
+}
+
 static json_t *json_run(const struct analysis *a)
 {
     const struct model *m = &a->m;
@@ -377,6 +425,8 @@ static json_t *json_run(const struct analysis *a)
     for (int i = 0; i < m->nruns; i++) {
         const struct m_run *r = &m->runs[i];
         json_array_append_new(files, file_json(m, i));
+        if (a->agg.run[i].capped)
+            json_object_set_new(json_array_get(files, (size_t)i), "flight", flight_json(a, i));
         degraded |= run_degraded(r);
         empty &= run_empty(r);
         ncuda += r->counts[CS_REC_CUDA];
@@ -515,7 +565,13 @@ json_t *analysis_json(const struct analysis *a)
 
     json_object_set_new(o, "run", json_run(a));
     json_object_set_new(o, "missing", json_missing(&a->m));
-    json_object_set_new(o, "apis", table_json(&a->m, &a->api));
+    if (a->agg.any) { /* the whole run's table; the exact one covers the detailed part */
+        json_object_set_new(o, "apis", table_json(&a->m, &a->agg.api));
+        json_object_set_new(o, "apis_source", json_string("aggregates"));
+        json_object_set_new(o, "apis_detail", table_json(&a->m, &a->api));
+    } else {
+        json_object_set_new(o, "apis", table_json(&a->m, &a->api));
+    }
     if (a->m.opts.by_pid)
         json_object_set_new(o, "apis_by_pid", table_json(&a->m, &a->by_pid));
     if (a->m.opts.by_stream)
@@ -678,6 +734,7 @@ void analysis_free(struct analysis *a)
         free(d);
     }
     stats_table_exit(&a->api);
+    aggregates_exit(&a->agg);
     stats_table_exit(&a->by_pid);
     stats_table_exit(&a->by_stream);
     stats_table_exit(&a->by_kernel);

@@ -1121,6 +1121,10 @@ static int open_run(struct model *m, int i, const char *path, struct cs_err *err
     if (r->t_end_ns < r->t0_ns)
         r->t_end_ns = r->t0_ns;
     r->win_lo_ns = r->t0_ns + m->opts.since_ns;
+    /* a size-capped run holds every record only from here on (its older
+     * blocks were evicted): the model, and every finding, start there */
+    if (cs_run_meta_u64(r->run, "flight_detail_from_ns", 0) > r->win_lo_ns)
+        r->win_lo_ns = cs_run_meta_u64(r->run, "flight_detail_from_ns", 0);
     r->win_hi_ns = m->opts.until_ns > UINT64_MAX - r->t0_ns ? UINT64_MAX
                                                              : r->t0_ns + m->opts.until_ns;
     rc = load_procs(m, (uint32_t)i);

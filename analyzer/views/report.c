@@ -177,6 +177,27 @@ static void print_steps_line(const struct out *o, const json_t *s, int host_data
     fputc('\n', o->f);
 }
 
+/* A size-capped run: which part has every record (docs/analyzer.md). */
+static void print_flight(const struct out *o, const json_t *fl)
+{
+    char a[32], b[32];
+
+    if (fl == NULL)
+        return;
+    fprintf(o->f, "capped   run file capped at %s MiB; ",
+            fmt_count(a, sizeof(a), geti(fl, "max_size_bytes") >> 20));
+    if (geti(fl, "evicted_blocks") == 0)
+        fprintf(o->f, "nothing evicted, full detail over the whole run\n");
+    else
+        fprintf(o->f, "full detail from %.1f s to %.1f s; before that, aggregates only "
+                      "(%s records evicted)\n",
+                (double)geti(fl, "detail_from_ns") / 1e9, (double)geti(fl, "detail_to_ns") / 1e9,
+                fmt_count(b, sizeof(b), geti(fl, "evicted_records")));
+    fprintf(o->f, "         LATENCY covers the whole run (%s CUDA calls); findings, steps, GPU "
+                  "feed and processes the detailed part\n",
+            fmt_count(b, sizeof(b), geti(fl, "outermost_calls")));
+}
+
 static void print_run(const struct out *o, const json_t *j)
 {
     const json_t *run = json_object_get(j, "run"), *files = json_object_get(run, "files");
@@ -206,6 +227,7 @@ static void print_run(const struct out *o, const json_t *j)
                     fmt_ns(b, sizeof(b), geti(v, "cuda_init_ns")),
                     fmt_ns(c, sizeof(c), geti(v, "active_ns")));
         print_collector_cpu(o, v);
+        print_flight(o, json_object_get(v, "flight"));
         if (json_is_true(json_object_get(v, "degraded")))
             fprintf(o->f, "%sWARNING: degraded run:%s %s CUDA records dropped, %s host records "
                           "lost%s; figures are lower bounds\n",
@@ -368,8 +390,13 @@ static void print_apis(const struct out *o, const json_t *j)
     int nested = 0;
     size_t i;
 
-    fprintf(o->f, "%sLATENCY%s (exact over every call; nearest-rank percentiles)\n",
-            col(o, C_BOLD), col(o, C_OFF));
+    if (json_object_get(j, "apis_source"))
+        fprintf(o->f, "%sLATENCY%s (whole run, from per-second aggregates: counts, totals, min "
+                      "and max exact; percentiles within 0.4 %%)\n",
+                col(o, C_BOLD), col(o, C_OFF));
+    else
+        fprintf(o->f, "%sLATENCY%s (exact over every call; nearest-rank percentiles)\n",
+                col(o, C_BOLD), col(o, C_OFF));
     if (json_array_size(apis) == 0) {
         fprintf(o->f, "  no CUDA calls\n");
         return;

@@ -4,12 +4,16 @@
  * record k of a thread has seq k (from 1), so a reader can check that every
  * (pid, tid, seq) landed exactly once.
  *
- *   producer [-p PROCS] [-t THREADS] [-n RECORDS] [-m MODE] [-r PER_MS] [-T SECONDS]
+ *   producer [-p PROCS] [-t THREADS] [-n RECORDS] [-m MODE] [-r PER_MS] [-T SECONDS] [-D]
  *   MODE: exit (return normally, default), _exit (no cleanup at all),
  *         kill (SIGKILL itself), forever (push until killed or -T),
  *         fork (push N, fork a child that pushes N, push N more),
  *         churn (threads one after another: each must reuse the first
  *                segment's sub-rings; exit 4 if a second segment appears)
+ *   -D: synthetic durations (the flight recorder's accuracy test): record k
+ *         lasts dur_of(k) ns, 1 us to 1 ms, skewed to the short end, and
+ *         every fifth is a cuStreamSynchronize; run with CUDASPY_CLOCK=mono
+ *         so that the stamps are nanoseconds
  * Exits 5 if a push changed errno.
  *   PER_MS: pace each thread to about this many records per millisecond
  *   SECONDS: every process dies of SIGALRM after this long, whoever forgot
@@ -25,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cudaspy/api.h"
 #include "shim_ring.h"
 
 struct prod_args {
@@ -32,9 +37,19 @@ struct prod_args {
     long n, per_ms;
     const char *mode;
     long limit_s; /* -T; -1: the mode's default */
+    int synth;    /* -D */
 };
 
-static struct prod_args A = {1, 1, 1000, 0, "exit", -1};
+static struct prod_args A = {1, 1, 1000, 0, "exit", -1, 0};
+
+/* -D: a duration that depends only on k. */
+static uint64_t dur_of(long k)
+{
+    uint64_t x = (uint64_t)k * 0x9e3779b97f4a7c15ull;
+
+    x = (x ^ (x >> 29)) % 1000;
+    return 1000 + x * x;
+}
 static pthread_barrier_t done_bar;
 
 static const char kernel_name[] = "test_kernel_with_a_name";
@@ -58,6 +73,10 @@ static void push_range(long first, long last, int forever, struct timespec *t0)
         r.t_enter_ns = shim_ring_now();
         r.bytes = (uint64_t)k;
         r.t_exit_ns = shim_ring_now();
+        if (A.synth) {
+            r.t_exit_ns = r.t_enter_ns + dur_of(k);
+            r.api = k % 5 ? CS_API_cuLaunchKernel : CS_API_cuStreamSynchronize;
+        }
         errno = 4242;
         shim_ring_push_cuda(&r);
         if (errno != 4242)
@@ -179,7 +198,7 @@ int main(int argc, char **argv)
 {
     int opt, fail = 0;
 
-    while ((opt = getopt(argc, argv, "p:t:n:m:r:T:")) != -1) {
+    while ((opt = getopt(argc, argv, "p:t:n:m:r:T:D")) != -1) {
         switch (opt) {
         case 'p': A.procs = atoi(optarg); break;
         case 't': A.threads = atoi(optarg); break;
@@ -187,6 +206,7 @@ int main(int argc, char **argv)
         case 'm': A.mode = optarg; break;
         case 'r': A.per_ms = atol(optarg); break;
         case 'T': A.limit_s = atol(optarg); break;
+        case 'D': A.synth = 1; break;
         default: return 2;
         }
     }
