@@ -37,6 +37,7 @@ struct flight {
     uint64_t oldest_win_ns; /* oldest window still held (late records go here) */
     uint64_t late;          /* records counted in a later window than theirs */
     uint64_t grow_max;      /* most bytes one commit staged (budget's slack) */
+    uint64_t extra;         /* more slack, added each time the file nears the cap */
     struct fl_ent **ent;
     size_t nent, cap;
     uint32_t *hash; /* index + 1 into ent, 0 = empty; nhash a power of two */
@@ -374,7 +375,7 @@ int flight_stage(struct flight *f, struct cs_store *st)
  * never below a quarter of the cap. */
 static uint64_t budget(const struct flight *f)
 {
-    uint64_t slack = 3 * (f->grow_max + f->grow_max / 8) + f->max_bytes / 16;
+    uint64_t slack = 3 * (f->grow_max + f->grow_max / 8) + f->max_bytes / 16 + f->extra;
 
     return slack < f->max_bytes / 4 * 3 ? f->max_bytes - slack : f->max_bytes / 4;
 }
@@ -382,8 +383,14 @@ static uint64_t budget(const struct flight *f)
 int flight_trim(struct flight *f, struct cs_store *st)
 {
     struct cs_evict ev;
+    int rc = cs_store_evict(st, budget(f), &ev);
 
-    return cs_store_evict(st, budget(f), &ev);
+    /* free pages too scattered for the next blocks (a block needs a run of
+     * contiguous pages) make the file grow all the same: once it passes
+     * 7/8 of the cap, keep an eighth more free */
+    if (rc == 0 && ev.file_bytes > f->max_bytes / 8 * 7 && f->extra < f->max_bytes / 2)
+        f->extra += f->max_bytes / 8;
+    return rc;
 }
 
 void flight_free(struct flight *f)
