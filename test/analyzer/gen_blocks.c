@@ -51,3 +51,18 @@ void gen_put(unsigned kind, const void *rec, uint64_t lo, uint64_t hi)
     memcpy(bufs[kind].data + (size_t)bufs[kind].n * size, rec, size);
     bufs[kind].n++;
 }
+
+void gen_meta(uint64_t t0, uint64_t t_end, const char *tier, const char *why)
+{
+    cs_store_put_meta(gen_st, "tool_version", "0.1.0");
+    cs_store_put_meta(gen_st, "host", "gen");
+    cs_store_put_meta(gen_st, "cmdline", "python train.py");
+    cs_store_put_meta_u64(gen_st, "t_start_ns", t0);
+    cs_store_put_meta_u64(gen_st, "t_end_ns", t_end);
+    cs_store_put_meta(gen_st, "clock", "monotonic");
+    cs_store_put_meta(gen_st, "sampler_tier", tier);
+    cs_store_put_meta(gen_st, "sampler_tier_reason", why);
+    cs_store_put_meta_u64(gen_st, "cuda_dropped", 0);
+    cs_store_put_meta_u64(gen_st, "host_lost", 0);
+    cs_store_put_meta_u64(gen_st, "clean_shutdown", 1);
+}

@@ -159,17 +159,7 @@ static void meta_and_proc(uint64_t t_end)
     p.cmdline_id = str("python train.py");
     if (cs_store_put_proc(gen_st, &p) < 0 || cs_store_put_thread(gen_st, &th) < 0)
         gen_die("proc", -12);
-    cs_store_put_meta(gen_st, "tool_version", "0.1.0");
-    cs_store_put_meta(gen_st, "host", "gen");
-    cs_store_put_meta(gen_st, "cmdline", "python train.py");
-    cs_store_put_meta_u64(gen_st, "t_start_ns", T0);
-    cs_store_put_meta_u64(gen_st, "t_end_ns", t_end);
-    cs_store_put_meta(gen_st, "clock", "monotonic");
-    cs_store_put_meta(gen_st, "sampler_tier", "none");
-    cs_store_put_meta(gen_st, "sampler_tier_reason", "gen_pyrun: no host data");
-    cs_store_put_meta_u64(gen_st, "cuda_dropped", 0);
-    cs_store_put_meta_u64(gen_st, "host_lost", 0);
-    cs_store_put_meta_u64(gen_st, "clean_shutdown", 1);
+    gen_meta(T0, t_end, "none", "gen_pyrun: no host data");
 }
 
 int main(int argc, char **argv)

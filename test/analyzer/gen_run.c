@@ -478,18 +478,8 @@ static void procs(enum scen sc)
 
 static void meta(enum scen sc, uint64_t t_end)
 {
-    cs_store_put_meta(gen_st, "tool_version", "0.1.0");
-    cs_store_put_meta(gen_st, "host", "gen");
-    cs_store_put_meta(gen_st, "cmdline", "python train.py");
-    cs_store_put_meta_u64(gen_st, "t_start_ns", T0);
-    cs_store_put_meta_u64(gen_st, "t_end_ns", t_end);
-    cs_store_put_meta(gen_st, "clock", "monotonic");
-    cs_store_put_meta(gen_st, "sampler_tier", sc == S_NOHOST ? "none" : "A");
-    cs_store_put_meta(gen_st, "sampler_tier_reason",
-                      sc == S_NOHOST ? "perf_event_open: permission denied" : "");
-    cs_store_put_meta_u64(gen_st, "cuda_dropped", 0);
-    cs_store_put_meta_u64(gen_st, "host_lost", 0);
-    cs_store_put_meta_u64(gen_st, "clean_shutdown", 1);
+    gen_meta(T0, t_end, sc == S_NOHOST ? "none" : "A",
+             sc == S_NOHOST ? "perf_event_open: permission denied" : "");
 }
 
 /* --big N: N CUDA records and N host records, written fast (bench). */
