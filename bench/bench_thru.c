@@ -8,11 +8,14 @@
  * missing: records neither landed nor counted as dropped (must be 0).
  * cores_per_2M: collector CPU seconds per second at 2 M records/s, from
  * its own CPU time per landed record (meta collector_cpu_ns).
+ * With -K MS, SIGKILL the collector MS ms into each try instead and print
+ * how long before the kill the newest record that survived was taken:
+ *   thru.<P>x<R>  killed  <ms>  kept= ...
  * With -x, after the tries, raise the total rate by 1.25x from P x R until
  * a try drops or loses a record, and print the highest lossless total.
  *
  * Usage: bench_thru [-p PROCS] [-r RATE] [-s SECS] [-n TRIES] [-d DIR]
- *                   [-k RING_KB] [-S SAMPLER] [-x]
+ *                   [-k RING_KB] [-S SAMPLER] [-K MS] [-x]
  *   defaults 2, 400000, 10, 1, $CS_BENCH_DISK_DIR or /var/tmp, the shim's
  *   default ring. cudaspy-sampler (unless -S) and cs_producer come from
  *   this binary's directory. Example (the 16-CPU host): bench_thru -p 8 -r 500000 -s 60 */
@@ -22,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +37,7 @@ struct thru_opts {
     long rate, secs;
     const char *dir, *ring_kb;
     const char *sampler; /* -S: another cudaspy-sampler (interleaved comparisons) */
+    long kill_ms;        /* -K: SIGKILL the collector this long into the run */
 };
 
 /* One try's outcome. */
@@ -40,6 +45,7 @@ struct thru_res {
     uint64_t produced, landed, unique, dropped, cpu_ns;
     uint64_t t_min_ns, t_max_ns; /* first enter, last exit over all records */
     double wall_s;
+    uint64_t kill_ns; /* -K: when the collector was killed (CLOCK_MONOTONIC) */
 };
 
 /* Seen-bits of one producer thread's sequence numbers (1..n). */
@@ -71,7 +77,18 @@ static double loadavg(void)
     return l;
 }
 
-static int run_wait(char *const argv[])
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Run argv in a process group of its own; with @p kill_ms > 0 SIGKILL its
+ * leader (the collector) that long after the start, and then the group.
+ * @return the exit status, 0 after the kill, or -1. */
+static int run_wait(char *const argv[], long kill_ms, uint64_t *kill_ns)
 {
     pid_t pid;
     int st;
@@ -79,12 +96,25 @@ static int run_wait(char *const argv[])
     fflush(stdout);
     pid = fork();
     if (pid == 0) {
+        setpgid(0, 0);
         if (freopen("/dev/null", "w", stdout) == NULL)
             _exit(127);
         execv(argv[0], argv);
         _exit(127);
     }
-    if (pid < 0 || waitpid(pid, &st, 0) != pid)
+    if (pid < 0)
+        return -1;
+    setpgid(pid, pid);
+    if (kill_ms > 0) {
+        struct timespec d = {kill_ms / 1000, (kill_ms % 1000) * 1000000};
+        nanosleep(&d, NULL);
+        *kill_ns = mono_ns();
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        kill(-pid, SIGKILL); /* the producers */
+        return 0;
+    }
+    if (waitpid(pid, &st, 0) != pid)
         return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -173,7 +203,7 @@ static int thru_try(const struct thru_opts *o, long rate, struct thru_res *res)
     snprintf(nbuf, sizeof(nbuf), "%llu", (unsigned long long)per_proc);
     snprintf(rbuf, sizeof(rbuf), "%ld", rate / 1000 > 0 ? rate / 1000 : 1);
     t0 = now_s();
-    rc = run_wait(argv);
+    rc = run_wait(argv, o->kill_ms, &res->kill_ns);
     res->wall_s = now_s() - t0;
     res->produced = per_proc * (uint64_t)o->procs;
     if (rc != 0)
@@ -207,6 +237,13 @@ static void thru_print(const struct thru_opts *o, long rate, int try, const stru
            (unsigned long long)r->dropped, (unsigned long long)(r->landed - r->unique),
            (unsigned long long)missing, try, o->secs, span, r->wall_s,
            o->ring_kb ? o->ring_kb : "default", o->dir, loadavg());
+    if (r->kill_ns) {
+        printf("%-20s killed     %8.1f  ms     kept=%llu newest_record_before_kill kill_ms=%ld\n",
+               subj, r->kill_ns > r->t_max_ns ? (double)(r->kill_ns - r->t_max_ns) / 1e6 : 0,
+               (unsigned long long)r->landed, o->kill_ms);
+        fflush(stdout);
+        return;
+    }
     printf("%-20s collector  %8.1f  ns/rec cores_per_2M=%.3f collector_cpu_s=%.2f "
            "rate=%.0fk/s try=%d\n",
            subj, ns_rec, ns_rec * 2e6 / 1e9, (double)r->cpu_ns / 1e9,
@@ -238,12 +275,12 @@ static int thru_search(const struct thru_opts *o)
 
 int main(int argc, char **argv)
 {
-    struct thru_opts o = {2, 1, 0, 400000, 10, getenv("CS_BENCH_DISK_DIR"), NULL, NULL};
+    struct thru_opts o = {2, 1, 0, 400000, 10, getenv("CS_BENCH_DISK_DIR"), NULL, NULL, 0};
     char self[PATH_MAX], host[64] = "";
     ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
     int opt, rc = 0;
 
-    while ((opt = getopt(argc, argv, "p:r:s:n:d:k:S:x")) != -1) {
+    while ((opt = getopt(argc, argv, "p:r:s:n:d:k:S:K:x")) != -1) {
         switch (opt) {
         case 'p': o.procs = atoi(optarg); break;
         case 'r': o.rate = atol(optarg); break;
@@ -252,10 +289,11 @@ int main(int argc, char **argv)
         case 'd': o.dir = optarg; break;
         case 'k': o.ring_kb = optarg; break;
         case 'S': o.sampler = optarg; break;
+        case 'K': o.kill_ms = atol(optarg); break;
         case 'x': o.search = 1; break;
         default:
             fprintf(stderr, "usage: bench_thru [-p PROCS] [-r RATE] [-s SECS] [-n TRIES] "
-                            "[-d DIR] [-k RING_KB] [-S SAMPLER] [-x]\n");
+                            "[-d DIR] [-k RING_KB] [-S SAMPLER] [-K MS] [-x]\n");
             return 2;
         }
     }
@@ -269,8 +307,8 @@ int main(int argc, char **argv)
         setenv("CUDASPY_RING_KB", o.ring_kb, 1);
     setenv("CUDASPY_CLOCK", "tsc", 1); /* the default where the clocksource is tsc */
     gethostname(host, sizeof(host) - 1);
-    printf("# cudaspy-bench host=%s cmd=\"bench_thru -p %d -r %ld -s %ld -n %d -d %s%s%s%s%s%s\"\n",
-           host, o.procs, o.rate, o.secs, o.tries, o.dir, o.ring_kb ? " -k " : "",
+    printf("# cudaspy-bench host=%s cmd=\"bench_thru -p %d -r %ld -s %ld -n %d -d %s -K %ld%s%s%s%s%s\"\n",
+           host, o.procs, o.rate, o.secs, o.tries, o.dir, o.kill_ms, o.ring_kb ? " -k " : "",
            o.ring_kb ? o.ring_kb : "", o.sampler ? " -S " : "", o.sampler ? o.sampler : "",
            o.search ? " -x" : "");
     for (int t = 1; t <= o.tries; t++) {
