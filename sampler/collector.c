@@ -39,6 +39,8 @@
 #define TRANS_WAIT_NS  50000000ull     /* how long a record waits for its name definition */
 #define COMMIT_BYTES   (2u << 20)      /* commit early when this much is staged: keeps
                                           each transaction short (docs/format.md) */
+#define COMMIT_NS      50000000ull     /* commit interval: with the write, a SIGKILL
+                                          loses under 100 ms */
 #define STAGE_MAX      (256u << 20)    /* staged while the commit thread still writes:
                                           past this, wait for it (the disk cannot keep up) */
 #define IDLE_NS        100000000ull    /* no records for this long: poll every 10 ms */
@@ -1212,6 +1214,14 @@ static int commit(struct collector *c, uint64_t now_ns, int wait)
     if (!wait && c->bg_commit && cs_store_commit_busy(c->st) &&
         cs_store_pending(c->st) < STAGE_MAX)
         return 0;
+    /* every record staged so far goes into this commit, however young its
+     * block: a SIGKILLed collector then loses at most one commit interval
+     * and a commit's write, not a block's age on top (130 ms at 10k
+     * records/s before) */
+    for (size_t i = 0; i < c->nconns; i++)
+        conn_cut(c, c->conns[i], now_ns, 1);
+    for (unsigned k = CS_REC_CUDA + 1; k < CS_REC_KIND_COUNT; k++)
+        host_flush(c, k);
     stage_tables(c);
     collector_meta_u64(c, "cuda_dropped", c->stats.cuda_dropped);
     rc = c->fl ? flight_stage(c->fl, c->st) : 0;
@@ -1391,7 +1401,7 @@ int collector_open(struct collector *c, const struct collector_opts *o, struct c
 
     c->o = *o;
     if (c->o.commit_ns == 0)
-        c->o.commit_ns = CS_BLK_MAX_AGE_NS;
+        c->o.commit_ns = COMMIT_NS;
     if (c->o.sync_ns == 0)
         c->o.sync_ns = 5 * NS_PER_S;
     if (o->listen)

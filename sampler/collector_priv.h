@@ -18,7 +18,7 @@ struct collector_opts {
     const char *path;      /* run file */
     const char *listen;    /* "@name" (abstract) or a path */
     uint64_t map_bytes;    /* initial LMDB map; 0 = default */
-    uint64_t commit_ns;    /* commit interval; default 100 ms */
+    uint64_t commit_ns;    /* commit interval; default 50 ms */
     uint64_t sync_ns;      /* flush-to-disk interval; default 5 s */
     uint64_t max_map_bytes; /* the map never grows past this; 0 = no limit */
     uint64_t duty_ns;      /* > 0: record in phases this long, on and off in
