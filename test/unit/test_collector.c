@@ -562,6 +562,11 @@ static int test_sigterm_with_live_producer_finishes(void)
 
 /* ---- paced producers, the default ring (main's "paced" mode) ---- */
 
+/* Records per ms and producer thread: 100 (lower under the sanitizers,
+ * whose collector is several times slower), as text for the argv. */
+static long paced_per_ms = 100;
+static char paced_r[24], paced_r2[24], paced_n[24];
+
 /* Wait until the live run file holds @p want CUDA records. */
 static int wait_landed(struct cs_run *r, uint64_t want)
 {
@@ -574,7 +579,7 @@ static int wait_landed(struct cs_run *r, uint64_t want)
     return n >= want ? 0 : -1;
 }
 
-/* Issue 25: 4 processes at 100k records/s each for 3 s through the
+/* Issue 25: 4 processes at 100k records/s each (paced_per_ms) for 3 s through the
  * default 1 MiB rings, run file on disk as in use: every record lands
  * exactly once and none is dropped, though the collector commits 2-4 MB a
  * second (before the store's commit thread, a commit held up the draining
@@ -582,7 +587,7 @@ static int wait_landed(struct cs_run *r, uint64_t want)
 static int test_paced_4_procs_every_record_once(void)
 {
     char *argv[] = {(char *)sampler, "--no-host", "-q", "-o", path, "--", (char *)producer,
-                    "-p", "4", "-t", "1", "-n", "300000", "-r", "100", NULL};
+                    "-p", "4", "-t", "1", "-n", paced_n, "-r", paced_r, NULL};
     struct cs_run *r = cs_run_new();
     struct landed l;
 
@@ -590,11 +595,11 @@ static int test_paced_4_procs_every_record_once(void)
     CHECK_OK(cs_run_open(r, path, NULL));
     CHECK_EQ(cs_run_meta_u64(r, "cuda_dropped", 99), 0);
     CHECK_OK(landed_read(r, &l));
-    CHECK_EQ(l.n, 4 * 300000);
+    CHECK_EQ(l.n, 4 * paced_per_ms * 3000);
     CHECK_EQ(l.unique, 1);
     CHECK_EQ(l.threads, 4);
     CHECK_EQ(l.all_prefixes, 1);
-    CHECK_EQ(l.min_per_thread, 300000);
+    CHECK_EQ(l.min_per_thread, paced_per_ms * 3000);
     free(l.keys);
     cs_run_free(r);
     return 0;
@@ -606,7 +611,7 @@ static int test_paced_4_procs_every_record_once(void)
 static int test_paced_producers_sigkilled_mid_stream(void)
 {
     char *argv[] = {(char *)sampler, "--no-host", "-q", "-o", path, "--", (char *)producer,
-                    "-p", "3", "-t", "1", "-m", "forever", "-r", "100", "-T", "120", NULL};
+                    "-p", "3", "-t", "1", "-m", "forever", "-r", paced_r, "-T", "120", NULL};
     struct cs_run *r = cs_run_new();
     const struct cs_proc *p;
     struct landed l;
@@ -616,7 +621,7 @@ static int test_paced_producers_sigkilled_mid_stream(void)
 
     unlink(path);
     CHECK_EQ(run_argv(argv, &pid, 0), 0);
-    CHECK_OK(wait_landed(r, 200000));
+    CHECK_OK(wait_landed(r, (uint64_t)paced_per_ms * 2000));
     p = cs_run_procs(r, &n);
     for (size_t i = 0; i < n; i++)
         if ((p[i].flags & CS_PF_CUDA) && kill((pid_t)p[i].pid, SIGKILL) == 0)
@@ -628,7 +633,7 @@ static int test_paced_producers_sigkilled_mid_stream(void)
     CHECK_EQ(cs_run_meta_u64(r, "clean_shutdown", 0), 1);
     CHECK_EQ(cs_run_meta_u64(r, "cuda_dropped", 99), 0);
     CHECK_OK(landed_read(r, &l));
-    CHECK(l.n >= 200000);
+    CHECK(l.n >= (size_t)paced_per_ms * 2000);
     CHECK_EQ(l.unique, 1);
     CHECK_EQ(l.threads, 3);
     CHECK_EQ(l.all_prefixes, 1);
@@ -663,7 +668,7 @@ static uint64_t run_last_ns(struct cs_run *r)
 static int test_paced_collector_sigkilled_mid_commit(void)
 {
     char *argv[] = {(char *)sampler, "--no-host", "-q", "-o", path, "--", (char *)producer,
-                    "-p", "2", "-t", "1", "-m", "forever", "-r", "200", "-T", "120", NULL};
+                    "-p", "2", "-t", "1", "-m", "forever", "-r", paced_r2, "-T", "120", NULL};
     struct cs_run *r = cs_run_new();
     struct cs_err err = {""};
     struct landed l;
@@ -674,7 +679,7 @@ static int test_paced_collector_sigkilled_mid_commit(void)
 
     unlink(path);
     CHECK_EQ(run_argv(argv, &pid, 0), 0);
-    CHECK_OK(wait_landed(r, 400000));
+    CHECK_OK(wait_landed(r, (uint64_t)paced_per_ms * 4000));
     usleep((useconds_t)(rand() % 100) * 1000);
     clock_gettime(CLOCK_MONOTONIC, &ts);
     CHECK_EQ(kill(pid, SIGKILL), 0); /* the collector alone: its command goes on */
@@ -685,7 +690,7 @@ static int test_paced_collector_sigkilled_mid_commit(void)
     CHECK_OK(cs_run_open(r, path, &err));
     CHECK_EQ(cs_run_meta_u64(r, "clean_shutdown", 9), 0);
     CHECK_OK(landed_read(r, &l));
-    CHECK(l.n >= 400000);
+    CHECK(l.n >= (size_t)paced_per_ms * 4000);
     CHECK_EQ(l.unique, 1);
     if (cs_run_meta_u64(r, "cuda_dropped", 1) == 0)
         CHECK_EQ(l.all_prefixes, 1);
@@ -704,12 +709,17 @@ static int test_paced_collector_sigkilled_mid_commit(void)
         kids_kill();                                                             \
     } while (0)
 
-/* Usage: test_collector SAMPLER PRODUCER [paced]; "paced" runs the paced
- * tests alone (ctest unit.collector_paced, label slow), with the shim's
- * default ring and the run file on disk (/var/tmp). */
+/* Usage: test_collector SAMPLER PRODUCER [paced [PER_MS]]; "paced" runs the
+ * paced tests alone (ctest unit.collector_paced, label slow), with the
+ * shim's default ring and the run file on disk (/var/tmp). */
 int main(int argc, char **argv)
 {
-    if (argc == 4 && strcmp(argv[3], "paced") == 0) {
+    if (argc >= 4 && strcmp(argv[3], "paced") == 0) {
+        if (argc == 5 && (paced_per_ms = atol(argv[4])) <= 0)
+            return 2;
+        snprintf(paced_r, sizeof(paced_r), "%ld", paced_per_ms);
+        snprintf(paced_r2, sizeof(paced_r2), "%ld", 2 * paced_per_ms);
+        snprintf(paced_n, sizeof(paced_n), "%ld", 3000 * paced_per_ms);
         snprintf(dir, sizeof(dir), "/var/tmp/cs_test_collector.XXXXXX"); /* a disk */
         if (mkdtemp(dir) == NULL)
             return 2;
