@@ -18,7 +18,7 @@ struct collector_opts {
     const char *path;      /* run file */
     const char *listen;    /* "@name" (abstract) or a path */
     uint64_t map_bytes;    /* initial LMDB map; 0 = default */
-    uint64_t commit_ns;    /* commit interval; default 100 ms */
+    uint64_t commit_ns;    /* commit interval; default 50 ms */
     uint64_t sync_ns;      /* flush-to-disk interval; default 5 s */
     uint64_t max_map_bytes; /* the map never grows past this; 0 = no limit */
     uint64_t duty_ns;      /* > 0: record in phases this long, on and off in
@@ -67,8 +67,9 @@ int collector_step(struct collector *c, uint64_t now_ns);
 int collector_tick(struct collector *c, uint64_t now_ns);
 
 /** How long the main loop may wait before the next collector_step(): 0 when
- * a ring still holds more than one pass takes, 1 ms while records flow,
- * else 10 ms (a 1 MiB sub-ring holds ~10 ms at 1 M records/s); under
+ * a ring still holds more than one pass takes, 1 ms while records flow (any
+ * in the last 100 ms), else 10 ms (a 1 MiB sub-ring holds ~10 ms at 1 M
+ * records/s); under
  * duty_ns never past the next phase boundary. */
 int collector_wait_ms(struct collector *c);
 

@@ -72,6 +72,20 @@ int cs_store_put_meta_u64(struct cs_store *s, const char *key, uint64_t val);
  * failure the staged data is kept and the store is still usable. */
 int cs_store_commit(struct cs_store *s);
 
+/** Hand everything staged to the store's commit thread (started on the
+ * first call; start it after dropping privileges, like the flush thread)
+ * and return at once: staging goes on into a second buffer while the
+ * thread writes one transaction, so the caller never waits for LMDB or the
+ * page cache. cs_store_commit() waits for it and commits the rest.
+ * @return 0 (handed over, or nothing staged); -EBUSY: the last one is still
+ * writing, nothing was handed over (stage on, call again); a failed
+ * background commit's error (its data is kept: cs_store_commit() retries
+ * it first); -errno if the thread cannot start. */
+int cs_store_commit_start(struct cs_store *s);
+
+/** 1 while a cs_store_commit_start() transaction is being written. */
+int cs_store_commit_busy(struct cs_store *s);
+
 /** Flush to disk (mdb_env_sync force), after cs_store_readers_check().
  * @return 0 or an error as commit. */
 int cs_store_sync(struct cs_store *s);
@@ -89,7 +103,8 @@ int cs_store_flush_error(const struct cs_store *s);
  * read txn pins old pages and makes the file grow). @return 0 or < 0. */
 int cs_store_readers_check(struct cs_store *s);
 
-/** Bytes staged but not yet committed. */
+/** Bytes staged but not yet committed (not counting a set the commit
+ * thread is writing). */
 size_t cs_store_pending(const struct cs_store *s);
 
 /** Current map size in bytes. */
