@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cudaspy/cudablk.h"
 #include "cudaspy/grow.h"
 #include "cudaspy/runfile.h"
 #include "cudaspy/version.h"
@@ -192,6 +193,7 @@ struct cs_store {
     uint32_t blk_seq;
     int has_agg; /* the agg database is open (cs_store_agg_open) */
     uint64_t evict_ts_max_ns, evict_blocks, evict_records; /* cs_store_evict totals */
+    uint8_t *enc; /* CS_BLK_MAX_BYTES: a compact block being encoded */
     struct itab strings, stacks;
     struct flusher fl;
     struct committer cm;
@@ -359,6 +361,61 @@ int cs_store_open(struct cs_store *s, const char *path, const struct cs_store_op
                       mdb_strerror(rc));
 }
 
+static void blk_key(struct cs_store *s, uint8_t *key, uint64_t ts_first_ns, uint32_t source)
+{
+    cs_be64_put(key, ts_first_ns);
+    cs_be32_put(key + 8, source);
+    cs_be32_put(key + 12, ++s->blk_seq);
+}
+
+/* ts_first_ns and ts_last_ns of @p n records. */
+static void cuda_span(struct cs_blk_hdr *h, const struct cs_rec_cuda *r, uint32_t n)
+{
+    h->ts_first_ns = UINT64_MAX;
+    h->ts_last_ns = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (r[i].t_enter_ns < h->ts_first_ns)
+            h->ts_first_ns = r[i].t_enter_ns;
+        if (r[i].t_exit_ns > h->ts_last_ns)
+            h->ts_last_ns = r[i].t_exit_ns;
+    }
+}
+
+/* CUDA records become compact blocks (cudablk.h), as many as it takes: a
+ * put that fits one block keeps the caller's header and key; when it does
+ * not, each block gets the time span of its own records and is encoded
+ * again against it (which may take fewer records: then again). */
+static int put_cuda(struct cs_store *s, uint32_t source, const struct cs_blk_hdr *h,
+                    const struct cs_rec_cuda *recs)
+{
+    uint8_t key[BLK_KEY_BYTES];
+    uint32_t done = 0;
+    int rc;
+
+    if (s->enc == NULL && (s->enc = malloc(CS_BLK_MAX_BYTES)) == NULL)
+        return -ENOMEM;
+    while (done < h->n) {
+        struct cs_blk_hdr sub = *h;
+        size_t len;
+        int m = cs_cudablk_encode(&sub, recs + done, h->n - done, s->enc, CS_BLK_MAX_BYTES, &len);
+        while (m > 0 && (done > 0 || (uint32_t)m < h->n)) {
+            uint32_t want = (uint32_t)m;
+            cuda_span(&sub, recs + done, want);
+            m = cs_cudablk_encode(&sub, recs + done, want, s->enc, CS_BLK_MAX_BYTES, &len);
+            if (m == (int)want)
+                break;
+        }
+        if (m < 0)
+            return m;
+        blk_key(s, key, sub.ts_first_ns, source);
+        rc = stage_copy(s, DB_CUDA, key, sizeof(key), s->enc, len);
+        if (rc)
+            return rc;
+        done += (uint32_t)m;
+    }
+    return 0;
+}
+
 int cs_store_put_block(struct cs_store *s, uint32_t source, const struct cs_blk_hdr *h,
                        const void *recs)
 {
@@ -368,13 +425,17 @@ int cs_store_put_block(struct cs_store *s, uint32_t source, const struct cs_blk_
     struct cs_blk_hdr hdr = *h;
     int rc;
 
-    if (rs == 0 || h->n == 0 || bytes > CS_BLK_MAX_BYTES)
+    if (rs == 0 || h->n == 0)
+        return -EINVAL;
+    if (s->env == NULL)
+        return -EBADF;
+    if (h->kind == CS_REC_CUDA)
+        return put_cuda(s, source, h, recs);
+    if (bytes > CS_BLK_MAX_BYTES)
         return -EINVAL;
     hdr.rec_size = (uint16_t)rs;
-    cs_be64_put(key, h->ts_first_ns);
-    cs_be32_put(key + 8, source);
-    cs_be32_put(key + 12, ++s->blk_seq);
-    rc = stage_put(s, h->kind == CS_REC_CUDA ? DB_CUDA : DB_HOST, key, sizeof(key), bytes, &v);
+    blk_key(s, key, h->ts_first_ns, source);
+    rc = stage_put(s, DB_HOST, key, sizeof(key), bytes, &v);
     if (rc)
         return rc;
     memcpy(v, &hdr, sizeof(hdr));
@@ -822,6 +883,7 @@ void cs_store_free(struct cs_store *s)
     free(s->arena);
     free(s->cm.ops);
     free(s->cm.arena);
+    free(s->enc);
     free(s);
 }
 
@@ -1015,6 +1077,7 @@ struct cs_run {
     struct run_stack *stacks; /* by id */
     size_t nstacks;
     uint64_t id_max; /* while loading strings or stacks: the largest id allowed */
+    unsigned format_version; /* meta format_version: compact blocks from 2 on */
     /* cs_run_count(): records of each kind per table (0 host, 1 CUDA), from
      * one scan of its block headers, valid while the file's newest txn is
      * count_txnid[t] (a live writer's next commit makes them stale) */
@@ -1046,6 +1109,8 @@ struct cs_cursor {
     enum cursor_copy copy; /* how blocks are read */
     void *buf; /* aligned copy of a block stored unaligned in a leaf page */
     size_t buf_cap;
+    struct cs_blk_hdr dhdr;  /* a compact block's header as handed out (decoded) */
+    struct cs_rec_cuda *dec; /* its records, decoded; CS_CUDABLK_MAX_RECS once used */
 };
 
 struct cs_run *cs_run_new(void)
@@ -1737,6 +1802,7 @@ static int run_check_format(struct cs_run *r, struct cs_err *err)
         return cs_err_set(err, CS_E_VERSION,
                           "%s: format version %llu is newer than this cudaspy reads (%d)",
                           r->path, v, CS_FORMAT_VERSION);
+    r->format_version = (unsigned)v;
     return 0;
 }
 
@@ -2013,6 +2079,50 @@ void cs_cursor_release_pages(struct cs_cursor *c)
     c->copy = COPY_BLOCK;
 }
 
+#define BLK_FMT "%s: %s: block ts=%" PRIu64 " seq=%" PRIu32 ": "
+#define BLK_ARGS(c, k) (c)->r->path, db_names[(c)->db], cs_be64_get((k)->mv_data), \
+                       cs_be32_get((uint8_t *)(k)->mv_data + 12)
+
+/* A compact block's header (cudablk.h): its body is checked as it is
+ * decoded (cursor_decode()). */
+static int cursor_check_compact(struct cs_cursor *c, const MDB_val *k, const MDB_val *v,
+                                const struct cs_blk_hdr *h, struct cs_err *err)
+{
+    if (c->r->format_version < 2)
+        return cs_err_set(err, CS_E_CORRUPT, BLK_FMT "compact block in a format %u file",
+                          BLK_ARGS(c, k), c->r->format_version);
+    if (h->kind != CS_REC_CUDA || c->db != DB_CUDA || h->rec_size != sizeof(struct cs_rec_cuda))
+        return cs_err_set(err, CS_E_CORRUPT, BLK_FMT "compact block of kind %u, %u-byte records",
+                          BLK_ARGS(c, k), h->kind, h->rec_size);
+    if (h->n == 0 || h->n > CS_CUDABLK_MAX_RECS || v->mv_size < CS_CUDABLK_PREFIX ||
+        v->mv_size > CS_BLK_MAX_BYTES)
+        return cs_err_set(err, CS_E_CORRUPT, BLK_FMT "compact block of %" PRIu32
+                          " records in %zu bytes", BLK_ARGS(c, k), h->n, v->mv_size);
+    return 0;
+}
+
+/* Decode compact block @p h (checked by cursor_check_compact()) of value
+ * size @p len into c->dec; c->dhdr gets its header, decoded. */
+static int cursor_decode(struct cs_cursor *c, const MDB_val *k, const struct cs_blk_hdr *h,
+                         size_t len, struct cs_err *err)
+{
+    const char *why;
+    size_t at;
+    int rc;
+
+    if (c->dec == NULL &&
+        (c->dec = malloc(CS_CUDABLK_MAX_RECS * sizeof(struct cs_rec_cuda))) == NULL)
+        return cs_err_set(err, -ENOMEM, "%s: out of memory", c->r->path);
+    rc = cs_cudablk_decode(h, len, c->dec, &why, &at);
+    if (rc < 0)
+        return cs_err_set(err, CS_E_CORRUPT,
+                          BLK_FMT "corrupt run file (compact block: %s at byte %zu of %zu)",
+                          BLK_ARGS(c, k), why, at, len);
+    c->dhdr = *h;
+    c->dhdr.flags &= ~CS_BF_COMPACT;
+    return 0;
+}
+
 /* Check one block's key and header against its value size and database. */
 static int cursor_check(struct cs_cursor *c, const MDB_val *k, const MDB_val *v,
                         const struct cs_blk_hdr *h, struct cs_err *err)
@@ -2023,6 +2133,8 @@ static int cursor_check(struct cs_cursor *c, const MDB_val *k, const MDB_val *v,
     if (k->mv_size != BLK_KEY_BYTES || v->mv_size < sizeof(*h))
         return cs_err_set(err, CS_E_CORRUPT, "%s: %s: entry with %zu-byte key, %zu-byte value",
                           c->r->path, db, k->mv_size, v->mv_size);
+    if (h->flags & CS_BF_COMPACT)
+        return cursor_check_compact(c, k, v, h, err);
     rs = cs_rec_size(h->kind);
     if (rs == 0 || (h->kind == CS_REC_CUDA) != (c->db == DB_CUDA))
         return cs_err_set(err, CS_E_CORRUPT, "%s: %s: block ts=%" PRIu64 " seq=%" PRIu32
@@ -2119,6 +2231,14 @@ int cs_cursor_next(struct cs_cursor *c, const struct cs_blk_hdr **hdr, const voi
             return rc;
         if ((!c->any_kind && h->kind != c->kind) || h->ts_last_ns < c->since_ns)
             continue;
+        if ((h->flags & CS_BF_COMPACT) && !c->any_kind) { /* counting needs no records */
+            rc = cursor_decode(c, &k, h, v.mv_size, err);
+            if (rc)
+                return rc;
+            *hdr = &c->dhdr;
+            *recs = c->dec;
+            return 1;
+        }
         *hdr = h;
         *recs = h + 1;
         return 1;
@@ -2135,5 +2255,6 @@ void cs_cursor_close(struct cs_cursor *c)
     mdb_txn_abort(c->txn);
     c->r->ncursors--;
     free(c->buf);
+    free(c->dec);
     free(c);
 }

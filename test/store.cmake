@@ -6,6 +6,13 @@ target_link_libraries(test_runfile PRIVATE cs_runfile)
 add_test(NAME unit.runfile COMMAND test_runfile)
 set_tests_properties(unit.runfile PROPERTIES LABELS unit TIMEOUT 120)
 
+# The compact CUDA block encoding alone (sampler/cudablk.c).
+add_executable(test_cudablk ${CMAKE_CURRENT_LIST_DIR}/unit/test_cudablk.c)
+target_include_directories(test_cudablk PRIVATE ${CMAKE_CURRENT_LIST_DIR})
+target_link_libraries(test_cudablk PRIVATE cs_runfile)
+add_test(NAME unit.cudablk COMMAND test_cudablk)
+set_tests_properties(unit.cudablk PROPERTIES LABELS unit TIMEOUT 120)
+
 # A stand-in traced program pushing through the real ring client.
 add_executable(cs_producer ${CMAKE_CURRENT_LIST_DIR}/store/producer.c)
 target_link_libraries(cs_producer PRIVATE cs_shimring)
@@ -73,3 +80,13 @@ add_test(NAME cli.flight_usage COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/store/flig
                                        $<TARGET_FILE:cudaspy_launcher>
                                        $<TARGET_FILE:cudaspy-sampler>)
 set_tests_properties(cli.flight_usage PROPERTIES LABELS unit TIMEOUT 60)
+
+# Compact CUDA blocks (format 2, issue 25): the same records read from a
+# version-1 file and from its compact recoding give byte-identical reports.
+add_executable(cs_recode ${CMAKE_CURRENT_LIST_DIR}/store/recode.c)
+target_link_libraries(cs_recode PRIVATE cs_runfile)
+add_test(NAME store.compact_same_json
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/store/same_json.sh $<TARGET_FILE:cudaspy-analyze>
+                 $<TARGET_FILE:cs_recode> ${CMAKE_CURRENT_BINARY_DIR}/compact_same_json
+                 ${CMAKE_CURRENT_LIST_DIR}/fuzz/corpus/runfile/seed-small.run)
+set_tests_properties(store.compact_same_json PROPERTIES LABELS unit TIMEOUT 120)

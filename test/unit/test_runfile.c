@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "cudaspy/cudablk.h"
 #include "cudaspy/runfile.h"
 #include "cudaspy/version.h"
 
@@ -346,17 +347,19 @@ static int test_map_limit_keeps_committed_data(void)
     struct cs_run *r = cs_run_new();
     int rc = 0;
 
+    /* process windows: 96-byte records that stay 96 bytes (CUDA records
+     * shrink to a few bytes, so that many would not fill the map) */
     CHECK_OK(cs_store_open(s, path, &o, NULL));
-    CHECK_OK(put_kind(s, CS_REC_CUDA, 0, 10));
+    CHECK_OK(put_kind(s, CS_REC_PWIN, 0, 10));
     CHECK_OK(cs_store_commit(s));
     for (uint32_t i = 0; i < 200 && rc == 0; i++)
-        rc = put_kind(s, CS_REC_CUDA, 1000 + i * 600, 600);
+        rc = put_kind(s, CS_REC_PWIN, 1000 + i * 600, 600);
     CHECK_OK(rc);
     CHECK_ERR(cs_store_commit(s), CS_E_MAPFULL);
     CHECK(cs_store_pending(s) > 0);
     cs_store_free(s);
     CHECK_OK(cs_run_open(r, path, NULL));
-    CHECK_EQ(cs_run_count(r, CS_REC_CUDA), 10);
+    CHECK_EQ(cs_run_count(r, CS_REC_PWIN), 10);
     cs_run_free(r);
     return 0;
 }
@@ -370,13 +373,13 @@ static int test_map_grows_and_replays(void)
     CHECK_OK(cs_store_open(s, path, &o, NULL));
     for (uint32_t t = 0; t < 4; t++) {
         for (uint32_t i = 0; i < 100; i++)
-            CHECK_OK(put_kind(s, CS_REC_CUDA, (t * 100 + i) * 600, 600));
+            CHECK_OK(put_kind(s, CS_REC_PWIN, (t * 100 + i) * 600, 600));
         CHECK_OK(cs_store_commit(s));
     }
     CHECK(cs_store_map_bytes(s) >= (32u << 20));
     cs_store_free(s);
     CHECK_OK(cs_run_open(r, path, NULL));
-    CHECK_EQ(cs_run_count(r, CS_REC_CUDA), 400 * 600);
+    CHECK_EQ(cs_run_count(r, CS_REC_PWIN), 400 * 600);
     cs_run_free(r);
     return 0;
 }
@@ -529,6 +532,231 @@ static int test_live_reader_follows_writer(void)
     return 0;
 }
 
+/* ---- compact CUDA blocks (format 2, issue 25) ---- */
+
+/* Records of @p nthreads threads with times that grow by 1-3 us. */
+static void fill_cuda(struct cs_rec_cuda *r, uint32_t n, uint32_t nthreads, unsigned seed)
+{
+    uint64_t t = 1000000;
+
+    memset(r, 0, (size_t)n * sizeof(*r));
+    for (uint32_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        r[i].pid = 42;
+        r[i].tid = 43 + seed % nthreads;
+        r[i].t_enter_ns = t;
+        r[i].t_exit_ns = t + 500 + seed % 2000;
+        r[i].seq = i + 1;
+        r[i].api = (uint16_t)(1 + seed % 3);
+        r[i].name_id = seed % 5;
+        r[i].bytes = seed % 7 == 0 ? seed : 0;
+        t += 1000 + seed % 2000;
+    }
+}
+
+/* Sum of the cuda_blk values' sizes, read with LMDB directly. */
+static int cuda_value_bytes(const char *p, uint64_t *bytes, uint64_t *blocks)
+{
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    MDB_cursor *cur;
+    MDB_val k, v;
+    int rc;
+
+    *bytes = *blocks = 0;
+    if (mdb_env_create(&env))
+        return -1;
+    mdb_env_set_maxdbs(env, 16);
+    rc = mdb_env_open(env, p, MDB_NOSUBDIR | MDB_RDONLY, 0600);
+    if (rc == 0 && (rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) == 0) {
+        if ((rc = mdb_dbi_open(txn, "cuda_blk", 0, &dbi)) == 0 &&
+            (rc = mdb_cursor_open(txn, dbi, &cur)) == 0) {
+            while (mdb_cursor_get(cur, &k, &v, *blocks ? MDB_NEXT : MDB_FIRST) == 0) {
+                *bytes += v.mv_size;
+                ++*blocks;
+            }
+            mdb_cursor_close(cur);
+        }
+        mdb_txn_abort(txn);
+    }
+    mdb_env_close(env);
+    return rc ? -1 : 0;
+}
+
+/* One put of 20000 records from 300 threads: more records and threads than
+ * a compact block takes, so the store splits it; every block's span holds
+ * its records, and they come back byte for byte, in order. */
+static int test_compact_put_splits_and_round_trips(void)
+{
+    enum { N = 20000 };
+    static struct cs_rec_cuda recs[N];
+    struct cs_store *s = cs_store_new();
+    struct cs_run *r = cs_run_new();
+    struct cs_blk_hdr h = {.n = N, .kind = CS_REC_CUDA, .pid = 42};
+    struct cs_err err = {""};
+    struct cs_cursor *c;
+    const struct cs_blk_hdr *bh;
+    const void *got;
+    uint64_t bytes, blocks;
+    uint32_t seen = 0;
+    int rc;
+
+    fill_cuda(recs, N, 300, 7);
+    h.ts_first_ns = recs[0].t_enter_ns;
+    h.ts_last_ns = recs[N - 1].t_exit_ns + 5000;
+    CHECK_OK(cs_store_open(s, path, NULL, NULL));
+    CHECK_OK(cs_store_put_block(s, 42, &h, recs));
+    cs_store_free(s);
+    CHECK_OK(cs_run_open(r, path, &err));
+    CHECK_EQ(cs_run_count(r, CS_REC_CUDA), N);
+    CHECK_OK(cs_cursor_open(r, CS_REC_CUDA, 0, UINT64_MAX, &c));
+    while ((rc = cs_cursor_next(c, &bh, &got, &err)) == 1) {
+        const struct cs_rec_cuda *g = got;
+        CHECK_EQ(bh->rec_size, sizeof(struct cs_rec_cuda));
+        CHECK_EQ(bh->flags & CS_BF_COMPACT, 0);
+        CHECK_EQ(bh->pid, 42);
+        CHECK(bh->n <= CS_CUDABLK_MAX_RECS);
+        for (uint32_t i = 0; i < bh->n; i++, seen++) {
+            CHECK(g[i].t_enter_ns >= bh->ts_first_ns && g[i].t_exit_ns <= bh->ts_last_ns);
+            CHECK(memcmp(&g[i], &recs[seen], sizeof(g[i])) == 0);
+        }
+    }
+    cs_cursor_close(c);
+    CHECK_EQ(rc, 0);
+    CHECK_EQ(seen, N);
+    CHECK_OK(cuda_value_bytes(path, &bytes, &blocks));
+    CHECK(blocks > N / CS_CUDABLK_MAX_RECS); /* split: 256 threads a block at most */
+    CHECK(bytes <= (uint64_t)N * 32); /* issue 25: <= 32 bytes a record */
+    cs_run_free(r);
+    return 0;
+}
+
+/* A one-block put keeps the caller's header: its key and span. */
+static int test_compact_block_keeps_header(void)
+{
+    static struct cs_rec_cuda recs[100];
+    struct cs_store *s = cs_store_new();
+    struct cs_run *r = cs_run_new();
+    struct cs_blk_hdr h = {.ts_first_ns = 5, .ts_last_ns = UINT64_MAX - 1, .n = 100,
+                           .kind = CS_REC_CUDA, .pid = 42, .flags = CS_HF_DEGRADED};
+    struct cs_cursor *c;
+    const struct cs_blk_hdr *bh;
+    const void *got;
+
+    fill_cuda(recs, 100, 2, 3);
+    CHECK_OK(cs_store_open(s, path, NULL, NULL));
+    CHECK_OK(cs_store_put_block(s, 42, &h, recs));
+    cs_store_free(s);
+    CHECK_OK(cs_run_open(r, path, NULL));
+    CHECK_OK(cs_cursor_open(r, CS_REC_CUDA, 0, UINT64_MAX, &c));
+    CHECK_EQ(cs_cursor_next(c, &bh, &got, NULL), 1);
+    CHECK_EQ(bh->ts_first_ns, 5);
+    CHECK_EQ(bh->ts_last_ns, UINT64_MAX - 1);
+    CHECK_EQ(bh->flags, CS_HF_DEGRADED);
+    CHECK_EQ(bh->n, 100);
+    CHECK(memcmp(got, recs, sizeof(recs)) == 0);
+    CHECK_EQ(cs_cursor_next(c, &bh, &got, NULL), 0);
+    cs_cursor_close(c);
+    cs_run_free(r);
+    return 0;
+}
+
+/* Read all CUDA blocks; @return the cursor's last code, err filled. */
+static int read_cuda(struct cs_run *r, struct cs_err *err)
+{
+    struct cs_cursor *c;
+    const struct cs_blk_hdr *h;
+    const void *recs;
+    int rc;
+
+    if ((rc = cs_cursor_open(r, CS_REC_CUDA, 0, UINT64_MAX, &c)) < 0)
+        return rc;
+    while ((rc = cs_cursor_next(c, &h, &recs, err)) == 1)
+        ;
+    cs_cursor_close(c);
+    return rc;
+}
+
+static int test_corrupt_compact_block_is_reported(void)
+{
+    static struct cs_rec_cuda recs[200];
+    static uint8_t v[CS_BLK_MAX_BYTES];
+    struct cs_blk_hdr h = {.ts_first_ns = 1000000};
+    struct cs_run *r = cs_run_new();
+    struct cs_err err = {""};
+    uint32_t crc;
+    size_t len;
+    char want[400];
+
+    fill_cuda(recs, 200, 3, 11);
+    CHECK_EQ(cs_cudablk_encode(&h, recs, 200, v, sizeof(v), &len), 200);
+    CHECK_OK(write_sample(path));
+    v[len / 2] ^= 0x10; /* a flipped bit */
+    CHECK_OK(put_raw_block(path, v, len));
+    CHECK_OK(cs_run_open(r, path, &err));
+    CHECK_ERR(read_cuda(r, &err), CS_E_CORRUPT);
+    snprintf(want, sizeof(want), "%s: cuda_blk: block ts=0 seq=255: corrupt run file "
+             "(compact block: CRC32C mismatch at byte 32 of %zu)", path, len);
+    CHECK_STR(err.msg, want);
+    v[len / 2] ^= 0x10;
+    crc = cs_crc32c(0, v, sizeof(h)); /* cut short, CRC made right: the records run out */
+    crc = cs_crc32c(crc, v + CS_CUDABLK_PREFIX, len - 3 - CS_CUDABLK_PREFIX);
+    memcpy(v + sizeof(h), &crc, 4);
+    CHECK_OK(put_raw_block(path, v, len - 3));
+    CHECK_ERR(read_cuda(r, &err), CS_E_CORRUPT);
+    CHECK(strstr(err.msg, "cuda_blk: block ts=0 seq=255: corrupt run file (compact block: "
+                          "record runs past the end of the block at byte ") != NULL);
+    memcpy(&h, v, sizeof(h)); /* a header that says too many records */
+    h.n = CS_CUDABLK_MAX_RECS + 1;
+    memcpy(v, &h, sizeof(h));
+    CHECK_OK(put_raw_block(path, v, len));
+    CHECK_ERR(read_cuda(r, &err), CS_E_CORRUPT);
+    CHECK(strstr(err.msg, "cuda_blk: block ts=0 seq=255: compact block of 8193 records") !=
+          NULL);
+    cs_run_free(r);
+    return 0;
+}
+
+/* Version-1 files (plain blocks) still read; a compact block in one is
+ * corrupt. */
+static int test_version_1_file_reads(void)
+{
+    static struct cs_rec_cuda recs[3];
+    static uint8_t v[CS_BLK_MAX_BYTES];
+    struct cs_blk_hdr h = {.ts_first_ns = 1000000, .ts_last_ns = 2000000000, .n = 3,
+                           .kind = CS_REC_CUDA, .rec_size = 96};
+    struct cs_store *s = cs_store_new();
+    struct cs_run *r = cs_run_new();
+    struct cs_err err = {""};
+    struct cs_cursor *c;
+    const struct cs_blk_hdr *bh;
+    const void *got;
+    size_t len;
+
+    fill_cuda(recs, 3, 1, 5);
+    CHECK_OK(cs_store_open(s, path, NULL, NULL));
+    CHECK_OK(cs_store_put_meta_u64(s, "format_version", 1));
+    cs_store_free(s);
+    memcpy(v, &h, sizeof(h));
+    memcpy(v + sizeof(h), recs, sizeof(recs));
+    CHECK_OK(put_raw_block(path, v, sizeof(h) + sizeof(recs)));
+    CHECK_OK(cs_run_open(r, path, &err));
+    CHECK_EQ(cs_run_count(r, CS_REC_CUDA), 3);
+    CHECK_OK(cs_cursor_open(r, CS_REC_CUDA, 0, UINT64_MAX, &c));
+    CHECK_EQ(cs_cursor_next(c, &bh, &got, &err), 1);
+    CHECK_EQ(bh->n, 3);
+    CHECK(memcmp(got, recs, sizeof(recs)) == 0);
+    cs_cursor_close(c);
+    CHECK_EQ(cs_cudablk_encode(&h, recs, 3, v, sizeof(v), &len), 3);
+    CHECK_OK(put_raw_block(path, v, len));
+    CHECK_ERR(read_cuda(r, &err), CS_E_CORRUPT);
+    CHECK(strstr(err.msg, "cuda_blk: block ts=0 seq=255: compact block in a format 1 file") !=
+          NULL);
+    cs_run_free(r);
+    return 0;
+}
+
 int main(void)
 {
     if (mkdtemp(dir) == NULL)
@@ -546,5 +774,9 @@ int main(void)
     RUN(test_released_pages_read_back);
     RUN(test_readonly_dir_opens_without_lock);
     RUN(test_live_reader_follows_writer);
+    RUN(test_compact_put_splits_and_round_trips);
+    RUN(test_compact_block_keeps_header);
+    RUN(test_corrupt_compact_block_is_reported);
+    RUN(test_version_1_file_reads);
     return check_finish(dir);
 }
