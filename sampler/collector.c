@@ -32,7 +32,8 @@
 #include "cudaspy/sockaddr.h"
 #include "cudaspy/version.h"
 
-#define CUDA_PER_BLK   ((CS_BLK_MAX_BYTES - sizeof(struct cs_blk_hdr)) / sizeof(struct cs_rec_cuda))
+#define CUDA_PER_BLK   2048u           /* records a block: compact (cudablk.h), 10-30 KiB;
+                                          the store splits one that outgrows 64 KiB */
 #define CUDA_BUF_MAX   (1u << 20)      /* records buffered per process before forced cuts */
 #define SUB_BUDGET     (256u << 10)    /* ring bytes taken per sub-ring per pass: keeps the
                                           staging buffers small and cache-warm */
