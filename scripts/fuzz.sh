@@ -9,7 +9,7 @@
 set -u
 cd "$(dirname "$0")/.."
 SECS=${FUZZ_SECONDS:-60}
-TARGETS=${FUZZ_TARGETS:-"runfile summary mcp cli"}
+TARGETS=${FUZZ_TARGETS:-"runfile cudablk summary mcp cli"}
 B=${FUZZ_BUILD:-build-fuzz}
 SRC=$(pwd)
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}

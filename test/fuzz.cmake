@@ -3,6 +3,7 @@
 # build-fuzz with ASan+UBSan and -fsanitize=fuzzer-no-link for every library,
 # so coverage reaches the code under test). Seeds: test/fuzz/corpus/<target>/.
 #   fuzz_runfile  run-file reader + analysis on a mutated run file
+#   fuzz_cudablk  the compact CUDA block decoder on a mutated block value
 #   fuzz_mcp      MCP request lines against two loaded runs
 #   fuzz_cli      cudaspy-analyze and cudaspy-sampler command lines
 #   fuzz_summary  the saved gate summary reader (+ gate_eval)
@@ -31,6 +32,7 @@ if(CS_FUZZ)
   endfunction()
 
   cs_fuzz(fuzz_runfile)
+  cs_fuzz(fuzz_cudablk)
   cs_fuzz(fuzz_summary)
   cs_fuzz(fuzz_mcp)
   target_compile_definitions(fuzz_mcp PRIVATE

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "error.h"
 #include "record.h"
 
 /* cs_blk_hdr.flags: the body is the compact encoding (CUDA blocks only) */
