@@ -1,12 +1,14 @@
 #!/bin/bash
 # map_full.sh BUILD: a run-file map that may not grow past 2 MiB
 # (CUDASPY_MAX_MAP_MB=2, with --map-mb 1 to start small) while a program
-# makes 60,000 CUDA calls: recording stops with one stderr line, the
+# makes 600,000 CUDA calls: recording stops with one stderr line, the
 # program's stdout and exit status are those of an untraced run, and what
 # was committed before still opens.
 . "$(dirname "$0")/fault_common.sh"
-ITERS=30000
-export FAKECUDA_LAT_NS=cuStreamSynchronize=20000 # the collector keeps up: no ring drops
+# 600,000 calls: compact CUDA blocks (format 2) take about 8 bytes a call,
+# so 60,000 no longer filled 2 MiB
+ITERS=300000
+export FAKECUDA_LAT_NS=cuStreamSynchronize=5000 # the collector keeps up: no ring drops
 "$C" loop "$T/count.plain" $ITERS >"$T/plain.out" || fail "untraced run failed"
 CUDASPY_MAX_MAP_MB=2 "$B/cudaspy-sampler" --map-mb 1 -o "$T/run.lmdb" --no-host \
     --preload "$B/libcudaspy.so" -- "$C" loop "$T/count" $ITERS >"$T/out" 2>"$T/err"
