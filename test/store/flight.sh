@@ -2,7 +2,7 @@
 # flight.sh: cudaspy-sampler --max-size (the flight recorder, issue 25) on a
 # real producer, real LMDB files. One deterministic workload (cs_producer -D:
 # 2 threads x N records, durations that depend only on the record) is
-# recorded twice, uncapped and with --max-size 6M:
+# recorded twice, uncapped and with --max-size 2M:
 #  - the capped file stays at or under the cap (its size is printed);
 #  - every thread's newest records are there, whole (flight_check);
 #  - the analyzer's whole-run count per API is the producer's exact count,
@@ -17,7 +17,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export CUDASPY_CLOCK=mono CUDASPY_QUIET=1
-n=120000 cap=$((6 << 20))
+n=240000 cap=$((2 << 20)) # compact records: ~10 bytes each, the uncapped run ~5 MB
 
 record() { # record FILE [--max-size SIZE]
     local out=$1
@@ -26,7 +26,7 @@ record() { # record FILE [--max-size SIZE]
     grep -q "produced $((2 * n)) dropped 0" "$out.prod" || fail "$out: $(cat "$out.prod")"
 }
 record "$tmp/full.lmdb"
-record "$tmp/cap.lmdb" --max-size 6M
+record "$tmp/cap.lmdb" --max-size 2M
 
 size=$(stat -c %s "$tmp/cap.lmdb")
 full=$(stat -c %s "$tmp/full.lmdb")
@@ -41,9 +41,10 @@ echo "$got"
 
 "$analyze" --json "$tmp/full.lmdb" >"$tmp/full.json"
 "$analyze" --json "$tmp/cap.lmdb" >"$tmp/cap.json"
-python3 - "$tmp/full.json" "$tmp/cap.json" $n <<'EOF'
+python3 - "$tmp/full.json" "$tmp/cap.json" $n $cap <<'EOF'
 import json, sys
 full, cap, n = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+cap_bytes = int(sys.argv[4])
 assert "apis_source" not in full, "uncapped run reads as capped"
 assert cap["apis_source"] == "aggregates", cap.get("apis_source")
 want = {"cuLaunchKernel": 2 * (n - n // 5), "cuStreamSynchronize": 2 * (n // 5)}
@@ -59,7 +60,7 @@ for api, count in want.items():
         print(f"{api} {k}: exact {e[k]} aggregates {g[k]} error {100 * err:.3f} %")
         assert abs(g[k] - e[k]) <= e[k] / 256 + 1, (api, k, g[k], e[k])
 fl = cap["run"]["files"][0]["flight"]
-assert fl["max_size_bytes"] == 6 << 20 and fl["evicted_records"] > 0, fl
+assert fl["max_size_bytes"] == cap_bytes and fl["evicted_records"] > 0, fl
 assert fl["outermost_calls"] == 2 * n, fl
 assert 0 < fl["detail_from_ns"] < fl["detail_to_ns"], fl
 detail = sum(a["count"] for a in cap["apis_detail"])
@@ -67,7 +68,7 @@ assert 0 < detail < 2 * n, detail
 print(f"detail {detail} of {2 * n} calls, from {fl['detail_from_ns'] / 1e9:.2f} s")
 EOF
 "$analyze" "$tmp/cap.lmdb" >"$tmp/cap.txt"
-grep -q "^capped   run file capped at 6 MiB; full detail from [0-9.]* s to [0-9.]* s; before that, aggregates only" \
+grep -q "^capped   run file capped at 2 MiB; full detail from [0-9.]* s to [0-9.]* s; before that, aggregates only" \
     "$tmp/cap.txt" || fail "report: $(grep -A1 capped "$tmp/cap.txt")"
 grep -q "^LATENCY (whole run, from per-second aggregates" "$tmp/cap.txt" || fail "LATENCY heading"
 
