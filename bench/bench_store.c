@@ -53,15 +53,8 @@ static double cpu_s(int who)
 
 static double loadavg(void)
 {
-    double l = 0;
-    FILE *f = fopen("/proc/loadavg", "r");
-
-    if (f) {
-        if (fscanf(f, "%lf", &l) != 1)
-            l = 0;
-        fclose(f);
-    }
-    return l;
+    double l;
+    return getloadavg(&l, 1) == 1 ? l : 0;
 }
 
 static const char *scratch_dir(uint64_t need)

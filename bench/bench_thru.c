@@ -66,15 +66,8 @@ static double now_s(void)
 
 static double loadavg(void)
 {
-    double l = 0;
-    FILE *f = fopen("/proc/loadavg", "r");
-
-    if (f) {
-        if (fscanf(f, "%lf", &l) != 1)
-            l = 0;
-        fclose(f);
-    }
-    return l;
+    double l;
+    return getloadavg(&l, 1) == 1 ? l : 0;
 }
 
 static uint64_t mono_ns(void)

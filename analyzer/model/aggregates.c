@@ -179,17 +179,6 @@ static uint64_t hist_rank(const struct agg_slot *s, unsigned permille)
     return v < s->min_ns ? s->min_ns : v > s->max_ns ? s->max_ns : v;
 }
 
-static int cmp_row(const void *a, const void *b)
-{
-    const struct stats_row *x = a, *y = b;
-
-    if (x->is_nested != y->is_nested)
-        return x->is_nested - y->is_nested;
-    if (x->s.total_ns != y->s.total_ns)
-        return x->s.total_ns > y->s.total_ns ? -1 : 1;
-    return x->api - y->api;
-}
-
 static int table_from_slots(struct stats_table *t, const struct agg_slot *slot)
 {
     memset(t, 0, sizeof(*t));
@@ -217,7 +206,7 @@ static int table_from_slots(struct stats_table *t, const struct agg_slot *slot)
         t->nrow++;
     }
     if (t->nrow)
-        qsort(t->row, t->nrow, sizeof(*t->row), cmp_row);
+        qsort(t->row, t->nrow, sizeof(*t->row), stats_row_cmp);
     for (uint32_t i = 0; i < t->nrow; i++)
         t->api_ix[slot_of(t->row[i].api, t->row[i].variant, t->row[i].is_nested)] = i;
     return 0;

@@ -206,7 +206,7 @@ static struct stats_row *row_find(struct stats_table *t, const struct model *m,
     return r;
 }
 
-static int cmp_row(const void *a, const void *b)
+int stats_row_cmp(const void *a, const void *b)
 {
     const struct stats_row *x = a, *y = b;
     if (x->is_nested != y->is_nested)
@@ -279,7 +279,7 @@ int stats_table_build(struct stats_table *t, struct model *m, enum stats_by by)
         t->row[i].dur = NULL; /* the scratch is the next user's */
     }
     if (t->nrow)
-        qsort(t->row, t->nrow, sizeof(*t->row), cmp_row);
+        qsort(t->row, t->nrow, sizeof(*t->row), stats_row_cmp);
     reindex(t);
     return 0;
 }

@@ -68,6 +68,9 @@ const struct stats_row *stats_table_row(const struct stats_table *t, const struc
 
 /** Free rows and their arrays. */
 void stats_table_exit(struct stats_table *t);
+/** qsort() order of a table's rows: outermost calls first, then by total
+ * time, most first, then by API. */
+int stats_row_cmp(const void *a, const void *b);
 
 /** Display name of row @p r ("cudaMemcpyAsync_ptsz") into @p buf. */
 const char *stats_row_name(const struct stats_row *r, char *buf, size_t n);
