@@ -13,9 +13,8 @@ add_executable(test_py_dump ${CMAKE_CURRENT_LIST_DIR}/unit/test_py_dump.c)
 target_link_libraries(test_py_dump PRIVATE cs_runfile)
 
 # cli.python_<mode>_py<version>: lines (every stack names its line), mixed
-# (native frames too),  off
-# (CUDASPY_PYTHON=0), stress (frames torn down meanwhile; under ASan and
-# TSan too).
+# (native frames too; not under TSan), off (CUDASPY_PYTHON=0), stress (frames
+# torn down meanwhile; under ASan and TSan too).
 foreach(py ${CS_PYTHONS})
   execute_process(COMMAND ${py} -c "import sys; print('py%d%d%s' % (sys.version_info[:2] + (getattr(sys, 'abiflags', ''),)))"
                   OUTPUT_VARIABLE pyname OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc)
@@ -26,7 +25,13 @@ foreach(py ${CS_PYTHONS})
   foreach(mode lines mixed off stress)
     add_test(NAME cli.python_${mode}_${pyname}
              COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli/python_lines.sh ${CMAKE_BINARY_DIR} ${py} ${mode})
-    set_tests_properties(cli.python_${mode}_${pyname} PROPERTIES LABELS "cli" TIMEOUT 240)
+    # mixed unwinds with libunwind, whose per-thread destructor locks a mutex
+    # after TSan has let go of the exiting thread: a TSan crash, not ours
+    set(labels cli)
+    if(mode STREQUAL "mixed")
+      set(labels "cli;notsan")
+    endif()
+    set_tests_properties(cli.python_${mode}_${pyname} PROPERTIES LABELS "${labels}" TIMEOUT 240)
   endforeach()
 endforeach()
 

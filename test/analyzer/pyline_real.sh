@@ -14,8 +14,11 @@ rm -rf "$W" && mkdir -p "$W" && cd "$W" || exit 1
 command -v python3 >/dev/null || { echo "skip: no python3"; exit 77; }
 "$PY" -c 'import ctypes' 2>/dev/null || { echo "skip: $PY cannot import ctypes"; exit 77; }
 export LD_LIBRARY_PATH="$B/fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" CUDASPY_QUIET=1
-timeout 200 "$B/cudaspy" record -o run.lmdb --no-host -- "$PY" "$D/py_workload.py" "$W/exp" \
-    >out 2>err || { echo "FAIL: traced run exited $?"; cat err; exit 1; }
+# a TSan build: its runtime first, preloaded into the uninstrumented
+# interpreter (as test/cli/python_lines.sh does)
+tsan=$(ldd "$B/fake/libcudart.so.13" | awk '/libtsan/ {print $3}')
+LD_PRELOAD=$tsan timeout 200 "$B/cudaspy" record -o run.lmdb --no-host -- "$PY" \
+    "$D/py_workload.py" "$W/exp" >out 2>err || { echo "FAIL: traced run exited $?"; cat err; exit 1; }
 A=$B/cudaspy-analyze
 fail=0
 "$A" --json --by pyline run.lmdb >r.json 2>aerr || { echo "FAIL: analyze exited $?"; fail=1; }
