@@ -17,6 +17,7 @@ export LD_LIBRARY_PATH="$B/fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" CUDASPY_QU
 # a TSan build: its runtime first, preloaded into the uninstrumented
 # interpreter (as test/cli/python_lines.sh does)
 tsan=$(ldd "$B/fake/libcudart.so.13" | awk '/libtsan/ {print $3}')
+[ -n "$tsan" ] && export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}suppressions=$D/tsan.supp"
 LD_PRELOAD=$tsan timeout 200 "$B/cudaspy" record -o run.lmdb --no-host -- "$PY" \
     "$D/py_workload.py" "$W/exp" >out 2>err || { echo "FAIL: traced run exited $?"; cat err; exit 1; }
 A=$B/cudaspy-analyze

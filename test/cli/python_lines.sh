@@ -14,7 +14,8 @@ export LD_LIBRARY_PATH="$B/fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # A TSan build's fake runtime cannot be dlopened (libtsan wants static TLS):
 # its runtime is preloaded into the (uninstrumented) interpreter instead.
 tsan=$(ldd "$B/fake/libcudart.so.13" | awk '/libtsan/ {print $3}')
-[ -n "$tsan" ] && export LD_PRELOAD=$tsan
+[ -n "$tsan" ] && export LD_PRELOAD=$tsan \
+    TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}suppressions=$D/tsan.supp"
 "$PY" -c 'import ctypes' 2>/dev/null || fail "$PY cannot import ctypes"
 case $MODE in
 lines|mixed|off) prog=("$D/py_workload.py" "$T/plain") ;;
