@@ -16,6 +16,7 @@
 
 #include "cudaspy/record.h"
 #include "cudaspy/runfile.h"
+#include "run_wait.h"
 
 #define MAX_WORKERS 64
 
@@ -64,27 +65,22 @@ static struct want wants[] = {
 static struct cs_rec_nvtx *recs;
 static size_t nrecs;
 
-static int run_open_wait(struct cs_run **out, const char *path, int none)
+static int open_run(struct cs_run **out, const char *path, int none)
 {
     struct cs_err err = {""};
+    int rc;
 
-    for (int tries = 0;; tries++) {
+    if (none) { /* no run file: no record either */
         struct cs_run *r = cs_run_new();
-        int rc = cs_run_open(r, path, &err);
-        if (rc == 0 && cs_run_meta_u64(r, "clean_shutdown", 0) == 1) {
-            *out = r;
-            return 0;
-        }
+        rc = cs_run_open(r, path, &err);
         cs_run_free(r);
-        if (none && rc < 0)
-            return 1; /* no run file: no record either */
-        if (tries >= 300) {
-            FAIL("%s: %s", path, rc ? err.msg : "collector never finished (clean_shutdown=0)");
-            return -1;
-        }
-        struct timespec ts = {0, 100000000};
-        nanosleep(&ts, NULL);
+        if (rc < 0)
+            return 1;
     }
+    rc = run_open_wait(out, path, 30, &err);
+    if (rc != 0)
+        FAIL("%s: %s", path, rc < 0 ? err.msg : "collector never finished (clean_shutdown=0)");
+    return rc;
 }
 
 static int load(struct cs_run *run)
@@ -231,7 +227,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: test_nvtx_check [--none] RUN THREADS ITERS\n");
         return 2;
     }
-    rc = run_open_wait(&run, argv[1 + none], none);
+    rc = open_run(&run, argv[1 + none], none);
     if (rc == 0 && load(run) == 0) {
         if (none && nrecs)
             FAIL("%zu NVTX records, want none", nrecs);

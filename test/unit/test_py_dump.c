@@ -14,31 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cudaspy/api.h"
 #include "cudaspy/record.h"
 #include "cudaspy/runfile.h"
-
-static int open_wait(struct cs_run **out, const char *path)
-{
-    struct cs_err err = {""};
-
-    for (int tries = 0; tries < 300; tries++) {
-        struct cs_run *r = cs_run_new();
-        int rc = cs_run_open(r, path, &err);
-        if (rc == 0 && cs_run_meta_u64(r, "clean_shutdown", 0) == 1) {
-            *out = r;
-            return 0;
-        }
-        cs_run_free(r);
-        struct timespec ts = {0, 100000000};
-        nanosleep(&ts, NULL);
-    }
-    fprintf(stderr, "test_py_dump: %s: %s\n", path,
-            err.msg[0] ? err.msg : "collector never finished (clean_shutdown=0)");
-    return -1;
-}
+#include "run_wait.h"
 
 /* One record's line. @return 0, -1 if its stack is malformed. */
 static int dump_one(struct cs_run *run, const struct cs_rec_cuda *r)
@@ -93,7 +73,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: test_py_dump RUN\n");
         return 2;
     }
-    if (open_wait(&run, argv[1]) < 0 || cs_cursor_open(run, CS_REC_CUDA, 0, UINT64_MAX, &c) < 0) {
+    if ((rc = run_open_wait(&run, argv[1], 30, &err)) != 0) {
+        fprintf(stderr, "test_py_dump: %s: %s\n", argv[1],
+                rc < 0 ? err.msg : "collector never finished (clean_shutdown=0)");
+        return 1;
+    }
+    if (cs_cursor_open(run, CS_REC_CUDA, 0, UINT64_MAX, &c) < 0) {
         cs_run_free(run);
         return 1;
     }

@@ -28,6 +28,7 @@
 #include "cudaspy/api.h"
 #include "cudaspy/record.h"
 #include "cudaspy/runfile.h"
+#include "run_wait.h"
 
 #define MAX_RECS (1u << 22)
 #define MAX_KERNELS 64
@@ -117,24 +118,14 @@ struct recs {
     size_t n;
 };
 
-static int run_open_wait(struct cs_run **out, const char *path, int wait_s)
+static int open_run(struct cs_run **out, const char *path, int wait_s)
 {
     struct cs_err err = {""};
-    for (int tries = 0;; tries++) {
-        struct cs_run *r = cs_run_new();
-        int rc = cs_run_open(r, path, &err);
-        if (rc == 0 && (wait_s == 0 || cs_run_meta_u64(r, "clean_shutdown", 0) == 1)) {
-            *out = r;
-            return 0;
-        }
-        cs_run_free(r);
-        if (tries >= wait_s * 10) {
-            FAIL("%s: %s", path, rc ? err.msg : "collector never finished (clean_shutdown=0)");
-            return -1;
-        }
-        struct timespec ts = {0, 100000000};
-        nanosleep(&ts, NULL);
-    }
+    int rc = run_open_wait(out, path, wait_s, &err);
+
+    if (rc != 0)
+        FAIL("%s: %s", path, rc < 0 ? err.msg : "collector never finished (clean_shutdown=0)");
+    return rc ? -1 : 0;
 }
 
 /* Every record of @p kind (@p size bytes each) into a new array. */
@@ -582,7 +573,7 @@ int main(int argc, char **argv)
     if (none && access(argv[i], F_OK) != 0)
         return 0;
     struct gpu_recs gr = {0};
-    if (run_open_wait(&run, argv[i], wait_s) < 0 || recs_load(run, &all) < 0)
+    if (open_run(&run, argv[i], wait_s) < 0 || recs_load(run, &all) < 0)
         return 1;
     if (want_gpu && (kind_load(run, CS_REC_GPU, sizeof(*gr.g), (void **)&gr.g, &gr.ng) < 0 ||
                      kind_load(run, CS_REC_GPUCOV, sizeof(*gr.c), (void **)&gr.c, &gr.nc) < 0))
