@@ -443,6 +443,35 @@ static inline int shim_nvtx_init(int preloaded) { return (void)preloaded, 0; }
 static inline void shim_nvtx_atfork_child(void) {}
 #endif
 
+/** UTF-8 of code point @p c into @p out, which has room for 4 bytes; a
+ * surrogate or a value past U+10FFFF becomes U+FFFD. @return bytes written.
+ * (NVTX's wide strings, Python's str objects.) */
+static inline size_t shim_utf8_put(uint32_t c, char *out)
+{
+    if (c > 0x10ffff || (c >= 0xd800 && c < 0xe000))
+        c = 0xfffd;
+    if (c < 0x80) {
+        out[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        out[0] = (char)(0xc0 | c >> 6);
+        out[1] = (char)(0x80 | (c & 0x3f));
+        return 2;
+    }
+    if (c < 0x10000) {
+        out[0] = (char)(0xe0 | c >> 12);
+        out[1] = (char)(0x80 | ((c >> 6) & 0x3f));
+        out[2] = (char)(0x80 | (c & 0x3f));
+        return 3;
+    }
+    out[0] = (char)(0xf0 | c >> 18);
+    out[1] = (char)(0x80 | ((c >> 12) & 0x3f));
+    out[2] = (char)(0x80 | ((c >> 6) & 0x3f));
+    out[3] = (char)(0x80 | (c & 0x3f));
+    return 4;
+}
+
 /* ---- Python stacks (shim_python.c, docs/python.md) ---- */
 
 #define SHIM_PY_FRAMES 32  /* Python frames kept, innermost first */

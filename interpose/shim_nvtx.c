@@ -177,26 +177,9 @@ static size_t nv_utf8(const wchar_t *w, size_t len, char *out, size_t n)
     size_t o = 0;
 
     for (size_t i = 0; i < len; i++) {
-        uint32_t c = (uint32_t)w[i];
-        if (c > 0x10ffff || (c >= 0xd800 && c < 0xe000))
-            c = 0xfffd;
         if (o + 4 > n)
             break;
-        if (c < 0x80) {
-            out[o++] = (char)c;
-        } else if (c < 0x800) {
-            out[o++] = (char)(0xc0 | c >> 6);
-            out[o++] = (char)(0x80 | (c & 0x3f));
-        } else if (c < 0x10000) {
-            out[o++] = (char)(0xe0 | c >> 12);
-            out[o++] = (char)(0x80 | ((c >> 6) & 0x3f));
-            out[o++] = (char)(0x80 | (c & 0x3f));
-        } else {
-            out[o++] = (char)(0xf0 | c >> 18);
-            out[o++] = (char)(0x80 | ((c >> 12) & 0x3f));
-            out[o++] = (char)(0x80 | ((c >> 6) & 0x3f));
-            out[o++] = (char)(0x80 | (c & 0x3f));
-        }
+        o += shim_utf8_put((uint32_t)w[i], out + o);
     }
     return o;
 }

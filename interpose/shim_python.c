@@ -493,17 +493,9 @@ static size_t str_utf8(uintptr_t s, char *out, size_t cap)
     d = (const uint8_t *)(s + ((state & 0x40) ? py.L.str_ascii : py.L.str_compact));
     for (int64_t i = 0; i < len; i++) {
         uint32_t c = kind == 1 ? d[i] : kind == 2 ? ((const uint16_t *)d)[i] : ((const uint32_t *)d)[i];
-        int w = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
-        if (n + (size_t)w > cap)
+        if (n + 4 > cap)
             break;
-        if (w == 1) {
-            out[n++] = (char)c;
-            continue;
-        }
-        for (int k = w - 1; k > 0; k--)
-            out[n + (size_t)k] = (char)(0x80 | ((c >> (6 * (w - 1 - k))) & 0x3f));
-        out[n] = (char)((w == 2 ? 0xc0 : w == 3 ? 0xe0 : 0xf0) | (c >> (6 * (w - 1))));
-        n += (size_t)w;
+        n += shim_utf8_put(c, out + n);
     }
     return n;
 }

@@ -32,13 +32,13 @@ printf '%s\n' \
     "$A" mcp run.lmdb >mcp.out 2>>aerr || { echo "FAIL: mcp exited $?"; fail=1; }
 python3 - r.json t.json mcp.out exp.* <<'EOF' || fail=1
 import collections, json, sys
-j = json.load(open(sys.argv[1]))
+j = json.load(open(sys.argv[1], encoding="utf-8"))
 bad = []
 rows = j["pylines"]["rows"]
 want = collections.Counter()  # (line, function) -> captured calls noted
 seen = set()                  # every line a call was made from
 for path in sys.argv[4:]:
-    for l in open(path):
+    for l in open(path, encoding="utf-8"):
         f = l.split()
         site = f[5].rsplit(":", 2)  # file:line:function of the innermost frame
         key = (int(site[1]), site[2])
@@ -58,14 +58,14 @@ for k, n in want.items():
 for k in got:  # a line no noted call came from: only a call of 1 ms or more (cuInit)
     if k not in seen and not slow[k]:
         bad.append(f"row for line {k[0]} {k[1]}, where no call was made")
-t = json.load(open(sys.argv[2]))
+t = json.load(open(sys.argv[2], encoding="utf-8"))
 ev = t["traceEvents"] if isinstance(t, dict) else t
 sites = [e for e in ev if e.get("ph") == "X" and "site" in e.get("args", {})]
 if len(sites) != j["pylines"]["calls"]:
     bad.append(f"trace: {len(sites)} slices with a site, want {j['pylines']['calls']}")
 if any(not e["args"]["site"].startswith("py_workload.py:") for e in sites):
     bad.append("trace: a site outside py_workload.py")
-r = [json.loads(l) for l in open(sys.argv[3]) if l.strip()][-1]["result"]["structuredContent"]
+r = [json.loads(l) for l in open(sys.argv[3], encoding="utf-8") if l.strip()][-1]["result"]["structuredContent"]
 if [x["text"] for x in r["by_time"]] != [x["text"] for x in rows]:
     bad.append("get_hotspots by_time is not the --by pyline rows")
 for b in bad:

@@ -27,7 +27,7 @@ def main():
         slow_ns, args = int(args[1]) * 1000, args[2:]
     got, slow = collections.Counter(), collections.Counter()
     deepest = 0
-    with open(args[0]) as f:
+    with open(args[0], encoding="utf-8") as f:
         for line in f:
             key, nshown, n, ns = site(line.split())
             if ns >= slow_ns:
@@ -39,7 +39,7 @@ def main():
             deepest = max(deepest, n)
     want, noted = collections.Counter(), set()
     for path in args[1:]:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             for line in f:
                 if not line.strip():
                     continue

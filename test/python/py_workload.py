@@ -117,7 +117,7 @@ async def serve(s):
     await asyncio.gather(fetch(s), fetch(s))
 
 
-def on_error(s):
+def on_érror(s):  # a non-ASCII name: the shim turns str objects into UTF-8
     try:
         try:
             raise ValueError("bad batch")
@@ -137,7 +137,7 @@ def child(steps):
 
 
 def write_notes():
-    with open("%s.%d" % (PREFIX, os.getpid()), "w") as f:
+    with open("%s.%d" % (PREFIX, os.getpid()), "w", encoding="utf-8") as f:
         f.write("\n".join(notes) + "\n")
 
 
@@ -153,7 +153,7 @@ def main():
     for _ in batches(s, 3):
         pass
     asyncio.run(serve(s))
-    on_error(s)
+    on_érror(s)
     parent = threading.get_native_id()
     pid = os.fork()
     if pid == 0:  # the forking thread's state goes with it: a sync was its last call
