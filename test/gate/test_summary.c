@@ -42,6 +42,18 @@ static int parse(const char *text, struct summary **s)
     return rc;
 }
 
+/* @p s written as JSON and parsed back into *@p t. */
+static int reparse(const struct summary *s, struct summary **t)
+{
+    json_t *j = summary_to_json(s);
+    char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    int rc = txt ? parse(txt, t) : -1;
+
+    json_decref(j);
+    free(txt);
+    return rc;
+}
+
 /* @p good with the first @p from replaced by @p to. */
 static char *edit(const char *from, const char *to)
 {
@@ -56,11 +68,7 @@ static int test_round_trip_keeps_every_field(void)
     struct summary *s = NULL, *t = NULL;
     CHECK_OK(parse(good, &s));
     CHECK_EQ(s->n, 2);
-    json_t *j = summary_to_json(s);
-    char *txt = json_dumps(j, JSON_COMPACT);
-    json_decref(j);
-    CHECK_OK(parse(txt, &t));
-    free(txt);
+    CHECK_OK(reparse(s, &t));
     const struct summary_group *g = summary_find(t, "cudaLaunchKernel", "gemm");
     CHECK(g != NULL);
     CHECK_EQ(g->count, 3);
@@ -95,11 +103,7 @@ static int test_version_2_round_trip(void)
     struct summary *s = NULL, *t = NULL;
     CHECK_OK(parse(good2, &s));
     CHECK_EQ(s->has_run, 1);
-    json_t *j = summary_to_json(s);
-    char *txt = json_dumps(j, JSON_COMPACT);
-    json_decref(j);
-    CHECK_OK(parse(txt, &t));
-    free(txt);
+    CHECK_OK(reparse(s, &t));
     CHECK_EQ(t->run.window_ns, 300000000);
     CHECK_EQ(t->run.launches, 200);
     CHECK_STR(t->run.steps.source, "inferred");
