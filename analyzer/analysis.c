@@ -559,8 +559,36 @@ static json_t *json_procs(const struct model *m)
     return arr;
 }
 
+/* Driver calls folded into runtime records (shim.h): each pair with its
+ * count, most first; NULL when there are none. */
+static json_t *folded_json(const struct model *m)
+{
+    json_t *arr;
+    uint32_t ix[64], n = 0;
+
+    for (uint32_t i = 0; m->fold && i < (uint32_t)CS_API_COUNT * CS_API_COUNT; i++)
+        if (m->fold[i] && n < sizeof(ix) / sizeof(ix[0]))
+            ix[n++] = i;
+    if (n == 0)
+        return NULL;
+    for (uint32_t i = 1; i < n; i++) /* insertion sort: count, most first, then ids */
+        for (uint32_t j = i; j > 0 && m->fold[ix[j]] > m->fold[ix[j - 1]]; j--) {
+            uint32_t t = ix[j];
+            ix[j] = ix[j - 1], ix[j - 1] = t;
+        }
+    arr = json_array();
+    for (uint32_t i = 0; i < n; i++)
+        json_array_append_new(arr, json_pack("{s:s, s:s, s:I}", "runtime",
+                                             cs_api_table[ix[i] / CS_API_COUNT].name, "driver",
+                                             cs_api_table[ix[i] % CS_API_COUNT].name, "count",
+                                             (json_int_t)m->fold[ix[i]]));
+    return arr;
+}
+
 json_t *analysis_json(const struct analysis *a)
 {
+    json_t *folded = folded_json(&a->m);
+
     json_t *o = json_object();
 
     json_object_set_new(o, "run", json_run(a));
@@ -572,6 +600,8 @@ json_t *analysis_json(const struct analysis *a)
     } else {
         json_object_set_new(o, "apis", table_json(&a->m, &a->api));
     }
+    if (folded)
+        json_object_set_new(o, "folded_driver_calls", folded);
     if (a->m.opts.by_pid)
         json_object_set_new(o, "apis_by_pid", table_json(&a->m, &a->by_pid));
     if (a->m.opts.by_stream)

@@ -104,6 +104,58 @@ static inline void shim_rec_begin(struct cs_rec_cuda *r, unsigned api, unsigned 
     r->t_enter_ns = shim_ring_now();
 }
 
+/* ---- one record per runtime call (docs/shim.md, "Folding") ----
+ * An outermost runtime call's record takes in the first driver call of its
+ * own family it makes (cudaLaunchKernel's cuLaunchKernel): that driver call
+ * reads no clock and pushes nothing; it writes what it knows (kernel name,
+ * grid, stream) into the runtime record, with its name in drv_api. A
+ * launch then costs the shared runtime two clock reads and one record, as
+ * it costs a static runtime. CUDASPY_FOLD=0: two records, as before. */
+
+/** enum cs_family of @p api; a constant where @p api is one. */
+static inline unsigned shim_fam(unsigned api)
+{
+    static const uint8_t fam[CS_API_COUNT] = {
+#define SHIM_FAM_(name, layer, family, sync) [CS_API_##name] = family,
+        CS_API_LIST(SHIM_FAM_)
+#undef SHIM_FAM_
+    };
+    return fam[api];
+}
+
+/** Outermost runtime call @p r (begun, on the stack of its wrapper) lets its
+ * driver call of family @p fam fold in. */
+static inline void shim_fold_open(struct cs_rec_cuda *r, unsigned fam)
+{
+    struct shim_thread *t = &shim_t_;
+
+    if (shim_hot_.fold) { /* set by the constructor */
+        t->fold = r;
+        t->fold_fam = fam;
+    }
+}
+
+/** The runtime record a driver call of family @p fam folds into, taken
+ * (only the first such call of the innermost runtime call folds); NULL =
+ * the driver call gets a record of its own. */
+static inline struct cs_rec_cuda *shim_fold_take(unsigned fam)
+{
+    struct shim_thread *t = &shim_t_;
+    struct cs_rec_cuda *f;
+
+    if (t->rt_depth == 0 || (f = t->fold) == NULL || t->fold_fam != fam || f->seq != t->rt_seq)
+        return NULL;
+    t->fold = NULL;
+    return f;
+}
+
+/** Driver call @p api, folded into @p f, returned @p result. */
+static inline void shim_fold_end(struct cs_rec_cuda *f, unsigned api, int result)
+{
+    f->drv_api = (uint16_t)api;
+    f->flags |= CS_CF_FOLDED | (result != 0 ? CS_CF_DRV_ERROR : 0);
+}
+
 /** Stack id for this call: native frames (@p want SHIM_STK_NATIVE), the
  * thread's Python frames (SHIM_STK_PYTHON); 0 = none. */
 uint32_t shim_stack_capture_slow(unsigned want) SHIM_COLD;
@@ -235,7 +287,10 @@ static inline void shim_rec_end_rt(struct cs_rec_cuda *r, int result)
     struct shim_thread *t = &shim_t_;
     uint32_t of = t->held_of; /* this call's seq, an outer call's, or 0 */
 
-    shim_rec_finish(r, result, of == r->seq ? t->held.t_exit_ns : shim_ring_now());
+    /* a folded call's driver call ran after the one kept, if any */
+    shim_rec_finish(r, result,
+                    of == r->seq && !(r->flags & CS_CF_FOLDED) ? t->held.t_exit_ns
+                                                                : shim_ring_now());
     SHIM_ST(uint64_t st_p0_ = __rdtsc();)
     if (SHIM_LIKELY(of != 0)) {
         t->held_of = 0;

@@ -478,40 +478,50 @@ SHIM_FN_TYPE_(10) SHIM_FN_TYPE_(11)
         SHIM_ST(uint64_t st0_ = __rdtsc(), st1_, st2_;)                               \
         shim_fn##n real = (shim_fn##n)atomic_load_explicit(                          \
             &shim_drv_real[SHIM_IDX_##name], memory_order_acquire);                   \
-        struct cs_rec_cuda r;                                                         \
+        struct cs_rec_cuda r, *f;                                                     \
         int rc;                                                                       \
         if (SHIM_UNLIKELY(real == NULL)) {                                            \
             real = (shim_fn##n)shim_drv_resolve_slow(SHIM_IDX_##name);                \
             if (real == NULL)                                                         \
                 return SHIM_CUDA_ERROR_NOT_FOUND;                                     \
         }                                                                             \
+        if ((f = shim_fold_take(shim_fam(CS_API_##base))) != NULL) {                  \
+            SHIM_CALL_(base, var, n, kind, f); /* its runtime call is recording */    \
+            shim_fold_end(f, CS_API_##base, rc);                                      \
+            return rc;                                                                \
+        }                                                                             \
         if (SHIM_UNLIKELY(!shim_recording()))                                         \
             return real(A##n);                                                        \
         shim_rec_begin(&r, CS_API_##base, CS_VAR_##var);                              \
-        {                                                                             \
-            const uint64_t a[] = {L##n 0};                                            \
-            drv_pre(&r, CS_API_##base, CS_VAR_##var, a);                              \
-            const int corr_ = SHIM_ENQ_##kind && SHIM_UNLIKELY(atomic_load_explicit(   \
-                                  &shim_hot_.gpu_corr, memory_order_relaxed));         \
-            if (corr_)                                                                \
-                shim_gpu_corr_push(&r);                                               \
-            SHIM_ST(st1_ = __rdtsc();)                                                \
-            rc = real(A##n);                                                          \
-            SHIM_ST(st2_ = __rdtsc();)                                                \
-            if (corr_)                                                                \
-                shim_gpu_corr_pop();                                                  \
-            ex_##kind(&r, a, n, rc, (const void *)real);                              \
-        }                                                                             \
+        SHIM_CALL_(base, var, n, kind, &r);                                           \
         shim_rec_capture(&r);                                                         \
         shim_rec_end(&r, rc);                                                         \
         SHIM_ST(shim_st_add(r.api, st1_ - st0_, __rdtsc() - st2_);)                   \
         return rc;                                                                    \
     }
+/* The real call, and what it means, into record @p rp (its own, or the
+ * runtime record it folds into). */
+#define SHIM_CALL_(base, var, n, kind, rp)                                            \
+    do {                                                                              \
+        const uint64_t a[] = {L##n 0};                                                \
+        drv_pre(rp, CS_API_##base, CS_VAR_##var, a);                                  \
+        const int corr_ = SHIM_ENQ_##kind && SHIM_UNLIKELY(atomic_load_explicit(       \
+                              &shim_hot_.gpu_corr, memory_order_relaxed));             \
+        if (corr_)                                                                    \
+            shim_gpu_corr_push(rp);                                                   \
+        SHIM_ST(st1_ = __rdtsc();)                                                    \
+        rc = real(A##n);                                                              \
+        SHIM_ST(st2_ = __rdtsc();)                                                    \
+        if (corr_)                                                                    \
+            shim_gpu_corr_pop();                                                      \
+        ex_##kind(rp, a, n, rc, (const void *)real);                                  \
+    } while (0)
 SHIM_DRV_LIST(SHIM_WRAP_)
 SHIM_INIT_LIST(SHIM_WRAP_HIDDEN_)
 #undef SHIM_WRAP_
 #undef SHIM_WRAP_HIDDEN_
 #undef SHIM_WRAP_BODY_
+#undef SHIM_CALL_
 
 /* A context change: forget the thread's device, then the real call. */
 #define SHIM_CTX_WRAP_(name, n)                                                       \

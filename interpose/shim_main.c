@@ -63,6 +63,13 @@ static int env_on(const char *name)
     return v && *v && strcmp(v, "0") != 0;
 }
 
+/* Set to "0": a switch that is on unless turned off. */
+static int env_is_zero(const char *name)
+{
+    const char *v = getenv(name);
+    return v && strcmp(v, "0") == 0;
+}
+
 /* The shim does nothing inside cudaspy-sampler itself (it may inherit
  * LD_PRELOAD from the program that started it). */
 static int in_sampler(void)
@@ -114,6 +121,7 @@ __attribute__((constructor)) static void shim_init(void)
         return;
     }
     shim_stack_init();
+    shim_hot_.fold = !env_is_zero("CUDASPY_FOLD");
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     if (getenv(CS_ENV_SOCK) == NULL)
         shim_start_collector();

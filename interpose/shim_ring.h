@@ -47,6 +47,10 @@ struct shim_thread {
     uint32_t held_of;   /* seq of the runtime call @held was made in; 0 = none */
     uint32_t in_slow;   /* re-entry guard for the ring's slow path */
     uint32_t py_armed;  /* a sync was made: the next enqueue gets a Python stack (shim.h) */
+    uint32_t fold_fam;  /* enum cs_family of @fold */
+    /* The outermost runtime call's record while its driver call of the same
+     * family may still fold into it (shim.h, shim_fold_take); NULL = none. */
+    struct cs_rec_cuda *fold;
     /* The last driver record made inside a recorded runtime call, finished
      * but not yet pushed: it goes into the ring with that call's record, in
      * one entry pair (shim.h, shim_rec_end_rt). */
@@ -82,6 +86,7 @@ struct shim_hot {
                                         shim_gpu_tick_slow(); UINT64_MAX = never */
     uint64_t py_min;                 /* a call this long gets a Python stack (shim.h) */
     _Atomic uint8_t stacks;          /* SHIM_STK_*: which stacks a call may get; 0 = none */
+    uint8_t fold;                    /* 1: runtime calls hold their driver call (shim.h) */
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct shim_hot) == 64, "the hot state is one cache line");
 extern struct shim_hot shim_hot_ __attribute__((visibility("hidden")));

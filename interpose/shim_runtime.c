@@ -4,7 +4,7 @@
  * them; a static runtime loses nothing but these records, because the driver
  * layer (shim_driver.c) sees its calls. Driver calls made inside a runtime
  * wrapper are marked CS_CF_NESTED with the runtime record's seq, so no
- * statistic counts a call twice. Real functions come from the next object
+ * statistic counts a call twice, or fold into its record (shim.h). Real functions come from the next object
  * (RTLD_NEXT), else from a loaded libcudart.so*. */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -77,10 +77,11 @@ static void launch_dims(struct cs_rec_cuda *r, dim3 g, dim3 b, cudaStream_t s)
 }
 
 /* The name of the driver launch this call made, when it made one (the same
- * kernel, named by the driver); else the runtime's own for @p f. */
+ * kernel, named by the driver, folded in or kept); else the runtime's own
+ * for @p f. */
 static void launch_name(struct cs_rec_cuda *r, cudaError_t rc, const void *real, const void *f)
 {
-    if (rc != cudaSuccess || f == NULL)
+    if (rc != cudaSuccess || f == NULL || (r->flags & CS_CF_HAS_NAME))
         return;
     if (shim_t_.held_of == r->seq && (shim_t_.held.flags & CS_CF_HAS_NAME))
         r->name_id = shim_t_.held.name_id;
@@ -94,7 +95,8 @@ static void rtx___cudaLaunchKernel(RX, const void *f, dim3 g, dim3 b, void **a, 
                                    cudaStream_t s)
 {
     (void)a, (void)m;
-    launch_dims(r, g, b, s);
+    if (!(r->flags & CS_CF_FOLDED)) /* else the driver's launch filled them in */
+        launch_dims(r, g, b, s);
     launch_name(r, rc, real, f);
 }
 #define rtx_cudaLaunchKernel rtx___cudaLaunchKernel
@@ -102,7 +104,7 @@ static void rtx___cudaLaunchKernel(RX, const void *f, dim3 g, dim3 b, void **a, 
 static void rtx_cudaLaunchKernelExC(RX, const cudaLaunchConfig_t *c, const void *f, void **a)
 {
     (void)a;
-    if (c)
+    if (c && !(r->flags & CS_CF_FOLDED))
         launch_dims(r, c->gridDim, c->blockDim, c->stream);
     launch_name(r, rc, real, f);
 }
@@ -227,8 +229,9 @@ static void rtx_cudaFreeAsync(RX, void *p, cudaStream_t s)
 
 static void *rt_resolve_slow(int i) SHIM_COLD;
 
-/* Nesting: driver records made while this call runs point at its seq.
- * errno: as the driver wrappers (shim.h). */
+/* Nesting: driver records made while this call runs point at its seq; the
+ * first driver call of its family folds into its record instead, when it
+ * is outermost (shim.h). errno: as the driver wrappers (shim.h). */
 #define SHIM_RT_WRAP_(name, base, var, params, args)                                   \
     SHIM_EXPORT cudaError_t shim_r_##name params __asm__(#name);                       \
     cudaError_t shim_r_##name params                                                   \
@@ -251,11 +254,14 @@ static void *rt_resolve_slow(int i) SHIM_COLD;
         outer = t->rt_seq;                                                             \
         t->rt_depth++;                                                                 \
         t->rt_seq = r.seq;                                                             \
+        if (outer == 0)                                                                \
+            shim_fold_open(&r, shim_fam(CS_API_##base));                               \
         SHIM_ST(st1_ = __rdtsc();)                                                     \
         rc = real args;                                                                \
         SHIM_ST(st2_ = __rdtsc();)                                                     \
         t->rt_depth--;                                                                 \
         t->rt_seq = outer;                                                             \
+        t->fold = NULL;                                                                \
         rtx_##base(&r, rc, (const void *)real RT_ARGS args);                           \
         shim_rec_capture(&r);                                                          \
         shim_rec_end_rt(&r, (int)rc);                                                  \

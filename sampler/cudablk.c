@@ -108,7 +108,7 @@ static inline uint8_t *put_var(uint8_t *p, uint64_t v)
 
 /* An encoded record is at most: mask 3, thread 2 + 5 + 5, times 10 + 10,
  * seq 5, parent 5, api 3, flags 3, name 5, grid 15, block 9, bytes 10,
- * stream 10, aux 10, result 5, device 3, vardir 3, stack 5, pad 3 = 147. */
+ * stream 10, aux 10, result 5, device 3, vardir 3, stack 5, drv_api 3 = 147. */
 #define REC_ENC_MAX 160u
 
 struct enc_thread {
@@ -135,7 +135,7 @@ static uint8_t *enc_rec(uint8_t *p, const struct cs_rec_cuda *r, const struct cs
     m |= r->device != q->device ? CS_CB_DEVICE : 0;
     m |= (r->variant != q->variant || r->dir != q->dir) ? CS_CB_VARDIR : 0;
     m |= r->stack_id != q->stack_id ? CS_CB_STACK : 0;
-    m |= r->pad0 != q->pad0 ? CS_CB_PAD : 0;
+    m |= r->drv_api != q->drv_api ? CS_CB_DRV_API : 0;
     p = put_var(p, m);
     if (m & CS_CB_THREAD) {
         p = put_var(p, idx);
@@ -175,8 +175,8 @@ static uint8_t *enc_rec(uint8_t *p, const struct cs_rec_cuda *r, const struct cs
         p = put_var(p, (uint32_t)r->variant | (uint32_t)r->dir << 8);
     if (m & CS_CB_STACK)
         p = put_var(p, r->stack_id);
-    if (m & CS_CB_PAD)
-        p = put_var(p, r->pad0);
+    if (m & CS_CB_DRV_API)
+        p = put_var(p, r->drv_api);
     return p;
 }
 
@@ -333,8 +333,8 @@ static int dec_rec(struct dec *d, uint32_t m, const struct cs_rec_cuda *q, struc
     }
     if (m & CS_CB_STACK)
         GET(32, r->stack_id);
-    if (m & CS_CB_PAD)
-        GET(16, r->pad0);
+    if (m & CS_CB_DRV_API)
+        GET(16, r->drv_api);
     return 0;
 }
 

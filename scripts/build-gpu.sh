@@ -12,7 +12,7 @@ cmake -S . -B "$B" -DCS_STATIC_DEPS=ON \
     -DCS_UNWIND_LIB=/usr/lib/x86_64-linux-gnu/libunwind.so \
     '-DCMAKE_SHARED_LINKER_FLAGS=-Wl,-rpath,$ORIGIN' "$@" >/dev/null
 cmake --build "$B" -j "$(nproc)" --target cudaspy cudaspy-sampler cudaspy-analyze cudaspy_launcher bench_shim bench_sampler \
-    bench_clock
+    bench_clock bench_thru cs_producer cs_run_bytes
 cp -L /usr/lib/x86_64-linux-gnu/libunwind.so.8 "$B/"
 # only what the GPU machine needs travels: drop object files
 find "$B" -name '*.o' -delete

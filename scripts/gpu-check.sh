@@ -9,7 +9,7 @@
 # Usage: scripts/gpu-check.sh [PART...]
 #   parts: smoke seed suite profiler ddp overhead faults seedov ddpov ddpdiag
 #   ddppin ddpduty ddpdutysplit ddpdutyvar seedpairs pfab perf quick launchshared
-#   launchduty seedconc truth steps
+#   launchduty seedconc truth steps scale
 #   (default: seed suite)
 #   overhead: the shim's cost per call on this host (bench_shim, fake driver)
 #        and the empty-kernel launch loop (static and shared runtime), traced
@@ -44,6 +44,9 @@
 #        sampled vs full GPU activity on a known duty cycle, and what GPU
 #        activity costs a launch-bound loop against torch.profiler; writes
 #        $OUT/truth/summary.json, runs.jsonl, reports.txt (TRUTH_ROUNDS);
+#        scale: issue 25's figures on this host (part_scale): the collector
+#        at 8 x 500k records/s, bytes a record of traced PyTorch runs, and
+#        the launch loops folded and not (launchduty); writes $OUT/scale.tgz;
 #        steps: issue 24's and 23's proof (scripts/gpu/steps.py): the gate on three
 #        PyTorch pairs (a .item() added each step and fewer DataLoader
 #        workers must fail, a rerun must pass) and each run's steps against
@@ -236,7 +239,7 @@ part_launchduty() { # the launch loops' cost inside each run: record --duty, ste
     local pin rt args i v vs
     pin=$(gpu_local_cpus 2)
     read -r -a args <<<"${LAUNCH_DUTY_ARGS:-500000 7}"
-    read -r -a vs <<<"$(variant_names hostonly nohost)"
+    read -r -a vs <<<"$(variant_names hostonly nohost nofold)"
     log "gpu-check: launchduty: launch loops pinned to CPUs ${pin:-none}, ${args[*]}, shims ${vs[*]}"
     for rt in ${LAUNCH_RTS:-static shared}; do launch_build "$rt"; done
     for i in $(seq 1 "${LAUNCH_DUTY_REPS:-3}"); do
@@ -264,7 +267,8 @@ variant_names() {
 # duty_variant V NAME MODE I [ENV...] -- CMD...: run_one of a traced run
 # recording in DUTY_MS phases, as variant V says: base ($B), hostonly ($B's
 # shim disabled: host sampling's share), nohost (--no-host: the shim's
-# share), schednormal (the collector on the kernel's default policy instead
+# share), nofold (CUDASPY_FOLD=0: a runtime and a driver record a shared
+# runtime's call), schednormal (the collector on the kernel's default policy instead
 # of SCHED_BATCH), pinned (ddp.py's ranks pinned as in ddppin), or a NAME
 # of variant_builds ($RUNS/b-NAME)
 duty_variant() {
@@ -274,6 +278,7 @@ duty_variant() {
     base) ;;
     hostonly) envs=(CUDASPY_DISABLE=1) ;;
     nohost) flags+=" --no-host" ;;
+    nofold) envs=(CUDASPY_FOLD=0) ;;
     schednormal) sargs="--sched normal" ;;
     pinned) envs=("CS_DDP_CPUS=$(ddp_pin_cpus)") ;;
     *) b=$RUNS/b-$v ;;
@@ -630,6 +635,38 @@ part_truth() { # issue 22: the GPU's own timeline: planted misses, calibration, 
 part_steps() { # issue 24: steps and the gate v2 on PyTorch pairs
     CS_PIN=${CS_PIN:-$(gpu_local_cpus 6)} "$PY" "$here/gpu/steps.py" "$B" "$OUT/steps" \
         "$RUNS/steps" 2>>"$LOG"
+}
+
+part_scale() { # issue 25 on this host: the collector, bytes a record, one record a launch
+    # 1. bench_thru: THRU_PROCS (8) producers x THRU_RATE (500k) records/s for
+    #    THRU_SECS (60) s, THRU_TRIES (1) tries: lossless? collector CPU?
+    # 2. bytes a CUDA record (cs_run_bytes) of traced PyTorch runs (train mlp,
+    #    the launch loop of a.add_), folded and CUDASPY_FOLD=0, each analysed
+    # 3. launchduty: static and shared runtime, the shim as built and nofold
+    # Writes $OUT/scale.tgz (thru.txt, bytes.txt, reports, the duty runs'
+    # logs: runs.jsonl, .out, .steps, .meta.json for duty_pool.py).
+    local s="$RUNS/scale" f w n args=()
+    mkdir -p "$s"
+    log "gpu-check: scale: bench_thru"
+    "$B/bench_thru" -p "${THRU_PROCS:-8}" -r "${THRU_RATE:-500000}" -s "${THRU_SECS:-60}" \
+        -n "${THRU_TRIES:-1}" -d "$RUNS" >"$s/thru.txt" 2>>"$LOG"
+    cat "$s/thru.txt" >&2
+    for w in "train mlp" "launch plain 100000 5"; do
+        n=${w%% *}
+        for f in 1 0; do
+            CUDASPY_FOLD=$f "$B/cudaspy" record -q -o "$RUNS/bytes-$n-$f.lmdb" -- \
+                "$PY" "$W" $w >"$s/out-$n-fold$f.txt" 2>>"$LOG"
+            "$B/cudaspy-analyze" "$RUNS/bytes-$n-$f.lmdb" >"$s/report-$n-fold$f.txt" 2>>"$LOG"
+            args+=("bytes.torch_$n.fold$f" "$RUNS/bytes-$n-$f.lmdb")
+        done
+    done
+    "$B/cs_run_bytes" "${args[@]}" >"$s/bytes.txt" 2>>"$LOG"
+    cat "$s/bytes.txt" >&2
+    rm -f "$RUNS"/bytes-*.lmdb
+    SHIM_VARIANTS="nofold ${SHIM_VARIANTS:-}" LAUNCH_DUTY_PLAIN=${LAUNCH_DUTY_PLAIN:-0} \
+        part_launchduty
+    (cd "$RUNS" && tar czf "$OUT/scale.tgz" scale runs.jsonl ./*.out ./*.steps ./*.meta.json \
+        2>/dev/null)
 }
 
 warmup() { # first CUDA process and first import pay for caches: keep them out of the figures

@@ -22,6 +22,14 @@ endfunction()
 shim_client_test(rt_shared client_rt_shared shared)
 shim_client_test(rt_static client_rt_static static_rt)
 shim_client_test(rt_ptds client_rt_ptds shared)
+# the same with CUDASPY_FOLD=0: a runtime and a driver record a call
+foreach(mode record preload)
+  add_test(NAME cli.shim_${mode}_rt_shared_nofold
+           COMMAND ${SHIM_TEST_DIR}/cli/shim_client.sh ${CMAKE_BINARY_DIR} ${mode} shared
+                   fake/client_rt_shared)
+  set_tests_properties(cli.shim_${mode}_rt_shared_nofold PROPERTIES LABELS "cli;notsan"
+                       TIMEOUT 90 ENVIRONMENT "CUDASPY_FOLD=0")
+endforeach()
 shim_client_test(dlsym client_dlsym static)
 shim_client_test(gpa client_gpa static)
 shim_client_test(gpa_pt client_gpa static 4 64 pt)

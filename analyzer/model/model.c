@@ -468,6 +468,18 @@ static int place_count(struct place *pl, struct model *m, uint32_t t)
     return 0;
 }
 
+/* Runtime record @p r folded in its driver call: count the pair. */
+static int fold_count(struct model *m, const struct cs_rec_cuda *r)
+{
+    if (r->drv_api == CS_API_NONE || r->drv_api >= CS_API_COUNT)
+        return 0;
+    if (m->fold == NULL && (m->fold = calloc((size_t)CS_API_COUNT * CS_API_COUNT,
+                                             sizeof(*m->fold))) == NULL)
+        return -ENOMEM;
+    m->fold[(size_t)r->api * CS_API_COUNT + r->drv_api]++;
+    return 0;
+}
+
 static int call_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
                       const void *recs, void *arg)
 {
@@ -500,6 +512,8 @@ static int call_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
             c->variant = r->variant & 3;
             c->dir = r->dir & 7;
             c->flags = r->flags;
+            if ((r->flags & CS_CF_FOLDED) && fold_count(m, r) < 0)
+                return -ENOMEM;
             if (r->device < 16)
                 m->proc[m->thr[t].proc].devices |= (uint16_t)(1u << r->device);
             if (m->call_stack)
@@ -1214,6 +1228,7 @@ void model_exit(struct model *m)
     free(m->nvtx);
     model_free_big(m->call_seq);
     free(m->cstack);
+    free(m->fold);
     model_free_big(m->call_stack);
     m_hash_free(m->proc_ix);
     m_hash_free(m->thr_ix);

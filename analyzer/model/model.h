@@ -182,6 +182,8 @@ struct model {
     uint64_t nstacked;   /* while loading: calls with a stack id (first pass) */
     uint32_t *call_seq;  /* while loading runs with GPU records: each call's
                             cs_rec_cuda.seq, to find a GPU record's call */
+    uint64_t *fold; /* CS_API_COUNT x CS_API_COUNT: runtime calls of [api] that folded
+                       in a driver call of [drv_api] (CS_CF_FOLDED); NULL = none seen */
     struct m_hash *proc_ix, *thr_ix;
     void *scratch;
     size_t scratch_bytes;

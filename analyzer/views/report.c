@@ -384,6 +384,28 @@ static void print_table_head(const struct out *o, const char *first)
             "p50", "p90", "p99", "p99.9", "max");
 }
 
+/* Driver calls the shim folded into runtime records (CS_CF_FOLDED). */
+static void print_folded(const struct out *o, const json_t *folded)
+{
+    const json_t *v;
+    size_t i;
+
+    if (json_array_size(folded) == 0)
+        return;
+    fprintf(o->f, "  driver calls folded into the runtime calls above (timed with them, not "
+                  "apart; CUDASPY_FOLD=0 records both):\n");
+    json_array_foreach(folded, i, v) {
+        if (i == 8) {
+            fprintf(o->f, "    and %zu pairs more (--json: folded_driver_calls)\n",
+                    json_array_size(folded) - i);
+            break;
+        }
+        fprintf(o->f, "    %-38s %8lld  in %s\n", json_string_value(json_object_get(v, "driver")),
+                (long long)json_integer_value(json_object_get(v, "count")),
+                json_string_value(json_object_get(v, "runtime")));
+    }
+}
+
 static void print_apis(const struct out *o, const json_t *j)
 {
     const json_t *apis = json_object_get(j, "apis"), *v;
@@ -409,12 +431,14 @@ static void print_apis(const struct out *o, const json_t *j)
         }
         print_row(o, v, "");
     }
-    if (!nested)
-        return;
-    fprintf(o->f, "  nested driver calls (inside the runtime calls above; not in their totals):\n");
-    json_array_foreach(apis, i, v)
-        if (json_is_true(json_object_get(v, "nested")))
-            print_row(o, v, "  ");
+    if (nested) {
+        fprintf(o->f,
+                "  nested driver calls (inside the runtime calls above; not in their totals):\n");
+        json_array_foreach(apis, i, v)
+            if (json_is_true(json_object_get(v, "nested")))
+                print_row(o, v, "  ");
+    }
+    print_folded(o, json_object_get(j, "folded_driver_calls"));
 }
 
 static void print_by(const struct out *o, const json_t *j, const char *key, const char *what)

@@ -40,7 +40,7 @@ enum cs_cudablk_bit {
     CS_CB_DEVICE = 1u << 11, /* device differs */
     CS_CB_VARDIR = 1u << 12, /* variant or dir differs */
     CS_CB_STACK = 1u << 13,  /* stack_id differs */
-    CS_CB_PAD = 1u << 14,    /* pad0 differs */
+    CS_CB_DRV_API = 1u << 14, /* drv_api differs */
     CS_CB_ALL = (1u << 15) - 1
 };
 

@@ -47,6 +47,10 @@ enum cs_dir {
 #define CS_CF_ERROR     0x0020 /* result != 0 */
 #define CS_CF_HAS_NAME  0x0040 /* name_id is a kernel name */
 #define CS_CF_STATIC_RT 0x0080 /* process uses a runtime we could not interpose */
+#define CS_CF_FOLDED    0x0100 /* runtime call that holds its driver call (drv_api): the
+                                  driver call of its family it made got no record and no
+                                  clock reads of its own (docs/shim.md) */
+#define CS_CF_DRV_ERROR 0x0200 /* CS_CF_FOLDED: that driver call returned non-zero */
 
 #define CS_STREAM_LEGACY      0x0ull /* stream 0 (legacy default) */
 #define CS_STREAM_PER_THREAD  0x2ull /* CU_STREAM_PER_THREAD, also used after normalising
@@ -71,7 +75,7 @@ struct cs_rec_cuda {
     uint16_t device;     /* device ordinal, CS_DEVICE_UNKNOWN if not known */
     uint32_t grid[3];    /* launch grid (blocks) */
     uint16_t block[3];   /* launch block (threads) */
-    uint16_t pad0;
+    uint16_t drv_api;    /* CS_CF_FOLDED: enum cs_api of the driver call folded in, else 0 */
     uint32_t stack_id;   /* native stack (stacks db), 0 = none */
     uint64_t aux;        /* kind-specific: event handle for event syncs, host
                             pointer for copies, graph exec for graph launches */

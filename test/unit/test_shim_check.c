@@ -15,8 +15,11 @@
  *
  * Usage: test_shim_check [--wait SEC] [--runtime shared|static] [--none]
  *                        [--stacks] [--static-rt] [--gpu full|sampled]
- *                        [--gpu-paused N] RUN EXPECT...
+ *                        [--gpu-paused N] [--fold on|off] RUN EXPECT...
  * --none: the run must hold no CUDA record at all (or not exist).
+ * --fold on: some runtime records fold in their driver call (a folded one
+ * counts as both calls), and no outermost runtime record that folded none
+ * has a nested driver record of its family; off: none folds.
  * Exit 0 when everything matches; 1 with one line per mismatch. */
 #include <errno.h>
 #include <stdio.h>
@@ -200,6 +203,7 @@ struct tally {
     uint64_t copy_n[CS_DIR_DEFAULT + 1], copy_bytes[CS_DIR_DEFAULT + 1];
     uint64_t pinned, pageable, unflagged, memset_bytes, launches, named, captured;
     uint64_t stacks_wanted, stacks_got, static_rt, driver;
+    uint64_t folded;      /* runtime records holding their driver call */
     uint64_t no_device; /* successful records without a device ordinal */
     uint64_t klaunch[MAX_KERNELS];
 };
@@ -207,20 +211,17 @@ struct tally {
 static int want_stacks; /* --stacks: every synchronous call has a native stack */
 static int want_static; /* --runtime static: driver records say CS_CF_STATIC_RT */
 
-static void tally_rec(struct tally *t, const struct expect *e, struct cs_run *run,
-                      const struct cs_rec_cuda *r)
-{
-    unsigned api = r->api < CS_API_COUNT ? r->api : 0;
-    int layer = cs_api_table[api].layer;
+static int want_fold = -1; /* --fold on|off: runtime records hold their driver call, or never */
 
-    t->calls[layer][api][r->variant % 3]++;
-    /* the fake has one device, 0; initialisation runs before any context */
-    t->no_device += r->result == 0 && r->device != 0 && cs_api_table[api].family != CS_FAM_INIT;
-    if (layer != CS_LAYER_DRIVER)
-        return;
+/* The driver call @p r stands for: its own, or the one a runtime record
+ * folded in (driver api @p api, its result's success @p ok). */
+static void tally_driver(struct tally *t, const struct expect *e, struct cs_run *run,
+                         const struct cs_rec_cuda *r, unsigned api, int ok)
+{
+    t->calls[CS_LAYER_DRIVER][api][r->variant % 3]++;
     t->static_rt += (r->flags & CS_CF_STATIC_RT) != 0;
     t->driver++;
-    if (cs_api_table[api].family == CS_FAM_COPY && r->result == 0) {
+    if (cs_api_table[api].family == CS_FAM_COPY && ok) {
         int batch = api == CS_API_cuMemcpyBatchAsync || api == CS_API_cuMemcpyBatchAsync_v2;
         t->copy_n[r->dir <= CS_DIR_DEFAULT ? r->dir : 0] += batch ? r->aux : 1;
         t->copy_bytes[r->dir <= CS_DIR_DEFAULT ? r->dir : 0] += r->bytes;
@@ -231,7 +232,7 @@ static void tally_rec(struct tally *t, const struct expect *e, struct cs_run *ru
         else if (r->dir != CS_DIR_DTOD && r->dir != CS_DIR_PEER)
             t->unflagged++;
     }
-    if (cs_api_table[api].family == CS_FAM_MEMSET && r->result == 0)
+    if (cs_api_table[api].family == CS_FAM_MEMSET && ok)
         t->memset_bytes += r->bytes;
     if (want_stacks && cs_api_table[api].family == CS_FAM_SYNC) {
         size_t nf = 0;
@@ -239,7 +240,7 @@ static void tally_rec(struct tally *t, const struct expect *e, struct cs_run *ru
         t->stacks_wanted++;
         t->stacks_got += f && nf > 0 && f[0].module_id && cs_run_string(run, f[0].module_id)[0];
     }
-    if (is_kernel_launch(api) && r->result == 0) {
+    if (is_kernel_launch(api) && ok) {
         t->launches++;
         t->captured += (r->flags & CS_CF_CAPTURING) != 0;
         if (r->flags & CS_CF_HAS_NAME) {
@@ -249,6 +250,30 @@ static void tally_rec(struct tally *t, const struct expect *e, struct cs_run *ru
                 t->klaunch[k] += strcmp(name, e->kname[k]) == 0;
         }
     }
+}
+
+static void tally_rec(struct tally *t, const struct expect *e, struct cs_run *run,
+                      const struct cs_rec_cuda *r)
+{
+    unsigned api = r->api < CS_API_COUNT ? r->api : 0;
+    unsigned drv = r->drv_api < CS_API_COUNT ? r->drv_api : 0;
+    int layer = cs_api_table[api].layer;
+
+    /* the fake has one device, 0; initialisation runs before any context */
+    t->no_device += r->result == 0 && r->device != 0 && cs_api_table[api].family != CS_FAM_INIT;
+    if (layer == CS_LAYER_DRIVER) {
+        tally_driver(t, e, run, r, api, r->result == 0);
+        return;
+    }
+    t->calls[layer][api][r->variant % 3]++;
+    if (!(r->flags & CS_CF_FOLDED))
+        return;
+    t->folded++;
+    if (cs_api_table[drv].layer != CS_LAYER_DRIVER || drv == 0 ||
+        cs_api_table[drv].family != cs_api_table[api].family)
+        FAIL("pid %u: tid %u seq %u: %s folds in %s, not a driver call of its family", e->pid,
+             r->tid, r->seq, cs_api_table[api].name, cs_api_table[drv].name);
+    tally_driver(t, e, run, r, drv, !(r->flags & CS_CF_DRV_ERROR) && r->result == 0);
 }
 
 static void check_copies(const struct expect *e, const struct tally *t)
@@ -340,7 +365,7 @@ static void check_nested_times(const struct expect *e, const struct cs_rec_cuda 
             FAIL("pid %u: tid %u seq %u: outside its runtime call (seq %u) in time", e->pid,
                  r[j].tid, r[j].seq, p->seq);
     }
-    if (last && last->parent_seq == p->seq &&
+    if (last && last->parent_seq == p->seq && !(p->flags & CS_CF_FOLDED) &&
         cs_api_table[last->api % CS_API_COUNT].layer == CS_LAYER_DRIVER &&
         last->t_exit_ns != p->t_exit_ns)
         FAIL("pid %u: tid %u seq %u: runtime call ends at %llu, its last driver call at %llu",
@@ -369,15 +394,33 @@ static void check_seq(const struct expect *e, struct cs_run *run, struct cs_rec_
                  e->pid, r[i].tid, r[i].seq, r[i].parent_seq);
         else
             check_nested_name(e, run, p, &r[i]);
+        if (p && want_fold == 1 && !(p->flags & CS_CF_NESTED) && !(p->flags & CS_CF_FOLDED) &&
+            cs_api_table[p->api % CS_API_COUNT].family ==
+                cs_api_table[r[i].api % CS_API_COUNT].family)
+            FAIL("pid %u: tid %u seq %u: %s kept a record of its own inside %s (seq %u), which "
+                 "folded in no driver call", e->pid, r[i].tid, r[i].seq,
+                 cs_api_table[r[i].api % CS_API_COUNT].name,
+                 cs_api_table[p->api % CS_API_COUNT].name, p->seq);
     }
+}
+
+/* The driver call record @p r stands for: its own, or the one its runtime
+ * call folded in; CS_API_NONE for a runtime record without one. */
+static unsigned drv_of(const struct cs_rec_cuda *r)
+{
+    unsigned api = (r->flags & CS_CF_FOLDED) ? r->drv_api : r->api;
+
+    api %= CS_API_COUNT;
+    return cs_api_table[api].layer == CS_LAYER_DRIVER ? api : CS_API_NONE;
 }
 
 static int is_enqueue(const struct cs_rec_cuda *r)
 {
-    int fam = cs_api_table[r->api % CS_API_COUNT].family;
+    unsigned api = drv_of(r);
+    int fam = cs_api_table[api].family;
 
-    return cs_api_table[r->api % CS_API_COUNT].layer == CS_LAYER_DRIVER && r->result == 0 &&
-           !(r->flags & CS_CF_CAPTURING) && r->api != CS_API_cuLaunchHostFunc &&
+    return api != CS_API_NONE && r->result == 0 && !(r->flags & CS_CF_DRV_ERROR) &&
+           !(r->flags & CS_CF_CAPTURING) && api != CS_API_cuLaunchHostFunc &&
            (fam == CS_FAM_LAUNCH || ((fam == CS_FAM_COPY || fam == CS_FAM_MEMSET) && r->bytes));
 }
 
@@ -444,10 +487,10 @@ static void check_gpu(const struct expect *e, struct cs_run *run, const struct c
                  r ? "not an enqueue" : "no such record");
             continue;
         }
-        if (seen[r - mine]++ && r->api != CS_API_cuGraphLaunch &&
-            r->api != CS_API_cuMemcpyBatchAsync && r->api != CS_API_cuMemcpyBatchAsync_v2)
+        if (seen[r - mine]++ && drv_of(r) != CS_API_cuGraphLaunch &&
+            drv_of(r) != CS_API_cuMemcpyBatchAsync && drv_of(r) != CS_API_cuMemcpyBatchAsync_v2)
             FAIL("pid %u: tid %u seq %u: more than one GPU record for %s", e->pid, r->tid,
-                 r->seq, cs_api_table[r->api % CS_API_COUNT].name);
+                 r->seq, cs_api_table[drv_of(r)].name);
         /* 1 us: TSC-stamped records are converted by a calibration (sampler/clock.h) */
         if (g->t_start_ns + 1000 < r->t_enter_ns || g->t_end_ns < g->t_start_ns)
             FAIL("pid %u: tid %u seq %u: GPU ran %llu..%llu, enqueued at %llu", e->pid, r->tid,
@@ -456,7 +499,7 @@ static void check_gpu(const struct expect *e, struct cs_run *run, const struct c
         if (!covered(gr, e->pid, r, 1))
             FAIL("pid %u: tid %u seq %u: GPU record from outside every recorded span", e->pid,
                  r->tid, r->seq);
-        if (g->kind == CS_GPU_KERNEL && r->api != CS_API_cuGraphLaunch &&
+        if (g->kind == CS_GPU_KERNEL && drv_of(r) != CS_API_cuGraphLaunch &&
             (!(r->flags & CS_CF_HAS_NAME) || g->name_id != r->name_id))
             FAIL("pid %u: tid %u seq %u: GPU kernel \"%s\", launch of \"%s\"", e->pid, r->tid,
                  r->seq, cs_run_string(run, g->name_id),
@@ -498,6 +541,11 @@ static void check_pid(const struct expect *e, struct cs_run *run, const struct r
         FAIL("pid %u: memset bytes: got %llu, want %llu", e->pid,
              (unsigned long long)t->memset_bytes, (unsigned long long)e->memset_bytes);
     check_kernels(e, t);
+    if (want_fold == 0 && t->folded)
+        FAIL("pid %u: %llu runtime records folded in a driver call, want none (CUDASPY_FOLD=0)",
+             e->pid, (unsigned long long)t->folded);
+    if (want_fold == 1 && runtime && t->folded == 0)
+        FAIL("pid %u: no runtime record folded in its driver call", e->pid);
     if (want_static && t->static_rt != t->driver)
         FAIL("pid %u: driver records flagged static runtime: got %llu of %llu, want all",
              e->pid, (unsigned long long)t->static_rt, (unsigned long long)t->driver);
@@ -561,13 +609,15 @@ int main(int argc, char **argv)
             want_gpu = strcmp(argv[++i], "full") == 0 ? CS_GPU_MODE_FULL : CS_GPU_MODE_SAMPLED;
         else if (strcmp(argv[i], "--gpu-paused") == 0 && i + 1 < argc)
             want_paused = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--fold") == 0 && i + 1 < argc)
+            want_fold = strcmp(argv[++i], "on") == 0;
         else
             break;
     }
     if (i >= argc || (!none && i + 1 >= argc)) {
         fprintf(stderr, "usage: test_shim_check [--wait SEC] [--runtime shared|static] "
                         "[--none] [--stacks] [--static-rt] [--gpu full|sampled] "
-                        "[--gpu-paused N] RUN EXPECT...\n");
+                        "[--gpu-paused N] [--fold on|off] RUN EXPECT...\n");
         return 2;
     }
     if (none && access(argv[i], F_OK) != 0)
