@@ -270,9 +270,11 @@ variant_names() {
 # share), nofold (CUDASPY_FOLD=0: a runtime and a driver record a shared
 # runtime's call), schednormal (the collector on the kernel's default policy instead
 # of SCHED_BATCH), pinned (ddp.py's ranks pinned as in ddppin), or a NAME
-# of variant_builds ($RUNS/b-NAME)
+# of variant_builds ($RUNS/b-NAME); DUTY_GPU=MODE: record --gpu-activity MODE
+# (off: the shim's records alone, without sampled GPU activity's cost)
 duty_variant() {
-    local v=$1 b=$B flags="--duty ${DUTY_MS:-250}" sargs=${CS_SAMPLER_ARGS:-} envs=()
+    local v=$1 b=$B flags="--duty ${DUTY_MS:-250}${DUTY_GPU:+ --gpu-activity $DUTY_GPU}"
+    local sargs=${CS_SAMPLER_ARGS:-} envs=()
     shift
     case $v in
     base) ;;

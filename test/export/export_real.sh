@@ -12,7 +12,7 @@ case $case_ in
 export_real)
     "$analyze" export --chrome t.json run.lmdb || fail export
     "$check" t.json || fail "check_trace rejects the export"
-    grep -q '"name":"cuStreamSynchronize"' t.json || fail "no sync slices"
+    grep -q '"name":"cudaStreamSynchronize"' t.json || fail "no sync slices"
     grep -q '"name":"thread_name"' t.json || fail "no thread names"
     ;;
 html_real)

@@ -1,7 +1,9 @@
 #!/bin/sh
 # gate_real.sh: cli.gate_real_* cases on REAL run files: the real launcher,
 # sampler and shim recording the fake runtime/driver client, with the
-# fake driver's injected cuStreamSynchronize latency (FAKECUDA_LAT_NS).
+# fake driver's injected cuStreamSynchronize latency (FAKECUDA_LAT_NS),
+# which the runtime records of cudaStreamSynchronize hold (the driver call
+# folds into them: interpose/shim.h).
 # Usage: gate_real.sh CASE ANALYZE CUDASPY CLIENT WORKDIR
 set -u
 case_=$1 analyze=$2 cudaspy=$3 client=$4 dir=$5
@@ -14,7 +16,7 @@ record() { # OUT SYNC_NS ITERS
     FAKECUDA_LAT_MODE=sleep FAKECUDA_LAT_NS="cuStreamSynchronize=$2" "$cudaspy" record -q -o "$1" -- "$client" "$3" 16 \
         >"$1.log" 2>&1 || { cat "$1.log" >&2; fail "recording $1"; }
 }
-syncs=cuStreamSynchronize,cudaStreamSynchronize
+syncs=cudaStreamSynchronize
 record base.lmdb 1000000 1000
 case $case_ in
 real_identical)
@@ -23,7 +25,7 @@ real_identical)
     # slept 1 ms syncs, are too noisy on a shared 2-core box: 1 % of the
     # sleeps of one recording overslept past 3.4 ms)
     expect_rc 0 "$analyze" gate --baseline base.lmdb base.lmdb
-    grep -q '^cuStreamSynchronize .* 1.00x .* ok$' out.txt || fail "sync row"
+    grep -q '^cudaStreamSynchronize .* 1.00x .* ok$' out.txt || fail "sync row"
     record again.lmdb 1000000 1000
     expect_rc 0 "$analyze" gate --baseline base.lmdb --metric p50 --api $syncs again.lmdb
     ;;
@@ -31,14 +33,14 @@ real_regress)  # 5x slower syncs fail, naming the API (3x sat within
     # the spread of a loaded box's oversleeping at the base's p99)
     record slow.lmdb 5000000 1000
     expect_rc 1 "$analyze" gate --baseline base.lmdb slow.lmdb
-    grep -q '^cuStreamSynchronize .*REGRESSED' out.txt || fail "cuStreamSynchronize not flagged"
-    grep -q '^cudaspy-analyze: gate: cuStreamSynchronize: p99 regressed' err.txt || fail stderr
+    grep -q '^cudaStreamSynchronize .*REGRESSED' out.txt || fail "cudaStreamSynchronize not flagged"
+    grep -q '^cudaspy-analyze: gate: cudaStreamSynchronize: p99 regressed' err.txt || fail stderr
     ;;
 real_few_calls)  # 50 iterations: 51 syncs < --min-calls 100, the p99
     # criterion passes with a note; their 3x longer steps fail (gate v2)
     record short.lmdb 3000000 50
     expect_rc 0 "$analyze" gate --baseline base.lmdb --criteria p99 --api $syncs short.lmdb
-    grep -q '^cuStreamSynchronize .*too few calls: not judged: 1001/51 calls, need 100' out.txt ||
+    grep -q '^cudaStreamSynchronize .*too few calls: not judged: 1001/51 calls, need 100' out.txt ||
         fail "no note"
     expect_rc 1 "$analyze" gate --baseline base.lmdb --api $syncs short.lmdb
     grep -q '^cudaspy-analyze: gate: FAIL: step time p50 +' err.txt || fail "no step time reason"
