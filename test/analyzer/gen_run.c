@@ -13,6 +13,7 @@
  * stack on every outermost call, one line per API (py_line() says which),
  * for the findings' python_sites (issue 23).
  * Usage: gen_run SCENARIO OUT.lmdb [--steps N] [--seed S] [--big N]
+ *        [--big-host H] (big: H host records instead of N)
  *        [--format-version V] (V overrides the stored format version)
  *        [--lost N] (N host records lost on CPU 1, and no clean shutdown) */
 #include <errno.h>
@@ -482,15 +483,16 @@ static void meta(enum scen sc, uint64_t t_end)
              sc == S_NOHOST ? "perf_event_open: permission denied" : "");
 }
 
-/* --big N: N CUDA records and N host records, written fast (bench). */
-static uint64_t big(uint64_t n)
+/* --big N [--big-host H]: N CUDA records and H host records (N unless
+ * told), written fast (bench). */
+static uint64_t big(uint64_t n, uint64_t nhost)
 {
     struct step_ctx c = {.sc = S_TREE, .t = T0 + 5 * MS};
 
     while (n_cuda < n)
         step(&c), c.i++;
     /* pad the host side with short sleeps of a second thread */
-    for (uint64_t t = T0; n_host < n; t += 30 * US)
+    for (uint64_t t = T0; n_host < nhost; t += 30 * US)
         off(MAIN, MAIN + 7, t, t + 10 * US, CS_OFF_SLEEP, MAIN + 1, 0, 0);
     return c.t;
 }
@@ -499,7 +501,7 @@ int main(int argc, char **argv)
 {
     int sc = -1, rc;
     unsigned steps = 600;
-    uint64_t nbig = 0, t_end, fmt_version = 0, lost = 0;
+    uint64_t nbig = 0, nbig_host = UINT64_MAX, t_end, fmt_version = 0, lost = 0;
 
     rng_state = 42;
     size_t len = argc > 1 ? strlen(argv[1]) : 0;
@@ -509,7 +511,8 @@ int main(int argc, char **argv)
             strlen(scen_names[i]) == len - (py ? 3 : 0))
             sc = i;
     if (sc < 0 || argc < 3) {
-        fprintf(stderr, "usage: gen_run SCENARIO OUT.lmdb [--steps N] [--seed S] [--big N]\n");
+        fprintf(stderr, "usage: gen_run SCENARIO OUT.lmdb [--steps N] [--seed S] [--big N] "
+                        "[--big-host H]\n");
         return 2;
     }
     for (int i = 3; i + 1 < argc; i += 2) {
@@ -519,6 +522,8 @@ int main(int argc, char **argv)
             rng_state = strtoull(argv[i + 1], NULL, 0);
         else if (!strcmp(argv[i], "--big"))
             nbig = strtoull(argv[i + 1], NULL, 0);
+        else if (!strcmp(argv[i], "--big-host"))
+            nbig_host = strtoull(argv[i + 1], NULL, 0);
         else if (!strcmp(argv[i], "--lost"))
             lost = strtoull(argv[i + 1], NULL, 0);
         else if (!strcmp(argv[i], "--format-version"))
@@ -526,7 +531,11 @@ int main(int argc, char **argv)
     }
     gen_prog = "gen_run";
     gen_st = cs_store_new();
-    struct cs_store_opts so = {.map_bytes = nbig ? (4ull << 30) : 0};
+    if (nbig_host == UINT64_MAX)
+        nbig_host = nbig;
+    /* compact CUDA records take ~12 bytes, host records 48, plus the B-tree
+     * and the records the steps add: 32 and 64 a record leave room */
+    struct cs_store_opts so = {.map_bytes = nbig ? (4ull << 30) + nbig * 32 + nbig_host * 64 : 0};
     struct cs_err err = {""};
     if (gen_st == NULL || (rc = cs_store_open(gen_st, argv[2], &so, &err)) < 0) {
         fprintf(stderr, "gen_run: %s\n", err.msg);
@@ -537,7 +546,7 @@ int main(int argc, char **argv)
         py_stacks();
     t_end = T0 + 5 * MS;
     if (sc == S_BIG) {
-        t_end = big(nbig) + MS;
+        t_end = big(nbig, nbig_host) + MS;
     } else if (sc != S_EMPTY) {
         struct step_ctx c = {.sc = (enum scen)sc, .t = T0 + 5 * MS};
         nwin = (steps * 40 * MS) / (10 * MS) + 1000;
