@@ -128,6 +128,7 @@ struct m_proc {
     uint16_t devices;  /* bit d: it made CUDA calls on device d (0..15) */
     char comm[16];
     uint64_t first_pwin, npwin; /* range in model.pwin (sorted by proc, time) */
+    uint64_t active_lo_ns, active_hi_ns; /* procs_active_window(), set by procs_compute() */
     struct m_proc_stats st;
 };
 
@@ -185,8 +186,6 @@ struct model {
     uint64_t *fold; /* CS_API_COUNT x CS_API_COUNT: runtime calls of [api] that folded
                        in a driver call of [drv_api] (CS_CF_FOLDED); NULL = none seen */
     struct m_hash *proc_ix, *thr_ix;
-    void *scratch;
-    size_t scratch_bytes;
 };
 
 /* A small open-addressing map from u64 keys to u32 values (M_NONE = absent). */
@@ -195,11 +194,6 @@ struct m_hash *m_hash_new(void);
 void m_hash_free(struct m_hash *h);
 uint32_t m_hash_get(const struct m_hash *h, uint64_t key);
 int m_hash_put(struct m_hash *h, uint64_t key, uint32_t val); /* 0 or -ENOMEM */
-
-/** Scratch memory of at least @p bytes, owned by the model and reused (so the
- * kernel zeroes it once): valid until the next call or model_exit().
- * @return NULL when out of memory */
-void *model_scratch(struct model *m, size_t bytes);
 
 /** Allocate @p bytes for a big array: anonymous pages advised as huge pages,
  * so filling 10 M records costs a few thousand page faults, not millions.

@@ -95,13 +95,6 @@ static void set_roles(struct model *m)
     }
 }
 
-void procs_compute(struct model *m)
-{
-    add_calls(m);
-    add_pwin(m);
-    off_fallback(m);
-    set_roles(m);
-}
 
 static int is_init(const struct m_call *c)
 {
@@ -131,8 +124,9 @@ static uint64_t init_end(const struct model *m, uint32_t p)
     return end;
 }
 
-/* See procs.h. */
-void procs_active_window(const struct model *m, uint32_t p, uint64_t *lo, uint64_t *hi)
+/* Process @p p's active window (procs_active_window() says what it is),
+ * from its calls: three passes over them, so done once per process. */
+static void active_of(const struct model *m, uint32_t p, uint64_t *lo, uint64_t *hi)
 {
     const struct m_run *r = &m->runs[m->proc[p].run];
     uint64_t ie = init_end(m, p);
@@ -154,4 +148,21 @@ void procs_active_window(const struct model *m, uint32_t p, uint64_t *lo, uint64
         *hi = r->win_hi_ns;
     if (*hi < *lo)
         *hi = *lo;
+}
+
+void procs_compute(struct model *m)
+{
+    add_calls(m);
+    add_pwin(m);
+    off_fallback(m);
+    set_roles(m);
+    for (uint32_t p = 0; p < m->nproc; p++)
+        active_of(m, p, &m->proc[p].active_lo_ns, &m->proc[p].active_hi_ns);
+}
+
+/* See procs.h: the window procs_compute() found. */
+void procs_active_window(const struct model *m, uint32_t p, uint64_t *lo, uint64_t *hi)
+{
+    *lo = m->proc[p].active_lo_ns;
+    *hi = m->proc[p].active_hi_ns;
 }

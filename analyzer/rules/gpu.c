@@ -735,7 +735,9 @@ static int proc_compute(struct gpu_truth *g, const struct model *m, const struct
     proc_notes(g, m, p, cfirst, cn);
     while (*gi < m->ngpu && m->gpu[*gi].proc < p)
         (*gi)++;
-    if ((rc = marks_of(m, p, &k)) < 0) {
+    /* the marks copy every enqueue and drain: only devices below read them */
+    memset(&k, 0, sizeof(k));
+    if (*gi < m->ngpu && m->gpu[*gi].proc == p && (rc = marks_of(m, p, &k)) < 0) {
         marks_free(&k);
         return rc;
     }
