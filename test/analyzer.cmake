@@ -41,6 +41,11 @@ target_include_directories(test_stats PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_stats PRIVATE cs_analysis)
 add_test(NAME unit.stats COMMAND test_stats)
 set_tests_properties(unit.stats PROPERTIES LABELS unit)
+add_executable(test_qsel ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_qsel.c)
+target_include_directories(test_qsel PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_qsel PRIVATE cs_analysis)
+add_test(NAME unit.qsel COMMAND test_qsel)
+set_tests_properties(unit.qsel PROPERTIES LABELS unit)
 
 # cli.analyze_<case>: test/cli/analyze_<case>.sh ANALYZE GEN_RUN WORKDIR
 foreach(case missing_file random_bytes truncated corrupt corrupt_hang corrupt_cycle corrupt_id corrupt_meta

@@ -1,0 +1,189 @@
+/* model/qsel.c: exact order statistics in passes (qsel.h). Owns the bucket
+ * counts and the few values collected per asked rank; the values themselves
+ * are the caller's, replayed once per pass. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qsel.h"
+
+/* log-linear buckets: values below 64 one each, then 64 per power of two */
+#define LOG_BUCKETS 3776
+
+static unsigned log_bucket(uint64_t v)
+{
+    unsigned e;
+
+    if (v < 64)
+        return (unsigned)v;
+    e = 63u - (unsigned)__builtin_clzll(v);
+    return (e - 6) * 64 + (unsigned)(v >> (e - 6));
+}
+
+/* Lowest value and width (a power of two) of log bucket @p b. */
+static void log_range(unsigned b, uint64_t *lo, uint64_t *width)
+{
+    unsigned e = b / 64 + 5;
+
+    if (b < 64) {
+        *lo = b;
+        *width = 1;
+        return;
+    }
+    *lo = (uint64_t)(b % 64 + 64) << (e - 6);
+    *width = 1ull << (e - 6);
+}
+
+int qsel_init(struct qsel *q)
+{
+    memset(q, 0, sizeof(*q));
+    q->hist = calloc(LOG_BUCKETS, sizeof(*q->hist));
+    return q->hist ? 0 : -ENOMEM;
+}
+
+void qsel_add(struct qsel *q, uint64_t v)
+{
+    if (q->pass == 0) {
+        q->n++;
+        q->hist[log_bucket(v)]++;
+        return;
+    }
+    for (int k = 0; k < q->nrank; k++) {
+        struct qsel_rank *r = &q->r[k];
+        if (r->done || v - r->lo >= r->width) /* below lo wraps above width */
+            continue;
+        if (r->hist)
+            r->hist[(v - r->lo) >> r->shift]++;
+        else if (r->v && r->nv < r->cap)
+            r->v[r->nv++] = v;
+    }
+}
+
+int qsel_want(struct qsel *q, uint64_t rank)
+{
+    struct qsel_rank *r;
+
+    if (q->pass != 0 || q->nrank == QSEL_MAX || q->n == 0)
+        return -EINVAL;
+    r = &q->r[q->nrank];
+    memset(r, 0, sizeof(*r));
+    r->rank = rank < 1 ? 1 : rank > q->n ? q->n : rank;
+    return q->nrank++;
+}
+
+/* What a pass found for one rank: the (sub-)bucket holding it. */
+struct found {
+    uint64_t lo, width, below, count;
+};
+
+/* The bucket of @p n counts (bucket i is [lo + i * 2^shift, ...)) holding
+ * the rank of @p r; log buckets when @p shift is -1. */
+static struct found find(const struct qsel_rank *r, const uint64_t *hist, size_t n, int shift,
+                         uint64_t lo, uint64_t below)
+{
+    struct found f = {0, 1, below, 0};
+
+    for (size_t i = 0; i < n; i++) {
+        if (f.below + hist[i] < r->rank) {
+            f.below += hist[i];
+            continue;
+        }
+        f.count = hist[i];
+        if (shift < 0)
+            log_range((unsigned)i, &f.lo, &f.width);
+        else
+            f.lo = lo + ((uint64_t)i << shift), f.width = 1ull << shift;
+        return f;
+    }
+    return f; /* not reached when the passes saw the same values */
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Rank @p r's answer, or the bucket to look at next, from the last pass. */
+static struct found step(struct qsel *q, struct qsel_rank *r)
+{
+    struct found f = {r->lo, r->width, r->below, 0};
+
+    if (q->pass == 0)
+        return find(r, q->hist, LOG_BUCKETS, -1, 0, 0);
+    if (r->hist)
+        return find(r, r->hist, (size_t)(r->width >> r->shift), (int)r->shift, r->lo, r->below);
+    qsort(r->v, r->nv, sizeof(*r->v), cmp_u64);
+    if (r->rank - r->below - 1 < r->nv)
+        f.lo = r->v[r->rank - r->below - 1];
+    f.width = 1; /* answered */
+    return f;
+}
+
+static unsigned log2_u64(uint64_t x)
+{
+    return 63u - (unsigned)__builtin_clzll(x);
+}
+
+/* Point @p r at bucket @p f for the next pass: answered when one value
+ * wide, else collect its values when few, else split it again. */
+static int narrow(struct qsel_rank *r, struct found f)
+{
+    r->lo = f.lo;
+    r->width = f.width;
+    r->below = f.below;
+    r->nv = 0;
+    if (f.width == 1) {
+        r->done = 1;
+        r->value = f.lo;
+        return 0;
+    }
+    if (f.count <= QSEL_COLLECT_MAX) {
+        r->cap = f.count;
+        r->v = malloc((f.count ? f.count : 1) * sizeof(*r->v));
+        return r->v ? 0 : -ENOMEM;
+    }
+    r->shift = log2_u64(f.width) > QSEL_SUB_BITS ? log2_u64(f.width) - QSEL_SUB_BITS : 0;
+    r->hist = calloc((size_t)(f.width >> r->shift), sizeof(*r->hist));
+    return r->hist ? 0 : -ENOMEM;
+}
+
+static void rank_release(struct qsel_rank *r)
+{
+    free(r->hist);
+    free(r->v);
+    r->hist = NULL;
+    r->v = NULL;
+}
+
+int qsel_next(struct qsel *q)
+{
+    struct found f[QSEL_MAX];
+    int more = 0, rc = 0;
+
+    for (int k = 0; k < q->nrank; k++)
+        if (!q->r[k].done)
+            f[k] = step(q, &q->r[k]);
+    for (int k = 0; k < q->nrank && rc == 0; k++) {
+        if (q->r[k].done)
+            continue;
+        rank_release(&q->r[k]);
+        rc = narrow(&q->r[k], f[k]);
+        more |= !q->r[k].done;
+    }
+    q->pass++;
+    return rc < 0 ? rc : more;
+}
+
+uint64_t qsel_value(const struct qsel *q, int k)
+{
+    return k >= 0 && k < q->nrank ? q->r[k].value : 0;
+}
+
+void qsel_exit(struct qsel *q)
+{
+    for (int k = 0; k < q->nrank; k++)
+        rank_release(&q->r[k]);
+    free(q->hist);
+    memset(q, 0, sizeof(*q));
+}
