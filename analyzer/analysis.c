@@ -138,7 +138,6 @@ static int derive(struct analysis *a)
     int rc;
 
     procs_compute(m);
-    /* the feed first: it needs the most scratch memory, which stats reuses */
     if ((rc = feed_compute(&a->feed, m)) < 0)
         return rc;
     if ((rc = gpu_compute(&a->gpu, m, &a->feed)) < 0)

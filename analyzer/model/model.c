@@ -45,25 +45,6 @@ void *model_alloc_big(size_t bytes)
     return p + BIG_HDR;
 }
 
-/* The first request reserves at least 16 bytes per call, what the latency
- * tables need (stats.c): pages never touched cost nothing, and growing it
- * later means fresh pages. (mremap() keeps the pages but moved them off
- * their 2 MB alignment: the tables' radix sort over 4 KB pages took 0.5 s
- * instead of 0.12 s on the 10 M-call bench run.) */
-void *model_scratch(struct model *m, size_t bytes)
-{
-    size_t floor = (size_t)m->ncall * 2 * sizeof(uint64_t) + sizeof(uint64_t);
-
-    if (bytes <= m->scratch_bytes)
-        return m->scratch;
-    if (bytes < floor)
-        bytes = floor;
-    model_free_big(m->scratch);
-    m->scratch = model_alloc_big(bytes);
-    m->scratch_bytes = m->scratch ? bytes : 0;
-    return m->scratch;
-}
-
 void model_free_big(void *p)
 {
     size_t len;
@@ -1220,7 +1201,6 @@ void model_exit(struct model *m)
     free(m->thr);
     model_free_big(m->call);
     model_free_big(m->off);
-    model_free_big(m->scratch);
     free(m->pwin);
     free(m->sys);
     free(m->gpu);

@@ -1,12 +1,13 @@
 /* model/stats.c: exact percentiles (radix sort + nearest rank) and the latency
- * tables. Every call's duration is kept, so a table costs 8 bytes per call
- * while it is built, in the model's scratch memory (model.c keeps the calls
- * themselves); a built table keeps only each row's summary. */
+ * tables. A table keeps no call's duration: its exact percentiles come from
+ * passes over the model's calls (qsel.c), so building one costs a few
+ * kilobytes a row, not 8 bytes a call (model.c keeps the calls themselves). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cudaspy/api.h"
+#include "qsel.h"
 #include "stats.h"
 
 int stats_sort(uint64_t *v, size_t n, uint64_t *tmp)
@@ -48,18 +49,16 @@ int stats_sort(uint64_t *v, size_t n, uint64_t *tmp)
     return 0;
 }
 
+uint64_t stats_rank_of(uint64_t n, unsigned permille)
+{
+    uint64_t r = ((uint64_t)permille * n + 999) / 1000; /* ceil(q * n) */
+
+    return r < 1 ? 1 : r > n ? n : r;
+}
+
 uint64_t stats_rank(const uint64_t *v, size_t n, unsigned permille)
 {
-    uint64_t r;
-
-    if (n == 0)
-        return 0;
-    r = ((uint64_t)permille * n + 999) / 1000; /* ceil(q * n) */
-    if (r < 1)
-        r = 1;
-    if (r > n)
-        r = n;
-    return v[r - 1];
+    return n == 0 ? 0 : v[stats_rank_of(n, permille) - 1];
 }
 
 void stats_summarize(const uint64_t *v, size_t n, struct stats_summary *s)
@@ -236,48 +235,119 @@ static int skip(const struct stats_table *t, const struct m_call *c)
     return t->by == STATS_BY_STREAM && cs_api_table[c->api].family == CS_FAM_ALLOC;
 }
 
-/* Two passes: count the calls of each row, then fill each row's slice of
- * one scratch array (10 M durations are never copied by a growing realloc,
- * and the pages the feed's scratch already faulted in are reused). */
+/* Every row's series of durations, replayed into qsel: per pass, each
+ * call's row is found again rather than remembered (4 bytes a call). */
+struct build {
+    struct stats_table *t;
+    struct model *m;
+    struct qsel *q; /* one per row */
+    uint32_t nq;
+};
+
+/* Row @p r's series, started with the row. @return NULL when out of memory */
+static struct qsel *row_qsel(struct build *b, const struct stats_row *r)
+{
+    uint32_t i = (uint32_t)(r - b->t->row);
+
+    if (i >= b->nq) {
+        struct qsel *q = realloc(b->q, (size_t)b->t->cap * sizeof(*q));
+        if (q == NULL)
+            return NULL;
+        memset(q + b->nq, 0, (size_t)(b->t->cap - b->nq) * sizeof(*q));
+        b->q = q;
+        b->nq = b->t->cap;
+    }
+    if (b->q[i].hist == NULL && qsel_init(&b->q[i]) < 0)
+        return NULL;
+    return &b->q[i];
+}
+
+/* The first pass: rows made, counts, totals, extremes, errors. */
+static int first_pass(struct build *b)
+{
+    struct stats_table *t = b->t;
+    struct stats_row *r;
+    struct qsel *q;
+
+    for (uint64_t i = 0; i < b->m->ncall; i++) {
+        const struct m_call *c = &b->m->call[i];
+        uint64_t d = model_dur(c);
+        if (skip(t, c))
+            continue;
+        if ((r = row_find(t, b->m, c, 1)) == NULL || (q = row_qsel(b, r)) == NULL)
+            return -ENOMEM;
+        if (r->n++ == 0 || d < r->s.min_ns)
+            r->s.min_ns = d;
+        r->s.max_ns = d > r->s.max_ns ? d : r->s.max_ns;
+        r->s.total_ns += d;
+        r->errors += !!(c->flags & CS_CF_ERROR);
+        qsel_add(q, d);
+    }
+    return 0;
+}
+
+/* Later passes, until every row's percentiles are exact. */
+static int rank_passes(struct build *b)
+{
+    static const unsigned permille[4] = {500, 900, 990, 999};
+    struct stats_table *t = b->t;
+    int more = 0, rc = 0;
+
+    for (uint32_t i = 0; i < t->nrow; i++)
+        for (int k = 0; k < 4 && t->row[i].n; k++)
+            qsel_want(&b->q[i], stats_rank_of(t->row[i].n, permille[k]));
+    do {
+        more = 0;
+        for (uint32_t i = 0; i < t->nrow && rc >= 0; i++)
+            if ((rc = qsel_next(&b->q[i])) > 0)
+                more = 1;
+        if (rc < 0)
+            return rc;
+        for (uint64_t i = 0; more && i < b->m->ncall; i++) {
+            const struct m_call *c = &b->m->call[i];
+            if (!skip(t, c))
+                qsel_add(&b->q[row_find(t, b->m, c, 0) - t->row], model_dur(c));
+        }
+    } while (more);
+    return 0;
+}
+
+/* The row's summary from the first pass and the ranks the passes found. */
+static void row_finish(struct stats_row *r, const struct qsel *q)
+{
+    r->s.count = r->n;
+    if (r->n == 0)
+        return;
+    r->s.mean_ns = r->s.total_ns / r->n;
+    r->s.p50_ns = qsel_value(q, 0);
+    r->s.p90_ns = qsel_value(q, 1);
+    r->s.p99_ns = qsel_value(q, 2);
+    r->s.p999_ns = qsel_value(q, 3);
+}
+
+/* Exact percentiles without the durations: one pass counts (and buckets
+ * them, qsel.c), usually one more finds each percentile's value. */
 int stats_table_build(struct stats_table *t, struct model *m, enum stats_by by)
 {
-    uint64_t max_n = 0, total = 0, *buf;
-    struct stats_row *r;
+    struct build b = {t, m, NULL, 0};
+    int rc;
 
     memset(t, 0, sizeof(*t));
     memset(t->api_ix, 0xff, sizeof(t->api_ix));
     t->by = by;
     if ((t->ix = m_hash_new()) == NULL)
         return -ENOMEM;
-    for (uint64_t i = 0; i < m->ncall; i++) {
-        if (skip(t, &m->call[i]))
-            continue;
-        if ((r = row_find(t, m, &m->call[i], 1)) == NULL)
-            return -ENOMEM;
-        r->cap++;
-    }
+    rc = first_pass(&b);
+    if (rc == 0)
+        rc = rank_passes(&b);
     for (uint32_t i = 0; i < t->nrow; i++) {
-        total += t->row[i].cap;
-        max_n = t->row[i].cap > max_n ? t->row[i].cap : max_n;
+        if (rc == 0)
+            row_finish(&t->row[i], &b.q[i]);
+        qsel_exit(&b.q[i]);
     }
-    /* the rows' durations, then the radix sort's buffer */
-    if ((buf = model_scratch(m, (total + max_n + 1) * sizeof(*buf))) == NULL)
-        return -ENOMEM;
-    for (uint64_t i = 0, off = 0; i < t->nrow; off += t->row[i].cap, i++)
-        t->row[i].dur = buf + off;
-    for (uint64_t i = 0; i < m->ncall; i++) {
-        const struct m_call *c = &m->call[i];
-        if (skip(t, c))
-            continue;
-        r = row_find(t, m, c, 0);
-        r->dur[r->n++] = model_dur(c);
-        r->errors += !!(c->flags & CS_CF_ERROR);
-    }
-    for (uint32_t i = 0; i < t->nrow; i++) {
-        stats_sort(t->row[i].dur, t->row[i].n, buf + total);
-        stats_summarize(t->row[i].dur, t->row[i].n, &t->row[i].s);
-        t->row[i].dur = NULL; /* the scratch is the next user's */
-    }
+    free(b.q);
+    if (rc < 0)
+        return rc;
     if (t->nrow)
         qsort(t->row, t->nrow, sizeof(*t->row), stats_row_cmp);
     reindex(t);

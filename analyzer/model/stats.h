@@ -23,6 +23,10 @@ struct stats_summary {
  * values, or is NULL to allocate. @return 0 or -ENOMEM */
 int stats_sort(uint64_t *v, size_t n, uint64_t *tmp);
 
+/** 1-based nearest rank of percentile @p permille among @p n >= 1 values:
+ * ceil(permille / 1000 * n), within 1..n. */
+uint64_t stats_rank_of(uint64_t n, unsigned permille);
+
 /** Nearest-rank percentile @p permille (500 = p50, 999 = p99.9) of @p n
  * ascending values. @return 0 when n is 0 */
 uint64_t stats_rank(const uint64_t *v, size_t n, unsigned permille);
@@ -41,8 +45,7 @@ struct stats_row {
     uint64_t stream;    /* STATS_BY_STREAM */
     uint32_t name_run, name_id; /* STATS_BY_KERNEL: run and strings id */
     uint64_t errors;    /* calls with CS_CF_ERROR */
-    uint64_t *dur;      /* ascending, in the model's scratch while the table is built; NULL after */
-    uint64_t n, cap;
+    uint64_t n;         /* calls */
     uint64_t p99_gate;  /* chains.c: outlier threshold when the tail is heavy, else 0 */
     struct stats_summary s;
 };

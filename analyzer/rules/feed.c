@@ -9,6 +9,7 @@
 #include "cudaspy/api.h"
 #include "feed.h"
 #include "model/procs.h"
+#include "model/qsel.h"
 #include "model/stats.h"
 
 /* ---- what a thread did in an interval ---- */
@@ -323,18 +324,14 @@ static int walk_proc(struct walk *w, const uint32_t *thr, uint32_t nthr, uint64_
     }
 }
 
-/* Median launch duration and launch-to-launch host gap, per thread. */
-static int launch_medians(struct feed_proc *fp, struct model *m, const uint32_t *thr,
-                          uint32_t nthr)
+/* One pass over the process's outermost launches: each duration into
+ * @p dur, each launch-to-launch host gap into @p gap (the first
+ * launches + 1 of each, in thread order, as the counts were made). */
+static void launch_pass(const struct feed_proc *fp, const struct model *m, const uint32_t *thr,
+                        uint32_t nthr, struct qsel *dur, struct qsel *gap)
 {
-    /* durations, gaps and the radix sort's buffer share the model's scratch */
-    uint64_t n1 = fp->launches + 1, nd = 0, ng = 0;
-    uint64_t *dur = model_scratch(m, 3 * n1 * sizeof(*dur)), *gap, *tmp;
+    uint64_t nd = 0, ng = 0;
 
-    if (dur == NULL)
-        return -ENOMEM;
-    gap = dur + n1;
-    tmp = gap + n1;
     for (uint32_t i = 0; i < nthr; i++) {
         const struct m_thread *t = &m->thr[thr[i]];
         const struct m_call *prev = NULL;
@@ -343,18 +340,44 @@ static int launch_medians(struct feed_proc *fp, struct model *m, const uint32_t 
             if (c->flags & CS_CF_NESTED)
                 continue;
             int is_launch = cs_api_table[c->api].family == CS_FAM_LAUNCH;
-            if (is_launch && nd <= fp->launches)
-                dur[nd++] = model_dur(c);
-            if (is_launch && prev && ng <= fp->launches)
-                gap[ng++] = c->t_enter_ns > prev->t_exit_ns ? c->t_enter_ns - prev->t_exit_ns : 0;
+            if (is_launch && nd++ <= fp->launches)
+                qsel_add(dur, model_dur(c));
+            if (is_launch && prev && ng++ <= fp->launches)
+                qsel_add(gap, c->t_enter_ns > prev->t_exit_ns ? c->t_enter_ns - prev->t_exit_ns : 0);
             prev = is_launch ? c : NULL;
         }
     }
-    stats_sort(dur, nd, tmp);
-    stats_sort(gap, ng, tmp);
-    fp->launch_p50_ns = stats_rank(dur, nd, 500);
-    fp->launch_gap_p50_ns = stats_rank(gap, ng, 500);
-    return 0;
+}
+
+/* Median launch duration and launch-to-launch host gap, per thread: exact,
+ * from passes over the calls (model/qsel.h), nothing kept per launch. */
+static int launch_medians(struct feed_proc *fp, struct model *m, const uint32_t *thr,
+                          uint32_t nthr)
+{
+    struct qsel dur, gap;
+    int rc = qsel_init(&dur), kd = -1, kg = -1;
+
+    if (rc == 0 && (rc = qsel_init(&gap)) < 0)
+        qsel_exit(&dur);
+    if (rc < 0)
+        return rc;
+    launch_pass(fp, m, thr, nthr, &dur, &gap);
+    if (dur.n)
+        kd = qsel_want(&dur, stats_rank_of(dur.n, 500));
+    if (gap.n)
+        kg = qsel_want(&gap, stats_rank_of(gap.n, 500));
+    for (;;) {
+        int more_d = qsel_next(&dur), more_g = qsel_next(&gap);
+        rc = more_d < 0 ? more_d : more_g < 0 ? more_g : 0;
+        if (rc < 0 || (more_d == 0 && more_g == 0))
+            break;
+        launch_pass(fp, m, thr, nthr, &dur, &gap);
+    }
+    fp->launch_p50_ns = kd < 0 ? 0 : qsel_value(&dur, kd);
+    fp->launch_gap_p50_ns = kg < 0 ? 0 : qsel_value(&gap, kg);
+    qsel_exit(&dur);
+    qsel_exit(&gap);
+    return rc;
 }
 
 static int feed_proc_compute(struct feed *f, struct model *m, uint32_t p,
