@@ -98,10 +98,37 @@ static struct found find(const struct qsel_rank *r, const uint64_t *hist, size_t
     return f; /* not reached when the passes saw the same values */
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* The value that sorting @p v (@p n > @p k) would put at index @p k:
+ * quickselect with Hoare's partition around the middle element, which
+ * reorders v. Linear on average; a bucket's values are near-uniform. */
+static uint64_t select_kth(uint64_t *v, uint64_t n, uint64_t k)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
+    uint64_t lo = 0, hi = n - 1;
+
+    while (lo < hi) {
+        uint64_t pivot = v[lo + (hi - lo) / 2], i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot)
+                i++;
+            while (v[j] > pivot)
+                j--;
+            if (i <= j) {
+                uint64_t x = v[i];
+                v[i++] = v[j];
+                v[j] = x;
+                if (j-- == 0)
+                    break;
+            }
+        }
+        /* now v[lo..j] <= pivot <= v[i..hi], and v[j+1..i-1] == pivot */
+        if (k <= j && j != UINT64_MAX)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return v[k];
+    }
+    return v[k];
 }
 
 /* Rank @p r's answer, or the bucket to look at next, from the last pass. */
@@ -113,9 +140,8 @@ static struct found step(struct qsel *q, struct qsel_rank *r)
         return find(r, q->hist, LOG_BUCKETS, -1, 0, 0);
     if (r->hist)
         return find(r, r->hist, (size_t)(r->width >> r->shift), (int)r->shift, r->lo, r->below);
-    qsort(r->v, r->nv, sizeof(*r->v), cmp_u64);
     if (r->rank - r->below - 1 < r->nv)
-        f.lo = r->v[r->rank - r->below - 1];
+        f.lo = select_kth(r->v, r->nv, r->rank - r->below - 1);
     f.width = 1; /* answered */
     return f;
 }
