@@ -107,39 +107,46 @@ static int gives_work(const struct m_call *c)
     return f == CS_FAM_LAUNCH || f == CS_FAM_COPY || f == CS_FAM_MEMSET;
 }
 
-/* The end of process @p's start-up: the last exit of a cuInit or context
- * creation that began before its first launch, copy or memset (a second
- * device initialised later does not move it); 0 when it has none. */
-static uint64_t init_end(const struct model *m, uint32_t p)
+/* The end of process @p p's start-up: the last exit of a cuInit or context
+ * creation that began before @p first_work, its first launch, copy or
+ * memset (a second device initialised later does not move it); 0 when it
+ * has none. A thread's calls are in entry order: each walk stops early. */
+static uint64_t init_end(const struct model *m, uint32_t p, uint64_t first_work)
 {
-    uint64_t first_work = UINT64_MAX, end = 0;
+    uint64_t end = 0;
 
-    M_FOR_PROC_CALLS(m, p, t, i)
-        if (gives_work(&m->call[i]) && m->call[i].t_enter_ns < first_work)
-            first_work = m->call[i].t_enter_ns;
-    M_FOR_PROC_CALLS(m, p, t, i)
-        if (is_init(&m->call[i]) && m->call[i].t_enter_ns < first_work &&
-            m->call[i].t_exit_ns > end)
-            end = m->call[i].t_exit_ns;
+    for (uint32_t t = 0; t < m->nthr; t++) {
+        const struct m_thread *th = &m->thr[t];
+        for (uint64_t i = th->first_call; th->proc == p && i < th->first_call + th->ncalls; i++) {
+            const struct m_call *c = &m->call[i];
+            if (c->t_enter_ns >= first_work)
+                break;
+            if (is_init(c) && c->t_exit_ns > end)
+                end = c->t_exit_ns;
+        }
+    }
     return end;
 }
 
 /* Process @p p's active window (procs_active_window() says what it is),
- * from its calls: three passes over them, so done once per process. */
+ * from its calls: one pass over them and the start of each thread's. */
 static void active_of(const struct model *m, uint32_t p, uint64_t *lo, uint64_t *hi)
 {
     const struct m_run *r = &m->runs[m->proc[p].run];
-    uint64_t ie = init_end(m, p);
+    uint64_t ie, first_work = UINT64_MAX;
 
     *lo = UINT64_MAX;
     *hi = 0;
     M_FOR_PROC_CALLS(m, p, t, i) {
         const struct m_call *c = &m->call[i];
+        if (gives_work(c) && c->t_enter_ns < first_work)
+            first_work = c->t_enter_ns;
         if (!is_init(c) && !(c->flags & CS_CF_NESTED) && c->t_enter_ns < *lo)
             *lo = c->t_enter_ns;
         if (c->t_exit_ns > *hi)
             *hi = c->t_exit_ns;
     }
+    ie = init_end(m, p, first_work);
     if (ie != 0 && (*lo == UINT64_MAX || *lo < ie))
         *lo = ie;
     if (*lo < r->win_lo_ns)
