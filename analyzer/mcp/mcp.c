@@ -1,7 +1,7 @@
 /* mcp/mcp.c: `cudaspy-analyze mcp RUN.lmdb...`, the Model Context Protocol
  * server. Owns the command line and the startup: each run file is loaded
- * once (analysis, its JSON, the query indexes, the gate summary) and every
- * request is answered from memory. The protocol is mcp_proto.c's, the tools
+ * once (analysis, its JSON, the query indexes; the gate summary on the
+ * first compare_runs) and every request is answered from memory. The protocol is mcp_proto.c's, the tools
  * mcp_tools.c's and mcp_query.c's. Logs go to stderr; stdout carries only
  * protocol messages. */
 #include <errno.h>
@@ -61,9 +61,10 @@ static void server_free(struct mcp_server *s)
     free(s->names);
 }
 
-/* Load run @p i: analysis, JSON, index, gate summary; @p took gets the
- * seconds each part took (the startup cost stated in docs/mcp.md). */
-static int server_load_run(struct mcp_server *s, int i, double took[3], struct cs_err *err)
+/* Load run @p i: analysis, JSON, index; @p took gets the seconds each part
+ * took (the startup cost stated in docs/mcp.md). The gate summary waits for
+ * the first compare_runs (mcp_server_summary()): it reads the run again. */
+static int server_load_run(struct mcp_server *s, int i, double took[2], struct cs_err *err)
 {
     struct analysis_opts o;
     analysis_opts_init(&o);
@@ -77,15 +78,33 @@ static int server_load_run(struct mcp_server *s, int i, double took[3], struct c
     took[0] = now_s() - t;
     struct cs_run *r = analysis_run(s->an[i], 0);
     rc = mcp_index_build(r, analysis_t0(s->an[i], 0), &s->idx[i], err);
-    if (rc < 0)
-        return rc;
     took[1] = now_s() - t - took[0];
-    rc = summary_from_run(r, s->names[i], SUMMARY_SAMPLES_DEFAULT, 0, &s->sum[i], err);
-    if (rc == 0 && (rc = measure_analysis(s->an[i], s->aj[i], SUMMARY_SAMPLES_DEFAULT,
-                                          s->sum[i])) < 0)
-        cs_err_set(err, rc, "%s: %s", s->paths[i], cs_strerror(rc));
-    took[2] = now_s() - t - took[0] - took[1];
     return rc;
+}
+
+/* See mcp.h. */
+int mcp_server_summary(struct mcp_server *s, int i)
+{
+    struct cs_err err = {""};
+    double t = now_s();
+    int rc;
+
+    if (s->sum[i])
+        return 0;
+    rc = summary_from_run(analysis_run(s->an[i], 0), s->names[i], SUMMARY_SAMPLES_DEFAULT, 0,
+                          &s->sum[i], &err);
+    if (rc == 0)
+        rc = measure_analysis(s->an[i], s->aj[i], SUMMARY_SAMPLES_DEFAULT, s->sum[i]);
+    if (rc < 0) {
+        fprintf(stderr, "cudaspy-analyze: mcp: %s: gate summary: %s\n", s->paths[i],
+                err.msg[0] ? err.msg : cs_strerror(rc));
+        summary_free(s->sum[i]);
+        s->sum[i] = NULL;
+        return rc;
+    }
+    fprintf(stderr, "cudaspy-analyze: mcp: run %d %s: gate summary in %.2f s\n", i, s->names[i],
+            now_s() - t);
+    return 0;
 }
 
 static int server_load(struct mcp_server *s, int n, char **paths)
@@ -111,7 +130,7 @@ static int server_load(struct mcp_server *s, int n, char **paths)
     }
     for (int i = 0; i < n; i++) {
         struct cs_err err = {""};
-        double took[3] = {0, 0, 0};
+        double took[2] = {0, 0};
         int rc = server_load_run(s, i, took, &err);
         if (rc < 0) {
             fprintf(stderr, "cudaspy-analyze: %s: %s\n", paths[i],
@@ -120,9 +139,8 @@ static int server_load(struct mcp_server *s, int n, char **paths)
         }
         fprintf(stderr,
                 "cudaspy-analyze: mcp: run %d %s: loaded in %.2f s (analysis %.2f, "
-                "index %.2f, gate summary %.2f; %llu CUDA calls, %llu off-CPU "
-                "intervals)\n",
-                i, s->names[i], took[0] + took[1] + took[2], took[0], took[1], took[2],
+                "index %.2f; %llu CUDA calls, %llu off-CPU intervals)\n",
+                i, s->names[i], took[0] + took[1], took[0], took[1],
                 (unsigned long long)s->idx[i]->ncalls, (unsigned long long)s->idx[i]->noffs);
     }
     return 0;

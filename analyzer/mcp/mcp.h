@@ -39,8 +39,13 @@ struct mcp_server {
     struct analysis **an;   /* per run */
     json_t **aj;            /* per run: analysis_json(), built once; owned */
     struct mcp_index **idx; /* per run */
-    struct summary **sum;   /* per run: gate summary (compare_runs) */
+    struct summary **sum;   /* per run: gate summary (compare_runs), NULL until asked */
 };
+
+/** Build run @p i's gate summary unless it is built (the first compare_runs
+ * pays for it: it reads the run again). A failure is logged to stderr.
+ * @return 0, -ENOMEM or a run-file error */
+int mcp_server_summary(struct mcp_server *s, int i);
 
 /* ---- mcp_index.c ---- */
 

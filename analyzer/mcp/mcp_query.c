@@ -1104,6 +1104,8 @@ int mcp_q_compare_runs(struct mcp_call_ctx *c, json_t **out)
         go.metric = summary_q_parse(mcp_arg_str(c, "metric"));
     go.max_ratio = mcp_arg_num(c, "max_ratio", go.max_ratio);
     go.min_calls = mcp_arg_u64(c, "min_calls", go.min_calls);
+    if (mcp_server_summary(c->s, b) < 0 || mcp_server_summary(c->s, n) < 0)
+        return mcp_bad(c, "cannot build the gate summary (see the server's log)");
     struct gate_row *rows = NULL;
     size_t nrows = 0, count[GATE_ONLY_NEW + 1] = {0};
     if (gate_eval(c->s->sum[b], c->s->sum[n], &go, &rows, &nrows) < 0)
