@@ -46,6 +46,9 @@ static const struct bench_case cases[] = {
     {"compare_runs", "{\"base\":0,\"new\":0}", "compare_runs"},
 };
 
+/* Timed first, in this order, from the server's spawn: cases[] indexes. */
+static const size_t first_cases[2] = {3, 0}; /* get_causal_chains, get_trace_stats */
+
 /* One call: its wall time, or a negative value if it failed. */
 static double timed_call(struct mcp_pipe *p, const struct bench_case *c, int id)
 {
@@ -55,7 +58,8 @@ static double timed_call(struct mcp_pipe *p, const struct bench_case *c, int id)
              "{\"name\":\"%s\",\"arguments\":%s}}",
              id, c->tool, c->args);
     double t = now_ms();
-    json_t *r = mcp_pipe_call(p, line);
+    /* a first call may build the run's index or gate summary: minutes at scale */
+    json_t *r = mcp_pipe_send(p, line) < 0 ? NULL : mcp_pipe_recv(p, 600000);
     t = now_ms() - t;
     json_t *res = json_object_get(r, "result");
     int ok = res && !json_is_true(json_object_get(res, "isError"));
@@ -158,11 +162,17 @@ int main(int argc, char **argv)
     json_decref(r);
     printf("mcp.startup                      load        %9.2f  s      cuda=%llu host=%llu\n",
            (now_ms() - t) / 1e3, events, hosts);
-    int rc = timed_call(p, &cases[0], id++) < 0 ? -1 : 0;
+    /* the first answer: a tool that needs only the analysis, then one that
+     * needs the index too (both cached after, so the cases below see them) */
+    int rc = 0;
     double load1 = 0;
-    getloadavg(&load1, 1);
-    printf("mcp.first_answer                 spawn       %9.2f  s      tool=%s load1=%.1f\n",
-           (now_ms() - t) / 1e3, cases[0].tool, load1);
+    for (size_t k = 0; k < 2 && rc == 0; k++) {
+        const struct bench_case *fc = &cases[first_cases[k]];
+        rc = timed_call(p, fc, id++) < 0 ? -1 : 0;
+        getloadavg(&load1, 1);
+        printf("mcp.first_answer.%-17s spawn     %9.2f  s      load1=%.1f\n", fc->label,
+               (now_ms() - t) / 1e3, load1);
+    }
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]) && rc == 0; i++)
         rc = bench_case(p, &cases[i], repeat, &id);
     int st = mcp_pipe_stop(p);

@@ -1,7 +1,8 @@
 /* mcp/mcp.c: `cudaspy-analyze mcp RUN.lmdb...`, the Model Context Protocol
- * server. Owns the command line and the startup: each run file is loaded
- * once (analysis, its JSON, the query indexes; the gate summary on the
- * first compare_runs) and every request is answered from memory. The protocol is mcp_proto.c's, the tools
+ * server. Owns the command line and the startup: each run file is analysed
+ * once at startup (analysis and its JSON), its query index and gate summary
+ * built by the first tool that needs them, and every request is answered
+ * from memory. The protocol is mcp_proto.c's, the tools
  * mcp_tools.c's and mcp_query.c's. Logs go to stderr; stdout carries only
  * protocol messages. */
 #include <errno.h>
@@ -61,10 +62,11 @@ static void server_free(struct mcp_server *s)
     free(s->names);
 }
 
-/* Load run @p i: analysis, JSON, index; @p took gets the seconds each part
- * took (the startup cost stated in docs/mcp.md). The gate summary waits for
- * the first compare_runs (mcp_server_summary()): it reads the run again. */
-static int server_load_run(struct mcp_server *s, int i, double took[2], struct cs_err *err)
+/* Load run @p i: its analysis and JSON, into @p took seconds (the startup
+ * cost stated in docs/mcp.md). The index and the gate summary wait for the
+ * first tool that needs them (mcp_server_index(), mcp_server_summary()):
+ * each reads the run again, and several tools need neither. */
+static int server_load_run(struct mcp_server *s, int i, double *took, struct cs_err *err)
 {
     struct analysis_opts o;
     analysis_opts_init(&o);
@@ -75,11 +77,32 @@ static int server_load_run(struct mcp_server *s, int i, double took[2], struct c
         return rc;
     if (!(s->aj[i] = analysis_json(s->an[i])))
         return -ENOMEM;
-    took[0] = now_s() - t;
-    struct cs_run *r = analysis_run(s->an[i], 0);
-    rc = mcp_index_build(r, analysis_t0(s->an[i], 0), &s->idx[i], err);
-    took[1] = now_s() - t - took[0];
-    return rc;
+    *took = now_s() - t;
+    return 0;
+}
+
+/* See mcp.h. */
+int mcp_server_index(struct mcp_server *s, int i)
+{
+    struct cs_err err = {""};
+    double t = now_s();
+    int rc;
+
+    if (s->idx[i])
+        return 0;
+    rc = mcp_index_build(analysis_run(s->an[i], 0), analysis_t0(s->an[i], 0), &s->idx[i], &err);
+    if (rc < 0) {
+        fprintf(stderr, "cudaspy-analyze: mcp: %s: index: %s\n", s->paths[i],
+                err.msg[0] ? err.msg : cs_strerror(rc));
+        s->idx[i] = NULL;
+        return rc;
+    }
+    fprintf(stderr,
+            "cudaspy-analyze: mcp: run %d %s: indexed in %.2f s (%llu CUDA calls, %llu off-CPU "
+            "intervals)\n",
+            i, s->names[i], now_s() - t, (unsigned long long)s->idx[i]->ncalls,
+            (unsigned long long)s->idx[i]->noffs);
+    return 0;
 }
 
 /* See mcp.h. */
@@ -130,18 +153,15 @@ static int server_load(struct mcp_server *s, int n, char **paths)
     }
     for (int i = 0; i < n; i++) {
         struct cs_err err = {""};
-        double took[2] = {0, 0};
-        int rc = server_load_run(s, i, took, &err);
+        double took = 0;
+        int rc = server_load_run(s, i, &took, &err);
         if (rc < 0) {
             fprintf(stderr, "cudaspy-analyze: %s: %s\n", paths[i],
                     err.msg[0] ? err.msg : cs_strerror(rc));
             return rc;
         }
-        fprintf(stderr,
-                "cudaspy-analyze: mcp: run %d %s: loaded in %.2f s (analysis %.2f, "
-                "index %.2f; %llu CUDA calls, %llu off-CPU intervals)\n",
-                i, s->names[i], took[0] + took[1], took[0], took[1],
-                (unsigned long long)s->idx[i]->ncalls, (unsigned long long)s->idx[i]->noffs);
+        fprintf(stderr, "cudaspy-analyze: mcp: run %d %s: analysed in %.2f s\n", i, s->names[i],
+                took);
     }
     return 0;
 }

@@ -38,9 +38,14 @@ struct mcp_server {
     const char **names;     /* basenames, borrowed from argv */
     struct analysis **an;   /* per run */
     json_t **aj;            /* per run: analysis_json(), built once; owned */
-    struct mcp_index **idx; /* per run */
+    struct mcp_index **idx; /* per run, NULL until a tool needs it */
     struct summary **sum;   /* per run: gate summary (compare_runs), NULL until asked */
 };
+
+/** Build run @p i's index unless it is built (the first tool that reads
+ * it pays: it reads the run again). A failure is logged to stderr.
+ * @return 0, -ENOMEM or a run-file error */
+int mcp_server_index(struct mcp_server *s, int i);
 
 /** Build run @p i's gate summary unless it is built (the first compare_runs
  * pays for it: it reads the run again). A failure is logged to stderr.

@@ -33,6 +33,7 @@ struct tool {
     const char *const *required; /* NULL-terminated, or NULL */
     mcp_tool_fn fn;
     int is_memo; /* keep results: costly and fully determined by arguments */
+    int needs_index; /* reads the run's index (mcp_index.c), built on first use */
 };
 
 #define PID_MAX 4194304.0 /* kernel pid_max limit */
@@ -124,57 +125,57 @@ static const struct tool tools[] = {
      "Run summary (duration, processes, record counts, losses) and the latency table: count, "
      "total, mean and nearest-rank p50/p90/p99/p99.9/max of every CUDA API. Optional filters: "
      "pid, api, time window. Start here.",
-     p_stats, NULL, mcp_q_trace_stats, 0},
+     p_stats, NULL, mcp_q_trace_stats, 0, 1},
     {"get_causal_chains", "Causal chains (findings)",
      "The analyzer's findings, most severe first: a latency symptom (e.g. a p99 far above p50) "
      "linked to the host events that explain it (CPU contention, off-CPU time, GPU starvation).",
-     p_chains, NULL, mcp_q_causal_chains, 0},
+     p_chains, NULL, mcp_q_causal_chains, 0, 0},
     {"get_per_process_breakdown", "Per-process breakdown",
      "Per process: role (CUDA main, worker), CUDA calls and time, on/off-CPU split, run-queue "
      "delay, longest stall, context switches, page allocations and faults.",
-     p_procs, NULL, mcp_q_per_process, 0},
+     p_procs, NULL, mcp_q_per_process, 0, 0},
     {"get_api_latency", "Latency of one API",
      "Nearest-rank percentiles and a log2 histogram of one API's call durations, optionally "
      "for one process, stream, kernel name or time window.",
-     p_latency, req_api, mcp_q_api_latency, 0},
+     p_latency, req_api, mcp_q_api_latency, 0, 1},
     {"get_gpu_feed", "GPU feed",
      "Lower bound of GPU idle time (no launch or copy in flight) and what the threads feeding "
      "the GPU were doing meanwhile (on CPU, sleeping, preempted, in sync calls).",
-     p_feed, NULL, mcp_q_gpu_feed, 0},
+     p_feed, NULL, mcp_q_gpu_feed, 0, 0},
     {"get_hotspots", "Python lines behind the CUDA time and GPU idle",
      "Call sites in the user's code (the innermost Python frame of each recorded stack: file, "
      "line, function; native module+offset when a call has no Python frame), ranked two ways: "
      "by time inside their CUDA calls (calls, total, p50, p99, max) and by the GPU idle that "
      "followed their syncs (measured, or the host's lower bound), with the line that enqueued "
      "the next GPU work and the callers. Empty when the run has no stacks.",
-     p_hotspots, NULL, mcp_q_hotspots, 0},
+     p_hotspots, NULL, mcp_q_hotspots, 0, 0},
     {"get_gpu_timeline", "What the GPU did",
      "What the GPU itself ran (CUPTI activity): the source used (exact, sampled slices, or the "
      "host's lower bound), GPU busy % and idle time over the CUDA-active window, what the "
      "thread feeding the GPU did while it was idle (host code, launches, syncs, allocator, "
      "asleep for the data pipeline, preempted), the longest idle stretches, top kernels, and "
      "busy % in time bins (null: not covered).",
-     p_gpu, NULL, mcp_q_gpu_timeline, 0},
+     p_gpu, NULL, mcp_q_gpu_timeline, 0, 1},
     {"get_steps", "Steps (iterations)",
      "The program's steps (training iterations): from an NVTX range or inferred from its "
      "repeating CUDA calls (how says which), exact step time p50/p90/p99/max, and per step its "
      "time in CUDA calls, host code, asleep, preempted, GPU busy %; the slowest steps with the "
      "findings whose examples fall inside them.",
-     p_steps, NULL, mcp_q_steps, 0},
+     p_steps, NULL, mcp_q_steps, 0, 0},
     {"get_timeline", "Timeline of a process or thread",
      "CUDA calls and off-CPU intervals of one process or thread in time order, paged: pass "
      "nextCursor back as cursor (with the same other arguments) for the next page.",
-     p_timeline, NULL, mcp_q_timeline, 0},
+     p_timeline, NULL, mcp_q_timeline, 0, 1},
     {"get_top_stalls", "Longest off-CPU intervals",
      "Longest off-CPU intervals, with class (sleep, disk, preempt...), who woke the thread and "
      "which process held the CPU meanwhile.",
-     p_stalls, NULL, mcp_q_top_stalls, 0},
+     p_stalls, NULL, mcp_q_top_stalls, 0, 1},
     {"compare_runs", "Regression gate between two runs",
      "Gate verdict between two of the run files given to the server, as `cudaspy-analyze "
      "gate`: step time p50/p99, each API's share of the window (new APIs included), GPU idle "
      "and new HIGH findings (criteria), and per API the chosen statistic of each run, their "
      "ratio with a bootstrap interval; pass/fail.",
-     p_compare, req_compare, mcp_q_compare_runs, 1},
+     p_compare, req_compare, mcp_q_compare_runs, 1, 0},
 };
 #define NTOOLS (sizeof(tools) / sizeof(tools[0]))
 
@@ -579,6 +580,8 @@ static int tool_run(struct mcp_server *s, const struct tool *t, json_t *args, js
         json_is_object(c.args) ? args_check(&c, t) : mcp_bad(&c, "arguments must be an object");
     if (rc == 0 && (c.run = mcp_arg_run(&c, "run")) < 0)
         rc = -EINVAL;
+    if (rc == 0 && t->needs_index && mcp_server_index(s, c.run) < 0)
+        rc = mcp_bad(&c, "cannot index the run (see the server's log)");
     if (rc == 0)
         rc = t->fn(&c, &out);
     if (rc == 0 && out) {
