@@ -170,8 +170,8 @@ int main(int argc, char **argv)
         const struct bench_case *fc = &cases[first_cases[k]];
         rc = timed_call(p, fc, id++) < 0 ? -1 : 0;
         getloadavg(&load1, 1);
-        printf("mcp.first_answer.%-17s spawn     %9.2f  s      load1=%.1f\n", fc->label,
-               (now_ms() - t) / 1e3, load1);
+        printf("mcp.first_answer.%-17s %-9s %9.2f  s      load1=%.1f\n", fc->label,
+               rc < 0 ? "failed" : "spawn", (now_ms() - t) / 1e3, load1);
     }
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]) && rc == 0; i++)
         rc = bench_case(p, &cases[i], repeat, &id);
