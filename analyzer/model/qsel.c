@@ -37,15 +37,49 @@ static void log_range(unsigned b, uint64_t *lo, uint64_t *width)
 int qsel_init(struct qsel *q)
 {
     memset(q, 0, sizeof(*q));
-    q->hist = calloc(LOG_BUCKETS, sizeof(*q->hist));
-    return q->hist ? 0 : -ENOMEM;
+    return 0;
+}
+
+/* The kept values into buckets, once there are too many to keep. */
+static int to_buckets(struct qsel *q)
+{
+    if ((q->hist = calloc(LOG_BUCKETS, sizeof(*q->hist))) == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < q->nsmall; i++)
+        q->hist[log_bucket(q->small[i])]++;
+    free(q->small);
+    q->small = NULL;
+    q->nsmall = q->cap_small = 0;
+    return 0;
+}
+
+/* A first-pass value: kept while the series is short, else bucketed. */
+static void first_add(struct qsel *q, uint64_t v)
+{
+    if (q->hist == NULL && q->nsmall == QSEL_SMALL && to_buckets(q) < 0)
+        q->err = -ENOMEM;
+    if (q->hist) {
+        q->hist[log_bucket(v)]++;
+        return;
+    }
+    if (q->nsmall == q->cap_small) {
+        uint32_t cap = q->cap_small ? 2 * q->cap_small : 16;
+        uint64_t *p = realloc(q->small, cap * sizeof(*p));
+        if (p == NULL) {
+            q->err = -ENOMEM;
+            return;
+        }
+        q->small = p;
+        q->cap_small = cap;
+    }
+    q->small[q->nsmall++] = v;
 }
 
 void qsel_add(struct qsel *q, uint64_t v)
 {
     if (q->pass == 0) {
         q->n++;
-        q->hist[log_bucket(v)]++;
+        first_add(q, v);
         return;
     }
     for (int k = 0; k < q->nrank; k++) {
@@ -182,10 +216,27 @@ static void rank_release(struct qsel_rank *r)
     r->v = NULL;
 }
 
+/* A short series, kept whole: every rank from it, no other pass. */
+static void answer_small(struct qsel *q)
+{
+    for (int k = 0; k < q->nrank; k++) {
+        q->r[k].value = select_kth(q->small, q->nsmall, q->r[k].rank - 1);
+        q->r[k].done = 1;
+    }
+}
+
 int qsel_next(struct qsel *q)
 {
     struct found f[QSEL_MAX];
     int more = 0, rc = 0;
+
+    if (q->err < 0)
+        return q->err;
+    if (q->pass == 0 && q->hist == NULL) {
+        answer_small(q);
+        q->pass++;
+        return 0;
+    }
 
     for (int k = 0; k < q->nrank; k++)
         if (!q->r[k].done)
@@ -211,5 +262,6 @@ void qsel_exit(struct qsel *q)
     for (int k = 0; k < q->nrank; k++)
         rank_release(&q->r[k]);
     free(q->hist);
+    free(q->small);
     memset(q, 0, sizeof(*q));
 }

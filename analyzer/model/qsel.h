@@ -5,7 +5,9 @@
  * last, or, once that bucket holds few enough values, collects them and
  * picks the rank among them. The answer is the same value sorting every
  * value would give, in usually two passes, with memory bounded by
- * QSEL_COLLECT_MAX values a rank. The values are the caller's to replay.
+ * QSEL_COLLECT_MAX values a rank; a series of at most QSEL_SMALL values is
+ * kept whole and answered after the first pass. The values are the
+ * caller's to replay.
  * Usage:
  *     qsel_init(&q);
  *     for each value: qsel_add(&q, v);              (pass 1; q.n counts)
@@ -23,6 +25,7 @@
 #define QSEL_MAX 4 /* ranks a series answers */
 #define QSEL_SUB_BITS 12 /* a refining pass splits a bucket into 2^12 */
 #define QSEL_COLLECT_MAX (1u << 20) /* values a rank's bucket may hold to be collected */
+#define QSEL_SMALL 1024 /* a series this short is kept whole (8 KiB), not bucketed (30 KiB) */
 
 /* One asked rank: the range [lo, lo + width - 1] still holds it, with
  * @c below values under lo. */
@@ -39,13 +42,16 @@ struct qsel_rank {
 
 struct qsel {
     uint64_t n;       /* values added in the first pass */
-    uint64_t *hist;   /* the first pass's log-linear buckets */
+    uint64_t *small;  /* the first QSEL_SMALL values, kept: a short series needs one pass */
+    uint32_t nsmall, cap_small;
+    uint64_t *hist;   /* past QSEL_SMALL values: the first pass's log-linear buckets */
+    int err;          /* -ENOMEM while adding: qsel_next() returns it */
     int pass;         /* 0 while the first pass runs */
     int nrank;
     struct qsel_rank r[QSEL_MAX];
 };
 
-/** Start a series. @return 0 or -ENOMEM */
+/** Start a series (allocates nothing yet). @return 0 */
 int qsel_init(struct qsel *q);
 
 /** Count @p v in the current pass. */
