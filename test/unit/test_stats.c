@@ -6,22 +6,9 @@
 
 #include "check.h"
 #include "model/stats.h"
+#include "unit/u64.h"
 
 static unsigned seed;
-
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* Reference: the value at 1-based rank ceil(q * n), computed the slow way. */
 static uint64_t ref_rank(const uint64_t *v, size_t n, double q)
