@@ -2,6 +2,7 @@
  * comparisons the host tests share (harness.h). */
 #include "harness.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -33,6 +34,20 @@ static void drain_until_done(struct hrun *r, struct host *h, struct wl *w)
     }
 }
 
+/* Steal time of all CPUs so far, ns (counted in USER_HZ ticks). */
+static uint64_t sys_steal_ns(void)
+{
+    struct procfs_sys s;
+    int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+
+    memset(&s, 0, sizeof(s));
+    if (fd >= 0) {
+        procfs_sys_read(fd, -1, &s);
+        close(fd);
+    }
+    return s.steal * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+}
+
 int hrun_tree(struct hrun *r, struct host_opts o, int scale, int linger_ms)
 {
     return hrun_tree_hook(r, o, scale, linger_ms, NULL, NULL);
@@ -44,6 +59,7 @@ int hrun_tree_hook(struct hrun *r, struct host_opts o, int scale, int linger_ms,
     struct cs_err err = {{0}};
     struct wl w;
     struct host *h;
+    uint64_t steal;
 
     memset(r, 0, sizeof(*r));
     r->c = fake_collector_new();
@@ -66,8 +82,10 @@ int hrun_tree_hook(struct hrun *r, struct host_opts o, int scale, int linger_ms,
         host_free(h);
         return -1;
     }
+    steal = sys_steal_ns();
     wl_go(&w);
     drain_until_done(r, h, &w);
+    r->steal_ns = sys_steal_ns() - steal;
     host_finish(h, procfs_now_ns());
     host_free(h);
     close(w.report_r);
@@ -118,6 +136,33 @@ int hrun_counts_agree(const struct hrun *r, const struct wl_report *w, int preem
         return 0;
     }
     return 1;
+}
+
+int hrun_on_cpu_agrees(const struct hrun *r, const struct wl_report *w, unsigned span_div,
+                       uint64_t per_switch_ns)
+{
+    uint64_t v, iv, span = w->t1 - w->t0, cpu = w->cpu1 - w->cpu0;
+    uint64_t on = span - hrun_off(r, w->tid, w->t0, w->t1, &v, &iv);
+    uint64_t slack = span / span_div + (v + iv) * per_switch_ns;
+    uint64_t tick = 1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK);
+    uint64_t steal = r->steal_ns + tick * (uint64_t)sysconf(_SC_NPROCESSORS_ONLN);
+
+    if (hrun_near(on, cpu, 0, slack))
+        return 1;
+    fprintf(stderr, "tid %u %s: on %llu/%llu us, slack %llu us (%llu switches), steal %llu us\n",
+            w->tid, w->comm, (unsigned long long)on / 1000, (unsigned long long)cpu / 1000,
+            (unsigned long long)slack / 1000, (unsigned long long)(v + iv),
+            (unsigned long long)r->steal_ns / 1000);
+    return on > cpu && on - cpu <= slack + steal ? 0 : -1;
+}
+
+int hrun_on_cpu_verdict(const struct hrun *r, int stolen, int wrong)
+{
+    if (!wrong && stolen <= HRUN_STEAL_OUTLIERS)
+        return 1;
+    fprintf(stderr, "hrun: on-CPU: %d of %d threads off, %d within steal (%llu us)\n",
+            stolen + wrong, r->nrep, stolen, (unsigned long long)r->steal_ns / 1000);
+    return 0;
 }
 
 int hrun_near(uint64_t got, uint64_t want, double pct, uint64_t slack)

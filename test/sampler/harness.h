@@ -18,6 +18,7 @@ struct hrun {
     struct wl_report rep[HRUN_MAX_REP];
     int nrep, nexpect;
     pid_t root;
+    uint64_t steal_ns;           /* /proc/stat steal, all CPUs, over the run */
 };
 
 /** Trace the workload tree (scale, linger_ms: see wl_start) to its end with
@@ -36,6 +37,25 @@ uint64_t hrun_off(const struct hrun *r, uint32_t tid, uint64_t t0, uint64_t t1, 
 /** Do perf's voluntary (@p preempt 0) or involuntary switch counts of report
  * @p w agree with its /proc status deltas? Prints the numbers when not. */
 int hrun_counts_agree(const struct hrun *r, const struct wl_report *w, int preempt);
+
+/* A vCPU the hypervisor takes away leaves the guest's threads on CPU but
+ * stops their CPU clocks (paravirt steal accounting), so perf's on-CPU time
+ * runs ahead of the thread clock on a host that steals. A stall hits the
+ * threads running at that moment, at most one a CPU: seen on the 2-CPU VM
+ * as 2.8 ms on one ping thread and 19 ms on two spinners at once. */
+#define HRUN_STEAL_OUTLIERS 2
+
+/** Does perf's on-CPU time of report @p w (its span less its off-CPU
+ * records) match the thread's CPU clock within span / @p span_div plus
+ * @p per_switch_ns for every switch? Prints the numbers when not.
+ * @return 1 yes; 0 no, but ahead by no more than the run's steal (to the
+ * tick, per CPU) allows; -1 no */
+int hrun_on_cpu_agrees(const struct hrun *r, const struct wl_report *w, unsigned span_div,
+                       uint64_t per_switch_ns);
+
+/** Judge a run's hrun_on_cpu_agrees answers: no -1, and at most
+ * HRUN_STEAL_OUTLIERS 0s. @return 1 pass, 0 fail (printed) */
+int hrun_on_cpu_verdict(const struct hrun *r, int stolen, int wrong);
 
 /** |got - want| <= pct % of want + slack */
 int hrun_near(uint64_t got, uint64_t want, double pct, uint64_t slack);
