@@ -89,6 +89,10 @@ static uint64_t iv_merge(struct iv *v, uint64_t n)
 }
 
 /* First interval of @p v (sorted, disjoint) ending after @p t. */
+/* Busy intervals closer than this are one run of work: a queue the host
+ * keeps fed starts each kernel within a few us of the last. */
+#define GPU_FED_GAP_NS 5000ull
+
 static uint64_t iv_after(const struct iv *v, uint64_t n, uint64_t t)
 {
     return M_FIRST_GT(struct iv, v, b, 0, n, t);
@@ -862,7 +866,28 @@ void gpu_bins(const struct gpu_truth *g, const struct model *m, uint32_t proc, u
     free(cov);
 }
 
-int gpu_idle_after(const struct gpu_truth *g, uint32_t proc, uint64_t t_ns, uint64_t *idle_ns)
+/* Idle of one device's covered span [t_ns, end) up to the start of its
+ * first run of work of GPU_SHORT_NS or more (busy intervals less than
+ * GPU_FED_GAP_NS apart: a fed queue); already in such a run at t_ns: none. */
+static uint64_t idle_until_work(const struct dev_ivs *v, uint64_t t_ns, uint64_t end)
+{
+    uint64_t idle = 0, t = t_ns, run = 0;
+
+    for (uint64_t b = iv_after(v->busy, v->nbusy, t_ns); b < v->nbusy && t < end; b++) {
+        const struct iv *w = &v->busy[b];
+        if (b == 0 || w->a > v->busy[b - 1].b + GPU_FED_GAP_NS)
+            run = w->a;
+        if (w->a > t)
+            idle += (w->a < end ? w->a : end) - t;
+        if (w->b - run >= GPU_SHORT_NS)
+            return idle;
+        t = w->b > t ? w->b : t;
+    }
+    return idle + (end > t ? end - t : 0);
+}
+
+int gpu_idle_after(const struct gpu_truth *g, uint32_t proc, uint64_t t_ns, uint64_t until_ns,
+                   uint64_t *idle_ns)
 {
     uint64_t best = UINT64_MAX;
     int covered = 0;
@@ -870,7 +895,7 @@ int gpu_idle_after(const struct gpu_truth *g, uint32_t proc, uint64_t t_ns, uint
     for (uint32_t i = 0; i < g->nd; i++) {
         const struct gpu_dev *d = &g->d[i];
         const struct dev_ivs *v;
-        uint64_t k, b, end;
+        uint64_t k, idle;
         if (d->proc != proc || d->source < GPU_SRC_SAMPLED)
             continue;
         v = ivs_of(g, d);
@@ -878,10 +903,8 @@ int gpu_idle_after(const struct gpu_truth *g, uint32_t proc, uint64_t t_ns, uint
         if (k == v->ncov || v->cov[k].a > t_ns)
             continue; /* not covered at t_ns */
         covered = 1;
-        b = iv_after(v->busy, v->nbusy, t_ns);
-        end = b < v->nbusy && v->busy[b].a < v->cov[k].b ? v->busy[b].a : v->cov[k].b;
-        end = end > t_ns ? end : t_ns; /* busy at t_ns: no idle */
-        best = end - t_ns < best ? end - t_ns : best;
+        idle = idle_until_work(v, t_ns, v->cov[k].b < until_ns ? v->cov[k].b : until_ns);
+        best = idle < best ? idle : best;
     }
     *idle_ns = covered ? best : 0;
     return covered;

@@ -114,10 +114,14 @@ const char *gpu_host_name(int h);
 void gpu_bins(const struct gpu_truth *g, const struct model *m, uint32_t proc, uint64_t t0,
               uint64_t t1, int nbins, double *out);
 
-/** GPU idle of process @p proc from @p t_ns to its next GPU work, measured
- * where GPU activity covered @p t_ns (0 if some device was busy then), into
- * @p idle_ns. @return 1 when measured, 0 when no covered span holds t_ns */
-int gpu_idle_after(const struct gpu_truth *g, uint32_t proc, uint64_t t_ns, uint64_t *idle_ns);
+/** GPU idle of process @p proc after @p t_ns (a sync's return) into
+ * @p idle_ns: until its next GPU work of GPU_SHORT_NS or more (a tiny kernel
+ * enqueued right after the sync does not refill the queue), @p until_ns (the
+ * next sync) or the end of the covered span, whichever comes first; 0 if
+ * such work was running at t_ns. Measured where GPU activity covered @p t_ns.
+ * @return 1 when measured, 0 when no covered span holds t_ns */
+int gpu_idle_after(const struct gpu_truth *g, uint32_t proc, uint64_t t_ns, uint64_t until_ns,
+                   uint64_t *idle_ns);
 
 /** The "gpu" object of docs/json.md. */
 json_t *gpu_json(const struct gpu_truth *g, const struct model *m);

@@ -113,9 +113,11 @@ static int gaps_credit(struct pyline *p, const struct model *m, const struct fee
     for (uint64_t i = 0; i < f->ngap; i++) {
         const struct feed_gap *gp = &f->gap[i];
         uint32_t proc = m->thr[m->call[gp->drain_call].thr].proc;
-        uint64_t idle = gp->t1_ns - gp->t0_ns, measured;
+        uint64_t idle = gp->t1_ns - gp->t0_ns, measured, until = UINT64_MAX;
         uint32_t r = row_of_call(p, m, gp->drain_call), e, k;
-        if (gpu_idle_after(g, proc, gp->t0_ns, &measured)) {
+        if (i + 1 < f->ngap && m->thr[m->call[gp[1].drain_call].thr].proc == proc)
+            until = gp[1].t0_ns; /* the next drain: its idle is its own */
+        if (gpu_idle_after(g, proc, gp->t0_ns, until, &measured)) {
             idle = measured;
             p->idle_measured = 1;
         }

@@ -17,9 +17,16 @@
  * (25 %) of 60.1 ms (host-seen). With --gpu, every launch runs a 40 us
  * kernel 5 us after it returns, recorded over the whole run (full mode):
  * the idle after each sync is then measured, 315 us.
+ * --item writes instead issue 22's first miss as PyTorch makes it: a launch
+ * (train.py:39) and a warm-up torch.cuda.synchronize (train.py:40), 20 ms of
+ * host set-up (the GPU idle after that sync), then STEPS
+ * steps of a matmul launch (train.py:49, a 500 us kernel), loss.item()
+ * (train.py:57, a sync to the kernel's end), acc += loss (train.py:58, a
+ * 2 us kernel enqueued 5 us later) and 300 us of host code. The GPU sits
+ * idle 321 us a step after the .item(), though its sync-to-enqueue gap is 5 us.
  * --corrupt-stack rewrites the sync's stack as 15 bytes, not whole frames,
  * behind the writer's back (LMDB directly), for the reader's error path.
- * Usage: gen_pyrun OUT.lmdb [--steps N] [--gpu] [--corrupt-stack]
+ * Usage: gen_pyrun OUT.lmdb [--steps N] [--gpu | --item] [--corrupt-stack]
  * (--steps 2500000: 10 M calls, every one with a stack, the worst case of
  * docs/performance.md) */
 #include <lmdb.h>
@@ -38,6 +45,7 @@
 
 static uint32_t seq, kernel_id;
 static int with_gpu;
+static uint64_t kernel_ns = 40000; /* --gpu: each launch's kernel */
 
 /* Stack @p id of run @p path becomes 15 bytes: no whole frame. */
 static void corrupt_stack(const char *path, uint32_t id)
@@ -135,7 +143,7 @@ static uint64_t call(uint16_t api, uint64_t t, uint64_t dur, uint64_t bytes, uin
     if (with_gpu && api == CS_API_cudaLaunchKernel) {
         struct cs_rec_gpu g = {0};
         g.t_start_ns = r.t_exit_ns + 5 * US;
-        g.t_end_ns = g.t_start_ns + 40 * US;
+        g.t_end_ns = g.t_start_ns + kernel_ns;
         g.pid = g.api_tid = PID;
         g.api_seq = r.seq;
         g.name_id = kernel_id;
@@ -146,6 +154,24 @@ static uint64_t call(uint16_t api, uint64_t t, uint64_t dur, uint64_t bytes, uin
         gen_put(CS_REC_GPU, &g, g.t_start_ns, g.t_end_ns);
     }
     return r.t_exit_ns;
+}
+
+/* --item's calls from @p t; @return the end */
+static uint64_t item_steps(uint64_t t, unsigned steps, const uint32_t s_init[2], uint32_t s_mm,
+                           uint32_t s_item, uint32_t s_acc)
+{
+    uint32_t s_warm = s_init[1];
+
+    t = call(CS_API_cudaLaunchKernel, t, 10 * US, 0, s_init[0]);
+    t = call(CS_API_cudaDeviceSynchronize, t, 50 * US, 0, s_warm) + 20 * MS;
+    for (unsigned i = 0; i < steps; i++) {
+        kernel_ns = 500 * US;
+        t = call(CS_API_cudaLaunchKernel, t, 10 * US, 0, s_mm);
+        t = call(CS_API_cudaStreamSynchronize, t, 510 * US, 0, s_item) + 5 * US; /* kernel end + 5 us */
+        kernel_ns = 2 * US;
+        t = call(CS_API_cudaLaunchKernel, t, 3 * US, 0, s_acc) + 300 * US;
+    }
+    return call(CS_API_cudaDeviceSynchronize, t, 5 * US, 0, s_warm) + MS;
 }
 
 static void meta_and_proc(uint64_t t_end)
@@ -169,12 +195,12 @@ int main(int argc, char **argv)
     struct cs_store_opts so = {.map_bytes = 4ull << 30};
     struct cs_err err = {""};
     unsigned steps = 200;
-    int corrupt = 0;
+    int corrupt = 0, item = 0;
     uint64_t t = T0 + MS;
     int rc;
 
     if (argc < 2) {
-        fprintf(stderr, "usage: gen_pyrun OUT.lmdb [--steps N] [--gpu] [--corrupt-stack]\n");
+        fprintf(stderr, "usage: gen_pyrun OUT.lmdb [--steps N] [--gpu | --item] [--corrupt-stack]\n");
         return 2;
     }
     for (int i = 2; i < argc; i++) {
@@ -182,6 +208,8 @@ int main(int argc, char **argv)
             steps = (unsigned)strtoul(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--gpu"))
             with_gpu = 1;
+        else if (!strcmp(argv[i], "--item"))
+            item = with_gpu = 1;
         else if (!strcmp(argv[i], "--corrupt-stack"))
             corrupt = 1;
     }
@@ -210,7 +238,15 @@ int main(int argc, char **argv)
     uint32_t s_alloc = stack(alloc, 3), s_free = stack(freef, 3), s_nat = stack(nat, 2);
     uint32_t s_bad = stack(bad, 1);
 
-    for (unsigned i = 0; i < steps; i++) {
+    const struct cs_frame init[] = {py(tr, 39, "main"), py(tr, 90, "<module>")};
+    const struct cs_frame warm[] = {py(tr, 40, "main"), py(tr, 90, "<module>")};
+    const struct cs_frame acc[] = {py(tr, 58, "train_step"), py(tr, 80, "main")};
+
+    if (item) {
+        const uint32_t s_init[2] = {stack(init, 2), stack(warm, 2)};
+        t = item_steps(t, steps, s_init, s_launch, s_sync, stack(acc, 2));
+    }
+    for (unsigned i = 0; !item && i < steps; i++) {
         t = call(CS_API_cudaLaunchKernel, t, 10 * US, 0, s_launch);
         t = call(CS_API_cudaMalloc, t, 20 * US, 1 << 20, s_alloc);
         defer = i == 7; /* this free's record follows the sync's */
@@ -218,10 +254,12 @@ int main(int argc, char **argv)
         t = call(CS_API_cudaStreamSynchronize, t, 50 * US, 0, i % 4 == 3 ? s_esync : s_sync);
         t += 300 * US;
     }
-    t = call(CS_API_cudaLaunchKernel, t, 10 * US, 0, s_launch) + 100 * US;
-    t = call(CS_API_cudaMemcpy, t, 200 * US, 4096, s_nat) + 100 * US;
-    t = call(CS_API_cuMemsetD8Async, t, 5 * US, 4096, 999);
-    t = call(CS_API_cudaEventSynchronize, t, 5 * US, 0, s_bad) + MS;
+    if (!item) {
+        t = call(CS_API_cudaLaunchKernel, t, 10 * US, 0, s_launch) + 100 * US;
+        t = call(CS_API_cudaMemcpy, t, 200 * US, 4096, s_nat) + 100 * US;
+        t = call(CS_API_cuMemsetD8Async, t, 5 * US, 4096, 999);
+        t = call(CS_API_cudaEventSynchronize, t, 5 * US, 0, s_bad) + MS;
+    }
     if (with_gpu) {
         struct cs_rec_gpucov c = {.t_start_ns = T0, .t_end_ns = t, .t_attach_ns = T0,
                                   .t_detach_ns = t, .pid = PID, .epoch = 1,

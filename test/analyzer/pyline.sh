@@ -17,6 +17,7 @@ has() { grep -qxF -- "$2" "$1" || { no "$1 lacks: $2"; sed -n '1,200p' "$1" | gr
 
 "$GEN" py.lmdb || { echo "gen_pyrun failed"; exit 1; }
 "$GEN" gpu.lmdb --gpu || { echo "gen_pyrun --gpu failed"; exit 1; }
+"$GEN" item.lmdb --item || { echo "gen_pyrun --item failed"; exit 1; }
 
 # -- text: the findings name the lines and their shares
 "$A" --color never py.lmdb >text.txt 2>err.txt || no "report exited $?"
@@ -42,9 +43,16 @@ has by.txt "$(row '?' cuMemsetD8Async 1 5.0us 5.0us 5.0us 5.0us 0ns)"
 has by.txt "$(row '?:7 in ?' cudaEventSynchronize 1 5.0us 5.0us 5.0us 5.0us 0ns)"
 has by.txt "    next GPU work enqueued at train.py:49 in train_step"
 "$A" --color never --by pyline gpu.lmdb >gpu.txt 2>err.txt || no "--by pyline (gpu) exited $?"
-# measured: each idle stretch runs on to the kernel 5 us after the next launch
-has gpu.txt "$(row 'train.py:57 in train_step' cudaStreamSynchronize 150 7.5ms 50.0us 50.0us 50.0us 47.2ms)"
+# measured: a sync's idle runs on to the next sync (its 40 us kernels are
+# too short to end it), less the kernel: 350 us a step
+has gpu.txt "$(row 'train.py:57 in train_step' cudaStreamSynchronize 150 7.5ms 50.0us 50.0us 50.0us 52.5ms)"
 grep -q 'idle after: GPU idle measured)$' gpu.txt || no "gpu run: idle not measured"
+# .item() then a tiny kernel at once: its idle runs on past the tiny kernel
+# to the next matmul, 321 us a step, and outweighs the warm-up sync's 20 ms
+"$A" --color never --by pyline item.lmdb >item.txt 2>err.txt || no "--by pyline (item) exited $?"
+has item.txt "$(row 'train.py:57 in train_step' cudaStreamSynchronize 200 102.0ms 510.0us 510.0us 510.0us 64.2ms)"
+has item.txt "    next GPU work enqueued at train.py:58 in train_step"
+has item.txt "$(row 'train.py:40 in main' cudaDeviceSynchronize 2 55.0us 5.0us 50.0us 50.0us 20.0ms)"
 
 # -- JSON
 if command -v python3 >/dev/null; then
