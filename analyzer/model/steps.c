@@ -340,7 +340,8 @@ nomem:
 struct anchor {
     uint32_t sym;
     unsigned period;   /* occurrences a step, 0 = does not repeat */
-    uint64_t steps;    /* boundaries (occurrences / period) */
+    uint64_t skip;     /* leading occurrences that are set-up, not steps */
+    uint64_t steps;    /* boundaries ((occurrences - skip) / period) */
     int sync;
     double cv;         /* of the time between boundaries */
 };
@@ -376,6 +377,30 @@ static unsigned sig_period(const uint64_t *sig, uint64_t n)
             return p;
     }
     return 0;
+}
+
+/* Leading segments of a once-a-step anchor that differ from the step most
+ * segments are (the majority signature): set-up, such as a model's
+ * parameters copied and synced one by one before the loop syncs once a
+ * step. At most a quarter of them. @return how many */
+static uint64_t setup_segments(const uint64_t *sig, uint64_t n, unsigned period)
+{
+    uint64_t cand = 0, votes = 0, n_cand = 0, j0 = 0;
+
+    if (period != 1)
+        return 0;
+    for (uint64_t j = 0; j < n; j++) { /* Boyer-Moore majority vote */
+        if (votes == 0)
+            cand = sig[j];
+        votes += sig[j] == cand ? 1 : -1ull;
+    }
+    for (uint64_t j = 0; j < n; j++)
+        n_cand += sig[j] == cand;
+    if (2 * n_cand <= n)
+        return 0;
+    while (j0 < n && sig[j0] != cand)
+        j0++;
+    return 4 * j0 <= n ? j0 : 0;
 }
 
 static int sym_is_sync(const struct seq *s, uint32_t sym)
@@ -451,9 +476,12 @@ static size_t repeating(const struct seq *s, uint64_t win_ns, struct anchor *out
         struct anchor a = {.sym = cand[c], .sync = sym_is_sync(s, cand[c])};
         if (k < STEPS_MIN || (double)(s->t[pos[k - 1]] - s->t[pos[0]]) < STEPS_SPAN * (double)win_ns)
             continue;
-        if ((a.period = sig_period(sig, k - 1)) == 0 || (a.steps = k / a.period) < STEPS_MIN)
+        if ((a.period = sig_period(sig, k - 1)) == 0)
             continue;
-        a.cv = anchor_cv(s, pos, k, a.period);
+        a.skip = setup_segments(sig, k - 1, a.period);
+        if ((a.steps = (k - a.skip) / a.period) < STEPS_MIN)
+            continue;
+        a.cv = anchor_cv(s, pos + a.skip, k - a.skip, a.period);
         out[n++] = a;
     }
     return n;
@@ -528,7 +556,7 @@ static int from_anchor(const struct model *m, const struct seq *s, uint32_t thr,
     uint64_t *b = pos + s->n + 1, nb; /* the signatures are no longer needed */
     int rc;
 
-    nb = boundaries(s, a, pos, k, b);
+    nb = boundaries(s, a, pos + a->skip, k - a->skip, b);
     if ((rc = fill_steps(out, b, nb, thr, NULL)) < 0)
         return rc;
     out->source = STEPS_INFERRED;

@@ -22,9 +22,11 @@
  *     sync      a 300 us kernel and a cudaStreamSynchronize every launch,
  *               400 us of CPU work between them
  *     clean     GPU-bound: 4 x 5 ms kernels and a 1 MiB pinned copy a step
- *     syncstep  a 1 ms kernel, a sync (PyTorch's loss.item()), a 5 us kernel
- *               at once (acc += loss), then 1 ms on the CPU before the next
- *               step: the host lower bound sees only the 5 us gap
+ *     syncstep  set-up: 32 parameters copied and synced one by one (a
+ *               model's .to(device)); then steps of a 1 ms kernel, a sync
+ *               (PyTorch's loss.item()), a 5 us kernel at once (acc +=
+ *               loss), then 1 ms on the CPU before the next step: the host
+ *               lower bound sees only the 5 us gap
  *     hostdata  each batch built in the main thread (3 ms on the CPU,
  *               fresh pages), copied from pinned memory and run (1 ms of
  *               kernels); a sync every 16 steps only
@@ -279,8 +281,13 @@ static void run_clean(double deadline, long *steps)
 
 static void run_syncstep(double deadline, long *steps)
 {
+    static char param[4096];
     void *d = NULL;
     CHECK_RT(cudaMalloc(&d, MIB));
+    for (int i = 0; i < 32; i++) { /* not steps: the syncs' segments differ */
+        CHECK_RT(cudaMemcpyAsync(d, param, sizeof(param), cudaMemcpyHostToDevice, stream));
+        CHECK_RT(cudaStreamSynchronize(stream));
+    }
     for (; now_s() < deadline; (*steps)++) {
         launch((const void *)k_long, 1, d);
         CHECK_RT(cudaStreamSynchronize(stream)); /* loss.item() */
