@@ -12,15 +12,17 @@
   5 points of each other;
 - cost: the launch-bound loop (workloads.py launch, and the nvcc
   empty-kernel loop), untraced, recorded with GPU activity off, sampled and
-  full, and under torch.profiler, interleaved round by round.
+  full, and under torch.profiler, interleaved round by round;
+- slices: sampled mode's cost measured inside each process (slices()).
 
 Writes OUT/summary.json (workloads[], calibration[], cost), OUT/runs.jsonl
 (every run: command, exit code, its figures) and OUT/reports.txt (the text
 reports of the planted runs).
 
 Usage: python3 truth.py BUILD OUT RUNS [ROUNDS=3]   (env PYTHON, CS_PIN;
-TRUTH_PARTS: which of planted, calibration, cost, run in the order given;
-default all three; TRUTH_UNTRACED=0: planted workloads traced only)
+TRUTH_PARTS: which of planted, calibration, cost, slices, run in the order
+given; default the first three; TRUTH_UNTRACED=0: planted workloads traced
+only; slices: TRUTH_SAMPLES, TRUTH_CHUNK_N)
 """
 import json
 import os
@@ -61,7 +63,8 @@ class Truth:
                "cmd": " ".join(cmd), "stderr_tail": p.stderr[-600:]}
         for line in p.stdout.splitlines():
             k, _, v = line.partition(":")
-            if k in ("elapsed", "us_per_launch", "duty_pct", "result", "reps_us", "loop_mono_ns"):
+            if k in ("elapsed", "us_per_launch", "duty_pct", "result", "reps_us", "loop_mono_ns",
+                     "chunk_p50", "chunk_p90", "slow_pct"):
                 row[k] = v.strip()
         if gpu is not None and analyze and p.returncode == 0:
             j = subprocess.run([os.path.join(self.b, "cudaspy-analyze"), "--json", path],
@@ -202,6 +205,42 @@ def cost(t, rounds):
     return res
 
 
+def slices(t, rounds):
+    """Sampled GPU activity's cost inside each process (w_chunks): a
+    2 M-launch loop timed in chunks of 1000, untraced, recorded with GPU
+    activity off, sampled at the default 100/1000 ms and at each
+    TRUTH_SAMPLES setting (SLICE/PERIOD, or kinds: CUDASPY_GPU_SWITCH=kinds),
+    interleaved round by round. Per run, the loop's
+    mean us a launch over its median chunk (the rate between slices) is the
+    excess; sampled's excess less record_off's is what the slices cost,
+    free of the drift between processes. Medians over rounds."""
+    cmd = [t.py, W, "chunks", os.environ.get("TRUTH_CHUNK_N", "2000000"), "1000"]
+    conf = [("untraced", None, None), ("record_off", "off", None),
+            ("sampled_100_1000", "sampled", None)]
+    for smp in os.environ.get("TRUTH_SAMPLES", "50/2000").split():  # "kinds": that switch
+        env = {"CUDASPY_GPU_SWITCH": "kinds"} if smp == "kinds" else {"CUDASPY_GPU_SAMPLE": smp}
+        conf.append(("sampled_" + smp.replace("/", "_"), "sampled", env))
+    vals = {c[0]: [] for c in conf}
+    for r in range(rounds):
+        for label, g, env in (conf if r % 2 == 0 else conf[::-1]):
+            row = t.run(f"slices_{label}", cmd, gpu=g, env=env, analyze=False)
+            if row.get("rc") == 0 and "chunk_p50" in row:
+                mean, p50 = float(row["us_per_launch"]), float(row["chunk_p50"])
+                vals[label].append({"mean": mean, "p50": p50, "excess": round(mean - p50, 4),
+                                    "slow_pct": float(row["slow_pct"])})
+    med = lambda xs: statistics.median(xs) if xs else None
+    res = {"runs": vals}
+    for label in vals:
+        res[label] = {k: med([v[k] for v in vals[label]]) for k in ("mean", "p50", "excess", "slow_pct")}
+    off = res["record_off"]["excess"]
+    for label in vals:
+        if label.startswith("sampled") and res[label]["excess"] is not None and off is not None:
+            res[label]["cost_over_off_us"] = round(res[label]["excess"] - off, 4)
+            res[label]["cost_pairs_us"] = [round(a["excess"] - b["excess"], 4)
+                                           for a, b in zip(vals[label], vals["record_off"])]
+    return res
+
+
 def main():
     if len(sys.argv) < 4:
         print(__doc__, file=sys.stderr)
@@ -212,7 +251,8 @@ def main():
     summary = {"date": time.strftime("%Y-%m-%d"), "host_cpus": os.cpu_count(), "parts": parts}
     steps = {"planted": ("workloads", lambda: planted(t)),
              "calibration": ("calibration", lambda: calibration(t)),
-             "cost": ("cost", lambda: cost(t, rounds))}
+             "cost": ("cost", lambda: cost(t, rounds)),
+             "slices": ("slices", lambda: slices(t, rounds))}
     for part in parts:  # in the order given
         key, fn = steps[part]
         summary[key] = fn()

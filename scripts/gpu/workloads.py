@@ -314,6 +314,35 @@ def w_duty(kernel_ms="6", host_ms="4", steps="300"):
     return torch.tensor([busy_ms]), el
 
 
+def w_chunks(n="2000000", chunk="1000"):
+    """The launch loop timed in chunks (a.add_, `chunk` launches each), for
+    sampled GPU activity's cost inside one process: most chunks run between
+    slices, the rest inside one (CUPTI on) or across an attach. Prints
+    us_per_launch (the whole loop), chunk_p50 (the median chunk: the rate
+    between slices), chunk_p90 and slow_pct (chunks over 1.2 x the median)."""
+    a = torch.ones(16, device=DEV)
+    n, chunk = int(n), int(chunk)
+    for _ in range(2000):
+        a.add_(1.0)
+    torch.cuda.synchronize()
+    per, clock = [], time.perf_counter_ns
+    t0 = clock()
+    for _ in range(n // chunk):
+        c0 = clock()
+        for _ in range(chunk):
+            a.add_(1.0)
+        per.append((clock() - c0) / 1e3 / chunk)
+    torch.cuda.synchronize()
+    el = (clock() - t0) / 1e9
+    srt = sorted(per)
+    p50 = srt[len(srt) // 2]
+    print("us_per_launch: %.4f" % (el * 1e6 / (len(per) * chunk)))
+    print("chunk_p50: %.4f" % p50)
+    print("chunk_p90: %.4f" % srt[len(srt) * 9 // 10])
+    print("slow_pct: %.2f" % (100.0 * sum(v > 1.2 * p50 for v in per) / len(per)))
+    return a, el
+
+
 def w_launch(mode="plain", n="100000", reps="5"):
     """The launch-bound loop the cost of GPU activity is judged on: a tiny
     kernel launched back to back (a.add_), timed per rep; mode=profiler runs
@@ -344,7 +373,7 @@ def w_launch(mode="plain", n="100000", reps="5"):
 
 
 WORKLOADS = {
-    "itemstep": w_itemstep, "duty": w_duty, "launch": w_launch,
+    "itemstep": w_itemstep, "duty": w_duty, "launch": w_launch, "chunks": w_chunks,
     "seed": w_seed, "copies": w_copies, "sync": w_sync, "alloc": w_alloc,
     "hogged": w_hogged, "tiny": w_tiny, "matmul": w_matmul, "triton": w_triton,
     "train": w_train, "graph": w_graph,

@@ -23,11 +23,14 @@ real_identical)
     # a run against itself passes on every API; a second recording of the
     # same workload passes on the syncs' median (other APIs, and the p99 of
     # slept 1 ms syncs, are too noisy on a shared 2-core box: 1 % of the
-    # sleeps of one recording overslept past 3.4 ms)
+    # sleeps of one recording overslept past 3.4 ms; the step time p99 of
+    # the two moved 1.66x, CI 1.17-2.28, in a fresh-clone CI run), so the
+    # second comparison is gate v1's alone (--criteria p99)
     expect_rc 0 "$analyze" gate --baseline base.lmdb base.lmdb
     grep -q '^cudaStreamSynchronize .* 1.00x .* ok$' out.txt || fail "sync row"
     record again.lmdb 1000000 1000
-    expect_rc 0 "$analyze" gate --baseline base.lmdb --metric p50 --api $syncs again.lmdb
+    expect_rc 0 "$analyze" gate --criteria p99 --baseline base.lmdb --metric p50 --api $syncs \
+        again.lmdb
     ;;
 real_regress)  # 5x slower syncs fail, naming the API (3x sat within
     # the spread of a loaded box's oversleeping at the base's p99)
