@@ -9,7 +9,7 @@
 # Usage: scripts/gpu-check.sh [PART...]
 #   parts: smoke seed suite profiler ddp overhead faults seedov ddpov ddpdiag
 #   ddppin ddpduty ddpdutysplit ddpdutyvar seedpairs pfab perf quick launchshared
-#   launchduty seedconc truth steps scale
+#   launchduty seedconc truth steps scale slicecost
 #   (default: seed suite)
 #   overhead: the shim's cost per call on this host (bench_shim, fake driver)
 #        and the empty-kernel launch loop (static and shared runtime), traced
@@ -47,6 +47,10 @@
 #        scale: issue 25's figures on this host (part_scale): the collector
 #        at 8 x 500k records/s, bytes a record of traced PyTorch runs, and
 #        the launch loops folded and not (launchduty); writes $OUT/scale.tgz;
+#        slicecost: issue 22's cost point inside each process
+#        (scripts/gpu/slicecost.py): the launch loop in chunks, each chunk
+#        inside a sampled slice, outside or across a switch, SLICE_ROUNDS (3)
+#        of record-off and sampled; writes $OUT/slicecost/summary.json;
 #        steps: issue 24's and 23's proof (scripts/gpu/steps.py): the gate on three
 #        PyTorch pairs (a .item() added each step and fewer DataLoader
 #        workers must fail, a rerun must pass) and each run's steps against
@@ -632,6 +636,11 @@ part_ddp() { # issue 10: a planted straggling rank (rank 1) and clean controls
 part_truth() { # issue 22: the GPU's own timeline: planted misses, calibration, cost
     CS_PIN=${CS_PIN:-$(gpu_local_cpus 6)} "$PY" "$here/gpu/truth.py" "$B" "$OUT/truth" \
         "$RUNS/truth" "${TRUTH_ROUNDS:-3}" 2>>"$LOG"
+}
+
+part_slicecost() { # issue 22: sampled GPU activity's cost inside each process
+    CS_PIN=${CS_PIN:-$(gpu_local_cpus 6)} "$PY" "$here/gpu/slicecost.py" "$B" "$OUT/slicecost" \
+        "$RUNS/slicecost" "${SLICE_ROUNDS:-3}" 2>>"$LOG"
 }
 
 part_steps() { # issue 24: steps and the gate v2 on PyTorch pairs

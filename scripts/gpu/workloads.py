@@ -319,21 +319,27 @@ def w_chunks(n="2000000", chunk="1000"):
     sampled GPU activity's cost inside one process: most chunks run between
     slices, the rest inside one (CUPTI on) or across an attach. Prints
     us_per_launch (the whole loop), chunk_p50 (the median chunk: the rate
-    between slices), chunk_p90 and slow_pct (chunks over 1.2 x the median)."""
+    between slices), chunk_p90 and slow_pct (chunks over 1.2 x the median).
+    CS_CHUNK_LOG=FILE: each chunk's CLOCK_MONOTONIC start and end ns there."""
     a = torch.ones(16, device=DEV)
     n, chunk = int(n), int(chunk)
     for _ in range(2000):
         a.add_(1.0)
     torch.cuda.synchronize()
-    per, clock = [], time.perf_counter_ns
+    per, clock, spans = [], time.monotonic_ns, []
     t0 = clock()
     for _ in range(n // chunk):
         c0 = clock()
         for _ in range(chunk):
             a.add_(1.0)
-        per.append((clock() - c0) / 1e3 / chunk)
+        c1 = clock()
+        per.append((c1 - c0) / 1e3 / chunk)
+        spans.append((c0, c1))
     torch.cuda.synchronize()
     el = (clock() - t0) / 1e9
+    if os.environ.get("CS_CHUNK_LOG"):
+        with open(os.environ["CS_CHUNK_LOG"], "w") as f:
+            f.writelines(f"{c0} {c1}\n" for c0, c1 in spans)
     srt = sorted(per)
     p50 = srt[len(srt) // 2]
     print("us_per_launch: %.4f" % (el * 1e6 / (len(per) * chunk)))
