@@ -33,7 +33,9 @@ BIN_MS, WIN_MS = 4, 2000  # 500 bins a get_gpu_timeline call
 
 
 def mcp_bins(analyze, path, span_ms):
-    """{bin index: covered?} over [0, span_ms) of the run, 4 ms bins."""
+    """[(start, end, covered?)] of the run's GPU timeline bins, ns from the
+    run's start, in order. A window is clipped to the run, so each call's
+    bins are placed by its own start_ms and bin_ns."""
     reqs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                         "clientInfo": {"name": "slicecost", "version": "1"}}},
@@ -45,24 +47,26 @@ def mcp_bins(analyze, path, span_ms):
                                               "bins": WIN_MS // BIN_MS}}})
     p = subprocess.run([analyze, "mcp", path], input="".join(json.dumps(r) + "\n" for r in reqs),
                        capture_output=True, text=True, timeout=600)
-    cov = {}
+    cov = []
     for line in p.stdout.splitlines():
         r = json.loads(line)
         if r.get("id", 0) < 10 or "result" not in r:
             continue
         b = r["result"]["structuredContent"]["bins"]
-        first = b["start_ms"] // BIN_MS
-        for i, v in enumerate(b["busy_pct"]):
-            cov[first + i] = v is not None
-    return cov
+        t0, w = b["start_ms"] * 10**6, b["bin_ns"]
+        cov += [(t0 + i * w, t0 + (i + 1) * w, v is not None) for i, v in enumerate(b["busy_pct"])]
+    return sorted(cov)
 
 
 def classify(chunks, t_start, cov):
-    """Chunks as (us a launch, 'in' | 'out' | 'switch')."""
-    out = []
+    """Chunks as (us a launch, 'in' | 'out' | 'switch'); bins outside
+    every window count as not covered."""
+    out, k = [], 0
     for c0, c1 in chunks:
-        lo, hi = (c0 - t_start) // (BIN_MS * 10**6), (c1 - t_start) // (BIN_MS * 10**6)
-        seen = {cov.get(k, False) for k in range(lo, hi + 1)}
+        a, b = c0 - t_start, c1 - t_start
+        while k < len(cov) and cov[k][1] <= a:
+            k += 1
+        seen = {c for x, y, c in cov[k:k + 64] if x < b and y > a} or {False}
         out.append(((c1 - c0) / 1e3 / 1000, "in" if seen == {True} else
                     "out" if seen == {False} else "switch"))
     return out
@@ -89,7 +93,7 @@ def one(build, runs, py, pin, gpu, n, log):
     t_start = j["run"]["files"][0]["t_start_ns"]
     chunks = [tuple(map(int, line.split())) for line in open(chunks_f)]
     span_ms = (chunks[-1][1] - t_start) // 10**6 + WIN_MS
-    cov = mcp_bins(analyze, path, span_ms) if gpu != "off" else {}
+    cov = mcp_bins(analyze, path, span_ms) if gpu != "off" else []
     cls = classify(chunks, t_start, cov)
     per = {k: [v for v, c in cls if c == k] for k in ("in", "out", "switch")}
     mean = sum(v for v, _ in cls) / len(cls)
