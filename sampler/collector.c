@@ -866,7 +866,8 @@ static void conn_free(struct conn *k)
 
 /* Drop connection @p i: drain its rings a last time, stage what is left and
  * mark the process exited unless it still lives (exec, or it closed the
- * socket itself: then keep draining it as a detached entry). */
+ * socket itself: then keep draining it as a detached entry; @p final, the
+ * run's end: drop it, exited only if gone). */
 static void conn_end(struct collector *c, size_t i, uint64_t now_ns, int final)
 {
     struct conn *k = c->conns[i];
@@ -888,7 +889,9 @@ static void conn_end(struct collector *c, size_t i, uint64_t now_ns, int final)
             if (k->segs[si].sub_bytes / SUB_BUDGET + 2 > max)
                 max = k->segs[si].sub_bytes / SUB_BUDGET + 2;
     conn_drain(c, k, now_ns, 1);
-    if (k->pid && !final)
+    /* at the end, a process can be gone before its socket's close was read
+     * (its parent reaped it, not we): gone is exited */
+    if (k->pid && (!final || !pid_alive(k->pid, k->start_ticks)))
         collector_exited(c, (pid_t)k->pid, -1, now_ns);
     conn_free(k);
     c->conns[i] = c->conns[--c->nconns];
