@@ -88,11 +88,11 @@ static uint64_t iv_merge(struct iv *v, uint64_t n)
     return k + 1;
 }
 
-/* First interval of @p v (sorted, disjoint) ending after @p t. */
 /* Busy intervals closer than this are one run of work: a queue the host
  * keeps fed starts each kernel within a few us of the last. */
 #define GPU_FED_GAP_NS 5000ull
 
+/* First interval of @p v (sorted, disjoint) ending after @p t. */
 static uint64_t iv_after(const struct iv *v, uint64_t n, uint64_t t)
 {
     return M_FIRST_GT(struct iv, v, b, 0, n, t);
