@@ -245,6 +245,12 @@ static void write_call_args(struct exporter *x, const struct cs_rec_cuda *c)
     if (ai->family == CS_FAM_LAUNCH && c->grid[0])
         fprintf(f, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u]", c->grid[0], c->grid[1],
                 c->grid[2], c->block[0], c->block[1], c->block[2]);
+    if ((c->flags & CS_CF_FOLDED) && c->drv_api != CS_API_NONE && c->drv_api < CS_API_COUNT) {
+        fputs(",\"driver\":", f); /* timed with this call: no slice of its own */
+        put_str(f, cs_api_table[c->drv_api].name);
+        if (c->flags & CS_CF_DRV_ERROR)
+            fputs(",\"driver_failed\":true", f);
+    }
     if (c->flags & CS_CF_NESTED)
         fprintf(f, ",\"parent_seq\":%" PRIu32, c->parent_seq);
     if (c->flags & CS_CF_CAPTURING)

@@ -14,6 +14,18 @@ export_real)
     "$check" t.json || fail "check_trace rejects the export"
     grep -q '"name":"cudaStreamSynchronize"' t.json || fail "no sync slices"
     grep -q '"name":"thread_name"' t.json || fail "no thread names"
+    # every runtime call that folded in its driver call names it, once
+    "$analyze" --json run.lmdb >a.json || fail "analyze --json"
+    python3 - t.json a.json <<'PY' || fail "folded driver calls in the export differ from --json"
+import collections, json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+got = collections.Counter((e["name"], e["args"]["driver"]) for e in events
+                          if e.get("ph") == "X" and "driver" in e.get("args", {}))
+want = collections.Counter({(f["runtime"], f["driver"]): f["count"]
+                            for f in json.load(open(sys.argv[2])).get("folded_driver_calls", [])})
+print("folded in the export:", dict(got), file=sys.stderr)
+sys.exit(0 if want and got == want else 1)
+PY
     ;;
 html_real)
     command -v chromium >/dev/null || { echo "skip: no chromium"; exit 77; }
