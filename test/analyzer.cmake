@@ -80,6 +80,8 @@ set(CS_AN_PLANTED
     "page_alloc_pressure\;top=page_alloc_pressure"
     "clean\;nohigh\;nomissing"
     "gpu_tail\;nohigh\;gpu=sampled\;busy=90:100"
+    # the set-up before the first step is no host_bound: the steps are GPU-bound
+    "gpu_setup\;no=host_bound\;nohigh\;gpu=sampled\;steps=inferred:600\;setup=595:605"
     "nohost\;missing=no host data (sampler tier none: perf_event_open: permission denied)"
     # issue 23: the same runs with Python stacks name the line behind the cause
     "data_pipeline_starvation_py\;top=data_pipeline_starvation\;site=data_pipeline_starvation:57"

@@ -1512,9 +1512,10 @@ static void f_launch(struct ctx *x)
 
 /* GPU idle while the feeding thread ran host code in stretches of
  * GPU_SHORT_NS or more, less what the syncs before them explain
- * (sync_per_iteration's). Only from the GPU's own timeline: the host's
- * lower bound (GPU FEED) cannot tell host work the GPU waited for from
- * host work it overlapped, and other rules already read its gaps. */
+ * (sync_per_iteration's) and the set-up before the first step (a one-off,
+ * the STEPS line's). Only from the GPU's own timeline: the host's lower
+ * bound (GPU FEED) cannot tell host work the GPU waited for from host work
+ * it overlapped, and other rules already read its gaps. */
 static uint64_t host_share(const struct ctx *x, const struct feed_proc *fp)
 {
     const struct gpu_proc *gp = measured(x, fp->proc);
@@ -1523,7 +1524,7 @@ static uint64_t host_share(const struct ctx *x, const struct feed_proc *fp)
     if (!x->m->proc[fp->proc].selected || gp == NULL)
         return 0;
     h = gp->by[GH_HOST_CODE];
-    other = gp->host_short_ns + gp->sync_loss_ns;
+    other = gp->host_short_ns + gp->sync_loss_ns + gp->setup_host_ns;
     return h > other ? gpu_estimate(gp, h - other) : 0;
 }
 
@@ -1576,6 +1577,10 @@ static void f_host(struct ctx *x)
           pct(gp->by[GH_PREEMPT], gp->idle_ns));
     if (nw == 0)
         jaddf(f->evidence, "no worker process: the data, if any, is loaded in the main process");
+    if (gp->setup_host_ns)
+        jaddf(f->evidence, "not counted: %s of GPU idle on host code before the first step "
+                           "(set-up, once a run: see steps.setup)",
+              fmt_ns(a, 32, gpu_estimate(gp, gp->setup_host_ns)));
     snprintf(f->summary, sizeof(f->summary), "host-bound: the GPU waited %s while the CUDA "
              "thread computed on the CPU between its launches (Python, data loading or "
              "preprocessing in the main thread)", fmt_ns(a, 32, own));

@@ -514,11 +514,22 @@ static uint64_t weigh(uint64_t ns, double w)
     return (uint64_t)((double)ns * w + 0.5);
 }
 
+/* Host code of idle stretch @p s before @p setup_end. */
+static uint64_t setup_host(const struct model *m, const struct gpu_stretch *s, int host_known,
+                           uint64_t setup_end)
+{
+    uint64_t pre[GH_COUNT] = {0};
+
+    attribute(m, s->thr, s->t0_ns, s->t1_ns < setup_end ? s->t1_ns : setup_end, host_known, pre);
+    return pre[GH_HOST_CODE];
+}
+
 /* Walk the idle stretches of @p d inside its covered intervals (window
  * [@p lo, @p hi)); what is measured in each interval counts with its
  * cov_weight. */
 static void dev_idle(const struct model *m, struct gpu_dev *d, const struct dev_ivs *v,
-                     uint32_t fallback, int host_known, uint64_t lo, uint64_t hi)
+                     uint32_t fallback, int host_known, uint64_t lo, uint64_t hi,
+                     uint64_t setup_end)
 {
     uint64_t last_sync = M_CALL_NONE, budget = 0;
     double *wk = malloc(v->ncov * sizeof(*wk) + 1);
@@ -553,6 +564,8 @@ static void dev_idle(const struct model *m, struct gpu_dev *d, const struct dev_
                     d->host_short_ns += weigh(mine[GH_HOST_CODE], w);
                 } else if (s.thr != M_NONE) {
                     uint64_t sc = sync_before(m, s.thr, x), host = mine[GH_HOST_CODE];
+                    if (x < setup_end)
+                        d->setup_host_ns += weigh(setup_host(m, &s, host_known, setup_end), w);
                     if (sc != last_sync && sc != M_CALL_NONE) {
                         last_sync = sc;
                         budget = iv_inside(v->busy, v->nbusy, m->call[sc].t_enter_ns,
@@ -565,7 +578,8 @@ static void dev_idle(const struct model *m, struct gpu_dev *d, const struct dev_
                     }
                 }
                 top_keep(d->top, &s);
-                if (s.state == GH_HOST_CODE && y - x > d->host_top.t1_ns - d->host_top.t0_ns)
+                if (s.state == GH_HOST_CODE && x >= setup_end &&
+                    y - x > d->host_top.t1_ns - d->host_top.t0_ns)
                     d->host_top = s;
             }
             if (j >= v->nbusy || v->busy[j].a >= cb)
@@ -766,12 +780,14 @@ static int proc_compute(struct gpu_truth *g, const struct model *m, const struct
             rc = dev_stats(m, d);
         if (rc < 0)
             break;
-        dev_idle(m, d, dv, fallback, host_known, lo, hi);
+        dev_idle(m, d, dv, fallback, host_known, lo, hi,
+                 g->setup.proc == p ? g->setup.end_ns : 0);
         gp->ndev++;
         gp->covered_ns += d->covered_ns;
         gp->busy_ns += d->busy_ns;
         gp->host_short_ns += d->host_short_ns;
         gp->sync_loss_ns += d->sync_loss_ns;
+        gp->setup_host_ns += d->setup_host_ns;
         for (int s = 0; s < GH_COUNT; s++)
             gp->by[s] += d->by[s];
         gp->source = d->source > gp->source ? d->source : gp->source;
@@ -782,14 +798,15 @@ static int proc_compute(struct gpu_truth *g, const struct model *m, const struct
     gp->idle_ns = gp->covered_ns > gp->busy_ns ? gp->covered_ns - gp->busy_ns : 0;
     if (gp->covered_ns == 0) {
         memset(gp->by, 0, sizeof(gp->by));
-        gp->host_short_ns = gp->sync_loss_ns = 0;
+        gp->host_short_ns = gp->sync_loss_ns = gp->setup_host_ns = 0;
         gp->busy_ns = 0;
         proc_from_feed(gp, f);
     }
     return 0;
 }
 
-int gpu_compute(struct gpu_truth *g, const struct model *m, const struct feed *f)
+int gpu_compute(struct gpu_truth *g, const struct model *m, const struct feed *f,
+                const struct gpu_setup *su)
 {
     uint64_t gi = 0, ci = 0;
     uint32_t cap = 0;
@@ -797,6 +814,7 @@ int gpu_compute(struct gpu_truth *g, const struct model *m, const struct feed *f
     int rc = 0;
 
     memset(g, 0, sizeof(*g));
+    g->setup = *su;
     g->notes = json_array();
     g->p = calloc(m->nproc + 1, sizeof(*g->p));
     if (g->p == NULL || g->notes == NULL)

@@ -60,6 +60,8 @@ struct gpu_dev {
     uint64_t host_short_ns;  /* GH_HOST_CODE in stretches under GPU_SHORT_NS */
     uint64_t sync_loss_ns;   /* host work right after a sync, up to the GPU work
                                 that sync waited for: what ran serially */
+    uint64_t setup_host_ns;  /* GH_HOST_CODE of stretches of GPU_SHORT_NS or more
+                                before the first step (struct gpu_setup) */
     uint64_t stretches, short_stretches;
     uint64_t kernels, copies, memsets; /* records in the window */
     uint64_t kernel_ns, copy_ns;       /* GPU time of each kind (union) */
@@ -67,7 +69,17 @@ struct gpu_dev {
     uint64_t overlap_ns;     /* a copy and a kernel at once */
     uint64_t kernel_p50_ns;  /* median kernel duration */
     struct gpu_stretch top[GPU_TOP]; /* longest idle stretches */
-    struct gpu_stretch host_top;     /* longest of them spent on host code */
+    struct gpu_stretch host_top;     /* longest of them spent on host code, from
+                                        the first step on */
+};
+
+/* The program's set-up: its time before the first step (model/steps.h),
+ * in the process whose thread the steps are on. The GPU's idle there while
+ * that thread ran host code (loading a dataset, building the model) is a
+ * one-off a longer run amortises, counted apart from the steps' own. */
+struct gpu_setup {
+    uint32_t proc;               /* M_NONE: no steps, no set-up */
+    uint64_t end_ns;             /* the first step's start */
 };
 
 /* A process's devices together, and its estimate for its active window. */
@@ -77,7 +89,7 @@ struct gpu_proc {
     uint64_t window_ns;   /* first to last CUDA call, inside the analysed window */
     uint64_t covered_ns, busy_ns, idle_ns; /* measured, summed over its devices */
     uint64_t by[GH_COUNT];
-    uint64_t host_short_ns, sync_loss_ns;
+    uint64_t host_short_ns, sync_loss_ns, setup_host_ns;
     uint32_t ndev;
 };
 
@@ -87,13 +99,15 @@ struct gpu_truth {
     struct gpu_proc *p;
     uint32_t np;
     uint8_t source;      /* the best any process has */
+    struct gpu_setup setup; /* as gpu_compute() was given it */
     json_t *notes;       /* why GPU activity is missing or paused, one line each */
     void *priv;          /* each device's covered and busy intervals (gpu.c) */
 };
 
-/** Build the GPU timelines of every selected process with CUDA calls.
- * @return 0 or -ENOMEM */
-int gpu_compute(struct gpu_truth *g, const struct model *m, const struct feed *f);
+/** Build the GPU timelines of every selected process with CUDA calls,
+ * the set-up @p su counted apart. @return 0 or -ENOMEM */
+int gpu_compute(struct gpu_truth *g, const struct model *m, const struct feed *f,
+                const struct gpu_setup *su);
 
 /** The process's entry, NULL if it made no CUDA call. */
 const struct gpu_proc *gpu_find(const struct gpu_truth *g, uint32_t proc);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/procs.h"
 #include "model/stats.h"
 
 struct mix {
@@ -181,6 +182,25 @@ nomem:
     return -1;
 }
 
+/* The set-up: from the steps' process's first CUDA call to the first step,
+ * on the steps' thread, as a step's mix; NULL when the first step is first. */
+static json_t *setup_json(const struct steps *s, const struct model *m, const struct gpu_truth *g,
+                          uint64_t t0_ns)
+{
+    struct m_step su = {0, s->s[0].t_start_ns, s->thr, 0};
+    uint64_t hi;
+    struct mix x;
+    json_t *o;
+
+    procs_active_window(m, m->thr[s->thr].proc, &su.t_start_ns, &hi);
+    if (su.t_start_ns >= su.t_end_ns)
+        return NULL;
+    step_mix(m, g, &su, &x);
+    if ((o = mix_json(&x)) != NULL)
+        json_object_set_new(o, "start_ns", json_integer((json_int_t)(su.t_start_ns - t0_ns)));
+    return o;
+}
+
 json_t *steptime_json(const struct steps *s, const struct model *m, const struct gpu_truth *g,
                       const json_t *chains, uint64_t t0_ns)
 {
@@ -208,5 +228,7 @@ json_t *steptime_json(const struct steps *s, const struct model *m, const struct
         json_decref(o);
         return NULL;
     }
+    json_t *su = setup_json(s, m, g, t0_ns);
+    json_object_set_new(o, "setup", su ? su : json_null());
     return o;
 }

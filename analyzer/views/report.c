@@ -143,12 +143,37 @@ static void print_gpu_line(const struct out *o, const json_t *g)
         fprintf(o->f, "%snote:%s %s\n", col(o, C_YEL), col(o, C_OFF), json_string_value(v));
 }
 
-/* "STEPS    474 (inferred: ...): p50 2.10 ms  p99 ...; per step: CUDA 54 %, host code 45 %..." */
+/* A set-up shorter than this (or than a step) gets no line of its own. */
+#define STEPS_SETUP_MIN_NS 1000000
+
+/* "<lead> in CUDA calls 54 %, host code 45 %, ...; GPU busy 60 %" of mix @p x. */
+static void print_mix(const struct out *o, const char *lead, const json_t *x, int host_data)
+{
+    double dur = (double)geti(x, "dur_ns");
+
+    if (!host_data) {
+        fprintf(o->f, "%sin CUDA calls %.1f %%, outside them %.1f %% (no host data)\n", lead,
+                100.0 * (double)geti(x, "cuda_ns") / dur,
+                100.0 * (double)(geti(x, "dur_ns") - geti(x, "cuda_ns")) / dur);
+        return;
+    }
+    fprintf(o->f, "%sin CUDA calls %.1f %%, host code %.1f %%, asleep %.1f %%, preempted %.1f %%, "
+                  "D-state %.1f %%",
+            lead, 100.0 * (double)geti(x, "cuda_ns") / dur, 100.0 * (double)geti(x, "host_ns") / dur,
+            100.0 * (double)geti(x, "sleep_ns") / dur, 100.0 * (double)geti(x, "preempt_ns") / dur,
+            100.0 * (double)geti(x, "disk_ns") / dur);
+    if (json_is_number(json_object_get(x, "gpu_busy_pct")))
+        fprintf(o->f, "; GPU busy %.1f %%", json_number_value(json_object_get(x, "gpu_busy_pct")));
+    fputc('\n', o->f);
+}
+
+/* "STEPS    474 (inferred: ...): p50 2.10 ms  p99 ...; per step: CUDA 54 %, host code 45 %...",
+ * then the set-up before the first step when it has one */
 static void print_steps_line(const struct out *o, const json_t *s, int host_data)
 {
     const json_t *x = json_object_get(s, "mix"), *w = json_array_get(json_object_get(s, "worst"), 0);
-    double dur = (double)geti(x, "dur_ns");
-    char a[32], b[32], c[32], d[32];
+    const json_t *su = json_object_get(s, "setup");
+    char a[32], b[32], c[32], d[32], lead[96];
 
     if (geti(s, "count") == 0)
         return;
@@ -158,23 +183,13 @@ static void print_steps_line(const struct out *o, const json_t *s, int host_data
             fmt_ns(b, sizeof(b), geti(s, "p90_ns")), fmt_ns(c, sizeof(c), geti(s, "p99_ns")),
             fmt_ns(d, sizeof(d), geti(s, "max_ns")), (long long)geti(w, "step"),
             json_number_value(json_object_get(s, "cv")));
-    if (dur <= 0)
-        return;
-    if (!host_data) {
-        fprintf(o->f, "         of step time: in CUDA calls %.1f %%, outside them %.1f %% (no host "
-                      "data)\n",
-                100.0 * (double)geti(x, "cuda_ns") / dur,
-                100.0 * (double)(geti(x, "dur_ns") - geti(x, "cuda_ns")) / dur);
-        return;
-    }
-    fprintf(o->f, "         of step time: in CUDA calls %.1f %%, host code %.1f %%, asleep %.1f %%, "
-                  "preempted %.1f %%, D-state %.1f %%",
-            100.0 * (double)geti(x, "cuda_ns") / dur, 100.0 * (double)geti(x, "host_ns") / dur,
-            100.0 * (double)geti(x, "sleep_ns") / dur, 100.0 * (double)geti(x, "preempt_ns") / dur,
-            100.0 * (double)geti(x, "disk_ns") / dur);
-    if (json_is_number(json_object_get(x, "gpu_busy_pct")))
-        fprintf(o->f, "; GPU busy %.1f %%", json_number_value(json_object_get(x, "gpu_busy_pct")));
-    fputc('\n', o->f);
+    if (geti(x, "dur_ns") > 0)
+        print_mix(o, "         of step time: ", x, host_data);
+    if (geti(su, "dur_ns") < STEPS_SETUP_MIN_NS || geti(su, "dur_ns") < geti(s, "p50_ns"))
+        return; /* not worth a line: shorter than a step */
+    snprintf(lead, sizeof(lead), "         set-up before the first step %s, once: ",
+             fmt_ns(a, sizeof(a), geti(su, "dur_ns")));
+    print_mix(o, lead, su, host_data);
 }
 
 /* A size-capped run: which part has every record (docs/analyzer.md). */

@@ -9,6 +9,9 @@
  * 250 ms, the GPU busy throughout) and a slow tail: a 200 ms last kernel,
  * then 100 ms of host code before one last tiny kernel, all in one slice
  * that runs on over the tail, as the H200 matmul control's did.
+ * gpu_setup is that loop without the tail, after a set-up: one allocation,
+ * then 600 ms of host code (loading a dataset) before the first step, in
+ * which three slices see the GPU idle.
  * SCENARIO_py (e.g. data_pipeline_starvation_py): the same run with a Python
  * stack on every outermost call, one line per API (py_line() says which),
  * for the findings' python_sites (issue 23).
@@ -34,13 +37,14 @@
 #define RANK1 1100u /* launch_bound_ranks: the second CUDA process */
 
 enum scen { S_CLEAN, S_TREE, S_EXT, S_STARVE, S_PAGEABLE, S_CHURN, S_SYNC, S_LAUNCH, S_IOWAIT,
-            S_EMPTY, S_NOHOST, S_BIG, S_PAGE, S_STARVE_PIN, S_LAUNCH_RANKS, S_GPU_TAIL };
+            S_EMPTY, S_NOHOST, S_BIG, S_PAGE, S_STARVE_PIN, S_LAUNCH_RANKS, S_GPU_TAIL,
+            S_GPU_SETUP };
 static const char *const scen_names[] = {"clean", "cpu_contention_tree", "cpu_contention_external",
                                          "data_pipeline_starvation", "pageable_memcpy",
                                          "alloc_churn", "sync_per_iteration", "launch_bound",
                                          "io_wait", "empty", "nohost", "big",
                                          "page_alloc_pressure", "starvation_pin_thread",
-                                         "launch_bound_ranks", "gpu_tail"};
+                                         "launch_bound_ranks", "gpu_tail", "gpu_setup"};
 
 static uint64_t rng_state;
 static uint32_t seqs[64];
@@ -327,6 +331,23 @@ static uint64_t gpu_tail(uint64_t t)
     return t;
 }
 
+/* gpu_setup's set-up from @p t: an allocation, then 600 ms on CPU outside
+ * CUDA calls. @return its end */
+static uint64_t gpu_setup(uint64_t t)
+{
+    t = call(CS_API_cudaMalloc, CS_API_cuMemAlloc_v2, t, 200 * US, 0, 64ull << 20, 0);
+    return t + 600 * MS;
+}
+
+/* gpu_setup's end at @p t: the last step's work and the slices up to it. */
+static void gpu_close(uint64_t t)
+{
+    kern_end(t - US);
+    slices_until(t);
+    if (t > slice_t0)
+        cov_rec(slice_t0, t < slice_t0 + SLICE ? t : slice_t0 + SLICE);
+}
+
 /* ---- the training loop ---- */
 
 struct step_ctx {
@@ -386,7 +407,7 @@ static void step(struct step_ctx *c)
     for (unsigned k = 0; k < nlaunch; k++) {
         c->t = call(CS_API_cudaLaunchKernel, CS_API_cuLaunchKernel, c->t, urand(4 * US, 7 * US),
                     0, 0, 0);
-        if (c->sc == S_GPU_TAIL && k == 0)
+        if ((c->sc == S_GPU_TAIL || c->sc == S_GPU_SETUP) && k == 0)
             kern_next(c->t, *seq() - 1);
         if (c->sc == S_SYNC)
             c->t = call(CS_API_cudaStreamSynchronize, CS_API_cuStreamSynchronize, c->t + 2 * US,
@@ -551,8 +572,12 @@ int main(int argc, char **argv)
         struct step_ctx c = {.sc = (enum scen)sc, .t = T0 + 5 * MS};
         nwin = (steps * 40 * MS) / (10 * MS) + 1000;
         acc_main = calloc(nwin, sizeof(*acc_main));
+        if (sc == S_GPU_SETUP)
+            c.t = gpu_setup(c.t);
         for (c.i = 0; c.i < steps; c.i++)
             step(&c);
+        if (sc == S_GPU_SETUP)
+            gpu_close(c.t);
         if (sc == S_LAUNCH_RANKS) { /* rank 1, side by side from the same start */
             struct step_ctx r = {.sc = (enum scen)sc, .t = T0 + 5 * MS};
             for (unsigned k = 0; k < CS_REC_KIND_COUNT; k++)

@@ -4,6 +4,7 @@
  * the program exits 1 (2 for unreadable JSON or an unknown check).
  *   top=CAUSE      the first chain (largest impact) has this cause
  *   has=CAUSE      some chain has this cause
+ *   no=CAUSE       no chain has this cause
  *   nohigh         no chain is HIGH
  *   sev=CAUSE:SEV  the chain of CAUSE has severity SEV (HIGH, MEDIUM, LOW)
  *   missing=TEXT   "missing" holds exactly TEXT
@@ -17,6 +18,8 @@
  *   print_busy     print gpu.busy_pct on stdout (always holds)
  *   steps=SRC:N    steps.source is SRC (nvtx, inferred, none) and steps.count
  *                  is N within 2 % (at least 1)
+ *   setup=LO:HI    the set-up before the first step (steps.setup.dur_ns)
+ *                  lasts LO to HI ms
  *   site=CAUSE:LINE  the chain of CAUSE names a Python line first
  *                  (python_sites[0].line, issue 23) and it is LINE */
 #include <jansson.h>
@@ -179,6 +182,25 @@ static int check_steps(const json_t *j, const char *arg)
     return 1;
 }
 
+/* setup=LO:HI (ms): the set-up before the first step. */
+static int check_setup(const json_t *j, const char *arg)
+{
+    const json_t *su = json_object_get(json_object_get(j, "steps"), "setup");
+    double ms = (double)json_integer_value(json_object_get(su, "dur_ns")) / 1e6, lo, hi;
+    char *end;
+
+    lo = strtod(arg, &end);
+    if (*end != ':' || (hi = strtod(end + 1, &end), *end != '\0')) {
+        fprintf(stderr, "json_expect: setup=%s: want setup=LO:HI\n", arg);
+        return 2;
+    }
+    if (su && ms >= lo && ms <= hi)
+        return 0;
+    fprintf(stderr, "json_expect: set-up before the first step %.1f ms, want %g..%g\n", ms, lo,
+            hi);
+    return 1;
+}
+
 /* @return 0 when check @p arg holds, 1 when not, 2 when unknown. */
 static int check_site(const json_t *chains, const char *want, const char *causes)
 {
@@ -215,6 +237,12 @@ static int check(const json_t *j, const char *arg, const char *causes)
         if (has_string(chains, "cause", arg + 4))
             return 0;
         fprintf(stderr, "json_expect: no %s chain (chains: %s)\n", arg + 4, causes);
+        return 1;
+    }
+    if (strncmp(arg, "no=", 3) == 0) {
+        if (!has_string(chains, "cause", arg + 3))
+            return 0;
+        fprintf(stderr, "json_expect: a %s chain (chains: %s)\n", arg + 3, causes);
         return 1;
     }
     if (strncmp(arg, "sev=", 4) == 0)
@@ -258,6 +286,8 @@ static int check(const json_t *j, const char *arg, const char *causes)
         return check_steps(j, arg + 6);
     if (strncmp(arg, "site=", 5) == 0)
         return check_site(chains, arg + 5, causes);
+    if (strncmp(arg, "setup=", 6) == 0)
+        return check_setup(j, arg + 6);
     fprintf(stderr, "json_expect: unknown check '%s'\n", arg);
     return 2;
 }
