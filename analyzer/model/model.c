@@ -562,7 +562,7 @@ static int off_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
             o->cls = r->cls;
             o->flags = r->flags;
             o->pad = 0;
-            o->pad2 = 0;
+            o->runq_ns = r->runq_ns;
         }
     }
     return 0;

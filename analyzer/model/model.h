@@ -38,7 +38,7 @@ _Static_assert(CS_API_COUNT <= 2048, "enum cs_api fits m_call.api");
 /* One off-CPU interval of a thread that made CUDA calls (the only ones the
  * analysis follows one by one; every interval also feeds its process's
  * totals and longest stall while loading): struct cs_rec_offcpu without
- * pid, tid, cpu, the holder's share and run-queue time. */
+ * pid, tid, cpu and the holder's share. */
 struct m_off {
     uint64_t t_start_ns, t_end_ns;
     uint32_t thr;
@@ -47,7 +47,7 @@ struct m_off {
     uint8_t cls;   /* enum cs_off_class */
     uint8_t flags; /* CS_HF_* */
     uint16_t pad;
-    uint32_t pad2;
+    uint32_t runq_ns; /* its runnable tail: woken, waiting for a CPU (saturates) */
 };
 _Static_assert(sizeof(struct m_off) == 40, "m_off is 40 bytes");
 

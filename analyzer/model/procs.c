@@ -173,3 +173,40 @@ void procs_active_window(const struct model *m, uint32_t p, uint64_t *lo, uint64
     *lo = m->proc[p].active_lo_ns;
     *hi = m->proc[p].active_hi_ns;
 }
+
+double procs_win_sum(const struct model *m, uint32_t p, uint64_t t0, uint64_t t1,
+                     enum procs_win what)
+{
+    const struct m_proc *pr = &m->proc[p];
+    uint64_t end = pr->first_pwin + pr->npwin;
+    double sum = 0;
+
+    for (uint64_t i = model_pwin_after(m, p, t0); i < end && m->pwin[i].t_start_ns < t1; i++) {
+        const struct cs_rec_pwin *w = &m->pwin[i];
+        uint64_t len = w->t_end_ns - w->t_start_ns;
+        double v = what == PW_FAULTS  ? (double)w->minflt + (double)w->majflt
+                   : what == PW_ONCPU ? (double)w->oncpu_ns
+                                      : (double)w->page_allocs;
+        if (len)
+            sum += v * (double)model_overlap(w->t_start_ns, w->t_end_ns, t0, t1) / (double)len;
+    }
+    return sum;
+}
+
+double procs_ext_share(const struct model *m, uint32_t run, uint32_t p, uint64_t t0,
+                       uint64_t t1)
+{
+    uint64_t end = m->runs[run].first_sys + m->runs[run].nsys;
+    double tree = 0, ext = 0, own = procs_win_sum(m, p, t0, t1, PW_ONCPU);
+
+    for (uint64_t i = model_sys_after(m, run, t0); i < end && m->sys[i].t_start_ns < t1; i++) {
+        const struct cs_rec_syswin *w = &m->sys[i];
+        uint64_t len = w->t_end_ns - w->t_start_ns;
+        double f = len ? (double)model_overlap(w->t_start_ns, w->t_end_ns, t0, t1) / (double)len
+                       : 0.0;
+        tree += f * (double)w->tree_oncpu_ns;
+        ext += f * (double)w->ext_oncpu_ns;
+    }
+    tree = tree > own ? tree - own : 0;
+    return tree + ext > 0 ? ext / (tree + ext) : -1.0;
+}

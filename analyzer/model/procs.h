@@ -1,7 +1,9 @@
 /* model/procs.h: the per-process breakdown: role in the tree, CUDA calls and time,
  * on/off-CPU split, run-queue delay, longest stall, context switches, page
  * allocations and faults. Reads the model's pwin windows (counters summed
- * over a process's threads) and off-CPU intervals; fills m_proc.st. */
+ * over a process's threads) and off-CPU intervals; fills m_proc.st. Also
+ * the windows' sums over any span, and the outside's share of the CPU, that
+ * the rules read. */
 #ifndef CUDASPY_ANALYZER_PROCS_H
 #define CUDASPY_ANALYZER_PROCS_H
 
@@ -25,5 +27,19 @@ const char *procs_comm(const struct model *m, uint32_t run, uint32_t pid);
  * last call's exit; an empty window (*lo == *hi) when it made no call.
  * Computed once by procs_compute(), which must have run. */
 void procs_active_window(const struct model *m, uint32_t p, uint64_t *lo, uint64_t *hi);
+
+/* What procs_win_sum() adds up from a process's pwin windows. */
+enum procs_win { PW_PAGES, PW_FAULTS, PW_ONCPU };
+
+/** Page allocations, minor + major faults or on-CPU ns of process @p p
+ * within [@p t0, @p t1), pro rata of each window. */
+double procs_win_sum(const struct model *m, uint32_t p, uint64_t t0, uint64_t t1,
+                     enum procs_win what);
+
+/** Share (0..1) of the CPU time that processes outside the traced tree used
+ * in [@p t0, @p t1) on the host of run @p run, from its system windows; the
+ * waiting process @p p's own CPU time is not the tree's. -1: no window. */
+double procs_ext_share(const struct model *m, uint32_t run, uint32_t p, uint64_t t0,
+                       uint64_t t1);
 
 #endif

@@ -214,32 +214,9 @@ static int pa_medians(struct ctx *x)
     return 0;
 }
 
-enum win_what { W_PAGES, W_FAULTS, W_ONCPU };
-
-/* Page allocations, minor + major faults or on-CPU ns of process @p p
- * within [t0, t1), pro rata of each window. */
-static double win_sum(const struct model *m, uint32_t p, uint64_t t0, uint64_t t1,
-                      enum win_what what)
-{
-    const struct m_proc *pr = &m->proc[p];
-    uint64_t end = pr->first_pwin + pr->npwin;
-    double sum = 0;
-
-    for (uint64_t i = model_pwin_after(m, p, t0); i < end && m->pwin[i].t_start_ns < t1; i++) {
-        const struct cs_rec_pwin *w = &m->pwin[i];
-        uint64_t len = w->t_end_ns - w->t_start_ns;
-        double v = what == W_FAULTS  ? (double)w->minflt + (double)w->majflt
-                   : what == W_ONCPU ? (double)w->oncpu_ns
-                                     : (double)w->page_allocs;
-        if (len)
-            sum += v * (double)model_overlap(w->t_start_ns, w->t_end_ns, t0, t1) / (double)len;
-    }
-    return sum;
-}
-
 static double pa_in(const struct model *m, uint32_t p, uint64_t t0, uint64_t t1)
 {
-    return win_sum(m, p, t0, t1, W_PAGES);
+    return procs_win_sum(m, p, t0, t1, PW_PAGES);
 }
 
 static void sys_in(const struct model *m, uint32_t run, uint64_t t0, uint64_t t1, uint64_t *bx,
@@ -400,27 +377,6 @@ static int ended_preempted(const struct model *m, uint32_t t, uint64_t t_run)
            m->off[i].cls == CS_OFF_PREEMPT;
 }
 
-/* Share (0..1) of the CPU time that processes outside the traced tree used
- * in [@p t0, @p t1) on the host of run @p run, from its system windows; the
- * waiting process @p p's own CPU time is not the tree's. -1: no window. */
-static double ext_share(const struct model *m, uint32_t run, uint32_t p, uint64_t t0,
-                        uint64_t t1)
-{
-    uint64_t end = m->runs[run].first_sys + m->runs[run].nsys;
-    double tree = 0, ext = 0, own = win_sum(m, p, t0, t1, W_ONCPU);
-
-    for (uint64_t i = model_sys_after(m, run, t0); i < end && m->sys[i].t_start_ns < t1; i++) {
-        const struct cs_rec_syswin *w = &m->sys[i];
-        uint64_t len = w->t_end_ns - w->t_start_ns;
-        double f = len ? (double)model_overlap(w->t_start_ns, w->t_end_ns, t0, t1) / (double)len
-                       : 0.0;
-        tree += f * (double)w->tree_oncpu_ns;
-        ext += f * (double)w->ext_oncpu_ns;
-    }
-    tree = tree > own ? tree - own : 0;
-    return tree + ext > 0 ? ext / (tree + ext) : -1.0;
-}
-
 /* The outside process with the most CPU in the system window around
  * @p t, 0 if none. */
 static uint32_t ext_top(const struct model *m, uint32_t run, uint64_t t)
@@ -454,7 +410,7 @@ static void wake_rec(struct ctx *x, uint32_t run, const struct cs_rec_runq *r)
     if (t == M_NONE || m->thr[t].ncalls == 0 || ended_preempted(m, t, r->t_run_ns))
         return;
     hp = r->prev_pid ? model_find_proc(m, run, r->prev_pid) : M_NONE;
-    share = ext_share(m, run, p, r->t_enqueue_ns, r->t_run_ns);
+    share = procs_ext_share(m, run, p, r->t_enqueue_ns, r->t_run_ns);
     if (share < 0 && r->prev_pid == 0)
         return; /* no way to tell who had the CPU */
     if (share < 0)
@@ -634,7 +590,7 @@ static void tl_pages(json_t *tl, const struct ctx *x, const struct m_call *c)
                "%s (pid %u) allocated %.0f pages during the call (%.0f per second, %.1fx its "
                "median rate) and took %.0f page faults", m->proc[p].comm, m->proc[p].pid, a, rate,
                x->pa_median[p] ? rate / (double)x->pa_median[p] : 0.0,
-               win_sum(m, p, c->t_enter_ns, c->t_exit_ns, W_FAULTS));
+               procs_win_sum(m, p, c->t_enter_ns, c->t_exit_ns, PW_FAULTS));
 }
 
 /* The full timeline around the worst example call: system, host, CUDA. */

@@ -12,6 +12,7 @@
 #include "cudaspy/api.h"
 #include "cudaspy/grow.h"
 #include "ranks.h"
+#include "model/procs.h"
 #include "model/stats.h"
 
 #define US 1000ull
@@ -402,26 +403,33 @@ static void holder_note(struct rk_rank *s, uint32_t pid, uint64_t ns)
         s->holder_pid = pid, s->holder_ns = ns;
 }
 
-static double pages_in(const struct model *m, uint32_t p, uint64_t t0, uint64_t t1)
+/* The runnable tail of sleep or D interval @p o inside [a, b): woken, kept
+ * off the CPU by other processes, which cost the straggler that time just
+ * as a preemption would (chains.c's wake-up waits). Counted as preemption
+ * by the outside's share of the CPU meanwhile. @return its start, or @p b
+ * when no system window says who had the CPU. */
+static uint64_t wake_wait(const struct rk_ctx *x, struct rk_rank *s, const struct m_off *o,
+                          uint64_t a, uint64_t b)
 {
-    const struct m_proc *pr = &m->proc[p];
-    uint64_t end = pr->first_pwin + pr->npwin;
-    double sum = 0;
+    const struct model *m = x->m;
+    uint32_t p = m->thr[s->thr].proc;
+    uint64_t w0 = o->t_end_ns - (o->runq_ns < o->t_end_ns - o->t_start_ns
+                                     ? o->runq_ns : o->t_end_ns - o->t_start_ns);
+    double share;
 
-    for (uint64_t i = model_pwin_after(m, p, t0); i < end && m->pwin[i].t_start_ns < t1; i++) {
-        const struct cs_rec_pwin *w = &m->pwin[i];
-        if (w->t_end_ns > w->t_start_ns)
-            sum += (double)w->page_allocs *
-                   (double)model_overlap(w->t_start_ns, w->t_end_ns, t0, t1) /
-                   (double)(w->t_end_ns - w->t_start_ns);
-    }
-    return sum;
+    w0 = w0 > a ? w0 : a;
+    if (w0 >= b || (share = procs_ext_share(m, m->proc[p].run, p, w0, b)) < 0)
+        return b;
+    s->cause_ns[RK_PRE_EXT] += (uint64_t)((double)(b - w0) * share);
+    s->cause_ns[RK_PRE_TREE] += (b - w0) - (uint64_t)((double)(b - w0) * share);
+    return w0;
 }
 
 /* Decompose the straggler @p s's window [t0, t1) of one late step.
- * Preemption counts wherever it happens; sleep and D state inside its own
- * CUDA calls are CUDA time (a sync waiting for its GPU), outside them host
- * waits; the rest of the window it was on CPU. */
+ * Preemption counts wherever it happens, and so does waiting for a CPU
+ * after a wake-up; sleep and D state inside its own CUDA calls are CUDA
+ * time (a sync waiting for its GPU), outside them host waits; the rest of
+ * the window it was on CPU. */
 static void late_window(struct rk_ctx *x, struct rk_rank *s, uint64_t t0, uint64_t t1)
 {
     const struct model *m = x->m;
@@ -433,21 +441,29 @@ static void late_window(struct rk_ctx *x, struct rk_rank *s, uint64_t t0, uint64
         const struct m_off *o = &m->off[i];
         uint64_t a = o->t_start_ns > t0 ? o->t_start_ns : t0;
         uint64_t b = o->t_end_ns < t1 ? o->t_end_ns : t1;
-        uint64_t in = cuda_in(m, t, a, b), ns = b - a;
+        uint64_t in, ns, w0;
+        if (b <= a)
+            continue;
         if (o->cls == CS_OFF_PREEMPT) {
+            ns = b - a;
             s->cause_ns[o->flags & CS_HF_HOLDER_IN_TREE ? RK_PRE_TREE : RK_PRE_EXT] += ns;
-            pre_in += in;
+            pre_in += cuda_in(m, t, a, b);
             holder_note(s, o->holder_pid, ns);
-        } else {
-            ns = ns > in ? ns - in : 0;
-            s->cause_ns[o->cls == CS_OFF_DISK ? RK_DISK : RK_SLEEP] += ns;
+            off += ns;
+            continue;
         }
+        w0 = wake_wait(x, s, o, a, b);
+        pre_in += cuda_in(m, t, w0, b);
+        off += b - w0;
+        in = cuda_in(m, t, a, w0);
+        ns = w0 - a > in ? w0 - a - in : 0;
+        s->cause_ns[o->cls == CS_OFF_DISK ? RK_DISK : RK_SLEEP] += ns;
         off += ns;
     }
     cuda = cuda > pre_in ? cuda - pre_in : 0;
     s->cause_ns[RK_CUDA] += cuda;
     s->cause_ns[RK_BUSY] += t1 - t0 > off + cuda ? t1 - t0 - off - cuda : 0;
-    s->win_pages += (uint64_t)pages_in(m, m->thr[t].proc, t0, t1);
+    s->win_pages += (uint64_t)procs_win_sum(m, m->thr[t].proc, t0, t1, PW_PAGES);
     s->win_ns += t1 - t0;
 }
 
@@ -638,7 +654,8 @@ static void cause_text(const struct rk_ctx *x, const struct rk_rank *s, int caus
         break;
     case RK_PRE_TREE:
     case RK_PRE_EXT:
-        snprintf(what, wn, "preempted%s (%s per late step)", hb, a);
+        snprintf(what, wn, "kept off the CPU%s: preempted or not run after a wake-up (%s per "
+                 "late step)", hb, a);
         snprintf(rec, rn, "give rank %u's process its own CPUs (taskset/cpuset per rank, "
                  "OMP_NUM_THREADS, fewer data-loader workers) or move the competing process "
                  "away", s->rank);
