@@ -382,7 +382,9 @@ static unsigned sig_period(const uint64_t *sig, uint64_t n)
 /* Leading segments of a once-a-step anchor that differ from the step most
  * segments are (the majority signature): set-up, such as a model's
  * parameters copied and synced one by one before the loop syncs once a
- * step. At most a quarter of them. @return how many */
+ * step. At most a third of them: 32 parameter syncs before 96 steps (a
+ * one-second run slowed by a loaded host) are a quarter; a longer leading
+ * stretch is more likely a loop whose steps changed shape. @return how many */
 static uint64_t setup_segments(const uint64_t *sig, uint64_t n, unsigned period)
 {
     uint64_t cand = 0, votes = 0, n_cand = 0, j0 = 0;
@@ -400,7 +402,7 @@ static uint64_t setup_segments(const uint64_t *sig, uint64_t n, unsigned period)
         return 0;
     while (j0 < n && sig[j0] != cand)
         j0++;
-    return 4 * j0 <= n ? j0 : 0;
+    return 3 * j0 <= n ? j0 : 0;
 }
 
 static int sym_is_sync(const struct seq *s, uint32_t sym)
