@@ -1,5 +1,5 @@
-/* gate/bootstrap.c: nearest-rank quantiles and the percentile bootstrap of a
- * quantile ratio. Resampling from an ascending array is done by counting how
+/* gate/bootstrap.c: nearest-rank quantiles, their order-statistic bounds and
+ * the percentile bootstrap of a quantile ratio. Resampling from an ascending array is done by counting how
  * often each index is drawn and walking the counts to the wanted rank, so one
  * resample costs O(n) and never sorts. */
 #include "bootstrap.h"
@@ -18,6 +18,32 @@ uint64_t bootstrap_quantile(const uint64_t *v, size_t n, double p)
     double r = ceil(p * (double)n - 1e-9);
     size_t k = r < 1 ? 1 : (size_t)r;
     return v[k > n ? n - 1 : k - 1];
+}
+
+int bootstrap_quantile_bounds(const uint64_t *v, size_t n, double p, double level, uint64_t *lo,
+                              uint64_t *hi)
+{
+    double lg = lgamma((double)n + 1), cdf = 0, pmf;
+    size_t l = 0, u = 0; /* ranks (1-based) of the bounds, 0 = none */
+
+    *lo = 0, *hi = UINT64_MAX;
+    if (n == 0 || p <= 0 || p >= 1)
+        return -ERANGE;
+    /* K, the count of values at or below the quantile, is binomial(n, p):
+       the r-th value is at or below it when K >= r, at or above when K < r */
+    for (size_t k = 0; k <= n; k++) {
+        pmf = exp(lg - lgamma((double)k + 1) - lgamma((double)(n - k) + 1) +
+                  (double)k * log(p) + (double)(n - k) * log1p(-p));
+        if (k >= 1 && 1.0 - cdf >= level) /* P(K >= k) */
+            l = k;
+        cdf += pmf;
+        if (u == 0 && k + 1 <= n && cdf >= level) /* P(K <= k) = P(K < k + 1) */
+            u = k + 1;
+    }
+    if (l == 0 || u == 0)
+        return -ERANGE;
+    *lo = v[l - 1], *hi = v[u - 1];
+    return 0;
 }
 
 uint64_t bootstrap_rand(uint64_t *state)

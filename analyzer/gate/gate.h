@@ -81,7 +81,8 @@ struct gate_crit {
     double ratio;             /* cand / base (API time: of the shares); INFINITY when new */
     double ci_lo, ci_hi;      /* bootstrap interval of the ratio, if has_ci */
     int has_ci;
-    const char *why;          /* GATE_NOT_JUDGED: why, one phrase (static) */
+    const char *why;          /* GATE_NOT_JUDGED: why; GATE_NOISY: why too, if not the
+                                 interval alone (one phrase, static) */
     enum gate_verdict verdict;
 };
 

@@ -1,5 +1,5 @@
-/* test_bootstrap.c: unit.bootstrap: nearest-rank quantiles and the seeded
- * bootstrap interval of a quantile ratio. */
+/* test_bootstrap.c: unit.bootstrap: nearest-rank quantiles, their bounds
+ * and the seeded bootstrap interval of a quantile ratio. */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -58,6 +58,26 @@ static int test_same_seed_same_interval(void)
     return 0;
 }
 
+/* Order-statistic bounds: the median of 20 lies between the 6th and 15th
+ * values (the textbook 95 % ranks); a p99 needs 368 values for an upper one. */
+static int test_quantile_bounds(void)
+{
+    uint64_t v[1000], lo, hi;
+    for (int i = 0; i < 1000; i++)
+        v[i] = (uint64_t)i + 1;
+    CHECK_OK(bootstrap_quantile_bounds(v, 20, 0.5, 0.975, &lo, &hi));
+    CHECK_EQ(lo, 6);
+    CHECK_EQ(hi, 15);
+    CHECK_EQ(bootstrap_quantile_bounds(v, 100, 0.99, 0.975, &lo, &hi), -ERANGE);
+    CHECK_EQ(hi, UINT64_MAX);
+    CHECK_EQ(bootstrap_quantile_bounds(v, 367, 0.99, 0.975, &lo, &hi), -ERANGE);
+    CHECK_OK(bootstrap_quantile_bounds(v, 368, 0.99, 0.975, &lo, &hi));
+    CHECK_EQ(hi, 368);
+    CHECK_OK(bootstrap_quantile_bounds(v, 1000, 0.99, 0.975, &lo, &hi));
+    CHECK(lo < 990 && hi > 990 && hi < 1000);
+    return 0;
+}
+
 static int test_empty_side_is_einval(void)
 {
     uint64_t a[1] = {1};
@@ -73,6 +93,7 @@ int main(void)
     RUN(test_same_sample_ci_includes_one);
     RUN(test_tripled_sample_ci_excludes_one);
     RUN(test_same_seed_same_interval);
+    RUN(test_quantile_bounds);
     RUN(test_empty_side_is_einval);
     return check_status();
 }

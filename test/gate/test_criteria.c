@@ -17,6 +17,7 @@ struct run {
     uint64_t window_ns, launches;
     uint64_t step_ns;   /* each step this long, +-2 %; 0 = no steps */
     unsigned nsteps;
+    double tail_x;      /* > 0: the slowest 8 % of steps this many times longer */
     double gpu_idle;    /* < 0: no GPU activity */
     const char *high;   /* comma-separated HIGH finding causes, or NULL */
     const char *apis;   /* "name=total_ns,..." */
@@ -30,6 +31,8 @@ static json_t *steps_json(const struct run *r)
     json_t *smp = json_array();
     for (unsigned i = 0; i < r->nsteps; i++) /* ascending, 0.98x .. 1.02x */
         v[i] = r->step_ns * (980 + 40 * i / r->nsteps) / 1000;
+    for (unsigned i = r->nsteps - r->nsteps * 8 / 100; r->tail_x > 0 && i < r->nsteps; i++)
+        v[i] = (uint64_t)((double)v[i] * r->tail_x);
     for (unsigned i = 0; i < r->nsteps; i++)
         json_array_append_new(smp, json_integer((json_int_t)v[i]));
     json_t *o = json_pack("{s:s, s:s, s:i, s:I, s:I, s:o}", "source", "inferred", "how", "test",
@@ -212,6 +215,24 @@ static int test_few_steps_are_not_judged(void)
     return 0;
 }
 
+/* A slow tail over 100 steps: the bootstrap's interval lies above 1, but
+ * 100 steps cannot bound a p99, so it is noisy; over 2000 it regresses. */
+static int test_p99_needs_steps_to_regress(void)
+{
+    struct run b = base, c = base;
+    c.tail_x = 2.2;
+    CHECK_OK(judge(&b, &c, 2, 0));
+    const struct gate_crit *k = find(GATE_CK_STEP_P99, NULL);
+    CHECK(k->has_ci && k->ci_lo > 1.0);
+    CHECK_EQ(k->verdict, GATE_NOISY);
+    CHECK(strstr(note(k), "; too few steps to bound the p99") != NULL);
+    CHECK_EQ(find(GATE_CK_STEP_P50, NULL)->verdict, GATE_OK);
+    b.nsteps = c.nsteps = 2000;
+    CHECK_OK(judge(&b, &c, 2, 0));
+    CHECK_EQ(find(GATE_CK_STEP_P99, NULL)->verdict, GATE_REGRESSED);
+    return 0;
+}
+
 static int test_without_steps_time_per_launch(void)
 {
     struct run b = base, c = base;
@@ -291,6 +312,7 @@ int main(void)
     RUN(test_api_time_needs_both_the_ratio_and_the_share);
     RUN(test_same_steps_pass);
     RUN(test_few_steps_are_not_judged);
+    RUN(test_p99_needs_steps_to_regress);
     RUN(test_without_steps_time_per_launch);
     RUN(test_gpu_idle_rise);
     RUN(test_new_high_finding_fails);
