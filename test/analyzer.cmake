@@ -82,6 +82,8 @@ set(CS_AN_PLANTED
     "gpu_tail\;nohigh\;gpu=sampled\;busy=90:100"
     # the set-up before the first step is no host_bound: the steps are GPU-bound
     "gpu_setup\;no=host_bound\;nohigh\;gpu=sampled\;steps=inferred:600\;setup=595:605"
+    # a host-bound loop after a synced set-up: the set-up's sync is no host_bound site
+    "gpu_setup_host_py\;top=host_bound\;site=host_bound:57\;nosite=host_bound:20"
     "nohost\;missing=no host data (sampler tier none: perf_event_open: permission denied)"
     # issue 23: the same runs with Python stacks name the line behind the cause
     "data_pipeline_starvation_py\;top=data_pipeline_starvation\;site=data_pipeline_starvation:57"

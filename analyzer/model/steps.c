@@ -526,25 +526,31 @@ static void anchor_name(const struct model *m, uint32_t thr, uint64_t key, char 
 /* The boundaries: every period-th occurrence of the anchor, and one more
  * step: the stretch after the last (the anchor starts a step, or falls
  * inside one) when it is half a step or more, else the stretch before the
- * first (the anchor ends a step) when it is, warm-up included. Never both:
- * with the anchor inside the step they are two halves of one. @return how
- * many, in @p b (room for k + 2) */
+ * first (the anchor ends a step) when it is. Never both: with the anchor
+ * inside the step they are two halves of one. That first step holds as
+ * many calls as a step does on average, no more: the calls before it are
+ * set-up (a model built, its weights copied and synced, a dataset loaded
+ * in between), which gpu.h keeps out of the findings. @return how many, in
+ * @p b (room for k + 2) */
 static uint64_t boundaries(const struct seq *s, const struct anchor *a, const uint64_t *pos,
                            uint64_t k, uint64_t *b)
 {
-    uint64_t nb = 0, med, head, tail;
-    uint64_t first = pos[0], last = pos[(k - 1) / a->period * a->period];
+    uint64_t nb = 0, med, head, tail, per;
+    uint64_t first = pos[0], last = pos[(k - 1) / a->period * a->period], h0 = 0;
 
     b[nb++] = 0; /* the head, if it is kept */
     for (uint64_t j = 0; j < k; j += a->period)
         b[nb++] = s->t[pos[j]];
     med = b[1 + (nb - 1) / 2] - b[(nb - 1) / 2];  /* a step in the middle */
-    head = s->t[first] - s->t[0];
+    per = nb > 2 ? (last - first) / (nb - 2) : 0;  /* calls a step */
+    if (per && first >= per) /* the step that the first anchor ends */
+        h0 = first - per + 1;
+    head = s->t[first] - s->t[h0];
     tail = s->t_last_exit - s->t[last];
     if (2 * tail >= med) {
         b[nb++] = s->t_last_exit;
     } else if (2 * head >= med) {
-        b[0] = s->t[0];
+        b[0] = s->t[h0];
         return nb;
     }
     memmove(b, b + 1, (nb - 1) * sizeof(*b));

@@ -1533,10 +1533,15 @@ static void f_host(struct ctx *x)
           pct(gp->by[GH_PREEMPT], gp->idle_ns));
     if (nw == 0)
         jaddf(f->evidence, "no worker process: the data, if any, is loaded in the main process");
-    if (gp->setup_host_ns)
+    if (gp->setup_host_ns) {
+        uint64_t lo, hi, su = gpu_estimate(gp, gp->setup_host_ns);
+        procs_active_window(m, worst->proc, &lo, &hi);
+        if (x->g->setup.end_ns > lo && su > x->g->setup.end_ns - lo)
+            su = x->g->setup.end_ns - lo; /* scaled from a few slices: no more than it lasted */
         jaddf(f->evidence, "not counted: %s of GPU idle on host code before the first step "
                            "(set-up, once a run: see steps.setup)",
-              fmt_ns(a, 32, gpu_estimate(gp, gp->setup_host_ns)));
+              fmt_ns(a, 32, su));
+    }
     snprintf(f->summary, sizeof(f->summary), "host-bound: the GPU waited %s while the CUDA "
              "thread computed on the CPU between its launches (Python, data loading or "
              "preprocessing in the main thread)", fmt_ns(a, 32, own));

@@ -115,17 +115,22 @@ static int gaps_credit(struct pyline *p, const struct model *m, const struct fee
         uint32_t proc = m->thr[m->call[gp->drain_call].thr].proc;
         uint64_t idle = gp->t1_ns - gp->t0_ns, measured, until = UINT64_MAX;
         uint32_t r = row_of_call(p, m, gp->drain_call), e, k;
+        int loop; /* not in the set-up before the first step: the findings' */
         if (i + 1 < f->ngap && m->thr[m->call[gp[1].drain_call].thr].proc == proc)
             until = gp[1].t0_ns; /* the next drain: its idle is its own */
         if (gpu_idle_after(g, proc, gp->t0_ns, until, &measured)) {
             idle = measured;
             p->idle_measured = 1;
         }
+        loop = g->setup.proc != proc || gp->t0_ns >= g->setup.end_ns;
         p->idle_ns += idle;
+        p->loop_idle_ns += loop ? idle : 0;
         p->starve_ns += gp->sleep_worker_ns;
         if (r == M_NONE)
             continue;
         p->row[r].idle_ns += idle;
+        p->row[r].loop_idle_ns += loop ? idle : 0;
+        p->row[r].loop_gaps += loop;
         p->row[r].starve_ns += gp->sleep_worker_ns;
         p->row[r].gaps++;
         if ((e = row_of_call(p, m, gp->next_call)) == M_NONE)
@@ -135,7 +140,7 @@ static int gaps_credit(struct pyline *p, const struct model *m, const struct fee
             if (m_hash_put(pairs, (uint64_t)r << 32 | e, k) < 0)
                 break;
         }
-        pair_ns[k] += idle + 1;
+        pair_ns[k] += (loop ? idle : 0) + 1; /* the set-up's gaps by count only */
         if (pair_ns[k] > best[r]) {
             best[r] = pair_ns[k];
             p->row[r].next_row = e;
@@ -278,7 +283,13 @@ json_t *pyline_json(const struct pyline *p, const struct model *m)
 
 /* ---- findings ---- */
 
-enum weigh { W_NONE, W_IDLE, W_STARVE, W_PAGEABLE, W_ALLOC, W_LAUNCH, W_API };
+enum weigh { W_NONE, W_IDLE, W_LOOP_IDLE, W_STARVE, W_PAGEABLE, W_ALLOC, W_LAUNCH, W_API };
+
+/* Weighed by the GPU idle after drains, not by time in calls. */
+static int by_gaps(enum weigh w)
+{
+    return w == W_IDLE || w == W_LOOP_IDLE || w == W_STARVE;
+}
 
 /* What a finding's share is of: the GPU idle after drains, or the time in
  * the calls it is about. */
@@ -286,8 +297,10 @@ static enum weigh weigh_of(const char *cause, const struct pyline *p)
 {
     if (!strcmp(cause, "data_pipeline_starvation"))
         return p->starve_ns ? W_STARVE : W_IDLE;
-    if (!strcmp(cause, "sync_per_iteration") || !strcmp(cause, "host_bound"))
+    if (!strcmp(cause, "sync_per_iteration"))
         return W_IDLE;
+    if (!strcmp(cause, "host_bound")) /* which leaves the set-up out (chains.c) */
+        return W_LOOP_IDLE;
     if (!strcmp(cause, "pageable_memcpy"))
         return W_PAGEABLE;
     if (!strcmp(cause, "alloc_churn"))
@@ -339,13 +352,16 @@ static void weigh_rows(const struct pyline *p, const struct model *m, const stru
                        uint64_t *w, uint64_t *cnt, uint64_t *rep, uint64_t *total)
 {
     *total = 0;
-    if (fl->w == W_IDLE || fl->w == W_STARVE) {
+    if (by_gaps(fl->w)) {
         for (uint32_t r = 0; r < p->nrow; r++) {
-            w[r] = fl->w == W_IDLE ? p->row[r].idle_ns : p->row[r].starve_ns;
-            cnt[r] = p->row[r].gaps;
-            rep[r] = p->row[r].call;
+            const struct pyline_row *row = &p->row[r];
+            w[r] = fl->w == W_IDLE ? row->idle_ns
+                   : fl->w == W_LOOP_IDLE ? row->loop_idle_ns : row->starve_ns;
+            cnt[r] = fl->w == W_LOOP_IDLE ? row->loop_gaps : row->gaps;
+            rep[r] = row->call;
         }
-        *total = fl->w == W_IDLE ? p->idle_ns : p->starve_ns;
+        *total = fl->w == W_IDLE ? p->idle_ns
+                 : fl->w == W_LOOP_IDLE ? p->loop_idle_ns : p->starve_ns;
         return;
     }
     for (uint64_t i = 0; i < m->ncall; i++)
@@ -374,7 +390,7 @@ static json_t *site_json(const struct pyline *p, const struct model *m, const st
 
     pystack_site_text(m, &row->site, site, sizeof(site));
     chains_fmt_ns(d, sizeof(d), w);
-    if (fl->w == W_IDLE || fl->w == W_STARVE) {
+    if (by_gaps(fl->w)) {
         int n = snprintf(text, sizeof(text), "%s of GPU idle%s after the %s at %s (%.0f %%)", d,
                          fl->w == W_STARVE ? " waiting for the data pipeline" : "",
                          api_name(&m->call[rep]), site, share * 100);
@@ -392,7 +408,7 @@ static json_t *site_json(const struct pyline *p, const struct model *m, const st
     json_object_set_new(o, "api", json_string(api_name(&m->call[rep])));
     json_object_set_new(o, "text", json_string(text));
     json_object_set_new(o, "callers", pystack_callers_json(m, rep, PYSTACK_CALLERS));
-    if ((fl->w == W_IDLE || fl->w == W_STARVE) && row->next_row != M_NONE)
+    if (by_gaps(fl->w) && row->next_row != M_NONE)
         json_object_set_new(o, "next_enqueue", site_obj(m, &p->row[row->next_row]));
     return o;
 }

@@ -12,6 +12,9 @@
  * gpu_setup is that loop without the tail, after a set-up: one allocation,
  * then 600 ms of host code (loading a dataset) before the first step, in
  * which three slices see the GPU idle.
+ * gpu_setup_host: the same set-up with weights copied in and the device
+ * synced (train.py:20) before its host code, then a host-bound loop: each step's kernels run 1 ms, and
+ * 3 ms of host code follow its sync.
  * SCENARIO_py (e.g. data_pipeline_starvation_py): the same run with a Python
  * stack on every outermost call, one line per API (py_line() says which),
  * for the findings' python_sites (issue 23).
@@ -38,13 +41,14 @@
 
 enum scen { S_CLEAN, S_TREE, S_EXT, S_STARVE, S_PAGEABLE, S_CHURN, S_SYNC, S_LAUNCH, S_IOWAIT,
             S_EMPTY, S_NOHOST, S_BIG, S_PAGE, S_STARVE_PIN, S_LAUNCH_RANKS, S_GPU_TAIL,
-            S_GPU_SETUP };
+            S_GPU_SETUP, S_GPU_SETUP_HOST };
 static const char *const scen_names[] = {"clean", "cpu_contention_tree", "cpu_contention_external",
                                          "data_pipeline_starvation", "pageable_memcpy",
                                          "alloc_churn", "sync_per_iteration", "launch_bound",
                                          "io_wait", "empty", "nohost", "big",
                                          "page_alloc_pressure", "starvation_pin_thread",
-                                         "launch_bound_ranks", "gpu_tail", "gpu_setup"};
+                                         "launch_bound_ranks", "gpu_tail", "gpu_setup",
+                                         "gpu_setup_host"};
 
 static uint64_t rng_state;
 static uint32_t seqs[64];
@@ -245,6 +249,7 @@ static void windows(enum scen sc, uint64_t t_end)
 static uint64_t slice_t0 = T0 + 5 * MS; /* the current period's slice starts */
 static uint32_t epoch = 1;              /* its attach count */
 static uint64_t kern_t0;                /* the queued step's work: enqueued at, 0 = none */
+static uint64_t kern_len;               /* and how long it runs, 0 = to the next step's */
 static uint32_t kern_seq;               /* by this driver record */
 
 static void cov_rec(uint64_t t0, uint64_t t1)
@@ -280,6 +285,8 @@ static void gpu_rec(uint64_t t0, uint64_t t1, uint32_t seq)
  * while the slice was on. */
 static void kern_end(uint64_t t1)
 {
+    if (kern_len && kern_t0 + kern_len < t1)
+        t1 = kern_t0 + kern_len;
     if (kern_t0 != 0 && kern_t0 >= slice_t0 && kern_t0 < slice_t0 + SLICE)
         gpu_rec(kern_t0, t1, kern_seq);
     kern_t0 = 0;
@@ -331,11 +338,17 @@ static uint64_t gpu_tail(uint64_t t)
     return t;
 }
 
-/* gpu_setup's set-up from @p t: an allocation, then 600 ms on CPU outside
- * CUDA calls. @return its end */
-static uint64_t gpu_setup(uint64_t t)
+/* gpu_setup's set-up from @p t: an allocation (@p synced: and a copy and a
+ * sync), then 600 ms on CPU outside CUDA calls. @return its end */
+static uint64_t gpu_setup(uint64_t t, int synced)
 {
     t = call(CS_API_cudaMalloc, CS_API_cuMemAlloc_v2, t, 200 * US, 0, 64ull << 20, 0);
+    if (synced) { /* the weights copied in, then the device synced */
+        t = call(CS_API_cudaMemcpyAsync, CS_API_cuMemcpyHtoDAsync_v2, t + 5 * US, 10 * US,
+                 CS_CF_PINNED, 4ull << 20, CS_DIR_HTOD);
+        t = call(CS_API_cudaDeviceSynchronize, CS_API_cuCtxSynchronize_v2, t + 5 * US, 200 * US,
+                 0, 0, 0);
+    }
     return t + 600 * MS;
 }
 
@@ -407,7 +420,8 @@ static void step(struct step_ctx *c)
     for (unsigned k = 0; k < nlaunch; k++) {
         c->t = call(CS_API_cudaLaunchKernel, CS_API_cuLaunchKernel, c->t, urand(4 * US, 7 * US),
                     0, 0, 0);
-        if ((c->sc == S_GPU_TAIL || c->sc == S_GPU_SETUP) && k == 0)
+        if ((c->sc == S_GPU_TAIL || c->sc == S_GPU_SETUP || c->sc == S_GPU_SETUP_HOST) &&
+            k == 0)
             kern_next(c->t, *seq() - 1);
         if (c->sc == S_SYNC)
             c->t = call(CS_API_cudaStreamSynchronize, CS_API_cuStreamSynchronize, c->t + 2 * US,
@@ -423,6 +437,8 @@ static void step(struct step_ctx *c)
         c->t = call(CS_API_cudaFree, CS_API_cuMemFree_v2, c->t + 5 * US,
                     urand(300 * US, 700 * US), 0, 0, 0);
     c->t += urand(150 * US, 300 * US); /* Python between steps, on CPU */
+    if (c->sc == S_GPU_SETUP_HOST)
+        c->t += 3 * MS; /* and the host-bound loop's own work */
     if (c->sc != S_NOHOST && c->i % 5 == 0) { /* and now and then a short sleep (GC, logging) */
         uint64_t len = urand(120 * US, 250 * US);
         main_off(c->t, c->t + len, CS_OFF_SLEEP, MAIN, 0, 0);
@@ -443,7 +459,8 @@ static uint32_t intern(const char *str)
 
 /* The line each API is called from: train.py:57 syncs (loss.item()),
  * train.py:45 copies in (x.to("cuda")), model.py:12 launches, model.py:30
- * and :33 allocate and free; all under train_step, main. */
+ * and :33 allocate and free, all under train_step, main; train.py:20, in
+ * main, syncs the device once (gpu_setup_host's set-up). */
 static void py_stacks(void)
 {
     static const struct { uint16_t api; const char *file; uint32_t line; const char *fn; } s[] = {
@@ -451,7 +468,8 @@ static void py_stacks(void)
         {CS_API_cudaMemcpyAsync, "/w/train.py", 45, "train_step"},
         {CS_API_cudaLaunchKernel, "/w/model.py", 12, "Net.forward"},
         {CS_API_cudaMalloc, "/w/model.py", 30, "Net.forward"},
-        {CS_API_cudaFree, "/w/model.py", 33, "Net.forward"}};
+        {CS_API_cudaFree, "/w/model.py", 33, "Net.forward"},
+        {CS_API_cudaDeviceSynchronize, "/w/train.py", 20, "main"}};
 
     for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
         struct cs_frame f[2] = {
@@ -572,11 +590,12 @@ int main(int argc, char **argv)
         struct step_ctx c = {.sc = (enum scen)sc, .t = T0 + 5 * MS};
         nwin = (steps * 40 * MS) / (10 * MS) + 1000;
         acc_main = calloc(nwin, sizeof(*acc_main));
-        if (sc == S_GPU_SETUP)
-            c.t = gpu_setup(c.t);
+        if (sc == S_GPU_SETUP || sc == S_GPU_SETUP_HOST)
+            c.t = gpu_setup(c.t, sc == S_GPU_SETUP_HOST);
+        kern_len = sc == S_GPU_SETUP_HOST ? MS : 0;
         for (c.i = 0; c.i < steps; c.i++)
             step(&c);
-        if (sc == S_GPU_SETUP)
+        if (sc == S_GPU_SETUP || sc == S_GPU_SETUP_HOST)
             gpu_close(c.t);
         if (sc == S_LAUNCH_RANKS) { /* rank 1, side by side from the same start */
             struct step_ctx r = {.sc = (enum scen)sc, .t = T0 + 5 * MS};

@@ -21,7 +21,8 @@
  *   setup=LO:HI    the set-up before the first step (steps.setup.dur_ns)
  *                  lasts LO to HI ms
  *   site=CAUSE:LINE  the chain of CAUSE names a Python line first
- *                  (python_sites[0].line, issue 23) and it is LINE */
+ *                  (python_sites[0].line, issue 23) and it is LINE
+ *   nosite=CAUSE:LINE  the chain of CAUSE names no Python site on LINE */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,18 +202,30 @@ static int check_setup(const json_t *j, const char *arg)
     return 1;
 }
 
-/* @return 0 when check @p arg holds, 1 when not, 2 when unknown. */
-static int check_site(const json_t *chains, const char *want, const char *causes)
+/* site= (@p first 1: LINE is the chain's first Python site) or nosite=
+ * (@p first 0: no site of the chain is on LINE).
+ * @return 0 when the check holds, 1 when not, 2 when unknown. */
+static int check_site(const json_t *chains, const char *want, const char *causes, int first)
 {
     const char *colon = strchr(want, ':');
     const json_t *c, *s;
+    size_t i;
 
     if (colon == NULL) {
-        fprintf(stderr, "json_expect: site=%s: want CAUSE:LINE\n", want);
+        fprintf(stderr, "json_expect: %s: want CAUSE:LINE\n", want);
         return 2;
     }
     if ((c = chain_of(chains, want, colon, causes)) == NULL)
         return 1;
+    if (!first) {
+        json_array_foreach(json_object_get(c, "python_sites"), i, s)
+            if (json_integer_value(json_object_get(s, "line")) == atoll(colon + 1)) {
+                fprintf(stderr, "json_expect: %.*s names %s\n", (int)(colon - want), want,
+                        json_string_value(json_object_get(s, "text")));
+                return 1;
+            }
+        return 0;
+    }
     s = json_array_get(json_object_get(c, "python_sites"), 0);
     if (json_integer_value(json_object_get(s, "line")) == atoll(colon + 1))
         return 0;
@@ -285,7 +298,9 @@ static int check(const json_t *j, const char *arg, const char *causes)
     if (strncmp(arg, "steps=", 6) == 0)
         return check_steps(j, arg + 6);
     if (strncmp(arg, "site=", 5) == 0)
-        return check_site(chains, arg + 5, causes);
+        return check_site(chains, arg + 5, causes, 1);
+    if (strncmp(arg, "nosite=", 7) == 0)
+        return check_site(chains, arg + 7, causes, 0);
     if (strncmp(arg, "setup=", 6) == 0)
         return check_setup(j, arg + 6);
     fprintf(stderr, "json_expect: unknown check '%s'\n", arg);
