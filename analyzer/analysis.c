@@ -765,6 +765,11 @@ const struct steps *analysis_steps(const struct analysis *a, uint32_t *pid, uint
     return &a->steps;
 }
 
+int analysis_setup(const struct analysis *a, uint64_t *t0, uint64_t *t1)
+{
+    return steps_setup(&a->m, &a->steps, t0, t1);
+}
+
 void analysis_free(struct analysis *a)
 {
     if (a == NULL)

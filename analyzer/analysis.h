@@ -75,6 +75,10 @@ struct steps;
  * @return borrowed */
 const struct steps *analysis_steps(const struct analysis *a, uint32_t *pid, uint32_t *tid);
 
+/** The set-up before the first step (steps_setup), absolute ns.
+ * @return 1, or 0 when there is none */
+int analysis_setup(const struct analysis *a, uint64_t *t0, uint64_t *t1);
+
 /** Free. Accepts NULL. */
 void analysis_free(struct analysis *a);
 

@@ -17,6 +17,15 @@ if(TARGET cudaspy-analyze)
   endforeach()
 endif()
 
+# cli.export_setup: the set-up before the first step on the steps track
+if(TARGET cudaspy-analyze)
+  add_test(NAME cli.export_setup
+           COMMAND sh ${CS_EXPORT_DIR}/export_setup.sh $<TARGET_FILE:cudaspy-analyze>
+                   $<TARGET_FILE:gen_run> $<TARGET_FILE:check_trace>
+                   ${CMAKE_CURRENT_BINARY_DIR}/export/setup)
+  set_tests_properties(cli.export_setup PROPERTIES LABELS unit TIMEOUT 60)
+endif()
+
 # The same export loaded by a real parser: Chrome DevTools' trace engine.
 if(TARGET cudaspy-analyze)
   add_test(NAME cli.export_devtools

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cudaspy/api.h"
+#include "procs.h"
 #include "stats.h"
 
 #define STEPS_MIN 3          /* fewer occurrences than this are not a step */
@@ -655,4 +656,15 @@ void steps_free(struct steps *s)
     free(s->s);
     s->s = NULL;
     s->n = 0;
+}
+
+int steps_setup(const struct model *m, const struct steps *s, uint64_t *t0, uint64_t *t1)
+{
+    uint64_t hi;
+
+    if (s->n == 0)
+        return 0;
+    procs_active_window(m, m->thr[s->thr].proc, t0, &hi);
+    *t1 = s->s[0].t_start_ns;
+    return *t0 < *t1;
 }

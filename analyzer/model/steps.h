@@ -52,6 +52,12 @@ int steps_find(const struct model *m, const struct steps_opts *o, struct steps *
 /** Step durations (ns, ascending) into @p out (room for s->n). */
 void steps_durations(const struct steps *s, uint64_t *out);
 
+/** The set-up before the first step: from the first CUDA call of the steps'
+ * process (procs_active_window: procs_compute() must have run) to the first
+ * step, into @p t0, @p t1 (absolute ns). @return 1, or 0 when there are no
+ * steps or the first step comes first */
+int steps_setup(const struct model *m, const struct steps *s, uint64_t *t0, uint64_t *t1);
+
 /** "nvtx", "inferred" or "none", as in JSON and saved gate summaries. */
 const char *steps_source_name(enum steps_source s);
 

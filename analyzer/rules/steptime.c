@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/procs.h"
 #include "model/stats.h"
 
 struct mix {
@@ -187,13 +186,11 @@ nomem:
 static json_t *setup_json(const struct steps *s, const struct model *m, const struct gpu_truth *g,
                           uint64_t t0_ns)
 {
-    struct m_step su = {0, s->s[0].t_start_ns, s->thr, 0};
-    uint64_t hi;
+    struct m_step su = {0, 0, s->thr, 0};
     struct mix x;
     json_t *o;
 
-    procs_active_window(m, m->thr[s->thr].proc, &su.t_start_ns, &hi);
-    if (su.t_start_ns >= su.t_end_ns)
+    if (!steps_setup(m, s, &su.t_start_ns, &su.t_end_ns))
         return NULL;
     step_mix(m, g, &su, &x);
     if ((o = mix_json(&x)) != NULL)

@@ -859,6 +859,7 @@ static int write_steps(struct exporter *x, const char *path)
     struct analysis *a;
     const struct steps *s;
     uint32_t pid, tid;
+    uint64_t t0, t1;
     int rc;
 
     analysis_opts_init(&o);
@@ -867,6 +868,12 @@ static int write_steps(struct exporter *x, const char *path)
     s = analysis_steps(a, &pid, &tid);
     if (s->n)
         meta_name(x, "thread_name", pid, EXPORT_STEP_TID, "steps");
+    if (analysis_setup(a, &t0, &t1) && t0 >= x->since && t0 < x->until) {
+        ev_begin(x, "X", pid, EXPORT_STEP_TID, t0); /* kept out of the findings */
+        put_dur(x, t1 - t0);
+        fprintf(x->out, ",\"cat\":\"step\",\"name\":\"set-up\",\"args\":{\"thread\":%" PRIu32
+                        "}}", tid);
+    }
     for (size_t i = 0; i < s->n; i++) {
         const struct m_step *p = &s->s[i];
         if (p->t_start_ns < x->since || p->t_start_ns >= x->until)
