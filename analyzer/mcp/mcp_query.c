@@ -737,7 +737,7 @@ int mcp_q_steps(struct mcp_call_ctx *c, json_t **out)
     json_t *rows = slice(json_object_get(st, "rows"), 0, limit, &n), *o, *v;
     static const char *const keep[] = {"source", "how", "name", "tid", "count", "cv", "p50_ns",
                                        "p90_ns", "p99_ns", "max_ns", "mean_ns", "mix",
-                                       "rows_every", "worst"};
+                                       "rows_every", "worst", "setup"};
 
     q_text_head(c, "Steps");
     mcp_text_printf(c->t, "%lld steps (%s)\n",
@@ -753,6 +753,10 @@ int mcp_q_steps(struct mcp_call_ctx *c, json_t **out)
         q_text_fields(c->t, json_object_get(st, "mix"));
         mcp_text_printf(c->t, "slowest steps (with the findings whose examples fall inside):\n");
         text_list(c->t, json_object_get(st, "worst"));
+        if (json_is_object(json_object_get(st, "setup"))) {
+            mcp_text_printf(c->t, "set-up before the first step (once, not in the findings):");
+            q_text_fields(c->t, json_object_get(st, "setup"));
+        }
     }
     o = q_head(c);
     for (i = 0; i < sizeof(keep) / sizeof(*keep); i++)

@@ -160,7 +160,7 @@ static const struct tool tools[] = {
      "The program's steps (training iterations): from an NVTX range or inferred from its "
      "repeating CUDA calls (how says which), exact step time p50/p90/p99/max, and per step its "
      "time in CUDA calls, host code, asleep, preempted, GPU busy %; the slowest steps with the "
-     "findings whose examples fall inside them.",
+     "findings whose examples fall inside them; the set-up before the first step, apart.",
      p_steps, NULL, mcp_q_steps, 0, 0},
     {"get_timeline", "Timeline of a process or thread",
      "CUDA calls and off-CPU intervals of one process or thread in time order, paged: pass "

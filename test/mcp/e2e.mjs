@@ -138,6 +138,7 @@ async function slices(client, want) {
   check('get_steps: the steps of --json, 3 rows of them',
     s.source === want.steps.source && s.count === want.steps.count &&
     s.p99_ns === want.steps.p99_ns && isDeepStrictEqual(s.worst, want.steps.worst) &&
+    s.setup !== undefined && isDeepStrictEqual(s.setup, want.steps.setup) &&
     isDeepStrictEqual(s.rows, (want.steps.rows || []).slice(0, 3)), JSON.stringify(s).slice(0, 300));
 }
 
