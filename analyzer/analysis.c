@@ -131,31 +131,19 @@ static int find_steps(struct analysis *a)
     return steps_find(&a->m, &so, &a->steps);
 }
 
-/* The set-up before the first step, counted apart from the steps (gpu.h). */
-static struct gpu_setup setup_of(const struct analysis *a)
-{
-    struct gpu_setup su = {M_NONE, 0};
-
-    if (a->steps.n > 0) {
-        su.proc = a->m.thr[a->steps.thr].proc;
-        su.end_ns = a->steps.s[0].t_start_ns;
-    }
-    return su;
-}
-
 static int derive(struct analysis *a)
 {
     struct model *m = &a->m;
-    struct gpu_setup su;
+    struct step_setup su;
     uint64_t longest, sum;
     int rc;
 
     procs_compute(m);
-    if ((rc = feed_compute(&a->feed, m)) < 0)
-        return rc;
     if ((rc = find_steps(a)) < 0)
         return rc;
-    su = setup_of(a);
+    su = steps_setup_end(m, &a->steps);
+    if ((rc = feed_compute(&a->feed, m, &su)) < 0)
+        return rc;
     if ((rc = gpu_compute(&a->gpu, m, &a->feed, &su)) < 0)
         return rc;
     if ((rc = stats_table_build(&a->api, m, STATS_BY_API)) < 0)

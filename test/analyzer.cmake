@@ -84,6 +84,8 @@ set(CS_AN_PLANTED
     "gpu_setup\;no=host_bound\;nohigh\;gpu=sampled\;steps=inferred:600\;setup=595:605"
     # a host-bound loop after a synced set-up: the set-up's sync is no host_bound site
     "gpu_setup_host_py\;top=host_bound\;site=host_bound:57\;nosite=host_bound:20"
+    # and without GPU activity: the set-up's 600 ms gap is no sync_per_iteration
+    "sync_setup\;top=sync_per_iteration\;impact=sync_per_iteration:200:300\;setup=595:610"
     "nohost\;missing=no host data (sampler tier none: perf_event_open: permission denied)"
     # issue 23: the same runs with Python stacks name the line behind the cause
     "data_pipeline_starvation_py\;top=data_pipeline_starvation\;site=data_pipeline_starvation:57"

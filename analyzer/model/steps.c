@@ -662,9 +662,20 @@ int steps_setup(const struct model *m, const struct steps *s, uint64_t *t0, uint
 {
     uint64_t hi;
 
-    if (s->n == 0)
+    if (s->n == 0 || m->opts.since_ns != 0)
         return 0;
     procs_active_window(m, m->thr[s->thr].proc, t0, &hi);
     *t1 = s->s[0].t_start_ns;
     return *t0 < *t1;
+}
+
+struct step_setup steps_setup_end(const struct model *m, const struct steps *s)
+{
+    struct step_setup su = {M_NONE, 0};
+
+    if (s->n > 0 && m->opts.since_ns == 0) {
+        su.proc = m->thr[s->thr].proc;
+        su.end_ns = s->s[0].t_start_ns;
+    }
+    return su;
 }

@@ -52,10 +52,24 @@ int steps_find(const struct model *m, const struct steps_opts *o, struct steps *
 /** Step durations (ns, ascending) into @p out (room for s->n). */
 void steps_durations(const struct steps *s, uint64_t *out);
 
+/* Where the program's set-up ends: its time before the first step, in the
+ * process whose thread the steps are on. GPU idle there while that thread
+ * ran host code (loading a dataset, building the model) is a one-off a
+ * longer run amortises; the rules count it apart from the steps' own. */
+struct step_setup {
+    uint32_t proc;               /* M_NONE: no steps, no set-up */
+    uint64_t end_ns;             /* the first step's start */
+};
+
+/** Where the set-up of @p s ends (M_NONE when there are no steps, or the
+ * analysis window starts later than the run: --since cuts a step, not a
+ * set-up). */
+struct step_setup steps_setup_end(const struct model *m, const struct steps *s);
+
 /** The set-up before the first step: from the first CUDA call of the steps'
  * process (procs_active_window: procs_compute() must have run) to the first
  * step, into @p t0, @p t1 (absolute ns). @return 1, or 0 when there are no
- * steps or the first step comes first */
+ * steps, the first step comes first or --since cut the run's start */
 int steps_setup(const struct model *m, const struct steps *s, uint64_t *t0, uint64_t *t1);
 
 /** "nvtx", "inferred" or "none", as in JSON and saved gate summaries. */

@@ -93,6 +93,7 @@ struct walk {
     uint32_t pending;       /* streams with queued work */
     uint64_t idle_since;    /* context drained at, 0 = not known idle */
     uint64_t drain_call;    /* the call that drained it */
+    uint64_t setup_end;     /* gaps begun before it are the set-up's */
     int any_enqueue;
 };
 
@@ -214,6 +215,10 @@ static int ctx_gap(struct walk *w, const struct m_call *c)
     gap_add(&fp->idle_ns, &fp->gaps, &fp->max_gap_ns, &fp->max_gap_at_ns, g.t0_ns, g.t1_ns);
     fp->short_gaps += g.t1_ns - g.t0_ns < 1000000;
     fp->relaunch_ns += model_dur(c);
+    if (g.t0_ns < w->setup_end) {
+        fp->setup_idle_ns += g.t1_ns - g.t0_ns;
+        fp->setup_relaunch_ns += model_dur(c);
+    }
     feed_split_add(&fp->split, w->m, c->thr, g.t0_ns, g.t1_ns);
     fp->gap_incall_ns += incall_ns(w->m, c->thr, g.t0_ns, g.t1_ns);
     g.sleep_worker_ns = fp->split.sleep_worker_ns - before;
@@ -381,9 +386,9 @@ static int launch_medians(struct feed_proc *fp, struct model *m, const uint32_t 
 }
 
 static int feed_proc_compute(struct feed *f, struct model *m, uint32_t p,
-                             const uint32_t *thr, uint32_t nthr)
+                             const uint32_t *thr, uint32_t nthr, uint64_t setup_end)
 {
-    struct walk w = {.f = f, .m = m, .fp = &f->p[f->np]};
+    struct walk w = {.f = f, .m = m, .fp = &f->p[f->np], .setup_end = setup_end};
     uint64_t *pos = malloc(nthr * sizeof(*pos));
     int rc;
 
@@ -403,7 +408,7 @@ static int feed_proc_compute(struct feed *f, struct model *m, uint32_t p,
     return rc;
 }
 
-int feed_compute(struct feed *f, struct model *m)
+int feed_compute(struct feed *f, struct model *m, const struct step_setup *su)
 {
     uint32_t *thr = malloc((m->nthr + 1) * sizeof(*thr));
     int rc = 0;
@@ -421,7 +426,7 @@ int feed_compute(struct feed *f, struct model *m)
         for (uint32_t t = 0; t < m->nthr; t++) /* O(procs x threads): both are small */
             if (m->thr[t].proc == p && m->thr[t].ncalls)
                 thr[n++] = t;
-        rc = feed_proc_compute(f, m, p, thr, n);
+        rc = feed_proc_compute(f, m, p, thr, n, su->proc == p ? su->end_ns : 0);
     }
     free(thr);
     return rc;

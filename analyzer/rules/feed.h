@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "model/model.h"
+#include "model/steps.h"
 
 #define FEED_WAKERS 4
 
@@ -53,6 +54,8 @@ struct feed_proc {
     uint64_t relaunch_ns;           /* duration of the enqueue calls that ended the gaps */
     uint64_t gap_incall_ns;         /* feeding thread inside other CUDA calls in the gaps
                                        (allocations, copies that do not enqueue) */
+    uint64_t setup_idle_ns, setup_relaunch_ns; /* idle_ns and relaunch_ns of the gaps
+                                       begun in the set-up (model/steps.h) */
     struct feed_gap longest[FEED_TOP_GAPS];  /* longest gaps, longest first */
     struct feed_gap starved[FEED_TOP_GAPS];  /* most worker-wait, most first */
     uint64_t launch_gap_p50_ns;     /* exit of a launch to the next launch, same thread */
@@ -71,8 +74,9 @@ struct feed {
     uint64_t ngap, cap_gap;
 };
 
-/** Compute the feed of every process with CUDA calls. @return 0 or -ENOMEM */
-int feed_compute(struct feed *f, struct model *m);
+/** Compute the feed of every process with CUDA calls, with what the gaps
+ * of the set-up @p su count apart. @return 0 or -ENOMEM */
+int feed_compute(struct feed *f, struct model *m, const struct step_setup *su);
 
 /** Feed of process @p proc, NULL if it made no CUDA calls. */
 const struct feed_proc *feed_find(const struct feed *f, uint32_t proc);

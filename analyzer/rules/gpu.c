@@ -806,7 +806,7 @@ static int proc_compute(struct gpu_truth *g, const struct model *m, const struct
 }
 
 int gpu_compute(struct gpu_truth *g, const struct model *m, const struct feed *f,
-                const struct gpu_setup *su)
+                const struct step_setup *su)
 {
     uint64_t gi = 0, ci = 0;
     uint32_t cap = 0;

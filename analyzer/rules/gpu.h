@@ -15,6 +15,7 @@
 
 #include "feed.h"
 #include "model/model.h"
+#include "model/steps.h"
 
 enum gpu_source { GPU_SRC_NONE = 0, GPU_SRC_HOST = 1, GPU_SRC_SAMPLED = 2, GPU_SRC_EXACT = 3 };
 
@@ -61,7 +62,7 @@ struct gpu_dev {
     uint64_t sync_loss_ns;   /* host work right after a sync, up to the GPU work
                                 that sync waited for: what ran serially */
     uint64_t setup_host_ns;  /* GH_HOST_CODE of stretches of GPU_SHORT_NS or more
-                                before the first step (struct gpu_setup) */
+                                before the first step (struct step_setup) */
     uint64_t stretches, short_stretches;
     uint64_t kernels, copies, memsets; /* records in the window */
     uint64_t kernel_ns, copy_ns;       /* GPU time of each kind (union) */
@@ -71,15 +72,6 @@ struct gpu_dev {
     struct gpu_stretch top[GPU_TOP]; /* longest idle stretches */
     struct gpu_stretch host_top;     /* longest of them spent on host code, from
                                         the first step on */
-};
-
-/* The program's set-up: its time before the first step (model/steps.h),
- * in the process whose thread the steps are on. The GPU's idle there while
- * that thread ran host code (loading a dataset, building the model) is a
- * one-off a longer run amortises, counted apart from the steps' own. */
-struct gpu_setup {
-    uint32_t proc;               /* M_NONE: no steps, no set-up */
-    uint64_t end_ns;             /* the first step's start */
 };
 
 /* A process's devices together, and its estimate for its active window. */
@@ -99,7 +91,7 @@ struct gpu_truth {
     struct gpu_proc *p;
     uint32_t np;
     uint8_t source;      /* the best any process has */
-    struct gpu_setup setup; /* as gpu_compute() was given it */
+    struct step_setup setup; /* as gpu_compute() was given it */
     json_t *notes;       /* why GPU activity is missing or paused, one line each */
     void *priv;          /* each device's covered and busy intervals (gpu.c) */
 };
@@ -107,7 +99,7 @@ struct gpu_truth {
 /** Build the GPU timelines of every selected process with CUDA calls,
  * the set-up @p su counted apart. @return 0 or -ENOMEM */
 int gpu_compute(struct gpu_truth *g, const struct model *m, const struct feed *f,
-                const struct gpu_setup *su);
+                const struct step_setup *su);
 
 /** The process's entry, NULL if it made no CUDA call. */
 const struct gpu_proc *gpu_find(const struct gpu_truth *g, uint32_t proc);

@@ -283,12 +283,14 @@ json_t *pyline_json(const struct pyline *p, const struct model *m)
 
 /* ---- findings ---- */
 
-enum weigh { W_NONE, W_IDLE, W_LOOP_IDLE, W_STARVE, W_PAGEABLE, W_ALLOC, W_LAUNCH, W_API };
+/* W_IDLE: the GPU idle after drains from the first step on (the findings
+ * leave the set-up out); W_STARVE: of it, asleep for the pipeline. */
+enum weigh { W_NONE, W_IDLE, W_STARVE, W_PAGEABLE, W_ALLOC, W_LAUNCH, W_API };
 
 /* Weighed by the GPU idle after drains, not by time in calls. */
 static int by_gaps(enum weigh w)
 {
-    return w == W_IDLE || w == W_LOOP_IDLE || w == W_STARVE;
+    return w == W_IDLE || w == W_STARVE;
 }
 
 /* What a finding's share is of: the GPU idle after drains, or the time in
@@ -297,10 +299,8 @@ static enum weigh weigh_of(const char *cause, const struct pyline *p)
 {
     if (!strcmp(cause, "data_pipeline_starvation"))
         return p->starve_ns ? W_STARVE : W_IDLE;
-    if (!strcmp(cause, "sync_per_iteration"))
+    if (!strcmp(cause, "sync_per_iteration") || !strcmp(cause, "host_bound"))
         return W_IDLE;
-    if (!strcmp(cause, "host_bound")) /* which leaves the set-up out (chains.c) */
-        return W_LOOP_IDLE;
     if (!strcmp(cause, "pageable_memcpy"))
         return W_PAGEABLE;
     if (!strcmp(cause, "alloc_churn"))
@@ -355,13 +355,11 @@ static void weigh_rows(const struct pyline *p, const struct model *m, const stru
     if (by_gaps(fl->w)) {
         for (uint32_t r = 0; r < p->nrow; r++) {
             const struct pyline_row *row = &p->row[r];
-            w[r] = fl->w == W_IDLE ? row->idle_ns
-                   : fl->w == W_LOOP_IDLE ? row->loop_idle_ns : row->starve_ns;
-            cnt[r] = fl->w == W_LOOP_IDLE ? row->loop_gaps : row->gaps;
+            w[r] = fl->w == W_IDLE ? row->loop_idle_ns : row->starve_ns;
+            cnt[r] = fl->w == W_IDLE ? row->loop_gaps : row->gaps;
             rep[r] = row->call;
         }
-        *total = fl->w == W_IDLE ? p->idle_ns
-                 : fl->w == W_LOOP_IDLE ? p->loop_idle_ns : p->starve_ns;
+        *total = fl->w == W_IDLE ? p->loop_idle_ns : p->starve_ns;
         return;
     }
     for (uint64_t i = 0; i < m->ncall; i++)

@@ -23,8 +23,8 @@ struct pyline_row {
     uint64_t call;              /* its slowest outermost call: API and callers */
     uint64_t calls, total_ns, p50_ns, p99_ns, max_ns; /* outermost calls */
     uint64_t idle_ns, gaps;     /* GPU idle after its drains */
-    uint64_t loop_idle_ns, loop_gaps; /* of which from the first step on (gpu.h,
-                                     gpu_setup) */
+    uint64_t loop_idle_ns, loop_gaps; /* of which from the first step on
+                                     (struct step_setup) */
     uint64_t starve_ns;         /* of which the feeding thread slept for the pipeline */
     uint32_t next_row;          /* the site whose enqueue ended most of its loop idle, M_NONE */
     uint32_t id;                /* its index before the rows were sorted */
@@ -35,7 +35,7 @@ struct pyline {
     uint32_t nrow;
     uint32_t *row_of;           /* per model.cstack entry: its row, M_NONE for nested calls */
     uint64_t idle_ns, starve_ns; /* after every drain, stacked or not */
-    uint64_t loop_idle_ns;       /* idle_ns from the first step on: host_bound's */
+    uint64_t loop_idle_ns;       /* idle_ns from the first step on: the findings' */
     int idle_measured;          /* some idle came from GPU activity */
 };
 

@@ -15,6 +15,8 @@
  * gpu_setup_host: the same set-up with weights copied in and the device
  * synced (train.py:20) before its host code, then a host-bound loop: each step's kernels run 1 ms, and
  * 3 ms of host code follow its sync.
+ * sync_setup is sync_per_iteration after gpu_setup_host's set-up, without
+ * GPU activity: the set-up's gap is the host lower bound's too.
  * SCENARIO_py (e.g. data_pipeline_starvation_py): the same run with a Python
  * stack on every outermost call, one line per API (py_line() says which),
  * for the findings' python_sites (issue 23).
@@ -41,14 +43,14 @@
 
 enum scen { S_CLEAN, S_TREE, S_EXT, S_STARVE, S_PAGEABLE, S_CHURN, S_SYNC, S_LAUNCH, S_IOWAIT,
             S_EMPTY, S_NOHOST, S_BIG, S_PAGE, S_STARVE_PIN, S_LAUNCH_RANKS, S_GPU_TAIL,
-            S_GPU_SETUP, S_GPU_SETUP_HOST };
+            S_GPU_SETUP, S_GPU_SETUP_HOST, S_SYNC_SETUP };
 static const char *const scen_names[] = {"clean", "cpu_contention_tree", "cpu_contention_external",
                                          "data_pipeline_starvation", "pageable_memcpy",
                                          "alloc_churn", "sync_per_iteration", "launch_bound",
                                          "io_wait", "empty", "nohost", "big",
                                          "page_alloc_pressure", "starvation_pin_thread",
                                          "launch_bound_ranks", "gpu_tail", "gpu_setup",
-                                         "gpu_setup_host"};
+                                         "gpu_setup_host", "sync_setup"};
 
 static uint64_t rng_state;
 static uint32_t seqs[64];
@@ -590,6 +592,8 @@ int main(int argc, char **argv)
         struct step_ctx c = {.sc = (enum scen)sc, .t = T0 + 5 * MS};
         nwin = (steps * 40 * MS) / (10 * MS) + 1000;
         acc_main = calloc(nwin, sizeof(*acc_main));
+        if (sc == S_SYNC_SETUP) /* its steps are sync_per_iteration's */
+            c.t = gpu_setup(c.t, 1), c.sc = sc = S_SYNC;
         if (sc == S_GPU_SETUP || sc == S_GPU_SETUP_HOST)
             c.t = gpu_setup(c.t, sc == S_GPU_SETUP_HOST);
         kern_len = sc == S_GPU_SETUP_HOST ? MS : 0;

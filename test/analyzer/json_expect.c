@@ -7,6 +7,7 @@
  *   no=CAUSE       no chain has this cause
  *   nohigh         no chain is HIGH
  *   sev=CAUSE:SEV  the chain of CAUSE has severity SEV (HIGH, MEDIUM, LOW)
+ *   impact=CAUSE:LO:HI  the chain of CAUSE has an impact of LO to HI ms
  *   missing=TEXT   "missing" holds exactly TEXT
  *   nomissing      "missing" is empty
  *   collector_cpu  every run file says what its collector's CPU time was:
@@ -73,6 +74,39 @@ static const json_t *chain_of(const json_t *chains, const char *want, const char
     return NULL;
 }
 
+/* "LO:HI" into @p lo, @p hi. @return 0, or -1 (a message names @p what) */
+static int parse_range(const char *what, const char *arg, double *lo, double *hi)
+{
+    char *end;
+
+    *lo = strtod(arg, &end);
+    if (*end != ':' || (*hi = strtod(end + 1, &end), *end != '\0')) {
+        fprintf(stderr, "json_expect: %s%s: want %sLO:HI\n", what, arg, what);
+        return -1;
+    }
+    return 0;
+}
+
+/* impact=CAUSE:LO:HI; @return 0 when the chain of CAUSE has an impact of
+ * LO to HI ms. */
+static int check_impact(const json_t *chains, const char *want, const char *causes)
+{
+    const char *colon = strchr(want, ':');
+    const json_t *c;
+    double lo, hi, ms;
+
+    if (colon == NULL || parse_range("impact=CAUSE:", colon + 1, &lo, &hi) < 0)
+        return 2;
+    if ((c = chain_of(chains, want, colon, causes)) == NULL)
+        return 1;
+    ms = (double)json_integer_value(json_object_get(c, "impact_ns")) / 1e6;
+    if (ms >= lo && ms <= hi)
+        return 0;
+    fprintf(stderr, "json_expect: %.*s impact %.1f ms, want %g..%g\n", (int)(colon - want), want,
+            ms, lo, hi);
+    return 1;
+}
+
 /* sev=CAUSE:SEV; @return 0 when the chain of CAUSE has severity SEV. */
 static int check_sev(const json_t *chains, const char *want, const char *causes)
 {
@@ -123,7 +157,6 @@ static int check_gpu(const json_t *j, const char *arg)
     const json_t *g = json_object_get(j, "gpu");
     const char *src = json_string_value(json_object_get(g, "source"));
     double busy = json_number_value(json_object_get(g, "busy_pct")), lo, hi;
-    char *end;
 
     if (strcmp(arg, "print_busy") == 0) {
         printf("%.3f\n", busy);
@@ -135,11 +168,8 @@ static int check_gpu(const json_t *j, const char *arg)
         fprintf(stderr, "json_expect: gpu source is %s, want %s\n", src ? src : "none", arg + 4);
         return 1;
     }
-    lo = strtod(arg + 5, &end);
-    if (*end != ':' || (hi = strtod(end + 1, &end), *end != '\0')) {
-        fprintf(stderr, "json_expect: %s: want busy=LO:HI\n", arg);
+    if (parse_range("busy=", arg + 5, &lo, &hi) < 0)
         return 2;
-    }
     if (busy >= lo && busy <= hi)
         return 0;
     fprintf(stderr, "json_expect: GPU busy %.1f %% (%s), want %g..%g\n", busy, src ? src : "none",
@@ -188,13 +218,9 @@ static int check_setup(const json_t *j, const char *arg)
 {
     const json_t *su = json_object_get(json_object_get(j, "steps"), "setup");
     double ms = (double)json_integer_value(json_object_get(su, "dur_ns")) / 1e6, lo, hi;
-    char *end;
 
-    lo = strtod(arg, &end);
-    if (*end != ':' || (hi = strtod(end + 1, &end), *end != '\0')) {
-        fprintf(stderr, "json_expect: setup=%s: want setup=LO:HI\n", arg);
+    if (parse_range("setup=", arg, &lo, &hi) < 0)
         return 2;
-    }
     if (su && ms >= lo && ms <= hi)
         return 0;
     fprintf(stderr, "json_expect: set-up before the first step %.1f ms, want %g..%g\n", ms, lo,
@@ -260,6 +286,8 @@ static int check(const json_t *j, const char *arg, const char *causes)
     }
     if (strncmp(arg, "sev=", 4) == 0)
         return check_sev(chains, arg + 4, causes);
+    if (strncmp(arg, "impact=", 7) == 0)
+        return check_impact(chains, arg + 7, causes);
     if (strcmp(arg, "nohigh") == 0) {
         if (!has_string(chains, "severity", "HIGH"))
             return 0;
