@@ -658,17 +658,6 @@ void steps_free(struct steps *s)
     s->n = 0;
 }
 
-int steps_setup(const struct model *m, const struct steps *s, uint64_t *t0, uint64_t *t1)
-{
-    uint64_t hi;
-
-    if (s->n == 0 || m->opts.since_ns != 0)
-        return 0;
-    procs_active_window(m, m->thr[s->thr].proc, t0, &hi);
-    *t1 = s->s[0].t_start_ns;
-    return *t0 < *t1;
-}
-
 struct step_setup steps_setup_end(const struct model *m, const struct steps *s)
 {
     struct step_setup su = {M_NONE, 0};
@@ -678,4 +667,16 @@ struct step_setup steps_setup_end(const struct model *m, const struct steps *s)
         su.end_ns = s->s[0].t_start_ns;
     }
     return su;
+}
+
+int steps_setup(const struct model *m, const struct steps *s, uint64_t *t0, uint64_t *t1)
+{
+    struct step_setup su = steps_setup_end(m, s);
+    uint64_t hi;
+
+    if (su.proc == M_NONE)
+        return 0;
+    procs_active_window(m, su.proc, t0, &hi);
+    *t1 = su.end_ns;
+    return *t0 < *t1;
 }

@@ -564,8 +564,9 @@ static void dev_idle(const struct model *m, struct gpu_dev *d, const struct dev_
                     d->host_short_ns += weigh(mine[GH_HOST_CODE], w);
                 } else if (s.thr != M_NONE) {
                     uint64_t sc = sync_before(m, s.thr, x), host = mine[GH_HOST_CODE];
-                    if (x < setup_end)
-                        d->setup_host_ns += weigh(setup_host(m, &s, host_known, setup_end), w);
+                    if (x < setup_end) /* a stretch the set-up ends inside: its part */
+                        d->setup_host_ns += weigh(y <= setup_end ? host
+                                                  : setup_host(m, &s, host_known, setup_end), w);
                     if (sc != last_sync && sc != M_CALL_NONE) {
                         last_sync = sc;
                         budget = iv_inside(v->busy, v->nbusy, m->call[sc].t_enter_ns,
