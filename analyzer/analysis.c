@@ -9,6 +9,7 @@
 #include "analysis.h"
 #include "cudaspy/api.h"
 #include "cudaspy/version.h"
+#include "rules/account.h"
 #include "rules/chains.h"
 #include "rules/feed.h"
 #include "rules/gpu.h"
@@ -29,6 +30,7 @@ struct analysis {
     struct aggregates agg; /* size-capped runs: the whole run (model/aggregates.h) */
     struct feed feed;
     struct gpu_truth gpu;
+    struct account acct; /* rules/account.h: every ns of the window, once */
     struct steps steps;
     struct pyline py; /* call sites of the calls with stacks */
     uint64_t active_ns; /* the CUDA-active windows (or the user's): the whole
@@ -131,6 +133,16 @@ static int find_steps(struct analysis *a)
     return steps_find(&a->m, &so, &a->steps);
 }
 
+/* The whole that findings' shares and severities use: the active window
+ * less the set-up before the first step (once a run: a longer run would
+ * dilute it), unless that leaves nothing. */
+static uint64_t steady_ns(const struct analysis *a)
+{
+    uint64_t su = a->acct.ns[AB_SETUP];
+
+    return a->active_ns > su && su ? a->active_ns - su : a->active_ns;
+}
+
 static int derive(struct analysis *a)
 {
     struct model *m = &a->m;
@@ -162,10 +174,12 @@ static int derive(struct analysis *a)
     }
     walls(m, &longest, &sum);
     a->active_ns = active_sum(m);
-    a->chains = chains_build(m, &a->api, &a->feed, &a->gpu, a->active_ns);
+    if ((rc = account_compute(&a->acct, m, &a->feed, &a->gpu, &a->steps, &su, a->active_ns)) < 0)
+        return rc;
+    a->chains = chains_build(m, &a->api, &a->feed, &a->gpu, &a->acct, steady_ns(a));
     if (a->chains == NULL)
         return -ENOMEM;
-    rc = ranks_build(m, a->active_ns, a->chains, &a->ranks);
+    rc = ranks_build(m, steady_ns(a), a->chains, &a->ranks);
     if (rc == 0 && (rc = pyline_compute(&a->py, m, &a->feed, &a->gpu)) == 0)
         pyline_annotate(&a->py, m, a->chains);
     if (rc == 0 && any_duty(m)) /* half the scheduling events are missing: no cause holds */
@@ -614,6 +628,7 @@ json_t *analysis_json(const struct analysis *a)
     json_object_set_new(o, "processes", json_procs(&a->m));
     json_object_set_new(o, "gpu_feed", feed_json(&a->feed, &a->m));
     json_object_set_new(o, "gpu", gpu_json(&a->gpu, &a->m));
+    json_object_set_new(o, "account", account_json(&a->acct, &a->m));
     json_object_set_new(o, "steps", steptime_json(&a->steps, &a->m, &a->gpu, a->chains,
                                                   a->m.nruns ? a->m.runs[0].t0_ns : 0));
     json_object_set_new(o, "chains", json_deep_copy(a->chains));
@@ -776,6 +791,7 @@ void analysis_free(struct analysis *a)
     stats_table_exit(&a->by_kernel);
     feed_exit(&a->feed);
     gpu_exit(&a->gpu);
+    account_exit(&a->acct);
     steps_free(&a->steps);
     pyline_exit(&a->py);
     json_decref(a->chains);

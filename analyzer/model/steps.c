@@ -24,7 +24,9 @@
 #define STEPS_CANDIDATES 16  /* most frequent calls tried as anchors */
 #define STEPS_MAX_PERIOD 8   /* segments an anchor may repeat after */
 #define STEPS_MATCH 0.8      /* share of segments that must repeat */
-#define STEPS_SPAN 0.5       /* share of the window the steps must span */
+#define STEPS_SPAN 0.5       /* share of the window from their first to its end the
+                                steps must span (a set-up may come before) */
+#define STEPS_SPAN_MIN 0.1   /* and of the whole window */
 #define STEPS_CV 0.5         /* step time cv always regular enough */
 
 /* ---- shared ---- */
@@ -466,10 +468,22 @@ static double anchor_cv(const struct seq *s, const uint64_t *pos, uint64_t k, un
     return sqrt(sq / (double)n) / mean;
 }
 
+/* Do occurrences @p pos[0..k) span the window after the first (the loop
+ * runs to the end; a long set-up may come before it)? */
+static int spans(const struct seq *s, const uint64_t *pos, uint64_t k, uint64_t win_lo,
+                 uint64_t win_hi)
+{
+    double span = (double)(s->t[pos[k - 1]] - s->t[pos[0]]);
+    uint64_t from = s->t[pos[0]] > win_lo ? s->t[pos[0]] : win_lo;
+
+    return span >= STEPS_SPAN * (double)(win_hi > from ? win_hi - from : 0) &&
+           span >= STEPS_SPAN_MIN * (double)(win_hi - win_lo);
+}
+
 /* Every candidate whose occurrences span the window and repeat, into
  * @p out. @return how many */
-static size_t repeating(const struct seq *s, uint64_t win_ns, struct anchor *out, uint64_t *pos,
-                        uint64_t *sig)
+static size_t repeating(const struct seq *s, uint64_t win_lo, uint64_t win_hi,
+                        struct anchor *out, uint64_t *pos, uint64_t *sig)
 {
     uint32_t cand[STEPS_CANDIDATES];
     size_t nc = candidates(s, cand), n = 0;
@@ -477,7 +491,7 @@ static size_t repeating(const struct seq *s, uint64_t win_ns, struct anchor *out
     for (size_t c = 0; c < nc; c++) {
         uint64_t k = segments(s, cand[c], pos, sig);
         struct anchor a = {.sym = cand[c], .sync = sym_is_sync(s, cand[c])};
-        if (k < STEPS_MIN || (double)(s->t[pos[k - 1]] - s->t[pos[0]]) < STEPS_SPAN * (double)win_ns)
+        if (k < STEPS_MIN || !spans(s, pos, k, win_lo, win_hi))
             continue;
         if ((a.period = sig_period(sig, k - 1)) == 0)
             continue;
@@ -493,11 +507,12 @@ static size_t repeating(const struct seq *s, uint64_t win_ns, struct anchor *out
 /* The anchor: the most steps among those about as regular in time as the
  * most regular one (a kernel launched 20 times a step repeats its calls
  * too, but its "steps" are 19 short and one long). */
-static int try_anchors(const struct seq *s, uint64_t win_ns, struct anchor *best, uint64_t *pos,
+static int try_anchors(const struct seq *s, uint64_t win_lo, uint64_t win_hi,
+                       struct anchor *best, uint64_t *pos,
                        uint64_t *sig)
 {
     struct anchor a[STEPS_CANDIDATES];
-    size_t n = repeating(s, win_ns, a, pos, sig);
+    size_t n = repeating(s, win_lo, win_hi, a, pos, sig);
     double min_cv = INFINITY, max_cv;
     const struct anchor *pick = NULL;
 
@@ -600,7 +615,7 @@ static int steps_inferred(const struct model *m, const struct steps_opts *o, str
         seq_free(&s);
         return -ENOMEM;
     }
-    if (try_anchors(&s, o->win_hi_ns - o->win_lo_ns, &a, buf, buf + s.n + 1))
+    if (try_anchors(&s, o->win_lo_ns, o->win_hi_ns, &a, buf, buf + s.n + 1))
         rc = from_anchor(m, &s, thr, &a, buf, out);
     else
         snprintf(out->how, sizeof(out->how), "none: no call of thread %u repeats regularly",

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "account.h"
 #include "chains.h"
 #include "cudaspy/api.h"
 #include "cudaspy/runfile.h"
@@ -27,13 +28,21 @@
 
 enum cause {
     C_PIPE, C_TREE, C_EXT, C_PAGE, C_PAGEABLE, C_SYNC, C_CHURN, C_LAUNCH, C_IO, C_GPU, C_HOST,
-    C_COUNT
+    C_START, C_COUNT
 };
 
 static const char *const cause_names[C_COUNT] = {
     "data_pipeline_starvation", "cpu_contention_tree", "cpu_contention_external",
     "page_alloc_pressure", "pageable_memcpy", "sync_per_iteration", "alloc_churn",
-    "launch_bound", "io_wait", "gpu_bound", "host_bound"};
+    "launch_bound", "io_wait", "gpu_bound", "host_bound", "worker_startup"};
+
+/* The account's cause (account.h) behind each finding: its impact is the
+ * time the account's buckets of that cause hold; AC_NONE: not a view of
+ * the account (page_alloc_pressure, read from outlier calls; gpu_bound). */
+static const int cause_acct[C_COUNT] = {
+    [C_PIPE] = AC_PIPE,     [C_TREE] = AC_TREE,   [C_EXT] = AC_EXT,       [C_PAGE] = AC_NONE,
+    [C_PAGEABLE] = AC_PAGEABLE, [C_SYNC] = AC_SYNC, [C_CHURN] = AC_CHURN, [C_LAUNCH] = AC_LAUNCH,
+    [C_IO] = AC_IO,         [C_GPU] = AC_NONE,    [C_HOST] = AC_HOST,     [C_START] = AC_START};
 
 /* A process that held the CPU while a CUDA thread waited for it. */
 struct holder {
@@ -61,6 +70,7 @@ struct tail {
 struct finding {
     int cause;
     uint64_t impact_ns;
+    uint64_t impact_lo_ns, impact_hi_ns; /* 95 % interval (sampled GPU activity) */
     const struct tail *tail; /* the API whose tail this cause explains most, or NULL */
     const struct stats_row *row;
     json_t *evidence, *timeline, *examples;
@@ -74,6 +84,7 @@ struct ctx {
     struct stats_table *t;
     const struct feed *f;
     const struct gpu_truth *g;
+    const struct account *ac;
     uint64_t wall_ns; /* the CUDA-active windows (or the user's): severities' whole */
     struct tail *tails;
     uint64_t *pa_median; /* per process: page allocations per second, median window */
@@ -672,12 +683,22 @@ static json_t *gap_json(const struct model *m, const struct feed_gap *g)
 
 /* ---- findings ---- */
 
+/* A view of the account: what its cause owns, with its interval. */
+static uint64_t owned(const struct ctx *x, int cause, uint64_t *lo, uint64_t *hi)
+{
+    return account_cause(x->ac, cause_acct[cause], lo, hi);
+}
+
+/* A new finding; a view of the account gets the account's impact, the
+ * others @p impact. */
 static struct finding *fnew(struct ctx *x, int cause, uint64_t impact)
 {
     struct finding *f = &x->fnd[cause];
 
     f->cause = cause;
-    f->impact_ns = impact;
+    f->impact_ns = f->impact_lo_ns = f->impact_hi_ns = impact;
+    if (cause_acct[cause] != AC_NONE)
+        f->impact_ns = owned(x, cause, &f->impact_lo_ns, &f->impact_hi_ns);
     f->evidence = json_array();
     return f;
 }
@@ -955,12 +976,13 @@ static void f_pipe(struct ctx *x)
         if (!worst || pipe_wait(x, fp) > pipe_wait(x, worst))
             worst = fp;
     }
-    if (worst == NULL || wait == 0)
+    if (worst == NULL)
         return;
     gp = measured(x, worst->proc);
     nw = count_role(m, M_ROLE_WORKER, m->proc[worst->proc].run);
     cpus = ncpu(m, m->proc[worst->proc].run);
-    f = fnew(x, C_PIPE, wait);
+    f = fnew(x, C_PIPE, 0);
+    wait = f->impact_ns;
     if (gp) {
         jaddf(f->evidence, "GPU idle %s (%s)", fmt_ns(a, 32, idle), basis(gp, how, sizeof(how)));
         jaddf(f->evidence, "of it the feeding thread slept %s until the data pipeline (worker "
@@ -1099,6 +1121,8 @@ static void f_pageable(struct ctx *x)
         ex_ = pg_cpu - pg_cpu_sync / 2;
     }
     f = fnew(x, C_PAGEABLE, ex_);
+    jaddf(f->evidence, "GPU idle %s while the feeding thread staged pageable copies",
+          fmt_ns(a, 32, f->impact_ns));
     jaddf(f->evidence, "%" PRIu64 " copies of >= 64 KiB from pageable host memory: %.1f MiB in "
                        "%s (%s), %s of it on CPU staging the data",
           pg_n, (double)pg_b / 1048576.0, fmt_ns(a, 32, pg_ns), fmt_bw(b, 32, pg_b, pg_ns),
@@ -1118,7 +1142,7 @@ static void f_pageable(struct ctx *x)
     f->row = e.ns[0] ? stats_table_row(x->t, &m->call[e.call[0]]) : NULL;
     snprintf(f->summary, sizeof(f->summary), "%.1f MiB copied from pageable memory (%s) cost %s "
              "more than pinned copies would", (double)pg_b / 1048576.0,
-             fmt_bw(a, 32, pg_b, pg_ns), fmt_ns(b, 32, ex_));
+             fmt_bw(a, 32, pg_b, pg_ns), fmt_ns(b, 32, f->impact_ns));
     snprintf(f->host, sizeof(f->host), "%.1f MiB staged from pageable memory on the CPU, %s",
              (double)pg_b / 1048576.0, fmt_ns(d, 32, pg_cpu));
     snprintf(f->rec, sizeof(f->rec),
@@ -1159,9 +1183,11 @@ static void f_churn(struct ctx *x)
         ns += model_dur(c);
         ex_keep(&e, i, model_dur(c));
     }
-    if (na + nf < 50 || secs <= 0 || (double)(na + nf) / secs < 5.0)
+    if (na + nf == 0 || secs <= 0)
         return;
     f = fnew(x, C_CHURN, ns);
+    jaddf(f->evidence, "GPU idle %s while the feeding thread was inside the allocator",
+          fmt_ns(a, 32, f->impact_ns));
     jaddf(f->evidence, "%" PRIu64 " allocations + %" PRIu64 " frees (%.0f per second), %s "
                        "inside them",
           na, nf, (double)(na + nf) / secs, fmt_ns(a, 32, ns));
@@ -1180,57 +1206,6 @@ static void f_churn(struct ctx *x)
     f->examples = ex_json(m, &e);
     if (e.ns[0])
         f->timeline = tl_for_call(x, x->t, e.call[0]);
-}
-
-/* ---- processes side by side ---- */
-
-/* A process's share of a cause, 0 when the cause is not its. */
-typedef uint64_t share_fn(const struct ctx *x, const struct feed_proc *fp);
-
-struct span_v {
-    uint64_t t0, t1, v;
-};
-
-static int span_cmp(const void *a, const void *b)
-{
-    const struct span_v *p = a, *q = b;
-    return p->t0 < q->t0 ? -1 : p->t0 > q->t0;
-}
-
-/* The wall time a per-process cause costs processes that ran side by side
- * (the ranks of one job, each feeding its own GPU) is the largest of their
- * shares, not the sum: two ranks 7 % each inside launch calls lost 7 % of
- * the wall time, not 14 %. Groups the processes whose busy spans overlap
- * and adds up each group's largest share. Without memory for the groups,
- * the largest share. */
-static uint64_t side_by_side(const struct ctx *x, share_fn *share)
-{
-    const struct feed *f = x->f;
-    struct span_v *s = malloc((f->np ? f->np : 1) * sizeof(*s));
-    uint64_t sum = 0, grp = 0, end = 0, max = 0;
-    uint32_t n = 0;
-
-    for (uint32_t i = 0; i < f->np; i++) {
-        uint64_t v = share(x, &f->p[i]);
-        if (v == 0)
-            continue;
-        max = v > max ? v : max;
-        if (s)
-            s[n++] = (struct span_v){f->p[i].busy_first_ns, f->p[i].busy_last_ns, v};
-    }
-    if (s == NULL)
-        return max;
-    qsort(s, n, sizeof(*s), span_cmp);
-    for (uint32_t i = 0; i < n; i++) {
-        if (i > 0 && s[i].t0 >= end) { /* a new group starts */
-            sum += grp;
-            grp = 0;
-        }
-        grp = s[i].v > grp ? s[i].v : grp;
-        end = s[i].t1 > end ? s[i].t1 : end;
-    }
-    free(s);
-    return sum + grp;
 }
 
 /* The outermost synchronisation API with the most calls: what a per-step
@@ -1279,13 +1254,16 @@ static void f_sync(struct ctx *x)
 
     for (uint32_t i = 0; i < x->f->np; i++) {
         const struct feed_proc *fp = &x->f->p[i];
-        if (sync_share(x, fp) && (!worst || sync_share(x, fp) > sync_share(x, worst)))
+        if (!m->proc[fp->proc].selected)
+            continue;
+        if (!worst || sync_share(x, fp) > sync_share(x, worst) ||
+            (sync_share(x, fp) == sync_share(x, worst) && fp->syncs > worst->syncs))
             worst = fp;
     }
-    if (worst == NULL)
+    if (worst == NULL || worst->syncs == 0)
         return;
     gp = measured(x, worst->proc);
-    f = fnew(x, C_SYNC, side_by_side(x, sync_share));
+    f = fnew(x, C_SYNC, 0);
     jaddf(f->evidence, "%" PRIu64 " syncs for %" PRIu64 " kernel launches (one per %.1f "
                        "launches), %s waiting in them",
           worst->syncs, worst->launches, (double)worst->launches / (double)worst->syncs,
@@ -1294,26 +1272,32 @@ static void f_sync(struct ctx *x)
         jaddf(f->evidence, "after a sync returned, the GPU sat idle while the feeding thread "
                            "ran its next work on the CPU: %s (%s) that would have overlapped "
                            "the GPU work the sync waited for",
-              fmt_ns(b, 32, sync_share(x, worst)), basis(gp, how, sizeof(how)));
+              fmt_ns(b, 32, f->impact_ns), basis(gp, how, sizeof(how)));
         snprintf(f->summary, sizeof(f->summary), "the host synchronises every step (%" PRIu64
                  " syncs): it cannot run ahead, so its own work and the GPU's take turns "
-                 "(%s of GPU idle)", worst->syncs, fmt_ns(a, 32, sync_share(x, worst)));
+                 "(%s of GPU idle)", worst->syncs, fmt_ns(a, 32, f->impact_ns));
         snprintf(f->host, sizeof(f->host), "%" PRIu64 " syncs, then host work while the GPU "
-                 "waits: %s", worst->syncs, fmt_ns(a, 32, sync_share(x, worst)));
+                 "waits: %s", worst->syncs, fmt_ns(a, 32, f->impact_ns));
     } else {
         jaddf(f->evidence, "after each drain the GPU sat idle until the next enqueue returned: "
                            "%s over %" PRIu64 " gaps (%" PRIu64 " under 1 ms)",
-              fmt_ns(b, 32, sync_share(x, worst)), worst->gaps, worst->short_gaps);
+              fmt_ns(b, 32, f->impact_ns), worst->gaps, worst->short_gaps);
         if (worst->setup_idle_ns)
             jaddf(f->evidence, "not counted: %s of it in the set-up before the first step "
                                "(once a run: see steps.setup)",
                   fmt_ns(b, 32, worst->setup_idle_ns + worst->setup_relaunch_ns));
-        snprintf(f->summary, sizeof(f->summary), "the host synchronises after almost every "
-                 "launch (%" PRIu64 " syncs, %" PRIu64 " launches), so the GPU drains and waits "
-                 "for each next launch", worst->syncs, worst->launches);
+        if (worst->syncs * 2 >= worst->launches)
+            snprintf(f->summary, sizeof(f->summary), "the host synchronises after almost every "
+                     "launch (%" PRIu64 " syncs, %" PRIu64 " launches), so the GPU drains and "
+                     "waits for each next launch", worst->syncs, worst->launches);
+        else
+            snprintf(f->summary, sizeof(f->summary), "the host synchronises %" PRIu64 " times "
+                     "(one per %.1f launches) and then works while the GPU has nothing: %s that "
+                     "would have overlapped the GPU work the syncs waited for", worst->syncs,
+                     (double)worst->launches / (double)worst->syncs, fmt_ns(a, 32, f->impact_ns));
         snprintf(f->host, sizeof(f->host), "%" PRIu64 " syncs for %" PRIu64 " launches, GPU "
                  "idle %s after them", worst->syncs, worst->launches,
-                 fmt_ns(a, 32, sync_share(x, worst)));
+                 fmt_ns(a, 32, f->impact_ns));
     }
     snprintf(f->rec, sizeof(f->rec),
              "remove the per-step synchronisation: no .item(), .cpu(), print() or "
@@ -1339,24 +1323,6 @@ static void f_sync(struct ctx *x)
     f->row = busiest_sync_row(x->t);
 }
 
-/* Launch calls take most of the busy span, issued back to back, and the
- * known GPU idle is small: the host's launch cost sets the pace. */
-static int back_to_back(const struct feed_proc *fp, uint64_t span)
-{
-    return fp->launch_ns * 10 >= span * 3 && fp->launch_gap_p50_ns <= 2 * fp->launch_p50_ns &&
-           fp->idle_ns * 10 <= span;
-}
-
-/* Many launches in a tight host loop (median gap under 1 ms) while the host
- * almost never waits for the GPU (syncs under 5 % of the span): whatever the
- * kernels cost, the GPU finishes them before the host issues the next ones,
- * so the host (interpreter, launcher, launch calls) sets the pace. Triton and
- * Python loops of tiny kernels look like this. */
-static int host_paced(const struct feed_proc *fp, uint64_t span)
-{
-    return fp->launches >= 10000 && fp->launch_gap_p50_ns < 1000000 && fp->sync_ns * 20 <= span;
-}
-
 /* Median kernel of the process's first device with GPU activity, 0 if none. */
 static uint64_t kernel_p50(const struct ctx *x, uint32_t proc)
 {
@@ -1366,32 +1332,12 @@ static uint64_t kernel_p50(const struct ctx *x, uint32_t proc)
     return 0;
 }
 
-/* Measured: GPU idle while the feeding thread launched or went from one
- * launch to the next (stretches under GPU_SHORT_NS), when the GPU runs a
- * kernel faster than the host issues one. Host lower bound: time inside
- * launch calls of a process whose host sets the pace. */
-static uint64_t launch_share(const struct ctx *x, const struct feed_proc *fp)
-{
-    uint64_t span = fp->busy_last_ns - fp->busy_first_ns;
-    const struct gpu_proc *gp = measured(x, fp->proc);
-
-    if (!x->m->proc[fp->proc].selected || fp->launches < 1000 || span == 0)
-        return 0;
-    if (gp)
-        return kernel_p50(x, fp->proc) < fp->launch_p50_ns + fp->launch_gap_p50_ns
-                   ? gpu_estimate(gp, gp->by[GH_LAUNCH] + gp->host_short_ns)
-                   : 0;
-    if (!(back_to_back(fp, span) || host_paced(fp, span)))
-        return 0;
-    return fp->launch_ns;
-}
-
 /* launch_bound from the GPU's own timeline. */
 static void launch_measured(struct ctx *x, struct finding *f, const struct feed_proc *fp,
                             const struct gpu_proc *gp, uint64_t span)
 {
     uint64_t k50 = kernel_p50(x, fp->proc), every = fp->launch_p50_ns + fp->launch_gap_p50_ns;
-    uint64_t lost = launch_share(x, fp);
+    uint64_t lost = f->impact_ns;
     char a[32], b[32], d[32], how[200];
 
     jaddf(f->evidence, "%" PRIu64 " launches in %s (%.0f per second); the median kernel runs "
@@ -1424,15 +1370,15 @@ static void f_launch(struct ctx *x)
 
     for (uint32_t i = 0; i < x->f->np; i++) {
         const struct feed_proc *fp = &x->f->p[i];
-        if (launch_share(x, fp) && (!worst || fp->launches > worst->launches))
+        if (x->m->proc[fp->proc].selected && (!worst || fp->launches > worst->launches))
             worst = fp;
     }
-    if (worst == NULL)
+    if (worst == NULL || worst->launches == 0)
         return;
     uint64_t span = worst->busy_last_ns - worst->busy_first_ns;
     int keeps_up = worst->idle_ns * 10 <= span; /* back to back, else host-paced */
     const struct gpu_proc *gp = measured(x, worst->proc);
-    f = fnew(x, C_LAUNCH, side_by_side(x, launch_share));
+    f = fnew(x, C_LAUNCH, 0);
     if (gp) {
         launch_measured(x, f, worst, gp, span);
         return;
@@ -1501,6 +1447,10 @@ static const struct gpu_stretch *host_stretch(const struct ctx *x, uint32_t proc
     return NULL;
 }
 
+static void host_text(struct finding *f, uint64_t own, uint32_t nw);
+static void host_lower_bound(struct ctx *x, struct finding *f, const struct feed_proc *fp,
+                             uint32_t nw);
+
 static void f_host(struct ctx *x)
 {
     const struct model *m = x->m;
@@ -1515,15 +1465,20 @@ static void f_host(struct ctx *x)
 
     for (uint32_t i = 0; i < x->f->np; i++) {
         const struct feed_proc *fp = &x->f->p[i];
-        if (host_share(x, fp) && (!worst || host_share(x, fp) > host_share(x, worst)))
+        if (m->proc[fp->proc].selected &&
+            (!worst || host_share(x, fp) > host_share(x, worst)))
             worst = fp;
     }
     if (worst == NULL)
         return;
-    own = host_share(x, worst);
     gp = measured(x, worst->proc);
     nw = count_role(m, M_ROLE_WORKER, m->proc[worst->proc].run);
-    f = fnew(x, C_HOST, side_by_side(x, host_share));
+    f = fnew(x, C_HOST, 0);
+    own = f->impact_ns;
+    if (gp == NULL) {
+        host_lower_bound(x, f, worst, nw);
+        return;
+    }
     jaddf(f->evidence, "GPU idle %s while the CUDA thread ran host code outside CUDA calls, in "
                        "idle stretches of %s or more (%s)",
           fmt_ns(a, 32, own), fmt_ns(b, 32, GPU_SHORT_NS), basis(gp, how, sizeof(how)));
@@ -1545,26 +1500,9 @@ static void f_host(struct ctx *x)
                            "(set-up, once a run: see steps.setup)",
               fmt_ns(a, 32, su));
     }
-    snprintf(f->summary, sizeof(f->summary), "host-bound: the GPU waited %s while the CUDA "
-             "thread computed on the CPU between its launches (Python, data loading or "
-             "preprocessing in the main thread)", fmt_ns(a, 32, own));
-    snprintf(f->host, sizeof(f->host), "CUDA thread on CPU outside CUDA calls %s while the GPU "
-             "waited", fmt_ns(a, 32, own));
+    host_text(f, own, nw);
     snprintf(f->cuda, sizeof(f->cuda), "GPU busy %.0f %% (%s)", pct(gp->busy_ns, gp->covered_ns),
              gpu_source_name(gp->source));
-    if (nw == 0)
-        snprintf(f->rec, sizeof(f->rec),
-                 "move data loading and preprocessing out of the training loop's thread: "
-                 "DataLoader(num_workers > 0, pin_memory=True, persistent_workers=True), or do "
-                 "the preprocessing on the GPU; overlap what is left with GPU work (no sync "
-                 "before it), or capture the step in a CUDA graph (torch.compile)");
-    else
-        snprintf(f->rec, sizeof(f->rec),
-                 "the main thread's own work between steps keeps the GPU waiting although %u "
-                 "workers feed it: move it (metrics, logging, Python bookkeeping) off the "
-                 "step's critical path, overlap it with GPU work (no sync before it), or "
-                 "capture the step in a CUDA graph (torch.compile(mode=\"reduce-overhead\"))",
-                 nw);
     if ((st = host_stretch(x, worst->proc, &dev)) != NULL) {
         const struct m_proc *p = &m->proc[worst->proc];
         f->timeline = json_array();
@@ -1579,10 +1517,54 @@ static void f_host(struct ctx *x)
     }
 }
 
+/* host_bound's summary, host link and fix. */
+static void host_text(struct finding *f, uint64_t own, uint32_t nw)
+{
+    char a[32];
+
+    snprintf(f->summary, sizeof(f->summary), "host-bound: the GPU waited %s while the CUDA "
+             "thread computed on the CPU between its launches (Python, data loading or "
+             "preprocessing in the main thread)", fmt_ns(a, 32, own));
+    snprintf(f->host, sizeof(f->host), "CUDA thread on CPU outside CUDA calls %s while the GPU "
+             "waited", fmt_ns(a, 32, own));
+    if (nw == 0)
+        snprintf(f->rec, sizeof(f->rec),
+                 "move data loading and preprocessing out of the training loop's thread: "
+                 "DataLoader(num_workers > 0, pin_memory=True, persistent_workers=True), or do "
+                 "the preprocessing on the GPU; overlap what is left with GPU work (no sync "
+                 "before it), or capture the step in a CUDA graph (torch.compile)");
+    else
+        snprintf(f->rec, sizeof(f->rec),
+                 "the main thread's own work between steps keeps the GPU waiting although %u "
+                 "workers feed it: move it (metrics, logging, Python bookkeeping) off the "
+                 "step's critical path, overlap it with GPU work (no sync before it), or "
+                 "capture the step in a CUDA graph (torch.compile(mode=\"reduce-overhead\"))",
+                 nw);
+}
+
+/* host_bound without GPU activity: host code between a sync's return and
+ * the next enqueue, when the GPU is known to have had nothing. */
+static void host_lower_bound(struct ctx *x, struct finding *f, const struct feed_proc *fp,
+                             uint32_t nw)
+{
+    char a[32], b[32];
+
+    jaddf(f->evidence, "GPU idle %s while the CUDA thread ran host code between a sync's return "
+                       "and its next enqueue (host lower bound: no GPU activity recorded)",
+          fmt_ns(a, 32, f->impact_ns));
+    jaddf(f->evidence, "%" PRIu64 " such gaps, GPU idle >= %s in all",
+          fp->gaps, fmt_ns(b, 32, fp->idle_ns));
+    if (nw == 0)
+        jaddf(f->evidence, "no worker process: the data, if any, is loaded in the main process");
+    host_text(f, f->impact_ns, nw);
+    snprintf(f->cuda, sizeof(f->cuda), "GPU idle >= %s after syncs", fmt_ns(a, 32, fp->idle_ns));
+    (void)x;
+}
+
 static int any_above_low(const struct ctx *x)
 {
     for (int k = 0; k < C_COUNT; k++)
-        if (x->fnd[k].evidence && chains_severity(x->fnd[k].impact_ns, x->wall_ns) > CHAIN_LOW)
+        if (x->fnd[k].evidence && chains_severity(x->fnd[k].impact_lo_ns, x->wall_ns) > CHAIN_LOW)
             return 1;
     return 0;
 }
@@ -1655,6 +1637,40 @@ static void f_gpu(struct ctx *x)
              "precision, larger fused kernels, better occupancy");
 }
 
+/* DataLoader workers started anew (each epoch, persistent_workers=False):
+ * the feeding thread waited for each worker's first batch. */
+static void f_start(struct ctx *x)
+{
+    const struct model *m = x->m;
+    uint32_t nw = 0, late = 0, run = 0;
+    uint64_t first_step = x->ac->steps && x->ac->steps->n ? x->ac->steps->s[0].t_start_ns : 0;
+    struct finding *f = fnew(x, C_START, 0);
+    char a[32];
+
+    for (uint32_t p = 0; p < m->nproc; p++) {
+        if (m->proc[p].role != M_ROLE_WORKER || !m->proc[p].selected)
+            continue;
+        nw++;
+        late += first_step && m->proc[p].start_ns > first_step;
+        run = m->proc[p].run;
+    }
+    jaddf(f->evidence, "GPU idle %s while the feeding thread waited for the first batch of a "
+                       "worker process (its start-up: fork, imports, dataset set-up)",
+          fmt_ns(a, 32, f->impact_ns));
+    jaddf(f->evidence, "%u worker process(es) in the run, %u of them started after the first "
+                       "step", nw, late);
+    snprintf(f->summary, sizeof(f->summary), "data-loader workers are started anew during the "
+             "run (%u of %u after the first step): the GPU waited %s for their first batches",
+             late, nw, fmt_ns(a, 32, f->impact_ns));
+    snprintf(f->host, sizeof(f->host), "%u worker start-ups, %s waiting for first batches", late,
+             fmt_ns(a, 32, f->impact_ns));
+    snprintf(f->rec, sizeof(f->rec),
+             "keep the workers between epochs: DataLoader(persistent_workers=True); make the "
+             "workers' start cheap (no dataset loading in __init__ or worker_init_fn, "
+             "multiprocessing_context='fork'); more workers do not help this");
+    (void)run;
+}
+
 /* ---- assembly ---- */
 
 /* Average system CPU busy (permille) over @p m's windows, -1 if none. */
@@ -1697,6 +1713,47 @@ static void chain_line(const struct ctx *x, const struct finding *f, char *buf, 
 }
 
 
+/* The account's buckets the finding's impact is made of. */
+static json_t *owns_json(int cause)
+{
+    json_t *arr = json_array();
+
+    for (int b = 0; cause_acct[cause] != AC_NONE && b < AB_COUNT; b++)
+        if (account_owner(b) == cause_acct[cause])
+            json_array_append_new(arr, json_string(account_bucket_name(b)));
+    return arr;
+}
+
+/* What the median step would be without the cause: its owned time taken out
+ * of each measured step (account_whatif), else the median step shortened by
+ * the impact's share of the window. null without steps. */
+static json_t *whatif_json(const struct ctx *x, const struct finding *f)
+{
+    uint64_t p50 = 0, fixed = 0, n = x->ac->nstep;
+    const char *how = "steps";
+    char a[32], b[32], line[160];
+
+    if (cause_acct[f->cause] == AC_NONE || n == 0)
+        return json_null();
+    if (!account_whatif(x->ac, cause_acct[f->cause], &p50, &fixed)) {
+        uint64_t *d = malloc(n * sizeof(*d));
+        if (d == NULL)
+            return json_null();
+        steps_durations(x->ac->steps, d);
+        p50 = d[(n - 1) / 2];
+        free(d);
+        fixed = x->wall_ns ? p50 - (uint64_t)((double)p50 * (double)f->impact_ns /
+                                               (double)x->wall_ns)
+                           : p50;
+        how = "window";
+    }
+    double gain = p50 ? 100.0 * (double)(p50 - fixed) / (double)p50 : 0.0;
+    snprintf(line, sizeof(line), "if fixed: step p50 %s -> %s (-%.*f %%)", fmt_ns(a, 32, p50),
+             fmt_ns(b, 32, fixed), gain < 10 ? 1 : 0, gain);
+    return json_pack("{s:I, s:I, s:s, s:s}", "step_p50_ns", (json_int_t)p50, "step_p50_fixed_ns",
+                     (json_int_t)fixed, "from", how, "text", line);
+}
+
 static json_t *finding_json(const struct ctx *x, const struct finding *f)
 {
     const struct model *m = x->m;
@@ -1722,7 +1779,7 @@ static json_t *finding_json(const struct ctx *x, const struct finding *f)
         stats_row_name(r, n, sizeof(n));
     json_t *o = json_pack(
         "{s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:I, s:f, s:f, s:s, s:O, s:o, s:o, s:s}", "severity",
-        chains_sev_name(f->cause == C_GPU ? CHAIN_LOW : chains_severity(f->impact_ns, x->wall_ns)),
+        chains_sev_name(f->cause == C_GPU ? CHAIN_LOW : chains_severity(f->impact_lo_ns, x->wall_ns)),
         "cause", cause_names[f->cause], "api", n, "count", (json_int_t)(r ? r->s.count : 0),
         "p50_ns", (json_int_t)(r ? r->s.p50_ns : 0), "p99_ns", (json_int_t)(r ? r->s.p99_ns : 0),
         "ratio", r && r->s.p50_ns ? (double)r->s.p99_ns / (double)r->s.p50_ns : 0.0, "impact_ns",
@@ -1734,6 +1791,13 @@ static json_t *finding_json(const struct ctx *x, const struct finding *f)
     char line[768];
     chain_line(x, f, line, sizeof(line));
     json_object_set_new(o, "chain", json_string(line));
+    json_object_set_new(o, "impact_lo_ns", json_integer((json_int_t)f->impact_lo_ns));
+    json_object_set_new(o, "impact_hi_ns", json_integer((json_int_t)f->impact_hi_ns));
+    json_object_set_new(o, "owns", owns_json(f->cause));
+    json_object_set_new(o, "if_fixed", whatif_json(x, f));
+    json_object_set_new(o, "share_of", json_string(x->ac->ns[AB_SETUP]
+                                                       ? "the active window after the set-up"
+                                                       : "the active window"));
     return o;
 }
 
@@ -1752,8 +1816,26 @@ static int worth(const struct ctx *x, uint64_t ns)
     return ns > 0 && ns * 200 >= x->wall_ns; /* 0.5 % */
 }
 
+/* page_alloc_pressure is read from outlier calls, not the account: it
+ * gets at most what the account's findings leave of the window, so that
+ * the impacts never add up past it. */
+static void page_cap(struct ctx *x)
+{
+    struct finding *f = &x->fnd[C_PAGE];
+    uint64_t taken = 0;
+
+    if (f->evidence == NULL)
+        return;
+    for (int k = 0; k < C_COUNT; k++)
+        if (x->fnd[k].evidence && cause_acct[k] != AC_NONE)
+            taken += x->fnd[k].impact_ns;
+    if (f->impact_ns + taken > x->wall_ns)
+        f->impact_ns = x->wall_ns > taken ? x->wall_ns - taken : 0;
+    f->impact_lo_ns = f->impact_hi_ns = f->impact_ns;
+}
+
 json_t *chains_build(const struct model *m, struct stats_table *t, const struct feed *f,
-                     const struct gpu_truth *g, uint64_t wall_ns)
+                     const struct gpu_truth *g, const struct account *ac, uint64_t wall_ns)
 {
     struct ctx *x = calloc(1, sizeof(*x));
     struct finding *order[C_COUNT];
@@ -1766,6 +1848,7 @@ json_t *chains_build(const struct model *m, struct stats_table *t, const struct 
     x->t = t;
     x->f = f;
     x->g = g;
+    x->ac = ac;
     x->wall_ns = wall_ns;
     if (tails(x) < 0)
         goto out;
@@ -1773,19 +1856,16 @@ json_t *chains_build(const struct model *m, struct stats_table *t, const struct 
     run_wake(x);
     for (int k = 0; k < 2; k++)
         qsort(x->holders[k], HOLDERS, sizeof(x->holders[k][0]), cmp_holder);
-    if (worth(x, contention(x, 0)))
-        f_tree(x);
-    if (worth(x, contention(x, 1)))
-        f_ext(x);
-    if (worth(x, x->run_disk))
-        f_io(x);
-    f_pipe(x);
+    for (int k = 0; k < C_COUNT; k++) {
+        static void (*const build[C_COUNT])(struct ctx *) = {
+            [C_PIPE] = f_pipe, [C_TREE] = f_tree,     [C_EXT] = f_ext,     [C_PAGEABLE] = f_pageable,
+            [C_SYNC] = f_sync, [C_CHURN] = f_churn,   [C_LAUNCH] = f_launch, [C_IO] = f_io,
+            [C_HOST] = f_host, [C_START] = f_start};
+        if (build[k] && worth(x, owned(x, k, NULL, NULL)))
+            build[k](x);
+    }
     f_page(x);
-    f_pageable(x);
-    f_churn(x);
-    f_sync(x);
-    f_launch(x);
-    f_host(x);
+    page_cap(x);
     for (int k = 0; k < C_COUNT; k++) {
         struct finding *fd = &x->fnd[k];
         if (fd->evidence && !worth(x, fd->impact_ns)) {

@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "account.h"
 #include "feed.h"
 #include "gpu.h"
 #include "model/model.h"
@@ -26,7 +27,7 @@ enum chain_sev { CHAIN_LOW = 0, CHAIN_MEDIUM = 1, CHAIN_HIGH = 2 };
  * are set here). @p wall_ns is the whole that severities and percentages
  * use: the CUDA-active windows, or the user's. @return new reference */
 json_t *chains_build(const struct model *m, struct stats_table *t, const struct feed *f,
-                     const struct gpu_truth *g, uint64_t wall_ns);
+                     const struct gpu_truth *g, const struct account *ac, uint64_t wall_ns);
 
 /** "HIGH", "MEDIUM", "LOW". */
 const char *chains_sev_name(int sev);

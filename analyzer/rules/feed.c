@@ -190,7 +190,7 @@ static uint64_t incall_ns(const struct model *m, uint32_t thr, uint64_t t0, uint
     return sum;
 }
 
-/* Keeps gap @p g for rules/pyline.c. @return 0 or -ENOMEM */
+/* Keeps gap @p g for rules/pyline.c and rules/account.c. @return 0 or -ENOMEM */
 static int gap_keep(struct feed *f, const struct feed_gap *g)
 {
     if (f->ngap == f->cap_gap) {
@@ -224,7 +224,7 @@ static int ctx_gap(struct walk *w, const struct m_call *c)
     g.sleep_worker_ns = fp->split.sleep_worker_ns - before;
     top_gap(fp->longest, &g, 0);
     top_gap(fp->starved, &g, 1);
-    return w->m->ncstack ? gap_keep(w->f, &g) : 0;
+    return gap_keep(w->f, &g);
 }
 
 static int enqueue(struct walk *w, const struct m_call *c)

@@ -69,8 +69,8 @@ struct feed {
     uint32_t np;
     struct feed_stream *s;
     uint32_t ns, cap_s;
-    struct feed_gap *gap; /* every context gap, kept only when the model has
-                             stacks (rules/pyline.c names their lines) */
+    struct feed_gap *gap; /* every context gap, by process and time (rules/pyline.c
+                             names their lines, rules/account.c splits them) */
     uint64_t ngap, cap_gap;
 };
 

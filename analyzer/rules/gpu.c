@@ -325,7 +325,7 @@ static int dev_busy(const struct model *m, const struct gpu_dev *d, struct dev_i
 /* ---- what the feeding thread did ---- */
 
 /* The thread's first outermost call that ends after @p t. */
-static uint64_t call_from(const struct model *m, uint32_t t, uint64_t ts)
+uint64_t gpu_call_from(const struct model *m, uint32_t t, uint64_t ts)
 {
     const struct m_thread *th = &m->thr[t];
     uint64_t lo = M_FIRST_GT(struct m_call, m->call, t_enter_ns, th->first_call,
@@ -371,7 +371,7 @@ static int attribute(const struct model *m, uint32_t t, uint64_t a, uint64_t b, 
                      uint64_t *by)
 {
     const struct m_thread *th = &m->thr[t];
-    uint64_t ci = call_from(m, t, a), cend = th->first_call + th->ncalls;
+    uint64_t ci = gpu_call_from(m, t, a), cend = th->first_call + th->ncalls;
     uint64_t oi = model_off_after(m, t, a), oend = th->first_off + th->noff;
     uint64_t x = a, mine[GH_COUNT] = {0};
     int best = host_known ? GH_HOST_CODE : GH_UNKNOWN;
@@ -417,10 +417,10 @@ static int is_sync_call(const struct m_call *c)
            cs_api_table[c->api].is_sync;
 }
 
-static uint64_t sync_before(const struct model *m, uint32_t t, uint64_t a)
+uint64_t gpu_sync_before(const struct model *m, uint32_t t, uint64_t a)
 {
     const struct m_thread *th = &m->thr[t];
-    uint64_t first = call_from(m, t, a), end = th->first_call + th->ncalls;
+    uint64_t first = gpu_call_from(m, t, a), end = th->first_call + th->ncalls;
 
     for (uint64_t i = first; i < end && m->call[i].t_enter_ns <= a; i++)
         if (is_sync_call(&m->call[i]) && m->call[i].t_exit_ns >= a)
@@ -524,68 +524,38 @@ static uint64_t setup_host(const struct model *m, const struct gpu_stretch *s, i
     return pre[GH_HOST_CODE];
 }
 
-/* Walk the idle stretches of @p d inside its covered intervals (window
- * [@p lo, @p hi)); what is measured in each interval counts with its
- * cov_weight. */
-static void dev_idle(const struct model *m, struct gpu_dev *d, const struct dev_ivs *v,
-                     uint32_t fallback, int host_known, uint64_t lo, uint64_t hi,
-                     uint64_t setup_end)
+/* Walk the covered intervals of @p d (window [@p lo, @p hi)) in time
+ * order: each idle stretch and busy piece, with its interval's cov_weight
+ * and, for a stretch, the feeding thread the records around it name. */
+static void walk(const struct model *m, const struct gpu_dev *d, const struct dev_ivs *v,
+                 uint64_t lo, uint64_t hi, gpu_walk_fn *fn, void *arg)
 {
-    uint64_t last_sync = M_CALL_NONE, budget = 0;
     double *wk = malloc(v->ncov * sizeof(*wk) + 1);
 
     if (wk)
         cov_weights(d, v, lo, hi, wk);
     for (uint64_t k = 0; k < v->ncov; k++) {
-        uint64_t ca = v->cov[k].a, cb = v->cov[k].b, x = ca;
-        uint64_t j = iv_after(v->busy, v->nbusy, ca);
-        double w = wk ? wk[k] : 1.0;
-        d->covered_ns += cb - ca;
+        uint64_t cb = v->cov[k].b, x = v->cov[k].a;
+        uint64_t j = iv_after(v->busy, v->nbusy, x);
+        struct gpu_piece pc = {.cov = k, .w = wk ? wk[k] : 1.0, .cov_t0_ns = x, .cov_t1_ns = cb};
         for (;;) {
-            uint64_t y = j < v->nbusy && v->busy[j].a < cb ? v->busy[j].a : cb;
+            int more = j < v->nbusy && v->busy[j].a < cb;
+            uint64_t y = more ? v->busy[j].a : cb;
             if (y > x) { /* an idle stretch [x, y) */
-                struct gpu_stretch s = {x, y, M_NONE, GH_UNKNOWN};
-                uint64_t mine[GH_COUNT] = {0};
-                s.thr = j < v->nbusy && v->busy[j].a < cb ? rec_thread(m, v->busy[j].first)
-                                                          : M_NONE;
-                if (s.thr == M_NONE && j > 0)
-                    s.thr = rec_thread(m, v->busy[j - 1].last);
-                if (s.thr == M_NONE)
-                    s.thr = fallback;
-                if (s.thr != M_NONE)
-                    s.state = (uint8_t)attribute(m, s.thr, x, y, host_known, mine);
-                else
-                    mine[GH_UNKNOWN] += y - x;
-                for (int h = 0; h < GH_COUNT; h++)
-                    d->by[h] += weigh(mine[h], w);
-                d->stretches++;
-                if (y - x < GPU_SHORT_NS) {
-                    d->short_stretches++;
-                    d->host_short_ns += weigh(mine[GH_HOST_CODE], w);
-                } else if (s.thr != M_NONE) {
-                    uint64_t sc = sync_before(m, s.thr, x), host = mine[GH_HOST_CODE];
-                    if (x < setup_end) /* a stretch the set-up ends inside: its part */
-                        d->setup_host_ns += weigh(y <= setup_end ? host
-                                                  : setup_host(m, &s, host_known, setup_end), w);
-                    if (sc != last_sync && sc != M_CALL_NONE) {
-                        last_sync = sc;
-                        budget = iv_inside(v->busy, v->nbusy, m->call[sc].t_enter_ns,
-                                           m->call[sc].t_exit_ns);
-                    }
-                    if (sc != M_CALL_NONE) {
-                        uint64_t loss = host < budget ? host : budget;
-                        d->sync_loss_ns += weigh(loss, w);
-                        budget -= loss;
-                    }
-                }
-                top_keep(d->top, &s);
-                if (s.state == GH_HOST_CODE && x >= setup_end &&
-                    y - x > d->host_top.t1_ns - d->host_top.t0_ns)
-                    d->host_top = s;
+                pc.t0_ns = x, pc.t1_ns = y, pc.busy = 0;
+                pc.thr = more ? rec_thread(m, v->busy[j].first) : M_NONE;
+                pc.next_call = more ? m->gpu[v->busy[j].first].call : M_CALL_NONE;
+                if (pc.thr == M_NONE && j > 0)
+                    pc.thr = rec_thread(m, v->busy[j - 1].last);
+                fn(arg, &pc);
             }
-            if (j >= v->nbusy || v->busy[j].a >= cb)
+            if (!more)
                 break;
-            d->busy_ns += weigh(model_overlap(v->busy[j].a, v->busy[j].b, ca, cb), w);
+            pc.t0_ns = v->busy[j].a > x ? v->busy[j].a : x;
+            pc.t1_ns = v->busy[j].b < cb ? v->busy[j].b : cb;
+            pc.busy = 1, pc.thr = M_NONE, pc.next_call = M_CALL_NONE;
+            if (pc.t1_ns > pc.t0_ns)
+                fn(arg, &pc);
             x = v->busy[j].b;
             j++;
             if (x >= cb)
@@ -593,6 +563,95 @@ static void dev_idle(const struct model *m, struct gpu_dev *d, const struct dev_
         }
     }
     free(wk);
+}
+
+/* What dev_idle() keeps between the pieces of walk(). */
+struct idle_walk {
+    const struct model *m;
+    struct gpu_dev *d;
+    const struct dev_ivs *v;
+    uint32_t fallback;
+    int host_known;
+    uint64_t setup_end, last_sync, budget, last_cov;
+};
+
+static void idle_piece(void *arg, const struct gpu_piece *pc)
+{
+    struct idle_walk *iw = arg;
+    const struct model *m = iw->m;
+    struct gpu_dev *d = iw->d;
+    uint64_t x = pc->t0_ns, y = pc->t1_ns, mine[GH_COUNT] = {0};
+    struct gpu_stretch s = {x, y, pc->thr, GH_UNKNOWN};
+    double w = pc->w;
+
+    if (pc->cov != iw->last_cov) {
+        iw->last_cov = pc->cov;
+        d->covered_ns += iw->v->cov[pc->cov].b - iw->v->cov[pc->cov].a;
+    }
+    if (pc->busy) {
+        d->busy_ns += weigh(y - x, w);
+        return;
+    }
+    if (s.thr == M_NONE)
+        s.thr = iw->fallback;
+    if (s.thr != M_NONE)
+        s.state = (uint8_t)attribute(m, s.thr, x, y, iw->host_known, mine);
+    else
+        mine[GH_UNKNOWN] += y - x;
+    for (int h = 0; h < GH_COUNT; h++)
+        d->by[h] += weigh(mine[h], w);
+    d->stretches++;
+    if (y - x < GPU_SHORT_NS) {
+        d->short_stretches++;
+        d->host_short_ns += weigh(mine[GH_HOST_CODE], w);
+    } else if (s.thr != M_NONE) {
+        uint64_t sc = gpu_sync_before(m, s.thr, x), host = mine[GH_HOST_CODE];
+        if (x < iw->setup_end) /* a stretch the set-up ends inside: its part */
+            d->setup_host_ns += weigh(y <= iw->setup_end
+                                          ? host
+                                          : setup_host(m, &s, iw->host_known, iw->setup_end),
+                                      w);
+        if (sc != iw->last_sync && sc != M_CALL_NONE) {
+            iw->last_sync = sc;
+            iw->budget = iv_inside(iw->v->busy, iw->v->nbusy, m->call[sc].t_enter_ns,
+                                   m->call[sc].t_exit_ns);
+        }
+        if (sc != M_CALL_NONE) {
+            uint64_t loss = host < iw->budget ? host : iw->budget;
+            d->sync_loss_ns += weigh(loss, w);
+            iw->budget -= loss;
+        }
+    }
+    top_keep(d->top, &s);
+    if (s.state == GH_HOST_CODE && x >= iw->setup_end &&
+        y - x > d->host_top.t1_ns - d->host_top.t0_ns)
+        d->host_top = s;
+}
+
+/* The idle stretches of @p d inside its covered intervals (window
+ * [@p lo, @p hi)), each attributed to what the feeding thread did; what is
+ * measured in each interval counts with its cov_weight. */
+static void dev_idle(const struct model *m, struct gpu_dev *d, const struct dev_ivs *v,
+                     uint32_t fallback, int host_known, uint64_t lo, uint64_t hi,
+                     uint64_t setup_end)
+{
+    struct idle_walk iw = {m, d, v, fallback, host_known, setup_end, M_CALL_NONE, 0, UINT64_MAX};
+
+    walk(m, d, v, lo, hi, idle_piece, &iw);
+}
+
+void gpu_walk(const struct gpu_truth *g, const struct model *m, const struct gpu_dev *d,
+              uint64_t lo, uint64_t hi, gpu_walk_fn *fn, void *arg)
+{
+    walk(m, d, ivs_of(g, d), lo, hi, fn, arg);
+}
+
+uint64_t gpu_busy_inside(const struct gpu_truth *g, const struct gpu_dev *d, uint64_t t0,
+                         uint64_t t1)
+{
+    const struct dev_ivs *v = ivs_of(g, d);
+
+    return iv_inside(v->busy, v->nbusy, t0, t1);
 }
 
 /* ---- per-device statistics of the records ---- */

@@ -129,6 +129,37 @@ void gpu_bins(const struct gpu_truth *g, const struct model *m, uint32_t proc, u
 int gpu_idle_after(const struct gpu_truth *g, uint32_t proc, uint64_t t_ns, uint64_t until_ns,
                    uint64_t *idle_ns);
 
+/* A piece of a device's covered time, as gpu_walk() reports it. */
+struct gpu_piece {
+    uint64_t t0_ns, t1_ns;
+    uint64_t cov;   /* index of its covered interval (pieces of one come together) */
+    double w;       /* that interval's weight: the share of the window it stands for */
+    uint64_t cov_t0_ns, cov_t1_ns; /* that interval */
+    uint64_t next_call; /* a stretch: the call that enqueued the work ending it, M_CALL_NONE */
+    uint32_t thr;   /* a stretch: the feeding thread the records around it name, M_NONE */
+    uint8_t busy;   /* 1: the GPU ran something, 0: an idle stretch */
+};
+
+typedef void gpu_walk_fn(void *arg, const struct gpu_piece *p);
+
+/** Call @p fn for each idle stretch and busy piece of device @p d's covered
+ * intervals in time order, the weights computed over the window
+ * [@p lo, @p hi) (the process's active window) as gpu_compute() does. */
+void gpu_walk(const struct gpu_truth *g, const struct model *m, const struct gpu_dev *d,
+              uint64_t lo, uint64_t hi, gpu_walk_fn *fn, void *arg);
+
+/** GPU busy time of device @p d inside [@p t0, @p t1) (its records' union). */
+uint64_t gpu_busy_inside(const struct gpu_truth *g, const struct gpu_dev *d, uint64_t t0,
+                         uint64_t t1);
+
+/** Thread @p t's first outermost call that ends after @p ts (model.call index). */
+uint64_t gpu_call_from(const struct model *m, uint32_t t, uint64_t ts);
+
+/** Thread @p t's outermost sync that was running at @p a, or ended at most
+ * 200 us before it (an idle stretch that begins then follows from it);
+ * M_CALL_NONE if none. */
+uint64_t gpu_sync_before(const struct model *m, uint32_t t, uint64_t a);
+
 /** The "gpu" object of docs/json.md. */
 json_t *gpu_json(const struct gpu_truth *g, const struct model *m);
 

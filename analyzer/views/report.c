@@ -327,11 +327,18 @@ static void print_chain(const struct out *o, const json_t *c)
     char a[32], b[32], d[32];
     size_t i;
 
-    fprintf(o->f, "%s[%s]%s %s%s%s  impact %s (%.1f %% of the active window)\n", col(o, sc), sev,
+    fprintf(o->f, "%s[%s]%s %s%s%s  impact %s (%.1f %% of %s)\n", col(o, sc), sev,
             col(o, C_OFF), col(o, C_BOLD), gets_(c, "cause"), col(o, C_OFF),
             fmt_ns(a, sizeof(a), geti(c, "impact_ns")),
-            json_real_value(json_object_get(c, "impact_pct")));
+            json_real_value(json_object_get(c, "impact_pct")),
+            *gets_(c, "share_of") ? gets_(c, "share_of") : "the active window");
+    if (geti(c, "impact_hi_ns") > geti(c, "impact_lo_ns"))
+        fprintf(o->f, "  impact 95 %% interval %s to %s (sampled GPU activity)\n",
+                fmt_ns(a, sizeof(a), geti(c, "impact_lo_ns")),
+                fmt_ns(b, sizeof(b), geti(c, "impact_hi_ns")));
     fprintf(o->f, "  %s\n", gets_(c, "summary"));
+    if (*gets_(json_object_get(c, "if_fixed"), "text"))
+        fprintf(o->f, "  %s\n", gets_(json_object_get(c, "if_fixed"), "text"));
     fprintf(o->f, "  chain: %s\n", gets_(c, "chain"));
     if (*gets_(c, "api") && geti(c, "count"))
         fprintf(o->f, "  api %s: p50 %s, p99 %s (%.1fx), %s calls\n", gets_(c, "api"),
@@ -365,6 +372,42 @@ static int has_duty(const json_t *j)
         if (json_is_integer(json_object_get(v, "duty_ns")))
             return 1;
     return 0;
+}
+
+/* The account (docs/json.md "account"): every bucket of the window with
+ * its share and owner, and the sum, which is the window. */
+static void print_account(const struct out *o, const json_t *j)
+{
+    const json_t *ac = json_object_get(j, "account"), *v;
+    const char *src = gets_(ac, "source");
+    char a[32], b[32];
+    size_t i;
+
+    if (json_array_size(json_object_get(ac, "buckets")) == 0)
+        return;
+    fprintf(o->f, "\n%sACCOUNT%s (every ns of the CUDA-active window once; %s)\n",
+            col(o, C_BOLD), col(o, C_OFF),
+            !strcmp(src, "exact")     ? "GPU activity recorded throughout"
+            : !strcmp(src, "sampled") ? "sampled GPU activity, scaled to the window, 95 % interval"
+                                      : "host lower bound: GPU idle only after syncs");
+    json_array_foreach(json_object_get(ac, "buckets"), i, v) {
+        const char *own = gets_(v, "owner");
+        int wide = geti(v, "hi_ns") > geti(v, "lo_ns");
+        char line[160];
+        int n = snprintf(line, sizeof(line), "  %-20s %10s %6.1f %%", gets_(v, "name"),
+                         fmt_ns(a, sizeof(a), geti(v, "ns")),
+                         json_real_value(json_object_get(v, "pct")));
+        if (wide && n > 0 && (size_t)n < sizeof(line))
+            n += snprintf(line + n, sizeof(line) - (size_t)n, "  %s-%s",
+                          fmt_ns(a, sizeof(a), geti(v, "lo_ns")),
+                          fmt_ns(b, sizeof(b), geti(v, "hi_ns")));
+        if (*own && n > 0 && (size_t)n < sizeof(line))
+            snprintf(line + n, sizeof(line) - (size_t)n, "%*s-> %s", n < 58 ? 58 - n : 1, "",
+                     own);
+        fprintf(o->f, "%s\n", line);
+    }
+    fprintf(o->f, "  %-20s %10s  (the window: %s)\n", "sum", fmt_ns(a, sizeof(a), geti(ac, "sum_ns")),
+            fmt_ns(b, sizeof(b), geti(ac, "window_ns")));
 }
 
 static void print_chains(const struct out *o, const json_t *j)
@@ -614,6 +657,7 @@ void analysis_print(const struct analysis *a, FILE *out, int color)
     json_t *j = analysis_json(a);
 
     print_run(&o, j);
+    print_account(&o, j);
     print_chains(&o, j);
     print_apis(&o, j);
     print_by(&o, j, "apis_by_pid", "PROCESS");

@@ -438,7 +438,9 @@ static void step(struct step_ctx *c)
     if (c->sc == S_CHURN)
         c->t = call(CS_API_cudaFree, CS_API_cuMemFree_v2, c->t + 5 * US,
                     urand(300 * US, 700 * US), 0, 0, 0);
-    c->t += urand(150 * US, 300 * US); /* Python between steps, on CPU */
+    /* Python between steps, on CPU (page_alloc_pressure: little of it, so that the
+     * sync each step serialises less than the planted page storms cost) */
+    c->t += c->sc == S_PAGE ? urand(30 * US, 60 * US) : urand(150 * US, 300 * US);
     if (c->sc == S_GPU_SETUP_HOST)
         c->t += 3 * MS; /* and the host-bound loop's own work */
     if (c->sc != S_NOHOST && c->i % 5 == 0) { /* and now and then a short sleep (GC, logging) */

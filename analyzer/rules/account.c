@@ -1,0 +1,890 @@
+/* rules/account.c: the one account of account.h. Per feeding process and
+ * device it walks the window once: the set-up before the first step is one
+ * bucket; after it, where GPU activity was recorded, each busy piece and
+ * each idle stretch of the covered time (gpu_walk); elsewhere the host's
+ * lower bound, the feed's gaps (feed.h). Inside an idle stretch every
+ * feeding thread's state is followed at once (its CUDA calls and off-CPU
+ * intervals) and the nanosecond goes to the state that explains the wait
+ * best: a thread launching or running host code before one asleep, so that
+ * a main thread asleep while autograd's thread launches the backward is
+ * the launches, not a data wait. Sampled coverage is scaled to the window
+ * with a ratio estimator over the slices, which also gives each bucket's
+ * 95 % interval. Findings read it through account_cause(). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "account.h"
+#include "cudaspy/api.h"
+#include "cudaspy/record.h"
+#include "model/procs.h"
+#include "model/stats.h"
+
+/* What one feeding thread did at a moment, in the order that decides which
+ * thread the GPU waited for (a lower value explains the wait better). */
+enum st {
+    ST_LAUNCH, ST_PAGEABLE, ST_HOST, ST_ALLOC, ST_OTHER, ST_PRE_TREE, ST_PRE_EXT, ST_PRE_ANY,
+    ST_DISK, ST_SYNC, ST_DATA, ST_START, ST_SLEEP, ST_FEEDWAIT, ST_UNKNOWN, ST_COUNT
+};
+
+static const int st_bucket[ST_COUNT] = {
+    AB_LAUNCH,      AB_PAGEABLE,    AB_HOST_CODE,   AB_ALLOC,     AB_CUDA_OTHER,
+    AB_PREEMPT_TREE, AB_PREEMPT_EXT, AB_PREEMPT_TREE, AB_DISK,     AB_SYNC,
+    AB_DATA_WAIT,   AB_WORKER_START, AB_SLEEP,      AB_SLEEP,     AB_UNKNOWN};
+
+static const char *const bucket_names[AB_COUNT] = {
+    "setup",        "gpu_compute",   "gpu_copy",     "gpu_both",      "gpu_busy_or_unseen",
+    "gpu_queued",   "host_code",     "launch_pace",  "sync_serial",   "sync",
+    "launch",       "pageable_copy", "allocator",    "cuda_other",    "asleep_data",
+    "worker_startup", "asleep",      "preempted_tree", "preempted_external", "disk",
+    "unknown",      "no_cuda"};
+
+static const char *const cause_names[AC_COUNT] = {
+    "data_pipeline_starvation", "worker_startup", "host_bound",   "sync_per_iteration",
+    "launch_bound",             "pageable_memcpy", "alloc_churn", "cpu_contention_tree",
+    "cpu_contention_external",  "io_wait"};
+
+static const int owner[AB_COUNT] = {
+    [AB_SETUP] = AC_NONE,       [AB_GPU_COMPUTE] = AC_NONE,   [AB_GPU_COPY] = AC_NONE,
+    [AB_GPU_BOTH] = AC_NONE,    [AB_GPU_UNSEEN] = AC_NONE,    [AB_GPU_QUEUED] = AC_NONE,
+    [AB_HOST_CODE] = AC_HOST,   [AB_HOST_PACE] = AC_LAUNCH,   [AB_SYNC_SERIAL] = AC_SYNC,
+    [AB_SYNC] = AC_NONE,        [AB_LAUNCH] = AC_LAUNCH,      [AB_PAGEABLE] = AC_PAGEABLE,
+    [AB_ALLOC] = AC_CHURN,      [AB_CUDA_OTHER] = AC_NONE,    [AB_DATA_WAIT] = AC_PIPE,
+    [AB_WORKER_START] = AC_START, [AB_SLEEP] = AC_NONE,       [AB_PREEMPT_TREE] = AC_TREE,
+    [AB_PREEMPT_EXT] = AC_EXT,  [AB_DISK] = AC_IO,            [AB_UNKNOWN] = AC_NONE,
+    [AB_NO_CUDA] = AC_NONE};
+
+const char *account_bucket_name(int b)
+{
+    return (unsigned)b < AB_COUNT ? bucket_names[b] : "unknown";
+}
+
+const char *account_cause_name(int c)
+{
+    return (unsigned)c < AC_COUNT ? cause_names[c] : "none";
+}
+
+int account_owner(int b)
+{
+    return (unsigned)b < AB_COUNT ? owner[b] : AC_NONE;
+}
+
+/* ---- the walk's state ---- */
+
+struct actx {
+    const struct model *m;
+    const struct feed *f;
+    const struct gpu_truth *g;
+    struct account *ac;
+    uint64_t *first_wake;    /* per process: when it first woke a feeding thread */
+    struct acct *a;          /* the account being built */
+    const struct gpu_dev *d; /* its device (measured), or NULL */
+    int host_known;
+    int lb_launch;           /* lower bound: launches outside the gaps are the pace */
+    /* the covered interval being walked */
+    uint64_t cov;
+    double w, cur[AB_COUNT], cur_len;
+    uint64_t last_sync;
+    double budget;         /* GPU time the syncs waited for, not yet set against host work */
+    size_t bi;             /* the next step whose start ends the budget */
+    /* the steps of this process, if it has them */
+    const struct steps *s;
+    size_t si;
+};
+
+/* One feeding thread's position in its calls and off-CPU intervals. */
+struct tcur {
+    uint32_t t;
+    uint64_t ci, cend, oi, oend;
+};
+
+static void tcur_init(const struct model *m, struct tcur *k, uint32_t t, uint64_t x)
+{
+    const struct m_thread *th = &m->thr[t];
+
+    k->t = t;
+    k->ci = gpu_call_from(m, t, x);
+    k->cend = th->first_call + th->ncalls;
+    k->oi = model_off_after(m, t, x);
+    k->oend = th->first_off + th->noff;
+}
+
+static int is_feeder_tid(const struct acct *a, const struct model *m, uint32_t tid)
+{
+    for (uint32_t i = 0; i < a->nfeed; i++)
+        if (m->thr[a->feeder[i]].tid == tid)
+            return 1;
+    return 0;
+}
+
+static int call_st(const struct m_call *c)
+{
+    switch (cs_api_table[c->api].family) {
+    case CS_FAM_COPY: return (c->flags & CS_CF_PAGEABLE) ? ST_PAGEABLE : ST_LAUNCH;
+    case CS_FAM_LAUNCH:
+    case CS_FAM_MEMSET: return ST_LAUNCH;
+    case CS_FAM_SYNC: return ST_SYNC;
+    case CS_FAM_ALLOC:
+    case CS_FAM_FREE: return ST_ALLOC;
+    default: return ST_OTHER;
+    }
+}
+
+/* Asleep outside CUDA calls: who ended the sleep says what it waited for.
+ * A data-loader worker (its first delivery: the worker's start-up), a
+ * helper thread of the process (pin memory, a queue's feeder), another
+ * feeding thread (then that thread's own state explains the wait). */
+static int wake_st(const struct actx *x, uint32_t t, const struct m_off *o)
+{
+    const struct model *m = x->m;
+    const struct m_thread *th = &m->thr[t];
+    uint32_t w;
+
+    if (o->waker_pid == 0)
+        return ST_SLEEP;
+    w = model_find_proc(m, m->proc[th->proc].run, o->waker_pid);
+    if (w == M_NONE)
+        return ST_SLEEP;
+    if (m->proc[w].role == M_ROLE_WORKER) /* started after the first step: anew */
+        return x->first_wake[w] == o->t_end_ns && m->proc[w].start_ns >= x->a->setup_end_ns &&
+                       x->a->setup_end_ns > x->a->lo_ns
+                   ? ST_START
+                   : ST_DATA;
+    if (w == th->proc && o->waker_tid && o->waker_tid != th->tid)
+        return is_feeder_tid(x->a, m, o->waker_tid) ? ST_FEEDWAIT : ST_DATA;
+    return ST_SLEEP;
+}
+
+/* Thread @p k's state at @p x, and when it next changes into @p until. */
+static int tstate(const struct actx *x, struct tcur *k, uint64_t at, uint64_t *until)
+{
+    const struct model *m = x->m;
+    const struct m_call *c = NULL;
+    const struct m_off *o = NULL;
+    uint64_t y = UINT64_MAX;
+
+    while (k->ci < k->cend &&
+           (m->call[k->ci].t_exit_ns <= at || (m->call[k->ci].flags & CS_CF_NESTED)))
+        k->ci++;
+    while (k->oi < k->oend && m->off[k->oi].t_end_ns <= at)
+        k->oi++;
+    if (k->ci < k->cend && m->call[k->ci].t_enter_ns <= at)
+        c = &m->call[k->ci], y = c->t_exit_ns;
+    else if (k->ci < k->cend)
+        y = m->call[k->ci].t_enter_ns;
+    if (k->oi < k->oend && m->off[k->oi].t_start_ns <= at) {
+        o = &m->off[k->oi];
+        y = o->t_end_ns < y ? o->t_end_ns : y;
+    } else if (k->oi < k->oend && m->off[k->oi].t_start_ns < y) {
+        y = m->off[k->oi].t_start_ns;
+    }
+    *until = y;
+    if (o == NULL)
+        return c ? call_st(c) : x->host_known ? ST_HOST : ST_UNKNOWN;
+    if (o->cls == CS_OFF_PREEMPT)
+        return (o->flags & CS_HF_HOLDER_IN_TREE) ? ST_PRE_TREE : ST_PRE_EXT;
+    if (o->cls == CS_OFF_DISK)
+        return ST_DISK;
+    if (o->runq_ns && o->runq_ns < o->t_end_ns - o->t_start_ns) {
+        uint64_t woke = o->t_end_ns - o->runq_ns; /* runnable from here: kept off the CPU */
+        if (at >= woke)
+            return ST_PRE_ANY;
+        *until = woke < *until ? woke : *until;
+    }
+    return c ? call_st(c) : wake_st(x, k->t, o);
+}
+
+/* Add [t0, t1) in state @p st to @p mine; preemption by an unknown holder
+ * is split between the tree and the outside by their CPU shares then. */
+static void put(const struct actx *x, int st, uint64_t t0, uint64_t t1, double *mine)
+{
+    if (st == ST_PRE_ANY) {
+        const struct m_proc *p = &x->m->proc[x->a->proc];
+        double share = procs_ext_share(x->m, p->run, x->a->proc, t0, t1);
+        share = share < 0 ? 0.0 : share;
+        mine[AB_PREEMPT_EXT] += share * (double)(t1 - t0);
+        mine[AB_PREEMPT_TREE] += (1.0 - share) * (double)(t1 - t0);
+        return;
+    }
+    mine[st_bucket[st]] += (double)(t1 - t0);
+}
+
+/* Walk [@p t0, @p t1) of every feeding thread at once into @p mine; @p only
+ * set: keep only the states it lists (outside the lower bound's gaps). */
+static void states(const struct actx *x, uint64_t t0, uint64_t t1, double *mine,
+                   const unsigned char *only)
+{
+    struct tcur k[ACCT_FEEDERS];
+    uint32_t n = x->a->nfeed;
+    uint64_t at = t0;
+
+    for (uint32_t i = 0; i < n; i++)
+        tcur_init(x->m, &k[i], x->a->feeder[i], t0);
+    while (at < t1) {
+        int best = ST_COUNT;
+        uint64_t nxt = t1, u;
+        for (uint32_t i = 0; i < n; i++) {
+            int s = tstate(x, &k[i], at, &u);
+            best = s < best ? s : best;
+            nxt = u < nxt ? u : nxt;
+        }
+        if (n == 0)
+            best = ST_UNKNOWN;
+        nxt = nxt > at ? nxt : at + 1;
+        if (only == NULL || only[best])
+            put(x, best, at, nxt, mine);
+        else
+            mine[AB_GPU_UNSEEN] += (double)(nxt - at);
+        at = nxt;
+    }
+}
+
+/* ---- steps ---- */
+
+/* Spread what the causes own of [@p t0, @p t1) (@p mine, @p len long) over
+ * the steps it overlaps, in proportion. */
+static void steps_put(struct actx *x, uint64_t t0, uint64_t t1, const double *mine)
+{
+    const struct steps *s = x->s;
+    double len = (double)(t1 - t0);
+
+    if (s == NULL || x->ac->step == NULL || t1 <= t0)
+        return;
+    while (x->si < s->n && s->s[x->si].t_end_ns <= t0)
+        x->si++;
+    for (size_t i = x->si; i < s->n && s->s[i].t_start_ns < t1; i++) {
+        double part = (double)model_overlap(s->s[i].t_start_ns, s->s[i].t_end_ns, t0, t1) / len;
+        for (int b = 0; b < AB_COUNT; b++) {
+            int c = owner[b];
+            double v;
+            if (c == AC_NONE || mine[b] <= 0)
+                continue;
+            v = (double)x->ac->step[i].own[c] + mine[b] * part;
+            x->ac->step[i].own[c] = v > 4e9 ? 4000000000u : (uint32_t)v;
+        }
+    }
+}
+
+/* Steps wholly inside [@p t0, @p t1) are measured. */
+static void steps_cover(struct actx *x, uint64_t t0, uint64_t t1)
+{
+    const struct steps *s = x->s;
+    size_t i;
+
+    if (s == NULL || x->ac->step == NULL)
+        return;
+    i = M_FIRST_GE(struct m_step, s->s, t_start_ns, 0, s->n, t0);
+    for (; i < s->n && s->s[i].t_end_ns <= t1; i++)
+        x->ac->step[i].measured = 1;
+}
+
+/* ---- measured: the covered time ---- */
+
+/* The covered interval walked so far enters the moments. */
+static void cov_flush(struct actx *x)
+{
+    struct acct *a = x->a;
+    double xk = x->w * x->cur_len;
+
+    if (x->cur_len <= 0)
+        return;
+    a->sx += xk;
+    a->sxx += xk * xk;
+    for (int b = 0; b < AB_COUNT; b++) {
+        double yk = x->w * x->cur[b];
+        a->sy[b] += yk;
+        a->syy[b] += yk * yk;
+        a->sxy[b] += xk * yk;
+    }
+    a->nk++;
+    memset(x->cur, 0, sizeof(x->cur));
+    x->cur_len = 0;
+}
+
+/* Host work in @p mine that the GPU work syncs waited for would have
+ * hidden, had the host not waited: it moves to AB_SYNC_SERIAL, host code
+ * first, then launches, while the budget lasts. */
+static void serial(struct actx *x, double *mine)
+{
+    static const int from[] = {AB_HOST_CODE, AB_LAUNCH};
+
+    for (size_t i = 0; i < sizeof(from) / sizeof(from[0]) && x->budget > 0; i++) {
+        double loss = mine[from[i]] < x->budget ? mine[from[i]] : x->budget;
+        mine[from[i]] -= loss;
+        mine[AB_SYNC_SERIAL] += loss;
+        x->budget -= loss;
+    }
+}
+
+/* The GPU work sync @p sc waited for joins the budget that host work after
+ * it may use up; a step's start ends the budget (work of one step cannot
+ * hide the next one's host work), as does a new process. */
+static void budget_add(struct actx *x, uint64_t sc, uint64_t ns)
+{
+    if (sc == x->last_sync || sc == M_CALL_NONE)
+        return;
+    x->last_sync = sc;
+    x->budget += (double)ns;
+}
+
+static void budget_step(struct actx *x, uint64_t t)
+{
+    const struct steps *s = x->s;
+
+    while (s && x->bi < s->n && s->s[x->bi].t_start_ns <= t) {
+        x->bi++;
+        x->budget = 0;
+    }
+}
+
+/* An idle stretch [t0, t1): what the feeders did, then what a sync before
+ * it and the stretch's length say of the host work in it. */
+static void idle_stretch(struct actx *x, const struct gpu_piece *pc, uint64_t t0, uint64_t t1,
+                         double *mine)
+{
+    const struct model *m = x->m;
+    const struct m_call *nc = pc->next_call != M_CALL_NONE ? &m->call[pc->next_call] : NULL;
+    uint32_t thr = pc->thr != M_NONE ? pc->thr : x->a->nfeed ? x->a->feeder[0] : M_NONE;
+    uint64_t sc;
+
+    if (nc && nc->t_exit_ns <= pc->t0_ns) { /* its next work was queued: a GPU-side gap */
+        mine[AB_GPU_QUEUED] += (double)(t1 - t0);
+        return;
+    }
+    states(x, t0, t1, mine, NULL);
+    budget_step(x, t0);
+    sc = thr != M_NONE ? gpu_sync_before(m, thr, pc->t0_ns) : M_CALL_NONE;
+    if (sc != M_CALL_NONE)
+        budget_add(x, sc, gpu_busy_inside(x->g, x->d, m->call[sc].t_enter_ns,
+                                          m->call[sc].t_exit_ns));
+    if (sc != M_CALL_NONE || x->budget > 0)
+        serial(x, mine);
+    if (pc->t1_ns - pc->t0_ns < GPU_SHORT_NS) {
+        mine[AB_HOST_PACE] += mine[AB_HOST_CODE];
+        mine[AB_HOST_CODE] = 0;
+    }
+}
+
+static void piece(void *arg, const struct gpu_piece *pc)
+{
+    struct actx *x = arg;
+    struct acct *a = x->a;
+    uint64_t t0 = pc->t0_ns > a->setup_end_ns ? pc->t0_ns : a->setup_end_ns, t1 = pc->t1_ns;
+    double mine[AB_COUNT] = {0};
+
+    if (pc->cov != x->cov) {
+        cov_flush(x);
+        x->cov = pc->cov;
+        x->w = pc->w;
+        steps_cover(x, pc->cov_t0_ns, pc->cov_t1_ns);
+    }
+    if (t1 > a->hi_ns)
+        t1 = a->hi_ns;
+    if (t1 <= t0)
+        return;
+    if (pc->busy)
+        mine[AB_GPU_COMPUTE] = (double)(t1 - t0);
+    else
+        idle_stretch(x, pc, t0, t1, mine);
+    for (int b = 0; b < AB_COUNT; b++)
+        x->cur[b] += mine[b];
+    x->cur_len += (double)(t1 - t0);
+    a->covered_ns += t1 - t0;
+    steps_put(x, t0, t1, mine);
+}
+
+/* GPU busy split by what ran: kernels alone, copies alone, both at once
+ * (the device's own union times), applied to the estimated busy. */
+static void busy_split(struct acct *a, const struct gpu_dev *d)
+{
+    uint64_t k = d->kernel_ns > d->overlap_ns ? d->kernel_ns - d->overlap_ns : 0;
+    uint64_t c = d->copy_ns > d->overlap_ns ? d->copy_ns - d->overlap_ns : 0;
+    double sum = (double)(k + c + d->overlap_ns), fc, fb;
+    uint64_t busy = a->ns[AB_GPU_COMPUTE];
+
+    if (sum <= 0)
+        return;
+    fc = (double)c / sum, fb = (double)d->overlap_ns / sum;
+    a->ns[AB_GPU_COPY] = (uint64_t)((double)busy * fc);
+    a->ns[AB_GPU_BOTH] = (uint64_t)((double)busy * fb);
+    a->ns[AB_GPU_COMPUTE] = busy - a->ns[AB_GPU_COPY] - a->ns[AB_GPU_BOTH];
+    for (int b = AB_GPU_COPY; b <= AB_GPU_BOTH; b++) {
+        double f = b == AB_GPU_COPY ? fc : fb;
+        a->lo[b] = (uint64_t)((double)a->lo[AB_GPU_COMPUTE] * f);
+        a->hi[b] = (uint64_t)((double)a->hi[AB_GPU_COMPUTE] * f);
+    }
+    a->lo[AB_GPU_COMPUTE] = (uint64_t)((double)a->lo[AB_GPU_COMPUTE] * (1 - fc - fb));
+    a->hi[AB_GPU_COMPUTE] = (uint64_t)((double)a->hi[AB_GPU_COMPUTE] * (1 - fc - fb));
+}
+
+/* The buckets from the moments: each the ratio of its measured time to the
+ * covered time, times the window after the set-up; its interval from the
+ * ratio estimator's variance over the covered intervals, with the finite
+ * population correction (exact coverage: no width). */
+static void estimate(struct acct *a)
+{
+    uint64_t wn = a->hi_ns - a->setup_end_ns, sum = 0;
+    double n = (double)a->nk, f = wn ? (double)a->covered_ns / (double)wn : 1.0;
+    int big = AB_GPU_COMPUTE;
+
+    f = f > 1.0 ? 1.0 : f;
+    for (int b = AB_GPU_COMPUTE; b < AB_COUNT; b++) {
+        double r = a->sx > 0 ? a->sy[b] / a->sx : 0.0, se;
+        a->ns[b] = (uint64_t)(r * (double)wn + 0.5);
+        sum += a->ns[b];
+        big = a->ns[b] > a->ns[big] ? b : big;
+        if (f >= 0.999) {
+            a->lo[b] = a->hi[b] = a->ns[b];
+            continue;
+        }
+        if (n < 2) { /* one slice says nothing of its spread */
+            a->lo[b] = 0, a->hi[b] = wn;
+            continue;
+        }
+        se = (a->syy[b] - 2 * r * a->sxy[b] + r * r * a->sxx) * n / (n - 1) / (a->sx * a->sx);
+        se = sqrt(se > 0 ? se * (1.0 - f) : 0.0);
+        a->lo[b] = r - 1.96 * se > 0 ? (uint64_t)((r - 1.96 * se) * (double)wn) : 0;
+        a->hi[b] = r + 1.96 * se < 1 ? (uint64_t)((r + 1.96 * se) * (double)wn) : wn;
+    }
+    if (sum != wn) /* rounding: the largest bucket absorbs it */
+        a->ns[big] = a->ns[big] + wn > sum ? a->ns[big] + wn - sum : 0;
+    a->lo[big] = a->lo[big] < a->ns[big] ? a->lo[big] : a->ns[big];
+    a->hi[big] = a->hi[big] > a->ns[big] ? a->hi[big] : a->ns[big];
+}
+
+static void measured(struct actx *x, const struct gpu_dev *d)
+{
+    struct acct *a = x->a;
+    uint64_t plo, phi;
+
+    procs_active_window(x->m, a->proc, &plo, &phi);
+    x->d = d;
+    x->cov = UINT64_MAX;
+    gpu_walk(x->g, x->m, d, plo, phi, piece, x);
+    cov_flush(x);
+    estimate(a);
+    busy_split(a, d);
+}
+
+/* ---- the host's lower bound ---- */
+
+/* What counts outside the gaps: the host states a lower bound cannot tie
+ * to GPU idle but that cost the feeder its time all the same. */
+static void lb_only(const struct actx *x, unsigned char *only)
+{
+    memset(only, 0, ST_COUNT);
+    only[ST_PAGEABLE] = only[ST_ALLOC] = only[ST_DISK] = 1;
+    only[ST_PRE_TREE] = only[ST_PRE_EXT] = only[ST_PRE_ANY] = 1;
+    only[ST_LAUNCH] = (unsigned char)x->lb_launch;
+}
+
+/* Launch calls take most of the busy span back to back, or the host issues
+ * many in a tight loop and almost never waits (feed.h): the launch cost
+ * sets the pace even where no gap shows it. */
+static int lb_launch_paced(const struct feed_proc *fp)
+{
+    uint64_t span = fp->busy_last_ns - fp->busy_first_ns;
+
+    if (fp->launches < 1000 || span == 0)
+        return 0;
+    return (fp->launch_ns * 10 >= span * 3 && fp->launch_gap_p50_ns <= 2 * fp->launch_p50_ns &&
+            fp->idle_ns * 10 <= span) ||
+           (fp->launches >= 10000 && fp->launch_gap_p50_ns < 1000000 &&
+            fp->sync_ns * 20 <= span);
+}
+
+/* A gap [t0, t1) after drain @p g, up to the end of the enqueue that ends
+ * it: the feeders' states; host work in it, up to the time the drains
+ * waited (the GPU's work then, at most), is the syncs' (it would overlap). */
+static void lb_gap(struct actx *x, const struct feed_gap *g, uint64_t t0, uint64_t t1,
+                   double *mine)
+{
+    const struct m_call *dc = &x->m->call[g->drain_call];
+
+    states(x, t0, t1, mine, NULL);
+    budget_step(x, t0);
+    budget_add(x, g->drain_call, dc->t_exit_ns - dc->t_enter_ns);
+    serial(x, mine);
+}
+
+static void lower_bound(struct actx *x)
+{
+    struct acct *a = x->a;
+    const struct feed *f = x->f;
+    const struct feed_proc *fp = feed_find(f, a->proc);
+    unsigned char only[ST_COUNT];
+    double mine[AB_COUNT] = {0};
+    uint64_t at = a->setup_end_ns, gi = 0;
+
+    x->lb_launch = fp ? lb_launch_paced(fp) : 0;
+    lb_only(x, only);
+    while (gi < f->ngap && x->m->thr[x->m->call[f->gap[gi].next_call].thr].proc != a->proc)
+        gi++;
+    for (; gi < f->ngap && at < a->hi_ns; gi++) {
+        const struct feed_gap *g = &f->gap[gi];
+        uint64_t end = x->m->call[g->next_call].t_exit_ns; /* the enqueue: still idle */
+        uint64_t g0 = g->t0_ns > at ? g->t0_ns : at, g1 = end < a->hi_ns ? end : a->hi_ns;
+        double part[AB_COUNT] = {0};
+        if (x->m->thr[x->m->call[g->next_call].thr].proc != a->proc)
+            break;
+        if (g1 <= g0)
+            continue;
+        states(x, at, g0, part, only);
+        lb_gap(x, g, g0, g1, part);
+        for (int b = 0; b < AB_COUNT; b++)
+            mine[b] += part[b];
+        steps_put(x, at, g1, part);
+        at = g1;
+    }
+    if (at < a->hi_ns) {
+        double part[AB_COUNT] = {0};
+        states(x, at, a->hi_ns, part, only);
+        for (int b = 0; b < AB_COUNT; b++)
+            mine[b] += part[b];
+        steps_put(x, at, a->hi_ns, part);
+    }
+    steps_cover(x, a->setup_end_ns, a->hi_ns);
+    {
+        uint64_t wn = a->hi_ns - a->setup_end_ns, sum = 0;
+        for (int b = AB_GPU_COMPUTE; b < AB_COUNT; b++) {
+            a->ns[b] = (uint64_t)(mine[b] + 0.5);
+            sum += a->ns[b];
+        }
+        a->ns[AB_GPU_UNSEEN] = a->ns[AB_GPU_UNSEEN] + wn > sum ? a->ns[AB_GPU_UNSEEN] + wn - sum : 0;
+        for (int b = AB_GPU_COMPUTE; b < AB_COUNT; b++)
+            a->lo[b] = a->hi[b] = a->ns[b];
+    }
+    a->covered_ns = a->hi_ns - a->setup_end_ns;
+}
+
+/* ---- processes ---- */
+
+/* Threads of @p a's process that enqueued GPU work: those with at least a
+ * hundredth of the busiest one's enqueues (a thread that copies once a
+ * minute feeds nothing), at most ACCT_FEEDERS. */
+static void feeders(const struct model *m, struct acct *a)
+{
+    uint64_t cnt[ACCT_FEEDERS] = {0}, most = 0;
+    uint32_t n = 0;
+
+    for (uint32_t t = 0; t < m->nthr; t++) {
+        const struct m_thread *th = &m->thr[t];
+        uint64_t e = 0;
+        if (th->proc != a->proc)
+            continue;
+        for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++) {
+            const struct m_call *c = &m->call[i];
+            int fam = cs_api_table[c->api].family;
+            e += !(c->flags & (CS_CF_NESTED | CS_CF_CAPTURING)) &&
+                 (fam == CS_FAM_LAUNCH || fam == CS_FAM_COPY || fam == CS_FAM_MEMSET);
+        }
+        if (e == 0)
+            continue;
+        if (n < ACCT_FEEDERS) {
+            a->feeder[n] = t, cnt[n++] = e;
+        } else {
+            uint32_t low = 0;
+            for (uint32_t i = 1; i < n; i++)
+                low = cnt[i] < cnt[low] ? i : low;
+            if (e > cnt[low])
+                a->feeder[low] = t, cnt[low] = e;
+        }
+        most = e > most ? e : most;
+    }
+    a->nfeed = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (cnt[i] * 100 >= most)
+            a->feeder[a->nfeed++] = a->feeder[i];
+}
+
+/* When each worker process first woke one of the feeding threads of @p a. */
+static void first_wakes(const struct model *m, const struct acct *a, uint64_t *fw)
+{
+    for (uint32_t i = 0; i < a->nfeed; i++) {
+        const struct m_thread *th = &m->thr[a->feeder[i]];
+        for (uint64_t k = th->first_off; k < th->first_off + th->noff; k++) {
+            const struct m_off *o = &m->off[k];
+            uint32_t w;
+            if (o->waker_pid == 0 || o->cls == CS_OFF_PREEMPT)
+                continue;
+            w = model_find_proc(m, m->proc[th->proc].run, o->waker_pid);
+            if (w != M_NONE && m->proc[w].role == M_ROLE_WORKER && o->t_end_ns < fw[w])
+                fw[w] = o->t_end_ns;
+        }
+    }
+}
+
+static int acct_add(struct account *ac, uint32_t *cap)
+{
+    if (ac->na == *cap) {
+        uint32_t c = *cap ? *cap * 2 : 8;
+        struct acct *q = realloc(ac->a, c * sizeof(*q));
+        if (q == NULL)
+            return -ENOMEM;
+        ac->a = q;
+        *cap = c;
+    }
+    memset(&ac->a[ac->na], 0, sizeof(ac->a[0]));
+    return 0;
+}
+
+static void acct_one(struct actx *x, struct acct *a, const struct gpu_dev *d,
+                     const struct step_setup *su)
+{
+    const struct model *m = x->m;
+    const struct m_run *run = &m->runs[m->proc[a->proc].run];
+
+    procs_active_window(m, a->proc, &a->lo_ns, &a->hi_ns);
+    a->hi_ns = a->hi_ns > a->lo_ns ? a->hi_ns : a->lo_ns;
+    a->setup_end_ns = a->lo_ns;
+    if (su->proc == a->proc && su->end_ns > a->lo_ns)
+        a->setup_end_ns = su->end_ns < a->hi_ns ? su->end_ns : a->hi_ns;
+    a->ns[AB_SETUP] = a->lo[AB_SETUP] = a->hi[AB_SETUP] = a->setup_end_ns - a->lo_ns;
+    feeders(m, a);
+    first_wakes(m, a, x->first_wake);
+    x->a = a;
+    x->host_known = run->counts[CS_REC_OFFCPU] > 0;
+    x->s = x->ac->steps && x->ac->steps->thr != M_NONE &&
+                   m->thr[x->ac->steps->thr].proc == a->proc && x->ac->step &&
+                   (d == NULL || d->device == a->device)
+               ? x->ac->steps
+               : NULL;
+    x->si = x->bi = 0;
+    x->budget = 0;
+    x->last_sync = M_CALL_NONE;
+    memset(x->cur, 0, sizeof(x->cur));
+    x->cur_len = 0;
+    if (d && d->source >= GPU_SRC_SAMPLED) {
+        a->source = d->source;
+        measured(x, d);
+        if (a->covered_ns > 0)
+            return;
+        memset(a->ns + AB_GPU_COMPUTE, 0, sizeof(a->ns[0]) * (AB_COUNT - AB_GPU_COMPUTE));
+    }
+    a->source = GPU_SRC_HOST;
+    lower_bound(x);
+}
+
+/* Processes whose windows overlap ran side by side (the ranks of a job):
+ * the one with the most time not on the GPU stands for them, so that a
+ * cause of every rank counts once, not once a rank. */
+static void representatives(struct account *ac)
+{
+    uint32_t *ord = malloc((ac->na + 1) * sizeof(*ord));
+    uint64_t end = 0;
+    uint32_t best = 0, n = ac->na;
+
+    if (ord == NULL) {
+        for (uint32_t i = 0; i < n; i++)
+            ac->a[i].is_rep = i == 0;
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        ord[i] = i;
+    for (uint32_t i = 1; i < n; i++) /* few processes: insertion sort by start */
+        for (uint32_t j = i; j > 0 && ac->a[ord[j]].lo_ns < ac->a[ord[j - 1]].lo_ns; j--) {
+            uint32_t t = ord[j];
+            ord[j] = ord[j - 1], ord[j - 1] = t;
+        }
+    for (uint32_t i = 0; i < n; i++) {
+        const struct acct *a = &ac->a[ord[i]];
+        uint64_t idle = a->hi_ns - a->setup_end_ns - a->ns[AB_GPU_COMPUTE] - a->ns[AB_GPU_COPY] -
+                        a->ns[AB_GPU_BOTH];
+        const struct acct *b = &ac->a[best];
+        uint64_t bidle = b->hi_ns - b->setup_end_ns - b->ns[AB_GPU_COMPUTE] - b->ns[AB_GPU_COPY] -
+                         b->ns[AB_GPU_BOTH];
+        if (i > 0 && a->lo_ns >= end) { /* a new group */
+            ac->a[best].is_rep = 1;
+            best = ord[i];
+        } else if (i == 0 || idle > bidle) {
+            best = ord[i];
+        }
+        end = a->hi_ns > end ? a->hi_ns : end;
+    }
+    if (n)
+        ac->a[best].is_rep = 1;
+    free(ord);
+}
+
+static void totals(struct account *ac)
+{
+    uint64_t sum = 0;
+
+    for (uint32_t i = 0; i < ac->na; i++) {
+        const struct acct *a = &ac->a[i];
+        if (!a->is_rep)
+            continue;
+        for (int b = 0; b < AB_COUNT; b++) {
+            ac->ns[b] += a->ns[b];
+            ac->lo[b] += a->lo[b];
+            ac->hi[b] += a->hi[b];
+            sum += a->ns[b];
+        }
+        ac->source = a->source > ac->source ? a->source : ac->source;
+    }
+    if (ac->window_ns > sum)
+        ac->ns[AB_NO_CUDA] = ac->lo[AB_NO_CUDA] = ac->hi[AB_NO_CUDA] = ac->window_ns - sum;
+    else
+        ac->window_ns = sum;
+}
+
+int account_compute(struct account *ac, const struct model *m, const struct feed *f,
+                    const struct gpu_truth *g, const struct steps *s,
+                    const struct step_setup *su, uint64_t wall_ns)
+{
+    struct actx x = {.m = m, .f = f, .g = g, .ac = ac};
+    uint32_t cap = 0;
+    int rc = 0;
+
+    memset(ac, 0, sizeof(*ac));
+    ac->window_ns = wall_ns;
+    ac->steps = s;
+    if (s && s->n) {
+        ac->step = calloc(s->n, sizeof(*ac->step));
+        ac->nstep = ac->step ? s->n : 0;
+    }
+    x.first_wake = malloc((m->nproc + 1) * sizeof(*x.first_wake));
+    if (x.first_wake == NULL)
+        return -ENOMEM;
+    for (uint32_t p = 0; p < m->nproc; p++)
+        x.first_wake[p] = UINT64_MAX;
+    for (uint32_t p = 0; p < m->nproc && rc == 0; p++) {
+        int any = 0;
+        if (!m->proc[p].has_cuda || !m->proc[p].selected)
+            continue;
+        for (uint32_t i = 0; g && i < g->nd && rc == 0; i++) {
+            if (g->d[i].proc != p || g->d[i].source < GPU_SRC_SAMPLED)
+                continue;
+            if ((rc = acct_add(ac, &cap)) == 0) {
+                ac->a[ac->na].proc = p;
+                ac->a[ac->na].device = g->d[i].device;
+                acct_one(&x, &ac->a[ac->na++], &g->d[i], su);
+                any = 1;
+            }
+        }
+        if (!any && rc == 0 && (rc = acct_add(ac, &cap)) == 0) {
+            ac->a[ac->na].proc = p;
+            acct_one(&x, &ac->a[ac->na++], NULL, su);
+        }
+    }
+    free(x.first_wake);
+    if (rc < 0)
+        return rc;
+    representatives(ac);
+    totals(ac);
+    return 0;
+}
+
+uint64_t account_cause(const struct account *ac, int c, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t sum = 0, l = 0, h = 0;
+
+    for (int b = 0; b < AB_COUNT; b++) {
+        if (owner[b] != c)
+            continue;
+        sum += ac->ns[b];
+        l += ac->lo[b];
+        h += ac->hi[b];
+    }
+    if (lo)
+        *lo = l < sum ? l : sum;
+    if (hi)
+        *hi = h > sum ? h : sum;
+    return sum;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int account_whatif(const struct account *ac, int c, uint64_t *p50, uint64_t *p50_fixed)
+{
+    const struct steps *s = ac->steps;
+    uint64_t *now, *fixed;
+    size_t n = 0;
+
+    if (s == NULL || ac->step == NULL || (unsigned)c >= AC_COUNT)
+        return 0;
+    now = malloc(2 * (ac->nstep + 1) * sizeof(*now));
+    if (now == NULL)
+        return 0;
+    fixed = now + ac->nstep + 1;
+    for (size_t i = 0; i < ac->nstep; i++) {
+        uint64_t d = s->s[i].t_end_ns - s->s[i].t_start_ns, own = ac->step[i].own[c];
+        if (!ac->step[i].measured)
+            continue;
+        now[n] = d;
+        fixed[n++] = own < d ? d - own : 0;
+    }
+    if (n >= 3) {
+        qsort(now, n, sizeof(*now), cmp_u64);
+        qsort(fixed, n, sizeof(*fixed), cmp_u64);
+        *p50 = now[(n - 1) / 2];
+        *p50_fixed = fixed[(n - 1) / 2];
+    }
+    free(now);
+    return n >= 3;
+}
+
+/* ---- JSON ---- */
+
+static json_t *buckets_json(const uint64_t *ns, const uint64_t *lo, const uint64_t *hi,
+                            uint64_t whole)
+{
+    json_t *arr = json_array();
+
+    for (int b = 0; b < AB_COUNT; b++) {
+        int c = owner[b];
+        if (ns[b] == 0 && hi[b] == 0)
+            continue;
+        json_array_append_new(
+            arr, json_pack("{s:s, s:I, s:f, s:I, s:I, s:s?}", "name", bucket_names[b], "ns",
+                           (json_int_t)ns[b], "pct",
+                           whole ? 100.0 * (double)ns[b] / (double)whole : 0.0, "lo_ns",
+                           (json_int_t)lo[b], "hi_ns", (json_int_t)hi[b], "owner",
+                           c == AC_NONE ? NULL : cause_names[c]));
+    }
+    return arr;
+}
+
+static uint64_t sum_of(const uint64_t *ns)
+{
+    uint64_t s = 0;
+
+    for (int b = 0; b < AB_COUNT; b++)
+        s += ns[b];
+    return s;
+}
+
+json_t *account_json(const struct account *ac, const struct model *m)
+{
+    json_t *procs = json_array();
+
+    for (uint32_t i = 0; i < ac->na; i++) {
+        const struct acct *a = &ac->a[i];
+        uint64_t w = a->hi_ns - a->lo_ns;
+        json_array_append_new(
+            procs, json_pack("{s:i, s:i, s:s, s:b, s:I, s:I, s:I, s:I, s:i, s:o}", "pid",
+                             (int)m->proc[a->proc].pid, "device", (int)a->device, "source",
+                             gpu_source_name(a->source), "represents", a->is_rep, "window_ns",
+                             (json_int_t)w, "setup_ns", (json_int_t)a->ns[AB_SETUP], "covered_ns",
+                             (json_int_t)a->covered_ns, "sum_ns", (json_int_t)sum_of(a->ns),
+                             "feeders", (int)a->nfeed, "buckets",
+                             buckets_json(a->ns, a->lo, a->hi, w)));
+    }
+    return json_pack("{s:s, s:I, s:I, s:I, s:o, s:o}", "source", gpu_source_name(ac->source),
+                     "window_ns", (json_int_t)ac->window_ns, "setup_ns",
+                     (json_int_t)ac->ns[AB_SETUP], "sum_ns", (json_int_t)sum_of(ac->ns),
+                     "buckets", buckets_json(ac->ns, ac->lo, ac->hi, ac->window_ns), "processes",
+                     procs);
+}
+
+void account_exit(struct account *ac)
+{
+    free(ac->a);
+    free(ac->step);
+    memset(ac, 0, sizeof(*ac));
+}
