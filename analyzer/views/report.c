@@ -94,6 +94,8 @@ static void print_collector_cpu(const struct out *o, const json_t *file)
 }
 
 /* The idle time's split by host state, largest first, as "host code 72 %". */
+#define AB_MAX 32 /* buckets an account has, at most (rules/account.h) */
+
 static void print_split(const struct out *o, const json_t *by)
 {
     const char *key[16];
@@ -119,8 +121,64 @@ static void print_split(const struct out *o, const json_t *by)
         fprintf(o->f, "%s%s %.0f %%", i ? ", " : "", key[i], 100.0 * (double)val[i] / (double)sum);
 }
 
-/* One line of what the GPU did, and why GPU activity is missing. */
-static void print_gpu_line(const struct out *o, const json_t *g)
+/* The account's buckets after the set-up (docs/json.md "account"), the
+ * largest first, as "name 12.3 %" of that window: at most @p max, GPU busy
+ * (its three buckets) as one when @p busy_too, else only the idle ones. */
+static void print_account_mix(const struct out *o, const json_t *ac, int busy_too, int max)
+{
+    const char *key[AB_MAX];
+    double val[AB_MAX], busy = 0, whole = 0;
+    const json_t *v;
+    size_t i;
+    int n = 0;
+
+    json_array_foreach(json_object_get(ac, "buckets"), i, v) {
+        const char *name = gets_(v, "name");
+        double ns = (double)geti(v, "ns");
+        if (!strcmp(name, "setup") || !strcmp(name, "no_cuda"))
+            continue;
+        whole += ns;
+        if (!strncmp(name, "gpu_", 4) && strcmp(name, "gpu_queued") &&
+            strcmp(name, "gpu_busy_or_unseen"))
+            busy += ns;
+        else if (n < AB_MAX && ns > 0)
+            key[n] = name, val[n++] = ns;
+    }
+    if (busy_too && n < AB_MAX && busy > 0)
+        key[n] = "gpu_busy", val[n++] = busy;
+    for (int a = 0; a < n; a++) /* few entries: selection sort */
+        for (int b = a + 1; b < n; b++)
+            if (val[b] > val[a]) {
+                const char *tk = key[a];
+                double tv = val[a];
+                key[a] = key[b], val[a] = val[b], key[b] = tk, val[b] = tv;
+            }
+    for (int a = 0; a < n && a < max; a++)
+        fprintf(o->f, "%s%s %.1f %%", a ? ", " : "", key[a],
+                whole > 0 ? 100.0 * val[a] / whole : 0.0);
+}
+
+/* GPU busy share of the account's window after the set-up. */
+static double account_busy_pct(const json_t *ac)
+{
+    const json_t *v;
+    double busy = 0, whole = 0;
+    size_t i;
+
+    json_array_foreach(json_object_get(ac, "buckets"), i, v) {
+        const char *name = gets_(v, "name");
+        if (!strcmp(name, "setup") || !strcmp(name, "no_cuda"))
+            continue;
+        whole += (double)geti(v, "ns");
+        if (!strcmp(name, "gpu_compute") || !strcmp(name, "gpu_copy") || !strcmp(name, "gpu_both"))
+            busy += (double)geti(v, "ns");
+    }
+    return whole > 0 ? 100.0 * busy / whole : 0.0;
+}
+
+/* One line of what the GPU did (from the account), and why GPU activity is
+ * missing. */
+static void print_gpu_line(const struct out *o, const json_t *g, const json_t *ac)
 {
     const char *src = gets_(g, "source");
     const json_t *v;
@@ -128,12 +186,10 @@ static void print_gpu_line(const struct out *o, const json_t *g)
     size_t i;
 
     if (!strcmp(src, "exact") || !strcmp(src, "sampled")) {
-        fprintf(o->f, "GPU      busy %.1f %% (%s, %.1f %% of the CUDA-active window covered); "
-                      "idle %s: ",
-                json_real_value(json_object_get(g, "busy_pct")), src,
-                json_real_value(json_object_get(g, "coverage_pct")),
-                fmt_ns(a, sizeof(a), geti(g, "idle_ns")));
-        print_split(o, json_object_get(g, "idle_by_host_state"));
+        fprintf(o->f, "GPU      busy %.1f %% of the steps' window (%s, %.1f %% of the CUDA-active "
+                      "window covered); idle: ",
+                account_busy_pct(ac), src, json_real_value(json_object_get(g, "coverage_pct")));
+        print_account_mix(o, ac, 0, 5);
         fputc('\n', o->f);
     } else if (!strcmp(src, "host_lower_bound")) {
         fprintf(o->f, "GPU      idle >= %s (host lower bound: no GPU activity recorded)\n",
@@ -169,7 +225,8 @@ static void print_mix(const struct out *o, const char *lead, const json_t *x, in
 
 /* "STEPS    474 (inferred: ...): p50 2.10 ms  p99 ...; per step: CUDA 54 %, host code 45 %...",
  * then the set-up before the first step when it has one */
-static void print_steps_line(const struct out *o, const json_t *s, int host_data)
+static void print_steps_line(const struct out *o, const json_t *s, int host_data,
+                             const json_t *ac)
 {
     const json_t *x = json_object_get(s, "mix"), *w = json_array_get(json_object_get(s, "worst"), 0);
     const json_t *su = json_object_get(s, "setup");
@@ -183,8 +240,13 @@ static void print_steps_line(const struct out *o, const json_t *s, int host_data
             fmt_ns(b, sizeof(b), geti(s, "p90_ns")), fmt_ns(c, sizeof(c), geti(s, "p99_ns")),
             fmt_ns(d, sizeof(d), geti(s, "max_ns")), (long long)geti(w, "step"),
             json_number_value(json_object_get(s, "cv")));
-    if (geti(x, "dur_ns") > 0)
+    if (host_data && json_array_size(json_object_get(ac, "buckets"))) {
+        fprintf(o->f, "         of the steps' window (ACCOUNT): ");
+        print_account_mix(o, ac, 1, 6);
+        fputc('\n', o->f);
+    } else if (geti(x, "dur_ns") > 0) {
         print_mix(o, "         of step time: ", x, host_data);
+    }
     if (geti(su, "dur_ns") < STEPS_SETUP_MIN_NS || geti(su, "dur_ns") < geti(s, "p50_ns"))
         return; /* not worth a line: shorter than a step */
     snprintf(lead, sizeof(lead), "         set-up before the first step %s, once: ",
@@ -252,9 +314,10 @@ static void print_run(const struct out *o, const json_t *j)
                         ? ""
                         : ", collector did not shut down cleanly");
     }
-    print_gpu_line(o, json_object_get(j, "gpu"));
+    print_gpu_line(o, json_object_get(j, "gpu"), json_object_get(j, "account"));
     print_steps_line(o, json_object_get(j, "steps"),
-                     strcmp(gets_(json_array_get(files, 0), "sampler_tier"), "none") != 0);
+                     strcmp(gets_(json_array_get(files, 0), "sampler_tier"), "none") != 0,
+                     json_object_get(j, "account"));
     json_array_foreach(missing, i, v)
         fprintf(o->f, "%smissing:%s %s\n", col(o, C_YEL), col(o, C_OFF), json_string_value(v));
 }
@@ -383,8 +446,8 @@ static void print_account(const struct out *o, const json_t *j)
     char a[32], b[32];
     size_t i;
 
-    if (json_array_size(json_object_get(ac, "buckets")) == 0)
-        return;
+    if (json_array_size(json_object_get(ac, "processes")) == 0)
+        return; /* no CUDA process: nothing fed a GPU */
     fprintf(o->f, "\n%sACCOUNT%s (every ns of the CUDA-active window once; %s)\n",
             col(o, C_BOLD), col(o, C_OFF),
             !strcmp(src, "exact")     ? "GPU activity recorded throughout"
