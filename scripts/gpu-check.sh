@@ -9,7 +9,7 @@
 # Usage: scripts/gpu-check.sh [PART...]
 #   parts: smoke seed suite profiler ddp overhead faults seedov ddpov ddpdiag
 #   ddppin ddpduty ddpdutysplit ddpdutyvar seedpairs pfab perf quick launchshared
-#   launchduty seedconc truth steps scale slicecost
+#   launchduty seedconc truth steps scale slicecost accuracy
 #   (default: seed suite)
 #   overhead: the shim's cost per call on this host (bench_shim, fake driver)
 #        and the empty-kernel launch loop (static and shared runtime), traced
@@ -56,6 +56,19 @@
 #        workers must fail, a rerun must pass) and each run's steps against
 #        the program's (torch.cuda.nvtx ranges for the nvtx loop); writes
 #        $OUT/steps/summary.json, runs.jsonl;
+#        accuracy: issue 30's accuracy proof (scripts/gpu/accuracy/run.py):
+#        each case of scripts/gpu/accuracy/cases.json (ACC_MANIFEST) run
+#        untraced and recorded, interleaved (an A/B case's cmd_without
+#        untraced too), each recording analysed and scored as the accuracy
+#        contract says (top cause, impact against the workload's own meter
+#        or the A/B difference, 20 %); planted PyTorch workloads (planted.py)
+#        and real programs of pytorch/examples (ext/, through extrun.py);
+#        ACC_COUNT (1) recordings a case, cases skipped once ACC_BUDGET_S
+#        (480) is spent, ACC_CASES=a,b: those only; writes
+#        $OUT/accuracy/summary.json, tracing.json (untraced loop and meter
+#        next to the recorded), runs.jsonl, reports.txt; ACC_SCORER=1 also
+#        runs scripts/accuracy.py on the manifest, if present
+#        (summary-scorer.json; it records again: about twice the time);
 #        seedconc: the seed W=4's overhead without the session's drift: two
 #        copies at once on disjoint sets of SEED_CONC_CPUS (6) CPUs of GPU 0's
 #        node (else of all CPUs), one traced, the traced side swapping every
@@ -646,6 +659,17 @@ part_slicecost() { # issue 22: sampled GPU activity's cost inside each process
 part_steps() { # issue 24: steps and the gate v2 on PyTorch pairs
     CS_PIN=${CS_PIN:-$(gpu_local_cpus 6)} "$PY" "$here/gpu/steps.py" "$B" "$OUT/steps" \
         "$RUNS/steps" 2>>"$LOG"
+}
+
+part_accuracy() { # issue 30: findings and their impact against the programs' own meters
+    local m=${ACC_MANIFEST:-$here/gpu/accuracy/cases.json}
+    "$PY" "$here/gpu/accuracy/run.py" --manifest "$m" --build "$B" --out "$OUT/accuracy" \
+        --runs "$RUNS/accuracy" --count "${ACC_COUNT:-1}" --budget-s "${ACC_BUDGET_S:-480}" \
+        ${ACC_CASES:+--cases "$ACC_CASES"} 2>>"$LOG"
+    if [ "${ACC_SCORER:-0}" = 1 ] && [ -f "$top/scripts/accuracy.py" ]; then
+        "$PY" "$top/scripts/accuracy.py" --manifest "$m" --build "$B" --count "${ACC_COUNT:-1}" \
+            --summary "$OUT/accuracy/summary-scorer.json" 2>>"$LOG"
+    fi
 }
 
 part_scale() { # issue 25 on this host: the collector, bytes a record, one record a launch
