@@ -23,8 +23,13 @@
  *                  lasts LO to HI ms
  *   site=CAUSE:LINE  the chain of CAUSE names a Python line first
  *                  (python_sites[0].line, issue 23) and it is LINE
- *   nosite=CAUSE:LINE  the chain of CAUSE names no Python site on LINE */
+ *   nosite=CAUSE:LINE  the chain of CAUSE names no Python site on LINE
+ *   acct_setup=LO:HI   the account's set-up (account.setup_ns) lasts LO to HI ms
+ * Always checked first (issue 30): the account's buckets add up to its
+ * window, and each process's to its own; the findings' impact_pct add up
+ * to at most 100; no finding's impact lies outside its interval. */
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,6 +265,8 @@ static int check_site(const json_t *chains, const char *want, const char *causes
     return 1;
 }
 
+static int check_acct_setup(const json_t *j, const char *arg);
+
 static int check(const json_t *j, const char *arg, const char *causes)
 {
     const json_t *chains = json_object_get(j, "chains"), *missing = json_object_get(j, "missing");
@@ -331,8 +338,80 @@ static int check(const json_t *j, const char *arg, const char *causes)
         return check_site(chains, arg + 7, causes, 0);
     if (strncmp(arg, "setup=", 6) == 0)
         return check_setup(j, arg + 6);
+    if (strncmp(arg, "acct_setup=", 11) == 0)
+        return check_acct_setup(j, arg + 11);
     fprintf(stderr, "json_expect: unknown check '%s'\n", arg);
     return 2;
+}
+
+static int64_t bucket_sum(const json_t *buckets)
+{
+    const json_t *b;
+    int64_t sum = 0;
+    size_t i;
+
+    json_array_foreach(buckets, i, b)
+        sum += json_integer_value(json_object_get(b, "ns"));
+    return sum;
+}
+
+/* The account's invariants (see the top of the file). */
+static int check_invariants(const json_t *j)
+{
+    const json_t *ac = json_object_get(j, "account"), *v;
+    double pct = 0;
+    size_t i;
+
+    if (ac == NULL)
+        return 0;
+    if (bucket_sum(json_object_get(ac, "buckets")) !=
+        json_integer_value(json_object_get(ac, "window_ns"))) {
+        fprintf(stderr, "json_expect: account buckets sum to %lld ns, its window is %lld ns\n",
+                (long long)bucket_sum(json_object_get(ac, "buckets")),
+                (long long)json_integer_value(json_object_get(ac, "window_ns")));
+        return 1;
+    }
+    json_array_foreach(json_object_get(ac, "processes"), i, v) {
+        int64_t s = bucket_sum(json_object_get(v, "buckets"));
+        if (s != json_integer_value(json_object_get(v, "window_ns"))) {
+            fprintf(stderr, "json_expect: pid %lld: account buckets sum to %lld ns, its window is "
+                            "%lld ns\n",
+                    (long long)json_integer_value(json_object_get(v, "pid")), (long long)s,
+                    (long long)json_integer_value(json_object_get(v, "window_ns")));
+            return 1;
+        }
+    }
+    json_array_foreach(json_object_get(j, "chains"), i, v) {
+        int64_t ns = json_integer_value(json_object_get(v, "impact_ns"));
+        const json_t *lo = json_object_get(v, "impact_lo_ns"), *hi = json_object_get(v, "impact_hi_ns");
+        pct += json_number_value(json_object_get(v, "impact_pct"));
+        if (lo && hi && (json_integer_value(lo) > ns || json_integer_value(hi) < ns)) {
+            fprintf(stderr, "json_expect: %s: impact %lld ns outside its interval\n",
+                    json_string_value(json_object_get(v, "cause")), (long long)ns);
+            return 1;
+        }
+    }
+    if (pct > 100.05) {
+        fprintf(stderr, "json_expect: the findings' impacts add up to %.2f %% of the window\n", pct);
+        return 1;
+    }
+    return 0;
+}
+
+static int check_acct_setup(const json_t *j, const char *arg)
+{
+    double lo, hi, ms = (double)json_integer_value(
+                           json_object_get(json_object_get(j, "account"), "setup_ns")) / 1e6;
+
+    if (sscanf(arg, "%lf:%lf", &lo, &hi) != 2) {
+        fprintf(stderr, "json_expect: acct_setup=%s: want LO:HI\n", arg);
+        return 2;
+    }
+    if (ms < lo || ms > hi) {
+        fprintf(stderr, "json_expect: account set-up %.1f ms, want %g to %g\n", ms, lo, hi);
+        return 1;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -347,6 +426,7 @@ int main(int argc, char **argv)
         return 2;
     }
     list_causes(json_object_get(j, "chains"), causes, sizeof(causes));
+    rc = check_invariants(j);
     for (int i = 1; i < argc && rc == 0; i++)
         rc = check(j, argv[i], causes);
     json_decref(j);
