@@ -821,6 +821,24 @@ static json_t *finding(const struct rk_ctx *x, const struct rk_rank *s)
     return o;
 }
 
+/* rank_straggler is measured across ranks, not read from the account:
+ * its impact is capped at what the other findings leave of the window, so
+ * that the impacts never add up past it (its lost_ns stays as measured). */
+static void cap_impact(const json_t *chains, json_t *f, uint64_t wall_ns)
+{
+    double taken = 0, pct = json_number_value(json_object_get(f, "impact_pct"));
+    const json_t *c;
+    size_t i;
+
+    json_array_foreach(chains, i, c)
+        taken += json_number_value(json_object_get(c, "impact_pct"));
+    if (pct + taken <= 100.0 || wall_ns == 0)
+        return;
+    pct = taken < 100.0 ? 100.0 - taken : 0.0;
+    json_object_set_new(f, "impact_pct", json_real(pct));
+    json_object_set_new(f, "impact_ns", json_integer((json_int_t)(pct / 100.0 * (double)wall_ns)));
+}
+
 static void insert_finding(json_t *chains, json_t *f, int top)
 {
     json_int_t imp = json_integer_value(json_object_get(f, "impact_ns"));
@@ -881,8 +899,11 @@ int ranks_build(const struct model *m, uint64_t wall_ns, json_t *chains, json_t 
         for (uint32_t i = 1; i < x.n; i++)
             if (x.r[i].caused_ns > s->caused_ns)
                 s = &x.r[i];
-        if (s->straggled >= RK_MIN_STEPS && s->caused_ns * 200 >= wall_ns)
-            insert_finding(chains, finding(&x, s), m->opts.top);
+        if (s->straggled >= RK_MIN_STEPS && s->caused_ns * 200 >= wall_ns) {
+            json_t *f = finding(&x, s);
+            cap_impact(chains, f, wall_ns);
+            insert_finding(chains, f, m->opts.top);
+        }
         rc = 0;
     }
     for (uint32_t i = 0; rc == 0 && i < x.n; i++)
