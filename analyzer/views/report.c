@@ -158,11 +158,12 @@ static void print_account_mix(const struct out *o, const json_t *ac, int busy_to
                 whole > 0 ? 100.0 * val[a] / whole : 0.0);
 }
 
-/* GPU busy share of the account's window after the set-up. */
-static double account_busy_pct(const json_t *ac)
+/* GPU busy share of the account's window after the set-up, and its 95 %
+ * interval into @p lo, @p hi. */
+static double account_busy_pct(const json_t *ac, double *lo, double *hi)
 {
     const json_t *v;
-    double busy = 0, whole = 0;
+    double busy = 0, whole = 0, l = 0, h = 0;
     size_t i;
 
     json_array_foreach(json_object_get(ac, "buckets"), i, v) {
@@ -170,9 +171,15 @@ static double account_busy_pct(const json_t *ac)
         if (!strcmp(name, "setup") || !strcmp(name, "no_cuda"))
             continue;
         whole += (double)geti(v, "ns");
-        if (!strcmp(name, "gpu_compute") || !strcmp(name, "gpu_copy") || !strcmp(name, "gpu_both"))
+        if (!strcmp(name, "gpu_compute") || !strcmp(name, "gpu_copy") ||
+            !strcmp(name, "gpu_both")) {
             busy += (double)geti(v, "ns");
+            l += (double)geti(v, "lo_ns");
+            h += (double)geti(v, "hi_ns");
+        }
     }
+    *lo = whole > 0 ? 100.0 * l / whole : 0.0;
+    *hi = whole > 0 ? 100.0 * (h < whole ? h : whole) / whole : 0.0;
     return whole > 0 ? 100.0 * busy / whole : 0.0;
 }
 
@@ -186,9 +193,13 @@ static void print_gpu_line(const struct out *o, const json_t *g, const json_t *a
     size_t i;
 
     if (!strcmp(src, "exact") || !strcmp(src, "sampled")) {
-        fprintf(o->f, "GPU      busy %.1f %% of the steps' window (%s, %.1f %% of the CUDA-active "
-                      "window covered); idle: ",
-                account_busy_pct(ac), src, json_real_value(json_object_get(g, "coverage_pct")));
+        double lo, hi, busy = account_busy_pct(ac, &lo, &hi);
+        char iv[48] = "";
+        if (hi - lo >= 0.1)
+            snprintf(iv, sizeof(iv), ", 95 %% %.1f-%.1f %%", lo, hi);
+        fprintf(o->f, "GPU      busy %.1f %% of the steps' window (%s%s, %.1f %% of the "
+                      "CUDA-active window covered); idle: ",
+                busy, src, iv, json_real_value(json_object_get(g, "coverage_pct")));
         print_account_mix(o, ac, 0, 5);
         fputc('\n', o->f);
     } else if (!strcmp(src, "host_lower_bound")) {
