@@ -6,7 +6,7 @@ PREFIX ?= /usr/local
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps build test test-sanitize demo bench install clean fuzz
+.PHONY: all deps build test test-sanitize demo accuracy bench install clean fuzz
 
 all: build
 
@@ -42,6 +42,15 @@ test-sanitize: deps
 demo: deps
 	$(MAKE) build
 	bash scripts/demo.sh $(BUILD)
+
+# The accuracy corpus (docs/accuracy.md): every planted cause recorded
+# ACCURACY_COUNT times and scored against the workloads' own meters.
+# ACCURACY_ARGS adds options, e.g. ACCURACY_ARGS="--cases pipe_fork --keep /tmp/acc".
+ACCURACY_COUNT ?= 10
+ACCURACY_ARGS ?=
+accuracy: deps
+	$(MAKE) build
+	python3 scripts/accuracy.py --build $(BUILD) --count $(ACCURACY_COUNT) $(ACCURACY_ARGS)
 
 bench: build
 	bash bench/run.sh $(BUILD)

@@ -152,3 +152,9 @@ set_tests_properties(unit.fake_procaddr_preloaded PROPERTIES LABELS "unit;notsan
 fake_client(cause_workload cause_workload.c)
 target_link_libraries(cause_workload PRIVATE fake_cudart)
 add_dependencies(cause_workload fake_cuda)
+
+# The accuracy corpus (issue 30): one planted cause per mode, each with its
+# own truth meter (test/accuracy.cmake, scripts/accuracy.py).
+fake_client(accuracy_workload accuracy_workload.c)
+target_link_libraries(accuracy_workload PRIVATE fake_cudart)
+add_dependencies(accuracy_workload fake_cuda)

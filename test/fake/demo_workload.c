@@ -9,7 +9,10 @@
  *   demo_workload direct [steps=1600] [rows]
  *       control: the main process slices the array itself (contiguous rows,
  *       no workers, no copies into new buffers).
- * Prints what it ran, the time per step and a checksum of the batches. */
+ * Prints what it ran, the time per step, a checksum of the batches and the
+ * accuracy corpus's truth line (docs/accuracy.md): the time the main process
+ * waited on the workers' pipes, its run-queue delay in the loop, and its
+ * set-up from the first CUDA call to the first step. */
 #include <cuda_runtime_api.h>
 
 #include "fake_client.h"
@@ -92,17 +95,47 @@ static int write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The main thread's run-queue delay so far (schedstat's second field), 0
+ * where the kernel has no schedstat. */
+static double runq_delay_s(void)
+{
+    unsigned long long run = 0, delay = 0;
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    if (f == NULL)
+        return 0;
+    if (fscanf(f, "%llu %llu", &run, &delay) != 2)
+        delay = 0;
+    fclose(f);
+    return (double)delay / 1e9;
+}
+
+/* Seconds the main process waited in read() on the workers' pipes, less
+ * its run-queue delay there (the workers' CPU time: contention's share). */
+static double pipe_wait_s;
+
 static int read_all(int fd, void *p, size_t n)
 {
+    double t0 = now_s(), rq0 = runq_delay_s();
+    int rc = 0;
     char *c = p;
     while (n > 0) {
         ssize_t r = read(fd, c, n);
-        if (r <= 0)
-            return -1;
+        if (r <= 0) {
+            rc = -1;
+            break;
+        }
         c += r;
         n -= (size_t)r;
     }
-    return 0;
+    pipe_wait_s += (now_s() - t0) - (runq_delay_s() - rq0);
+    return rc;
 }
 
 /* Worker w produces batches w, w + N_WORKERS, ... of `steps`; leaves with _exit. */
@@ -188,11 +221,25 @@ static uint64_t run_direct(struct trainer *t, long steps)
     return h;
 }
 
-static double now_s(void)
+/* The truth line of the accuracy corpus (scripts/accuracy.py): the workers
+ * cost the main process the time it waited on their pipes and the time they
+ * kept it from the CPU (run-queue delay) in the loop; gpu_ns is the
+ * simulated kernel and copy time (pageable copies, 10 GB/s by default). */
+static void print_truth(int is_direct, double loop_s, double setup_s, double runq_s, long steps)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    const char *kus = getenv("FAKECUDA_KERNEL_US"), *gbps = getenv("FAKECUDA_PAGEABLE_GBPS");
+    double step_gpu_s = (1200 + 900 + 400) / 1e6 + BATCH_BYTES / ((gbps ? atof(gbps) : 10) * 1e9);
+    if (kus && strcmp(kus, "mlp_fwd_1=1200,mlp_fwd_2=900,mlp_fwd_3=400") != 0)
+        step_gpu_s = 0; /* other kernel times: unknown here */
+    printf("cudaspy-truth: {\"case\":\"demo\",\"planted\":\"%s\",\"truth_ns\":%.0f,"
+           "\"loop_ns\":%.0f,\"steps\":%ld,\"setup_ns\":%.0f,\"gpu_ns\":%.0f",
+           is_direct ? "none" : "data_pipeline_starvation", is_direct ? 0 : pipe_wait_s * 1e9,
+           loop_s * 1e9, steps, setup_s * 1e9, step_gpu_s * (double)steps * 1e9);
+    if (!is_direct)
+        printf(",\"causes\":[{\"planted\":\"data_pipeline_starvation\",\"truth_ns\":%.0f},"
+               "{\"planted\":\"cpu_contention_tree\",\"truth_ns\":%.0f}]",
+               pipe_wait_s * 1e9, runq_s * 1e9);
+    printf("}\n");
 }
 
 int main(int argc, char **argv)
@@ -209,6 +256,7 @@ int main(int argc, char **argv)
            is_direct ? "direct slicing in the main process" : "4 fork workers over pipes",
            steps, BATCH_ROWS, ROW_FLOATS);
     fflush(stdout);
+    double t_cuda = now_s();
     CHECK_RT(fakert_register_kernel((const void *)mlp_fwd_1, "mlp_fwd_1"));
     CHECK_RT(fakert_register_kernel((const void *)mlp_fwd_2, "mlp_fwd_2"));
     CHECK_RT(fakert_register_kernel((const void *)mlp_fwd_3, "mlp_fwd_3"));
@@ -216,7 +264,7 @@ int main(int argc, char **argv)
     CHECK_RT(cudaMalloc((void **)&t.d_batch, BATCH_BYTES));
     CHECK_RT(cudaMalloc((void **)&t.d_act, BATCH_BYTES));
     fill_table();
-    double t0 = now_s();
+    double t0 = now_s(), rq0 = runq_delay_s();
     uint64_t h = is_direct ? run_direct(&t, steps) : run_workers(&t, steps);
     double secs = now_s() - t0;
     CHECK_RT(cudaFree(t.d_act));
@@ -225,5 +273,6 @@ int main(int argc, char **argv)
     printf("%s: %ld steps in %.1f s (%.2f ms/step)\n", NAME,
            steps, secs, secs * 1e3 / (double)steps);
     printf("checksum %016llx\n", (unsigned long long)h);
+    print_truth(is_direct, secs, t0 - t_cuda, runq_delay_s() - rq0, steps);
     return fake_expect_write(NAME, fakert_expect_write, h) == 0 ? 0 : 3;
 }
