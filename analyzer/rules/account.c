@@ -34,7 +34,8 @@ static const int st_bucket[ST_COUNT] = {
     AB_DATA_WAIT,   AB_WORKER_START, AB_SLEEP,      AB_SLEEP,     AB_UNKNOWN};
 
 static const char *const bucket_names[AB_COUNT] = {
-    "setup",        "gpu_compute",   "gpu_copy",     "gpu_both",      "gpu_busy_or_unseen",
+    "setup",        "gpu_compute",   "gpu_copy",     "gpu_copy_pageable", "gpu_both",
+    "gpu_busy_or_unseen",
     "gpu_queued",   "host_code",     "launch_pace",  "sync_serial",   "sync",
     "launch",       "pageable_copy", "allocator",    "cuda_other",    "asleep_data",
     "worker_startup", "asleep",      "preempted_tree", "preempted_external", "disk",
@@ -47,7 +48,7 @@ static const char *const cause_names[AC_COUNT] = {
 
 static const int owner[AB_COUNT] = {
     [AB_SETUP] = AC_NONE,       [AB_GPU_COMPUTE] = AC_NONE,   [AB_GPU_COPY] = AC_NONE,
-    [AB_GPU_BOTH] = AC_NONE,    [AB_GPU_UNSEEN] = AC_NONE,    [AB_GPU_QUEUED] = AC_NONE,
+    [AB_GPU_BOTH] = AC_NONE,    [AB_GPU_UNSEEN] = AC_NONE,    [AB_GPU_PAGEABLE] = AC_PAGEABLE,    [AB_GPU_QUEUED] = AC_NONE,
     [AB_HOST_CODE] = AC_HOST,   [AB_HOST_PACE] = AC_LAUNCH,   [AB_SYNC_SERIAL] = AC_SYNC,
     [AB_SYNC] = AC_SYNC,        [AB_LAUNCH] = AC_LAUNCH,      [AB_PAGEABLE] = AC_PAGEABLE,
     [AB_ALLOC] = AC_CHURN,      [AB_CUDA_OTHER] = AC_NONE,    [AB_DATA_WAIT] = AC_PIPE,
@@ -78,6 +79,8 @@ struct actx {
     const struct gpu_truth *g;
     struct account *ac;
     uint64_t *first_wake;    /* per process: when it first woke a feeding thread */
+    uint64_t first_batch;    /* the first time any worker woke one: workers started
+                                after it replace others (DataLoader epochs) */
     struct acct *a;          /* the account being built */
     const struct gpu_dev *d; /* its device (measured), or NULL */
     int host_known;
@@ -146,9 +149,8 @@ static int wake_st(const struct actx *x, uint32_t t, const struct m_off *o)
     w = model_find_proc(m, m->proc[th->proc].run, o->waker_pid);
     if (w == M_NONE)
         return ST_SLEEP;
-    if (m->proc[w].role == M_ROLE_WORKER) /* started after the first step: anew */
-        return x->first_wake[w] == o->t_end_ns && m->proc[w].start_ns >= x->a->setup_end_ns &&
-                       x->a->setup_end_ns > x->a->lo_ns
+    if (m->proc[w].role == M_ROLE_WORKER) /* its first batch, a worker started anew */
+        return x->first_wake[w] == o->t_end_ns && m->proc[w].start_ns > x->first_batch
                    ? ST_START
                    : ST_DATA;
     if (w == th->proc && o->waker_tid && o->waker_tid != th->tid)
@@ -258,6 +260,10 @@ static void steps_put(struct actx *x, uint64_t t0, uint64_t t1, const double *mi
         for (int b = 0; b < AB_COUNT; b++) {
             int c = owner[b];
             double v;
+            if (b == AB_GPU_COMPUTE && mine[b] > 0) {
+                v = (double)x->ac->step[i].busy + mine[b] * part;
+                x->ac->step[i].busy = v > 4e9 ? 4000000000u : (uint32_t)v;
+            }
             if (c == AC_NONE || mine[b] <= 0)
                 continue;
             v = (double)x->ac->step[i].own[c] + mine[b] * part;
@@ -280,6 +286,13 @@ static void steps_cover(struct actx *x, uint64_t t0, uint64_t t1)
 }
 
 /* ---- measured: the covered time ---- */
+
+static uint64_t busy_of(const struct acct *a)
+{
+    return a->ns[AB_GPU_COMPUTE] + a->ns[AB_GPU_COPY] + a->ns[AB_GPU_PAGEABLE] +
+           a->ns[AB_GPU_BOTH];
+}
+
 
 /* The covered interval walked so far enters the moments. */
 static void cov_flush(struct actx *x)
@@ -394,28 +407,31 @@ static void piece(void *arg, const struct gpu_piece *pc)
     steps_put(x, t0, t1, mine);
 }
 
-/* GPU busy split by what ran: kernels alone, copies alone, both at once
- * (the device's own union times), applied to the estimated busy. */
+/* GPU busy split by what ran: kernels alone, copies alone (from pageable
+ * memory apart: at the staging buffer's pace, which pinned memory would
+ * not have), both at once; the device's own union times, applied to the
+ * estimated busy. */
 static void busy_split(struct acct *a, const struct gpu_dev *d)
 {
+    static const int to[] = {AB_GPU_COPY, AB_GPU_PAGEABLE, AB_GPU_BOTH};
     uint64_t k = d->kernel_ns > d->overlap_ns ? d->kernel_ns - d->overlap_ns : 0;
     uint64_t c = d->copy_ns > d->overlap_ns ? d->copy_ns - d->overlap_ns : 0;
-    double sum = (double)(k + c + d->overlap_ns), fc, fb;
-    uint64_t busy = a->ns[AB_GPU_COMPUTE];
+    uint64_t pg = d->pageable_ns < c ? d->pageable_ns : c;
+    double sum = (double)(k + c + d->overlap_ns), f[3], rest = 1.0;
+    uint64_t busy = a->ns[AB_GPU_COMPUTE], lo = a->lo[AB_GPU_COMPUTE], hi = a->hi[AB_GPU_COMPUTE];
 
     if (sum <= 0)
         return;
-    fc = (double)c / sum, fb = (double)d->overlap_ns / sum;
-    a->ns[AB_GPU_COPY] = (uint64_t)((double)busy * fc);
-    a->ns[AB_GPU_BOTH] = (uint64_t)((double)busy * fb);
-    a->ns[AB_GPU_COMPUTE] = busy - a->ns[AB_GPU_COPY] - a->ns[AB_GPU_BOTH];
-    for (int b = AB_GPU_COPY; b <= AB_GPU_BOTH; b++) {
-        double f = b == AB_GPU_COPY ? fc : fb;
-        a->lo[b] = (uint64_t)((double)a->lo[AB_GPU_COMPUTE] * f);
-        a->hi[b] = (uint64_t)((double)a->hi[AB_GPU_COMPUTE] * f);
+    f[0] = (double)(c - pg) / sum, f[1] = (double)pg / sum, f[2] = (double)d->overlap_ns / sum;
+    for (int i = 0; i < 3; i++) {
+        a->ns[to[i]] = (uint64_t)((double)busy * f[i]);
+        a->lo[to[i]] = (uint64_t)((double)lo * f[i]);
+        a->hi[to[i]] = (uint64_t)((double)hi * f[i]);
+        a->ns[AB_GPU_COMPUTE] -= a->ns[to[i]];
+        rest -= f[i];
     }
-    a->lo[AB_GPU_COMPUTE] = (uint64_t)((double)a->lo[AB_GPU_COMPUTE] * (1 - fc - fb));
-    a->hi[AB_GPU_COMPUTE] = (uint64_t)((double)a->hi[AB_GPU_COMPUTE] * (1 - fc - fb));
+    a->lo[AB_GPU_COMPUTE] = (uint64_t)((double)lo * rest);
+    a->hi[AB_GPU_COMPUTE] = (uint64_t)((double)hi * rest);
 }
 
 /* The buckets from the moments: each the ratio of its measured time to the
@@ -453,6 +469,22 @@ static void estimate(struct acct *a)
     a->hi[big] = a->hi[big] > a->ns[big] ? a->hi[big] : a->ns[big];
 }
 
+/* The busy buckets a cause owns (copies from pageable memory), spread
+ * over the steps by their GPU busy time. */
+static void steps_busy_owned(struct actx *x)
+{
+    const struct acct *a = x->a;
+    uint64_t busy = busy_of(a);
+    double f = busy ? (double)a->ns[AB_GPU_PAGEABLE] / (double)busy : 0.0;
+
+    if (x->s == NULL || x->ac->step == NULL || f <= 0)
+        return;
+    for (size_t i = 0; i < x->ac->nstep; i++) {
+        double v = (double)x->ac->step[i].own[AC_PAGEABLE] + f * (double)x->ac->step[i].busy;
+        x->ac->step[i].own[AC_PAGEABLE] = v > 4e9 ? 4000000000u : (uint32_t)v;
+    }
+}
+
 static void measured(struct actx *x, const struct gpu_dev *d)
 {
     struct acct *a = x->a;
@@ -465,6 +497,7 @@ static void measured(struct actx *x, const struct gpu_dev *d)
     cov_flush(x);
     estimate(a);
     busy_split(a, d);
+    steps_busy_owned(x);
 }
 
 /* ---- the host's lower bound ---- */
@@ -598,9 +631,12 @@ static void feeders(const struct model *m, struct acct *a)
             a->feeder[a->nfeed++] = a->feeder[i];
 }
 
-/* When each worker process first woke one of the feeding threads of @p a. */
-static void first_wakes(const struct model *m, const struct acct *a, uint64_t *fw)
+/* When each worker process first woke one of the feeding threads of @p a,
+ * and the earliest of those into @p first. */
+static void first_wakes(const struct model *m, const struct acct *a, uint64_t *fw,
+                        uint64_t *first)
 {
+    *first = UINT64_MAX;
     for (uint32_t i = 0; i < a->nfeed; i++) {
         const struct m_thread *th = &m->thr[a->feeder[i]];
         for (uint64_t k = th->first_off; k < th->first_off + th->noff; k++) {
@@ -609,8 +645,10 @@ static void first_wakes(const struct model *m, const struct acct *a, uint64_t *f
             if (o->waker_pid == 0 || o->cls == CS_OFF_PREEMPT)
                 continue;
             w = model_find_proc(m, m->proc[th->proc].run, o->waker_pid);
-            if (w != M_NONE && m->proc[w].role == M_ROLE_WORKER && o->t_end_ns < fw[w])
-                fw[w] = o->t_end_ns;
+            if (w == M_NONE || m->proc[w].role != M_ROLE_WORKER)
+                continue;
+            fw[w] = o->t_end_ns < fw[w] ? o->t_end_ns : fw[w];
+            *first = o->t_end_ns < *first ? o->t_end_ns : *first;
         }
     }
 }
@@ -642,7 +680,7 @@ static void acct_one(struct actx *x, struct acct *a, const struct gpu_dev *d,
         a->setup_end_ns = su->end_ns < a->hi_ns ? su->end_ns : a->hi_ns;
     a->ns[AB_SETUP] = a->lo[AB_SETUP] = a->hi[AB_SETUP] = a->setup_end_ns - a->lo_ns;
     feeders(m, a);
-    first_wakes(m, a, x->first_wake);
+    first_wakes(m, a, x->first_wake, &x->first_batch);
     x->a = a;
     x->host_known = run->counts[CS_REC_OFFCPU] > 0;
     x->s = x->ac->steps && x->ac->steps->thr != M_NONE &&
@@ -689,11 +727,9 @@ static void representatives(struct account *ac)
         }
     for (uint32_t i = 0; i < n; i++) {
         const struct acct *a = &ac->a[ord[i]];
-        uint64_t idle = a->hi_ns - a->setup_end_ns - a->ns[AB_GPU_COMPUTE] - a->ns[AB_GPU_COPY] -
-                        a->ns[AB_GPU_BOTH];
+        uint64_t idle = a->hi_ns - a->setup_end_ns - busy_of(a);
         const struct acct *b = &ac->a[best];
-        uint64_t bidle = b->hi_ns - b->setup_end_ns - b->ns[AB_GPU_COMPUTE] - b->ns[AB_GPU_COPY] -
-                         b->ns[AB_GPU_BOTH];
+        uint64_t bidle = b->hi_ns - b->setup_end_ns - busy_of(b);
         if (i > 0 && a->lo_ns >= end) { /* a new group */
             ac->a[best].is_rep = 1;
             best = ord[i];

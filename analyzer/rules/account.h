@@ -24,6 +24,7 @@ enum acct_bucket {
     AB_SETUP,        /* before the first step: once a run, never a finding */
     AB_GPU_COMPUTE,  /* GPU busy: kernels or memsets */
     AB_GPU_COPY,     /* GPU busy: copies alone */
+    AB_GPU_PAGEABLE, /* GPU busy: copies from pageable memory alone (the staging pace) */
     AB_GPU_BOTH,     /* GPU busy: a copy and a kernel at once */
     AB_GPU_UNSEEN,   /* host lower bound: not known idle (busy, or idle the host cannot see) */
     AB_GPU_QUEUED,   /* GPU idle with its next work already queued: a GPU-side gap */
@@ -75,6 +76,7 @@ struct acct {
 /* Per step of struct steps, what each cause owned of it (ns). */
 struct acct_step {
     uint32_t own[AC_COUNT];
+    uint32_t busy;    /* GPU busy in it (busy_split gives causes their part) */
     uint8_t measured; /* wholly inside covered time */
 };
 

@@ -658,7 +658,8 @@ uint64_t gpu_busy_inside(const struct gpu_truth *g, const struct gpu_dev *d, uin
 
 struct ev {
     uint64_t t;
-    int8_t dk, dc; /* kernels, copies starting (+1) or ending (-1) */
+    int8_t dk, dc, dp; /* kernels, copies, copies from pageable memory: starting (+1)
+                          or ending (-1) */
 };
 
 static int cmp_ev(const void *a, const void *b)
@@ -666,14 +667,14 @@ static int cmp_ev(const void *a, const void *b)
     const struct ev *x = a, *y = b;
     if (x->t != y->t)
         return x->t < y->t ? -1 : 1;
-    return (x->dk + x->dc) - (y->dk + y->dc); /* ends first */
+    return (x->dk + x->dc + x->dp) - (y->dk + y->dc + y->dp); /* ends first */
 }
 
 static int dev_stats(const struct model *m, struct gpu_dev *d)
 {
     struct ev *e = malloc((2 * d->n + 1) * sizeof(*e));
     uint64_t *dur = malloc((d->n + 1) * sizeof(*dur)), nk = 0, ne = 0;
-    int k = 0, c = 0;
+    int k = 0, c = 0, pg = 0;
 
     if (e == NULL || dur == NULL) {
         free(e);
@@ -683,6 +684,7 @@ static int dev_stats(const struct model *m, struct gpu_dev *d)
     for (uint64_t i = d->first; i < d->first + d->n; i++) {
         const struct m_gpu *g = &m->gpu[i];
         int isk = g->kind == CS_GPU_KERNEL, isc = g->kind == CS_GPU_MEMCPY;
+        int isp = isc && g->call != M_CALL_NONE && (m->call[g->call].flags & CS_CF_PAGEABLE);
         d->kernels += isk;
         d->copies += isc;
         d->memsets += g->kind == CS_GPU_MEMSET;
@@ -690,18 +692,19 @@ static int dev_stats(const struct model *m, struct gpu_dev *d)
             dur[nk++] = g->t_end_ns - g->t_start_ns;
         if (!isk && !isc)
             continue;
-        e[ne++] = (struct ev){g->t_start_ns, (int8_t)isk, (int8_t)isc};
-        e[ne++] = (struct ev){g->t_end_ns, (int8_t)-isk, (int8_t)-isc};
+        e[ne++] = (struct ev){g->t_start_ns, (int8_t)isk, (int8_t)isc, (int8_t)isp};
+        e[ne++] = (struct ev){g->t_end_ns, (int8_t)-isk, (int8_t)-isc, (int8_t)-isp};
     }
     qsort(e, ne, sizeof(*e), cmp_ev);
     for (uint64_t i = 0; i + 1 < ne + (ne == 0); i++) {
         uint64_t span;
-        k += e[i].dk, c += e[i].dc;
+        k += e[i].dk, c += e[i].dc, pg += e[i].dp;
         span = e[i + 1].t - e[i].t;
         d->kernel_ns += k > 0 ? span : 0;
         d->copy_ns += c > 0 ? span : 0;
         d->concurrent_ns += k > 1 ? span : 0;
         d->overlap_ns += k > 0 && c > 0 ? span : 0;
+        d->pageable_ns += k == 0 && c > 0 && pg == c ? span : 0;
     }
     stats_sort(dur, nk, NULL);
     d->kernel_p50_ns = stats_rank(dur, nk, 500);

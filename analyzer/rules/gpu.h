@@ -68,6 +68,7 @@ struct gpu_dev {
     uint64_t kernel_ns, copy_ns;       /* GPU time of each kind (union) */
     uint64_t concurrent_ns;  /* two kernels or more at once */
     uint64_t overlap_ns;     /* a copy and a kernel at once */
+    uint64_t pageable_ns;    /* copies alone, every one from pageable memory */
     uint64_t kernel_p50_ns;  /* median kernel duration */
     struct gpu_stretch top[GPU_TOP]; /* longest idle stretches */
     struct gpu_stretch host_top;     /* longest of them spent on host code, from

@@ -172,7 +172,7 @@ static double account_busy_pct(const json_t *ac, double *lo, double *hi)
             continue;
         whole += (double)geti(v, "ns");
         if (!strcmp(name, "gpu_compute") || !strcmp(name, "gpu_copy") ||
-            !strcmp(name, "gpu_both")) {
+            !strcmp(name, "gpu_copy_pageable") || !strcmp(name, "gpu_both")) {
             busy += (double)geti(v, "ns");
             l += (double)geti(v, "lo_ns");
             h += (double)geti(v, "hi_ns");
