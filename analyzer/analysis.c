@@ -773,6 +773,20 @@ int analysis_setup(const struct analysis *a, uint64_t *t0, uint64_t *t1)
     return steps_setup(&a->m, &a->steps, t0, t1);
 }
 
+int analysis_account_window(const struct analysis *a, size_t i, uint32_t *pid, uint16_t *device,
+                            uint64_t *t0, uint64_t *t1)
+{
+    const struct acct *p = i < a->acct.na ? &a->acct.a[i] : NULL;
+
+    if (p == NULL)
+        return 0;
+    *pid = a->m.proc[p->proc].pid;
+    *device = p->device;
+    *t0 = p->lo_ns;
+    *t1 = p->hi_ns;
+    return 1;
+}
+
 void analysis_free(struct analysis *a)
 {
     if (a == NULL)

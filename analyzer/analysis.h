@@ -79,6 +79,12 @@ const struct steps *analysis_steps(const struct analysis *a, uint32_t *pid, uint
  * @return 1, or 0 when there is none */
 int analysis_setup(const struct analysis *a, uint64_t *t0, uint64_t *t1);
 
+/** Feeding process @p i of the account (rules/account.h; the order of
+ * docs/json.md's account.processes): its pid, device and CUDA-active window
+ * [*t0, *t1) in absolute ns. @return 1, or 0 when @p i is past the last */
+int analysis_account_window(const struct analysis *a, size_t i, uint32_t *pid, uint16_t *device,
+                            uint64_t *t0, uint64_t *t1);
+
 /** Free. Accepts NULL. */
 void analysis_free(struct analysis *a);
 

@@ -26,6 +26,15 @@ if(TARGET cudaspy-analyze)
   set_tests_properties(cli.export_setup PROPERTIES LABELS unit TIMEOUT 60)
 endif()
 
+# cli.export_account: the account, one slice per feeding process and GPU
+if(TARGET cudaspy-analyze)
+  add_test(NAME cli.export_account
+           COMMAND sh ${CS_EXPORT_DIR}/export_account.sh $<TARGET_FILE:cudaspy-analyze>
+                   $<TARGET_FILE:gen_run> $<TARGET_FILE:check_trace>
+                   ${CMAKE_CURRENT_BINARY_DIR}/export/account)
+  set_tests_properties(cli.export_account PROPERTIES LABELS unit TIMEOUT 60)
+endif()
+
 # The same export loaded by a real parser: Chrome DevTools' trace engine.
 if(TARGET cudaspy-analyze)
   add_test(NAME cli.export_devtools

@@ -25,7 +25,7 @@ static const char mcp_usage[] =
     "JSON-RPC 2.0 on stdin/stdout (protocol versions 2025-06-18, 2025-11-25 with the\n"
     "initialize handshake; 2026-07-28 stateless requests). Read-only: tools reach only\n"
     "the files named here, by index (0 = first) or basename. Logs go to stderr.\n"
-    "Tools: get_trace_stats, get_causal_chains, get_per_process_breakdown,\n"
+    "Tools: get_trace_stats, get_causal_chains, get_account, get_per_process_breakdown,\n"
     "get_api_latency, get_gpu_feed, get_gpu_timeline, get_steps, get_hotspots, get_timeline,\n"
     "get_top_stalls, compare_runs.\n"
     "Prompt: investigate. Details and client configuration: docs/mcp.md.\n"

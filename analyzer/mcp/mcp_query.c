@@ -108,7 +108,7 @@ static void q_text_head(struct mcp_call_ctx *c, const char *what)
 static void q_text_fields(struct mcp_text *t, json_t *o)
 {
     static const char *const own[] = {"severity", "cause", "kind",    "rule", "role", "class",
-                                      "family",   "layer", "verdict", "api",  NULL};
+                                      "family",   "layer", "verdict", "api",  "share_of", NULL};
     const char *key;
     json_t *v;
     json_object_foreach(o, key, v) {
@@ -612,18 +612,126 @@ static void text_list(struct mcp_text *t, json_t *a)
     }
 }
 
+/* A finding's place in the account (docs/json.md "chains"): the buckets
+ * it owns and what fixing it would do to the step time, under its fields. */
+static void text_chain_account(struct mcp_text *t, const json_t *f)
+{
+    const json_t *owns = json_object_get(f, "owns"), *v;
+    const char *fix = json_string_value(json_object_get(json_object_get(f, "if_fixed"), "text"));
+    size_t i;
+
+    if (json_array_size(owns)) {
+        mcp_text_printf(t, "   owns in the account:");
+        json_array_foreach(owns, i, v)
+            mcp_text_printf(t, "%s %s", i ? "," : "", json_string_value(v));
+        mcp_text_printf(t, "\n");
+    }
+    if (fix && *fix) {
+        char *x = mcp_clean(fix, 200); /* the analyzer's words, not program data */
+        mcp_text_printf(t, "   %s\n", x ? x : "");
+        free(x);
+    }
+}
+
 int mcp_q_causal_chains(struct mcp_call_ctx *c, json_t **out)
 {
-    size_t total;
+    size_t total, i;
     json_t *chains =
-        slice(json_object_get(q_aj(c), "chains"), 0, mcp_arg_u64(c, "top", 10), &total);
+        slice(json_object_get(q_aj(c), "chains"), 0, mcp_arg_u64(c, "top", 10), &total), *v;
     q_text_head(c, "Causal chains");
-    mcp_text_printf(c->t, "%zu finding%s, most severe first; showing %zu\n", total,
-                    total == 1 ? "" : "s", json_array_size(chains));
-    text_list(c->t, chains);
+    mcp_text_printf(c->t, "%zu finding%s, most severe first, each a view of the account "
+                          "(get_account); showing %zu\n",
+                    total, total == 1 ? "" : "s", json_array_size(chains));
+    json_array_foreach(chains, i, v) {
+        mcp_text_printf(c->t, "%zu.", i + 1);
+        q_text_fields(c->t, v);
+        text_chain_account(c->t, v);
+    }
     json_t *o = q_head(c);
     json_object_set_new(o, "total", json_integer((json_int_t)total));
     json_object_set_new(o, "chains", chains);
+    *out = o;
+    return 0;
+}
+
+/* One bucket of the account as a text row: time, share, interval, owner. */
+static void text_bucket(struct mcp_text *t, const json_t *b)
+{
+    json_int_t lo = json_integer_value(json_object_get(b, "lo_ns"));
+    json_int_t hi = json_integer_value(json_object_get(b, "hi_ns"));
+    const char *own = json_string_value(json_object_get(b, "owner"));
+
+    mcp_text_printf(t, "  %-20s %10s %6.1f %%", json_string_value(json_object_get(b, "name")),
+                    NS((uint64_t)json_integer_value(json_object_get(b, "ns"))),
+                    json_number_value(json_object_get(b, "pct")));
+    if (hi > lo)
+        mcp_text_printf(t, "  95 %% interval %s to %s", NS((uint64_t)lo), NS((uint64_t)hi));
+    if (own)
+        mcp_text_printf(t, "  -> %s", own);
+    mcp_text_printf(t, "\n");
+}
+
+static void text_account(struct mcp_text *t, const json_t *ac)
+{
+    const json_t *b;
+    size_t i;
+
+    json_array_foreach(json_object_get(ac, "buckets"), i, b)
+        text_bucket(t, b);
+    mcp_text_printf(t, "  %-20s %10s  (the window: %s)\n", "sum",
+                    NS((uint64_t)json_integer_value(json_object_get(ac, "sum_ns"))),
+                    NS((uint64_t)json_integer_value(json_object_get(ac, "window_ns"))));
+}
+
+/* Each process of @p procs under the totals; a lone representative is the totals. */
+static void text_account_procs(struct mcp_text *t, json_t *ac, json_t *procs)
+{
+    json_t *v;
+    size_t i;
+
+    json_array_foreach(procs, i, v) {
+        int is_rep = json_is_true(json_object_get(v, "represents"));
+        int is_total = is_rep && json_array_size(json_object_get(ac, "processes")) == 1;
+        mcp_text_printf(t, "process %lld device %lld (%s%s)%s\n",
+                        (long long)json_integer_value(json_object_get(v, "pid")),
+                        (long long)json_integer_value(json_object_get(v, "device")),
+                        json_string_value(json_object_get(v, "source")),
+                        is_rep ? "" : "; side by side with a representative, not in the totals",
+                        is_total ? ": the totals above" : ":");
+        if (!is_total)
+            text_account(t, v);
+    }
+}
+
+int mcp_q_account(struct mcp_call_ctx *c, json_t **out)
+{
+    json_t *ac = json_object_get(q_aj(c), "account"), *procs = json_array(), *o, *v;
+    uint32_t pid = (uint32_t)mcp_arg_u64(c, "pid", 0);
+    static const char *const keep[] = {"source", "window_ns", "setup_ns", "sum_ns", "buckets"};
+    size_t i;
+
+    json_array_foreach(json_object_get(ac, "processes"), i, v)
+        if (pid == 0 || (uint32_t)json_integer_value(json_object_get(v, "pid")) == pid)
+            json_array_append(procs, v);
+    if (pid && json_array_size(procs) == 0) {
+        json_decref(procs);
+        return mcp_bad(c, "no process %u fed a GPU in this run (see get_per_process_breakdown)",
+                       pid);
+    }
+    q_text_head(c, "Account of the CUDA-active window (every ns once; the findings own buckets)");
+    mcp_text_printf(c->t, "source %s; window %s, set-up before the first step %s; "
+                          "findings' shares are of the window after the set-up\n",
+                    json_string_value(json_object_get(ac, "source")),
+                    NS((uint64_t)json_integer_value(json_object_get(ac, "window_ns"))),
+                    NS((uint64_t)json_integer_value(json_object_get(ac, "setup_ns"))));
+    text_account(c->t, ac);
+    text_account_procs(c->t, ac, procs);
+    o = q_head(c);
+    json_object_set_new(o, "filter", q_filter_json(c));
+    for (i = 0; i < sizeof(keep) / sizeof(*keep); i++)
+        if ((v = json_object_get(ac, keep[i])) != NULL)
+            json_object_set(o, keep[i], v);
+    json_object_set_new(o, "processes", procs);
     *out = o;
     return 0;
 }

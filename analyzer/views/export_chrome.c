@@ -2,7 +2,8 @@
  * as Chrome Trace Event JSON for ui.perfetto.dev and chrome://tracing
  * (format notes in docs/export.md). Streams: events are written while the
  * cursors are read; memory is bounded by one time window of records. Owns
- * the clipping that keeps off-CPU slices nested inside CUDA calls. */
+ * the clipping that keeps off-CPU slices nested inside CUDA calls. The steps
+ * and the account come last, from the analysis (analysis.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -852,19 +853,12 @@ static int write_nvtx(struct exporter *x)
 
 /* The steps the analysis finds (model/steps.h), as slices on a track of
  * their own in the process whose thread they were found on. */
-static int write_steps(struct exporter *x, const char *path)
+static void write_steps(struct exporter *x, const struct analysis *a)
 {
-    const char *const paths[] = {path};
-    struct analysis_opts o;
-    struct analysis *a;
     const struct steps *s;
     uint32_t pid, tid;
     uint64_t t0, t1;
-    int rc;
 
-    analysis_opts_init(&o);
-    if ((rc = analysis_load(paths, 1, &o, &a, &x->err)) < 0)
-        return rc;
     s = analysis_steps(a, &pid, &tid);
     if (s->n)
         meta_name(x, "thread_name", pid, EXPORT_STEP_TID, "steps");
@@ -885,8 +879,74 @@ static int write_steps(struct exporter *x, const char *path)
         put_str(x->out, s->how);
         fputs("}}", x->out);
     }
-    analysis_free(a);
+}
+
+/* ---- the account ---- */
+
+#define EXPORT_ACCT_TID 0x7fff0000u /* | device: the account's track in a feeding process */
+
+/* Bucket rows keyed by name: Perfetto then lists args.buckets.gpu_compute.ns
+ * rather than args.buckets[1].ns. @return new reference */
+static json_t *buckets_by_name(json_t *rows)
+{
+    json_t *o = json_object(), *b;
+    size_t i;
+
+    json_array_foreach(rows, i, b) {
+        json_t *c = json_deep_copy(b);
+        json_object_del(c, "name");
+        json_object_set_new(o, json_string_value(json_object_get(b, "name")), c);
+    }
+    return o;
+}
+
+/* The account (docs/json.md "account") as one slice per feeding process and
+ * GPU over its CUDA-active window, its buckets in the args. A summary to
+ * click on, not a timeline: a bucket is a total over the window, not a
+ * stretch of it, so the buckets are not drawn as slices. */
+static int write_account(struct exporter *x, const struct analysis *a)
+{
+    json_t *j = analysis_json(a), *procs, *p;
+    uint32_t pid;
+    uint16_t dev;
+    uint64_t t0, t1;
+    char track[32];
+
+    if (j == NULL)
+        return -ENOMEM;
+    procs = json_object_get(json_object_get(j, "account"), "processes");
+    for (size_t i = 0; analysis_account_window(a, i, &pid, &dev, &t0, &t1); i++) {
+        if ((p = json_array_get(procs, i)) == NULL || t0 < x->since || t0 >= x->until)
+            continue;
+        json_object_del(p, "pid"); /* the event's own; device and the rest stay */
+        json_object_set_new(p, "buckets", buckets_by_name(json_object_get(p, "buckets")));
+        snprintf(track, sizeof(track), "account (GPU %u)", (unsigned)dev);
+        meta_name(x, "thread_name", pid, EXPORT_ACCT_TID | dev, track);
+        ev_begin(x, "X", pid, EXPORT_ACCT_TID | dev, t0);
+        put_dur(x, t1 - t0);
+        fputs(",\"cat\":\"account\",\"name\":\"account\",\"args\":", x->out);
+        json_dumpf(p, x->out, JSON_COMPACT | JSON_ENSURE_ASCII);
+        fputc('}', x->out);
+    }
+    json_decref(j);
     return 0;
+}
+
+/* What needs the analysis (the model of the run): steps and the account. */
+static int write_analysed(struct exporter *x, const char *path)
+{
+    const char *const paths[] = {path};
+    struct analysis_opts o;
+    struct analysis *a;
+    int rc;
+
+    analysis_opts_init(&o);
+    if ((rc = analysis_load(paths, 1, &o, &a, &x->err)) < 0)
+        return rc;
+    write_steps(x, a);
+    rc = write_account(x, a);
+    analysis_free(a);
+    return rc;
 }
 
 /* ---- command ---- */
@@ -911,7 +971,7 @@ static int export_run(struct exporter *x, const char *path)
     if (rc >= 0)
         rc = write_nvtx(x);
     if (rc >= 0)
-        rc = write_steps(x, path);
+        rc = write_analysed(x, path);
     fputs("\n]}\n", x->out);
     return rc < 0 ? rc : 0;
 }
@@ -922,7 +982,8 @@ static const char export_usage[] =
     "Write RUN as Chrome Trace Event JSON (open it in ui.perfetto.dev or\n"
     "chrome://tracing): a track per process and thread, CUDA calls and off-CPU\n"
     "intervals as slices, CPU and paging counters, arrows from host causes to\n"
-    "the calls they delayed. --since/--until keep records starting in that\n"
+    "the calls they delayed, the steps, and the account of each feeding\n"
+    "process's CUDA-active window. --since/--until keep records starting in that\n"
     "window (seconds from the run start). See docs/export.md.\n"
     "\n"
     "Exit status: 0 ok, 2 usage or input error, 3 system failure.\n"

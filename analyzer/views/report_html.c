@@ -1,7 +1,7 @@
 /* views/report_html.c: `cudaspy-analyze report --html OUT.html RUN`, one
  * self-contained page (inline CSS/JS/SVG from html_assets.h, no network).
- * Builds the page's data: analysis_json() for the summary, findings and
- * process table, plus what only this page needs, aggregated into fixed bins
+ * Builds the page's data: analysis_json() for the summary, account, findings
+ * and process table, plus what only this page needs, aggregated into fixed bins
  * so 10 M events cost the same page size as 10 k: log-scale latency
  * histograms per API (summary.c durations) and a timeline of CUDA activity,
  * off-CPU time and CPU use per process, and the latency per Python line
@@ -311,10 +311,11 @@ static const char html_usage[] =
     "Usage: cudaspy-analyze report --html OUT.html RUN\n"
     "\n"
     "Write one self-contained HTML page (no network access needed) with the run\n"
-    "summary, the findings, latency histograms of the 12 APIs with the most time\n"
-    "(at least 10 calls each), a timeline of GPU busy time (from GPU activity),\n"
-    "CUDA activity against CPU use and off-CPU time per process, and the process\n"
-    "table.\n"
+    "summary, the account of the CUDA-active window (a bar and a table of its\n"
+    "buckets, which sum to the window), the findings, latency histograms of the\n"
+    "12 APIs with the most time (at least 10 calls each), a timeline of GPU busy\n"
+    "time (from GPU activity), CUDA activity against CPU use and off-CPU time per\n"
+    "process, the steps, and the process table.\n"
     "\n"
     "Exit status: 0 ok, 2 usage or input error, 3 system failure.\n"
     "\n"

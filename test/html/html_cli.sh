@@ -36,6 +36,28 @@ renders)
     size=$(wc -c < r.png)
     [ "$size" -gt 30000 ] || fail "screenshot looks blank ($size bytes)"
     ;;
+account)  # the Account section: its sum row is the window; the findings show their share of it
+    command -v chromium >/dev/null || { echo "skip: no chromium"; exit 77; }
+    "$gen" gpu_tail run.lmdb || fail gen   # sampled GPU activity: intervals, if_fixed
+    expect_rc 0 "$analyze" report --html r.html run.lmdb
+    "$analyze" --json run.lmdb > run.json || fail "--json"
+    window=$(sed -n '/^  "account": {/,/^  }/p' run.json | sed -n 's/^    "window_ns": \([0-9]*\),$/\1/p')
+    [ -n "$window" ] || fail "no account.window_ns in --json"
+    chromium_ --dump-dom "file://$dir/r.html" > dom.html || fail "chromium --dump-dom failed"
+    grep -q '<title>cudaspy report: ok</title>' dom.html || fail "page did not finish rendering"
+    grep -q "<tr class=\"sum\" data-sum-ns=\"$window\" data-window-ns=\"$window\">" dom.html ||
+        { grep -o '<tr class="sum"[^>]*>' dom.html >&2; fail "sum row is not the window ($window ns)"; }
+    sum=$(grep -o '<tr id="acct-[a-z_]*" data-ns="[0-9]*"' dom.html | sed 's/.*data-ns="//; s/"$//' |
+        awk '{ s += $1 } END { printf "%.0f", s }')
+    [ "$sum" = "$window" ] || fail "bucket rows sum to $sum ns, want the window $window ns"
+    grep -q 'the buckets sum to the window' dom.html || fail "no check mark on the sum row"
+    grep -q '<tr id="acct-gpu_compute" data-ns=' dom.html || fail "no GPU busy row"
+    grep -q '<a href="#f-sync_per_iteration">sync_per_iteration</a>' dom.html ||
+        fail "the owner is not linked to its finding"
+    grep -q 'id="f-sync_per_iteration"' dom.html || fail "no card for the owner"
+    grep -q '95 % interval of the impact' dom.html || fail "no impact interval on the card"
+    grep -q 'class="iffix">if fixed: step p50 ' dom.html || fail "no if_fixed line on the card"
+    ;;
 escaping)  # markup in names cannot break out of the data block
     "$gen" run.lmdb --calls 200 || fail gen
     ln -s run.lmdb 'a<!--<script>.lmdb'

@@ -2,7 +2,8 @@
 // client (@modelcontextprotocol/sdk, Client + StdioClientTransport): the
 // handshake, tools/list (every input schema compiled with the SDK's ajv),
 // every tool on real run files with figures equal to `cudaspy-analyze
-// --json` and `gate --json`, the investigate prompt, and bad arguments.
+// --json` and `gate --json` (the account's buckets summing to its window),
+// the investigate prompt, and bad arguments.
 // Usage: MCP_CLIENT_DIR=DIR node e2e.mjs CUDASPY_ANALYZE TREE.lmdb CLEAN.lmdb
 import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -55,10 +56,10 @@ async function call(client, name, args) {
 async function toolsAndSchemas(client) {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
-  const want = ['compare_runs', 'get_api_latency', 'get_causal_chains', 'get_gpu_feed',
+  const want = ['compare_runs', 'get_account', 'get_api_latency', 'get_causal_chains', 'get_gpu_feed',
     'get_gpu_timeline', 'get_hotspots', 'get_per_process_breakdown', 'get_steps', 'get_timeline',
     'get_top_stalls', 'get_trace_stats'];
-  check('tools/list has the 11 tools', isDeepStrictEqual(names, want), names.join(','));
+  check('tools/list has the 12 tools', isDeepStrictEqual(names, want), names.join(','));
   for (const t of tools) {
     let err = null;
     try {
@@ -111,6 +112,8 @@ async function slices(client, want) {
   check('get_causal_chains equals --json chains[0..3)', isDeepStrictEqual(r.structuredContent.chains,
     want.chains.slice(0, 3)) && r.structuredContent.total === want.chains.length);
 
+  await account(client, want);
+
   r = await call(client, 'get_per_process_breakdown', {});
   check('get_per_process_breakdown equals --json processes',
     isDeepStrictEqual(r.structuredContent.processes, want.processes.slice(0, 50)));
@@ -140,6 +143,42 @@ async function slices(client, want) {
     s.p99_ns === want.steps.p99_ns && isDeepStrictEqual(s.worst, want.steps.worst) &&
     s.setup !== undefined && isDeepStrictEqual(s.setup, want.steps.setup) &&
     isDeepStrictEqual(s.rows, (want.steps.rows || []).slice(0, 3)), JSON.stringify(s).slice(0, 300));
+}
+
+const sumNs = (bs) => bs.reduce((x, b) => x + b.ns, 0);
+
+// get_account is --json's account, its buckets sum to the window (totals and each
+// process), and each finding's impact is the time of the buckets it owns.
+async function account(client, want) {
+  const w = want.account;
+  let r = await call(client, 'get_account', {});
+  const a = r.structuredContent;
+  check('get_account equals --json account', !r.isError && a.source === w.source &&
+    a.window_ns === w.window_ns && a.setup_ns === w.setup_ns && isDeepStrictEqual(a.buckets, w.buckets) &&
+    isDeepStrictEqual(a.processes, w.processes), JSON.stringify(a).slice(0, 300));
+  check('get_account buckets sum to window_ns', a.buckets.length > 0 && sumNs(a.buckets) === a.window_ns &&
+    a.sum_ns === a.window_ns, `${sumNs(a.buckets)} / ${a.sum_ns} vs ${a.window_ns}`);
+  check('get_account: each process\'s buckets sum to its window_ns', a.processes.length > 0 &&
+    a.processes.every((p) => sumNs(p.buckets) === p.window_ns && p.sum_ns === p.window_ns));
+  check('get_account text ends the table with the sum and the window',
+    /\n  sum +\S+ \S+ +\(the window: /.test(r.content[0].text), r.content[0].text.slice(0, 300));
+  const pid = a.processes[0].pid;
+  r = await call(client, 'get_account', { pid });
+  check('get_account pid keeps that process and the totals', r.structuredContent.processes.length > 0 &&
+    r.structuredContent.processes.every((p) => p.pid === pid) &&
+    isDeepStrictEqual(r.structuredContent.buckets, w.buckets));
+
+  const byName = Object.fromEntries(w.buckets.map((b) => [b.name, b]));
+  const chains = (await call(client, 'get_causal_chains', { top: 100 })).structuredContent.chains;
+  for (const c of chains) {
+    check(`finding ${c.cause}: impact_lo_ns <= impact_ns <= impact_hi_ns, if_fixed present`,
+      c.impact_lo_ns <= c.impact_ns && c.impact_ns <= c.impact_hi_ns && 'if_fixed' in c &&
+      (c.if_fixed === null || typeof c.if_fixed.text === 'string'), JSON.stringify(c.if_fixed));
+    if (c.owns && c.owns.length)
+      check(`finding ${c.cause}: impact is the time of the buckets it owns`,
+        c.impact_ns === c.owns.reduce((x, n) => x + (byName[n] ? byName[n].ns : 0), 0),
+        `${c.impact_ns} vs ${c.owns.join('+')}`);
+  }
 }
 
 async function apiLatency(client, want) {
@@ -235,7 +274,8 @@ async function badArguments(client) {
   const cases = [['get_api_latency', {}], ['get_trace_stats', { pid: 'x' }], ['get_trace_stats', { bogus: 1 }],
     ['get_trace_stats', { run: 9 }], ['get_trace_stats', { run: '../tree.lmdb' }], ['get_timeline', {}],
     ['get_timeline', { pid: mainPid, cursor: 'junk' }], ['get_trace_stats', { since_ms: 5, until_ms: 1 }],
-    ['compare_runs', { base: 0 }], ['get_top_stalls', { class: 'nap' }]];
+    ['compare_runs', { base: 0 }], ['get_top_stalls', { class: 'nap' }], ['get_account', { pid: 1 }],
+    ['get_account', { top: 3 }]];
   for (const [name, args] of cases) {
     const r = await call(client, name, args);
     check(`${name} ${JSON.stringify(args)} is a tool error`, r.isError === true && r.structuredContent === undefined);
