@@ -124,6 +124,15 @@ class Judge(unittest.TestCase):
         self.assertEqual(acc.judge(case("data_pipeline_starvation"), t, an)["reasons"],
                          ["pageable_memcpy impact 0.10 s, truth 0.40 s (-75 %)"])
 
+    def test_counts_as_merges_causes(self):
+        t = truth("cpu_contention_tree", 1.0)
+        an = {"chains": [finding("cpu_contention_external", "HIGH", 0.6, 30),
+                         finding("cpu_contention_tree", "HIGH", 0.45, 22)]}
+        self.assertEqual(len(acc.judge(case("cpu_contention_tree"), t, an)["reasons"]), 2)
+        c = case("cpu_contention_tree",
+                 counts_as={"cpu_contention_external": "cpu_contention_tree"})
+        self.assertEqual(acc.judge(c, t, an)["reasons"], [])
+
     def test_manifest_and_workload_must_agree(self):
         an = {"chains": [finding("io_wait", "HIGH", 1.0, 50)]}
         row = acc.judge(case("io_wait"), truth("host_bound", 1.0), an)
@@ -222,6 +231,17 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual(rc, 0, out)
         rc, out = self.score([c], [finding("sync_per_iteration", "HIGH", 0.5, 25)])
         self.assertIn("sync_per_iteration impact 0.50 s, truth 0.80 s (-38 %)", out)
+
+    def test_ab_truth_leaves_out_run_queue_delay(self):
+        with_ = "cudaspy-truth: " + json.dumps(
+            truth("sync_per_iteration", 0, loop_s=2.0, runq_ns=int(0.3 * S)))
+        without = "cudaspy-truth: " + json.dumps(
+            truth("sync_per_iteration", 0, loop_s=1.2, runq_ns=int(0.1 * S)))
+        c = {"case": "ab", "cmd": ["sh", "-c", "echo '%s'" % with_],
+             "cmd_without": ["sh", "-c", "echo '%s'" % without],
+             "planted": "sync_per_iteration", "truth": "ab"}
+        rc, out = self.score([c], [finding("sync_per_iteration", "HIGH", 0.6, 30)])
+        self.assertEqual(rc, 0, out)
 
     def test_exit_77_skips_a_case(self):
         c = {"case": "s", "cmd": ["sh", "-c", "exit 77"], "planted": "io_wait"}
