@@ -102,6 +102,16 @@ class Judge(unittest.TestCase):
         self.assertEqual(row["reasons"], ["finding sync_per_iteration MEDIUM in a healthy case "
                                           "(main thread's run-queue delay in the loop: 3 ms)"])
 
+    def test_metered_outside_load_is_no_false_finding(self):
+        an = {"chains": [finding("cpu_contention_external", "MEDIUM", 0.11, 7)]}
+        t = truth("none", 0, runq_ns=int(0.08 * S), setup_runq_ns=int(0.01 * S))
+        self.assertEqual(len(acc.judge(case("none"), t, an)["reasons"]), 1)
+        self.assertEqual(acc.judge(case("none", external_ok=True), t, an)["reasons"], [])
+        an["chains"][0]["impact_ns"] = int(0.2 * S)
+        self.assertEqual(len(acc.judge(case("none", external_ok=True), t, an)["reasons"]), 1)
+        an = {"chains": [finding("sync_per_iteration", "MEDIUM", 0.05, 3)]}
+        self.assertEqual(len(acc.judge(case("none", external_ok=True), t, an)["reasons"]), 1)
+
     def test_setup_prefers_account_then_steps(self):
         t = truth("setup", 1.0, setup_ns=1 * S)
         an = {"chains": [], "account": {"setup_ns": int(1.1 * S)},

@@ -65,7 +65,7 @@
  * setup_ns runs from the first CUDA call to the loop; gpu_ns sums the
  * simulated time of the kernels and copies the loop queued; runq_ns is the
  * main thread's run-queue delay in the loop (what the box's other load took
- * from it, in cases that plant no contention). */
+ * from it, in cases that plant no contention), setup_runq_ns in the set-up. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* O_DIRECT, O_TMPFILE */
 #endif
@@ -123,6 +123,7 @@ struct acc {
     long nsteps;         /* A/B modes: a fixed step count; else 0 (timed) */
     long steps;
     uint64_t t_cuda_ns;  /* first CUDA call */
+    uint64_t rq_cuda_ns; /* run-queue delay then */
     uint64_t t_loop0_ns, t_loop1_ns;
     uint64_t truth_ns, truth2_ns; /* two_causes: truth2 is pageable_memcpy's */
     uint64_t wait_ns;    /* epoch_workers: every wait for a batch, a cross-check */
@@ -1064,10 +1065,11 @@ static void print_truth(const struct acc *a)
     printf("%s: %s%s%s: %ld steps in %.2f s\n", NAME, a->mode, *a->variant ? " " : "", a->variant,
            a->steps, (double)loop / 1e9);
     printf("cudaspy-truth: {\"case\":\"%s\",\"planted\":\"%s\",\"truth_ns\":%llu,"
-           "\"loop_ns\":%llu,\"steps\":%ld,\"setup_ns\":%llu,\"gpu_ns\":%llu,\"runq_ns\":%llu",
+           "\"loop_ns\":%llu,\"steps\":%ld,\"setup_ns\":%llu,\"gpu_ns\":%llu,"
+           "\"runq_ns\":%llu,\"setup_runq_ns\":%llu",
            a->mode, a->planted, (unsigned long long)truth, (unsigned long long)loop, a->steps,
            (unsigned long long)setup, (unsigned long long)gpu_busy_ns,
-           (unsigned long long)a->runq_ns);
+           (unsigned long long)a->runq_ns, (unsigned long long)(a->rq0_ns - a->rq_cuda_ns));
     if (a->nsteps > 0)
         printf(",\"variant\":\"%s\",\"meter_ns\":%llu", a->variant,
                (unsigned long long)a->meter_ns);
@@ -1129,6 +1131,7 @@ int main(int argc, char **argv)
     a.mode = m->name, a.planted = m->planted;
     is_nocause = strcmp(a.variant, "nocause") == 0;
     set_env(m);
+    a.rq_cuda_ns = runq_delay_ns();
     a.t_cuda_ns = now_ns();
     for (int k = 0; k < K_N; k++)
         CHECK_RT(fakert_register_kernel((const void *)kernels[k].fn, kernels[k].name));
