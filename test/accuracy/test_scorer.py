@@ -102,6 +102,16 @@ class Judge(unittest.TestCase):
         self.assertEqual(row["reasons"], ["finding sync_per_iteration MEDIUM in a healthy case "
                                           "(main thread's run-queue delay in the loop: 3 ms)"])
 
+    def test_metered_outside_load_is_no_false_finding(self):
+        an = {"chains": [finding("cpu_contention_external", "MEDIUM", 0.11, 7)]}
+        t = truth("none", 0, runq_ns=int(0.08 * S), setup_runq_ns=int(0.01 * S))
+        self.assertEqual(len(acc.judge(case("none"), t, an)["reasons"]), 1)
+        self.assertEqual(acc.judge(case("none", external_ok=True), t, an)["reasons"], [])
+        an["chains"][0]["impact_ns"] = int(0.2 * S)
+        self.assertEqual(len(acc.judge(case("none", external_ok=True), t, an)["reasons"]), 1)
+        an = {"chains": [finding("sync_per_iteration", "MEDIUM", 0.05, 3)]}
+        self.assertEqual(len(acc.judge(case("none", external_ok=True), t, an)["reasons"]), 1)
+
     def test_setup_prefers_account_then_steps(self):
         t = truth("setup", 1.0, setup_ns=1 * S)
         an = {"chains": [], "account": {"setup_ns": int(1.1 * S)},
@@ -123,6 +133,15 @@ class Judge(unittest.TestCase):
         an["chains"][0]["impact_ns"] = int(0.1 * S)
         self.assertEqual(acc.judge(case("data_pipeline_starvation"), t, an)["reasons"],
                          ["pageable_memcpy impact 0.10 s, truth 0.40 s (-75 %)"])
+
+    def test_counts_as_merges_causes(self):
+        t = truth("cpu_contention_tree", 1.0)
+        an = {"chains": [finding("cpu_contention_external", "HIGH", 0.6, 30),
+                         finding("cpu_contention_tree", "HIGH", 0.45, 22)]}
+        self.assertEqual(len(acc.judge(case("cpu_contention_tree"), t, an)["reasons"]), 2)
+        c = case("cpu_contention_tree",
+                 counts_as={"cpu_contention_external": "cpu_contention_tree"})
+        self.assertEqual(acc.judge(c, t, an)["reasons"], [])
 
     def test_manifest_and_workload_must_agree(self):
         an = {"chains": [finding("io_wait", "HIGH", 1.0, 50)]}
@@ -222,6 +241,17 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual(rc, 0, out)
         rc, out = self.score([c], [finding("sync_per_iteration", "HIGH", 0.5, 25)])
         self.assertIn("sync_per_iteration impact 0.50 s, truth 0.80 s (-38 %)", out)
+
+    def test_ab_truth_leaves_out_run_queue_delay(self):
+        with_ = "cudaspy-truth: " + json.dumps(
+            truth("sync_per_iteration", 0, loop_s=2.0, runq_ns=int(0.3 * S)))
+        without = "cudaspy-truth: " + json.dumps(
+            truth("sync_per_iteration", 0, loop_s=1.2, runq_ns=int(0.1 * S)))
+        c = {"case": "ab", "cmd": ["sh", "-c", "echo '%s'" % with_],
+             "cmd_without": ["sh", "-c", "echo '%s'" % without],
+             "planted": "sync_per_iteration", "truth": "ab"}
+        rc, out = self.score([c], [finding("sync_per_iteration", "HIGH", 0.6, 30)])
+        self.assertEqual(rc, 0, out)
 
     def test_exit_77_skips_a_case(self):
         c = {"case": "s", "cmd": ["sh", "-c", "exit 77"], "planted": "io_wait"}

@@ -33,7 +33,8 @@
  *   contention_tree  4 x CPUs + 2 forked spinners (each its own session)
  *                    preempt the main thread's 2 ms of CPU a step (then
  *                    3 x 0.3 ms kernels, sync). Truth: the main thread's
- *                    run-queue delay (/proc/thread-self/schedstat)
+ *                    run-queue delay (/proc/thread-self/schedstat), the
+ *                    spinners' share of it (by CPU time, against the box's)
  *   contention_external  the same loop without spinners: the scorer starts
  *                    hogs outside the tree. Truth: the same run-queue delay
  *   launch_bound     steps of 600 kernels of 2, 3 or 5 us, each launch taking
@@ -64,7 +65,7 @@
  * setup_ns runs from the first CUDA call to the loop; gpu_ns sums the
  * simulated time of the kernels and copies the loop queued; runq_ns is the
  * main thread's run-queue delay in the loop (what the box's other load took
- * from it, in cases that plant no contention). */
+ * from it, in cases that plant no contention), setup_runq_ns in the set-up. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* O_DIRECT, O_TMPFILE */
 #endif
@@ -122,12 +123,14 @@ struct acc {
     long nsteps;         /* A/B modes: a fixed step count; else 0 (timed) */
     long steps;
     uint64_t t_cuda_ns;  /* first CUDA call */
+    uint64_t rq_cuda_ns; /* run-queue delay then */
     uint64_t t_loop0_ns, t_loop1_ns;
     uint64_t truth_ns, truth2_ns; /* two_causes: truth2 is pageable_memcpy's */
     uint64_t wait_ns;    /* epoch_workers: every wait for a batch, a cross-check */
     uint64_t meter_ns;   /* A/B modes: the in-process estimate, a cross-check */
     uint64_t rq0_ns;     /* run-queue delay at the loop's start */
     uint64_t runq_ns;    /* the main thread's run-queue delay in the loop */
+    double tree_share;   /* contention_tree: the spinners' share of runq_ns */
 };
 
 static cudaStream_t stream;
@@ -687,14 +690,43 @@ static void spinner(int nice)
         cpu_work_us(1000);
 }
 
+/* CPU time the forked workers have had (their schedstat's first field). */
+static uint64_t workers_cpu_ns(void)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < nworkers; i++) {
+        char path[64];
+        unsigned long long run = 0;
+        FILE *f;
+        snprintf(path, sizeof path, "/proc/%d/schedstat", (int)workers[i]);
+        if ((f = fopen(path, "r")) != NULL) {
+            if (fscanf(f, "%llu", &run) == 1)
+                sum += run;
+            fclose(f);
+        }
+    }
+    return sum;
+}
+
+/* The spinners keep every CPU busy, so while the main thread waits for
+ * one, the CPUs are the spinners' or the box's other load's. The truth is
+ * the spinners' share of its run-queue delay, in proportion to the CPU
+ * time each side had in the loop (the other side's: what the CPUs gave
+ * that neither the spinners nor the main thread took). tree_share_pct
+ * says how much of the delay that is: ~100 on a quiet box. */
 static void run_contention_tree(struct acc *a)
 {
-    long n = is_nocause ? 0 : 4 * sysconf(_SC_NPROCESSORS_ONLN) + 2;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN), n = is_nocause ? 0 : 4 * ncpu + 2;
     int nice = autogroup_nice();
     for (long w = 0; w < n && w < MAX_WORKERS; w++)
         if (fork_worker() == 0)
             spinner(nice);
+    uint64_t spin0 = workers_cpu_ns(), own0 = cpu_ns();
     cpu_steps(a);
+    double spin = (double)(workers_cpu_ns() - spin0), own = (double)(cpu_ns() - own0);
+    double others = (double)ncpu * (double)(a->t_loop1_ns - a->t_loop0_ns) - own;
+    a->tree_share = n == 0 ? 0 : others > spin ? spin / others : 1;
+    a->truth_ns = (uint64_t)((double)a->runq_ns * a->tree_share);
     workers_kill();
     workers_reap();
 }
@@ -1033,15 +1065,18 @@ static void print_truth(const struct acc *a)
     printf("%s: %s%s%s: %ld steps in %.2f s\n", NAME, a->mode, *a->variant ? " " : "", a->variant,
            a->steps, (double)loop / 1e9);
     printf("cudaspy-truth: {\"case\":\"%s\",\"planted\":\"%s\",\"truth_ns\":%llu,"
-           "\"loop_ns\":%llu,\"steps\":%ld,\"setup_ns\":%llu,\"gpu_ns\":%llu,\"runq_ns\":%llu",
+           "\"loop_ns\":%llu,\"steps\":%ld,\"setup_ns\":%llu,\"gpu_ns\":%llu,"
+           "\"runq_ns\":%llu,\"setup_runq_ns\":%llu",
            a->mode, a->planted, (unsigned long long)truth, (unsigned long long)loop, a->steps,
            (unsigned long long)setup, (unsigned long long)gpu_busy_ns,
-           (unsigned long long)a->runq_ns);
+           (unsigned long long)a->runq_ns, (unsigned long long)(a->rq0_ns - a->rq_cuda_ns));
     if (a->nsteps > 0)
         printf(",\"variant\":\"%s\",\"meter_ns\":%llu", a->variant,
                (unsigned long long)a->meter_ns);
     if (a->wait_ns)
         printf(",\"wait_ns\":%llu", (unsigned long long)a->wait_ns);
+    if (a->tree_share > 0)
+        printf(",\"tree_share_pct\":%.1f", a->tree_share * 100);
     if (strcmp(a->mode, "two_causes") == 0)
         printf(",\"causes\":[{\"planted\":\"data_pipeline_starvation\",\"truth_ns\":%llu},"
                "{\"planted\":\"pageable_memcpy\",\"truth_ns\":%llu}]",
@@ -1096,6 +1131,7 @@ int main(int argc, char **argv)
     a.mode = m->name, a.planted = m->planted;
     is_nocause = strcmp(a.variant, "nocause") == 0;
     set_env(m);
+    a.rq_cuda_ns = runq_delay_ns();
     a.t_cuda_ns = now_ns();
     for (int k = 0; k < K_N; k++)
         CHECK_RT(fakert_register_kernel((const void *)kernels[k].fn, kernels[k].name));
