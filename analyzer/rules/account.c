@@ -409,20 +409,21 @@ static void piece(void *arg, const struct gpu_piece *pc)
 
 /* GPU busy split by what ran: kernels alone, copies alone (from pageable
  * memory apart: at the staging buffer's pace, which pinned memory would
- * not have), both at once; the device's own union times, applied to the
- * estimated busy. */
+ * not have), both at once; the device's own union times after the set-up,
+ * applied to the estimated busy. */
 static void busy_split(struct acct *a, const struct gpu_dev *d)
 {
     static const int to[] = {AB_GPU_COPY, AB_GPU_PAGEABLE, AB_GPU_BOTH};
-    uint64_t k = d->kernel_ns > d->overlap_ns ? d->kernel_ns - d->overlap_ns : 0;
-    uint64_t c = d->copy_ns > d->overlap_ns ? d->copy_ns - d->overlap_ns : 0;
-    uint64_t pg = d->pageable_ns < c ? d->pageable_ns : c;
-    double sum = (double)(k + c + d->overlap_ns), f[3], rest = 1.0;
+    uint64_t ov = d->steady_overlap_ns;
+    uint64_t k = d->steady_kernel_ns > ov ? d->steady_kernel_ns - ov : 0;
+    uint64_t c = d->steady_copy_ns > ov ? d->steady_copy_ns - ov : 0;
+    uint64_t pg = d->steady_pageable_ns < c ? d->steady_pageable_ns : c;
+    double sum = (double)(k + c + ov), f[3], rest = 1.0;
     uint64_t busy = a->ns[AB_GPU_COMPUTE], lo = a->lo[AB_GPU_COMPUTE], hi = a->hi[AB_GPU_COMPUTE];
 
     if (sum <= 0)
         return;
-    f[0] = (double)(c - pg) / sum, f[1] = (double)pg / sum, f[2] = (double)d->overlap_ns / sum;
+    f[0] = (double)(c - pg) / sum, f[1] = (double)pg / sum, f[2] = (double)ov / sum;
     for (int i = 0; i < 3; i++) {
         a->ns[to[i]] = (uint64_t)((double)busy * f[i]);
         a->lo[to[i]] = (uint64_t)((double)lo * f[i]);
@@ -836,10 +837,11 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int account_whatif(const struct account *ac, int c, uint64_t *p50, uint64_t *p50_fixed)
+int account_whatif(const struct account *ac, int c, struct acct_whatif *w)
 {
     const struct steps *s = ac->steps;
     uint64_t *now, *fixed;
+    double sum = 0, sum_fixed = 0;
     size_t n = 0;
 
     if (s == NULL || ac->step == NULL || (unsigned)c >= AC_COUNT)
@@ -853,13 +855,18 @@ int account_whatif(const struct account *ac, int c, uint64_t *p50, uint64_t *p50
         if (!ac->step[i].measured)
             continue;
         now[n] = d;
-        fixed[n++] = own < d ? d - own : 0;
+        fixed[n] = own < d ? d - own : 0;
+        sum += (double)now[n];
+        sum_fixed += (double)fixed[n++];
     }
     if (n >= 3) {
         qsort(now, n, sizeof(*now), cmp_u64);
         qsort(fixed, n, sizeof(*fixed), cmp_u64);
-        *p50 = now[(n - 1) / 2];
-        *p50_fixed = fixed[(n - 1) / 2];
+        w->p50_ns = now[(n - 1) / 2];
+        w->p50_fixed_ns = fixed[(n - 1) / 2];
+        w->mean_ns = (uint64_t)(sum / (double)n);
+        w->mean_fixed_ns = (uint64_t)(sum_fixed / (double)n);
+        w->steps = n;
     }
     free(now);
     return n >= 3;

@@ -111,10 +111,17 @@ const char *account_cause_name(int c);
 /** The bucket's JSON name ("gpu_compute", "asleep_data"...). */
 const char *account_bucket_name(int b);
 
-/** Step time p50 now and with cause @p c gone (its owned time taken out of
- * each measured step; the GPU's busy time stays), into @p p50, @p p50_fixed.
+/* Step time now and with a cause gone (account_whatif). */
+struct acct_whatif {
+    uint64_t p50_ns, p50_fixed_ns;   /* the median step */
+    uint64_t mean_ns, mean_fixed_ns; /* the mean step: the throughput */
+    size_t steps;                    /* measured steps they are over */
+};
+
+/** Step time now and with cause @p c gone (its owned time taken out of
+ * each measured step; the GPU's busy time stays) into @p w.
  * @return 1, or 0 when too few steps were measured */
-int account_whatif(const struct account *ac, int c, uint64_t *p50, uint64_t *p50_fixed);
+int account_whatif(const struct account *ac, int c, struct acct_whatif *w);
 
 /** The "account" object of docs/json.md. */
 json_t *account_json(const struct account *ac, const struct model *m);

@@ -1724,34 +1724,43 @@ static json_t *owns_json(int cause)
     return arr;
 }
 
-/* What the median step would be without the cause: its owned time taken out
- * of each measured step (account_whatif), else the median step shortened by
- * the impact's share of the window. null without steps. */
+/* What the step would be without the cause: its owned time taken out of
+ * each measured step (account_whatif), the mean (throughput) and the
+ * median; else, with fewer than 3 measured steps, both shortened by the
+ * impact's share of the window. null without steps. */
 static json_t *whatif_json(const struct ctx *x, const struct finding *f)
 {
-    uint64_t p50 = 0, fixed = 0, n = x->ac->nstep;
+    struct acct_whatif w = {0};
+    uint64_t n = x->ac->nstep;
     const char *how = "steps";
-    char a[32], b[32], line[160];
+    char a[32], b[32], c[32], d[32], line[200];
 
     if (cause_acct[f->cause] == AC_NONE || n == 0)
         return json_null();
-    if (!account_whatif(x->ac, cause_acct[f->cause], &p50, &fixed)) {
-        uint64_t *d = malloc(n * sizeof(*d));
-        if (d == NULL)
+    if (!account_whatif(x->ac, cause_acct[f->cause], &w)) {
+        uint64_t *dur = malloc(n * sizeof(*dur)), sum = 0;
+        double keep = x->wall_ns ? 1.0 - (double)f->impact_ns / (double)x->wall_ns : 1.0;
+        if (dur == NULL)
             return json_null();
-        steps_durations(x->ac->steps, d);
-        p50 = d[(n - 1) / 2];
-        free(d);
-        fixed = x->wall_ns ? p50 - (uint64_t)((double)p50 * (double)f->impact_ns /
-                                               (double)x->wall_ns)
-                           : p50;
+        steps_durations(x->ac->steps, dur);
+        for (uint64_t i = 0; i < n; i++)
+            sum += dur[i];
+        w.p50_ns = dur[(n - 1) / 2];
+        w.mean_ns = sum / n;
+        free(dur);
+        w.p50_fixed_ns = (uint64_t)((double)w.p50_ns * keep);
+        w.mean_fixed_ns = (uint64_t)((double)w.mean_ns * keep);
+        w.steps = n;
         how = "window";
     }
-    double gain = p50 ? 100.0 * (double)(p50 - fixed) / (double)p50 : 0.0;
-    snprintf(line, sizeof(line), "if fixed: step p50 %s -> %s (-%.*f %%)", fmt_ns(a, 32, p50),
-             fmt_ns(b, 32, fixed), gain < 10 ? 1 : 0, gain);
-    return json_pack("{s:I, s:I, s:s, s:s}", "step_p50_ns", (json_int_t)p50, "step_p50_fixed_ns",
-                     (json_int_t)fixed, "from", how, "text", line);
+    double gain = w.mean_ns ? 100.0 * (double)(w.mean_ns - w.mean_fixed_ns) / (double)w.mean_ns : 0;
+    snprintf(line, sizeof(line), "if fixed: step mean %s -> %s (-%.*f %%), p50 %s -> %s",
+             fmt_ns(a, 32, w.mean_ns), fmt_ns(b, 32, w.mean_fixed_ns), gain < 10 ? 1 : 0, gain,
+             fmt_ns(c, 32, w.p50_ns), fmt_ns(d, 32, w.p50_fixed_ns));
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:s, s:s}", "step_mean_ns", (json_int_t)w.mean_ns,
+                     "step_mean_fixed_ns", (json_int_t)w.mean_fixed_ns, "step_p50_ns",
+                     (json_int_t)w.p50_ns, "step_p50_fixed_ns", (json_int_t)w.p50_fixed_ns,
+                     "steps", (json_int_t)w.steps, "from", how, "text", line);
 }
 
 static json_t *finding_json(const struct ctx *x, const struct finding *f)

@@ -670,7 +670,7 @@ static int cmp_ev(const void *a, const void *b)
     return (x->dk + x->dc + x->dp) - (y->dk + y->dc + y->dp); /* ends first */
 }
 
-static int dev_stats(const struct model *m, struct gpu_dev *d)
+static int dev_stats(const struct model *m, struct gpu_dev *d, uint64_t setup_end)
 {
     struct ev *e = malloc((2 * d->n + 1) * sizeof(*e));
     uint64_t *dur = malloc((d->n + 1) * sizeof(*dur)), nk = 0, ne = 0;
@@ -697,14 +697,19 @@ static int dev_stats(const struct model *m, struct gpu_dev *d)
     }
     qsort(e, ne, sizeof(*e), cmp_ev);
     for (uint64_t i = 0; i + 1 < ne + (ne == 0); i++) {
-        uint64_t span;
+        uint64_t span, late;
         k += e[i].dk, c += e[i].dc, pg += e[i].dp;
         span = e[i + 1].t - e[i].t;
+        late = model_overlap(e[i].t, e[i + 1].t, setup_end, UINT64_MAX);
         d->kernel_ns += k > 0 ? span : 0;
         d->copy_ns += c > 0 ? span : 0;
         d->concurrent_ns += k > 1 ? span : 0;
         d->overlap_ns += k > 0 && c > 0 ? span : 0;
         d->pageable_ns += k == 0 && c > 0 && pg == c ? span : 0;
+        d->steady_kernel_ns += k > 0 ? late : 0;
+        d->steady_copy_ns += c > 0 ? late : 0;
+        d->steady_overlap_ns += k > 0 && c > 0 ? late : 0;
+        d->steady_pageable_ns += k == 0 && c > 0 && pg == c ? late : 0;
     }
     stats_sort(dur, nk, NULL);
     d->kernel_p50_ns = stats_rank(dur, nk, 500);
@@ -840,7 +845,7 @@ static int proc_compute(struct gpu_truth *g, const struct model *m, const struct
         if (rc == 0)
             rc = dev_busy(m, d, dv);
         if (rc == 0)
-            rc = dev_stats(m, d);
+            rc = dev_stats(m, d, g->setup.proc == p ? g->setup.end_ns : 0);
         if (rc < 0)
             break;
         dev_idle(m, d, dv, fallback, host_known, lo, hi,

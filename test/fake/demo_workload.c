@@ -59,6 +59,11 @@ static void fill_table(void)
         table[i] = (float)(xorshift(&s) >> 40) * (1.0f / (1 << 24));
 }
 
+/* Augmentation passes over each row: enough CPU a batch (about 15 ms) that
+ * 4 workers on 2 CPUs deliver a batch far slower than the GPU runs one
+ * (2.5 ms): the GPU starves for data, the demo's point. */
+#define AUGMENT_PASSES 4
+
 /* A worker's per-batch work: gather random rows into a fresh buffer and
  * "augment" them (normalise each row), as a Dataset.__getitem__ + collate. */
 static float *make_batch(uint64_t *seed)
@@ -76,8 +81,9 @@ static float *make_batch(uint64_t *seed)
             sq += v * v;
         }
         float mean = sum / ROW_FLOATS, sd = sqrtf(sq / ROW_FLOATS - mean * mean + 1e-6f);
-        for (int c = 0; c < ROW_FLOATS; c++)
-            dst[c] = tanhf((dst[c] - mean) / sd);
+        for (int k = 0; k < AUGMENT_PASSES; k++)
+            for (int c = 0; c < ROW_FLOATS; c++)
+                dst[c] = tanhf((dst[c] - mean) / sd) * (1.0f - 0.01f * (float)k);
     }
     return b;
 }
@@ -235,11 +241,9 @@ static void print_truth(int is_direct, double loop_s, double setup_s, double run
            "\"loop_ns\":%.0f,\"steps\":%ld,\"setup_ns\":%.0f,\"gpu_ns\":%.0f",
            is_direct ? "none" : "data_pipeline_starvation", is_direct ? 0 : pipe_wait_s * 1e9,
            loop_s * 1e9, steps, setup_s * 1e9, step_gpu_s * (double)steps * 1e9);
-    if (!is_direct)
-        printf(",\"causes\":[{\"planted\":\"data_pipeline_starvation\",\"truth_ns\":%.0f},"
-               "{\"planted\":\"cpu_contention_tree\",\"truth_ns\":%.0f}]",
-               pipe_wait_s * 1e9, runq_s * 1e9);
-    printf("}\n");
+    /* the run-queue delay (the workers' CPU against the main's) is information:
+     * who held the CPU, tree or outside, cannot be told from in here */
+    printf(",\"runq_ns\":%.0f}\n", runq_s * 1e9);
 }
 
 int main(int argc, char **argv)
