@@ -79,8 +79,10 @@ struct actx {
     const struct gpu_truth *g;
     struct account *ac;
     uint64_t *first_wake;    /* per process: when it first woke a feeding thread */
-    uint64_t first_batch;    /* the first time any worker woke one: workers started
-                                after it replace others (DataLoader epochs) */
+    int recreates;           /* a worker started after another had delivered a
+                                batch: workers are started anew (DataLoader epochs
+                                without persistent_workers), every generation's
+                                first batches are their start-up */
     struct acct *a;          /* the account being built */
     const struct gpu_dev *d; /* its device (measured), or NULL */
     int host_known;
@@ -149,10 +151,8 @@ static int wake_st(const struct actx *x, uint32_t t, const struct m_off *o)
     w = model_find_proc(m, m->proc[th->proc].run, o->waker_pid);
     if (w == M_NONE)
         return ST_SLEEP;
-    if (m->proc[w].role == M_ROLE_WORKER) /* its first batch, a worker started anew */
-        return x->first_wake[w] == o->t_end_ns && m->proc[w].start_ns > x->first_batch
-                   ? ST_START
-                   : ST_DATA;
+    if (m->proc[w].role == M_ROLE_WORKER) /* a worker's first batch, workers started anew */
+        return x->first_wake[w] == o->t_end_ns && x->recreates ? ST_START : ST_DATA;
     if (w == th->proc && o->waker_tid && o->waker_tid != th->tid)
         return is_feeder_tid(x->a, m, o->waker_tid) ? ST_FEEDWAIT : ST_DATA;
     return ST_SLEEP;
@@ -632,12 +632,13 @@ static void feeders(const struct model *m, struct acct *a)
             a->feeder[a->nfeed++] = a->feeder[i];
 }
 
-/* When each worker process first woke one of the feeding threads of @p a,
- * and the earliest of those into @p first. */
+/* When each worker process first woke one of the feeding threads of @p a;
+ * into @p recreates whether a worker started after another had delivered. */
 static void first_wakes(const struct model *m, const struct acct *a, uint64_t *fw,
-                        uint64_t *first)
+                        int *recreates)
 {
-    *first = UINT64_MAX;
+    uint64_t first = UINT64_MAX;
+
     for (uint32_t i = 0; i < a->nfeed; i++) {
         const struct m_thread *th = &m->thr[a->feeder[i]];
         for (uint64_t k = th->first_off; k < th->first_off + th->noff; k++) {
@@ -649,9 +650,13 @@ static void first_wakes(const struct model *m, const struct acct *a, uint64_t *f
             if (w == M_NONE || m->proc[w].role != M_ROLE_WORKER)
                 continue;
             fw[w] = o->t_end_ns < fw[w] ? o->t_end_ns : fw[w];
-            *first = o->t_end_ns < *first ? o->t_end_ns : *first;
+            first = o->t_end_ns < first ? o->t_end_ns : first;
         }
     }
+    *recreates = 0;
+    for (uint32_t p = 0; p < m->nproc && first != UINT64_MAX; p++)
+        if (m->proc[p].role == M_ROLE_WORKER && fw[p] != UINT64_MAX && m->proc[p].start_ns > first)
+            *recreates = 1;
 }
 
 static int acct_add(struct account *ac, uint32_t *cap)
@@ -681,7 +686,7 @@ static void acct_one(struct actx *x, struct acct *a, const struct gpu_dev *d,
         a->setup_end_ns = su->end_ns < a->hi_ns ? su->end_ns : a->hi_ns;
     a->ns[AB_SETUP] = a->lo[AB_SETUP] = a->hi[AB_SETUP] = a->setup_end_ns - a->lo_ns;
     feeders(m, a);
-    first_wakes(m, a, x->first_wake, &x->first_batch);
+    first_wakes(m, a, x->first_wake, &x->recreates);
     x->a = a;
     x->host_known = run->counts[CS_REC_OFFCPU] > 0;
     x->s = x->ac->steps && x->ac->steps->thr != M_NONE &&

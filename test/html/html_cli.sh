@@ -56,7 +56,7 @@ account)  # the Account section: its sum row is the window; the findings show th
         fail "the owner is not linked to its finding"
     grep -q 'id="f-sync_per_iteration"' dom.html || fail "no card for the owner"
     grep -q '95 % interval of the impact' dom.html || fail "no impact interval on the card"
-    grep -q 'class="iffix">if fixed: step p50 ' dom.html || fail "no if_fixed line on the card"
+    grep -q 'class="iffix">if fixed: step mean ' dom.html || fail "no if_fixed line on the card"
     ;;
 escaping)  # markup in names cannot break out of the data block
     "$gen" run.lmdb --calls 200 || fail gen
