@@ -286,8 +286,9 @@ static uint64_t copy_ns(size_t bytes, int is_pinned)
     return (uint64_t)((double)bytes / gbps);
 }
 
-/* An HtoD copy; the fake copies the bytes first (on the CPU), then queues
- * the transfer (pageable: and sleeps until it is done). */
+/* An HtoD copy. Pageable: the fake copies the bytes first (on the CPU),
+ * then queues the transfer and sleeps until it is done. Pinned: it only
+ * queues the transfer (the bytes move later, off this call: fake_queue.c). */
 static void copy_h2d(void *d, const void *h, size_t bytes, int is_pinned)
 {
     CHECK_RT(cudaMemcpyAsync(d, h, bytes, cudaMemcpyHostToDevice, stream));
