@@ -23,7 +23,7 @@ endfunction()
 
 add_library(fake_cuda SHARED
   ${FAKE_SRC}/fake_core.c ${FAKE_SRC}/fake_mem.c ${FAKE_SRC}/fake_stream.c
-  ${FAKE_SRC}/fake_launch.c ${FAKE_SRC}/fake_procaddr.c)
+  ${FAKE_SRC}/fake_queue.c ${FAKE_SRC}/fake_launch.c ${FAKE_SRC}/fake_procaddr.c)
 fake_output(fake_cuda)
 set_target_properties(fake_cuda PROPERTIES OUTPUT_NAME cuda SOVERSION 1
   C_VISIBILITY_PRESET hidden)

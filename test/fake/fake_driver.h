@@ -1,5 +1,6 @@
 /* fake_driver.h: internals shared by the files of the fake libcuda.so.1
- * (fake_core.c, fake_mem.c, fake_stream.c, fake_launch.c, fake_procaddr.c).
+ * (fake_core.c, fake_mem.c, fake_stream.c, fake_queue.c, fake_launch.c,
+ * fake_procaddr.c).
  * Owns the handle layouts, the export ids and the per-call entry hook.
  * Nothing here is visible outside the library (-fvisibility=hidden). */
 #ifndef FAKE_DRIVER_H
@@ -86,13 +87,21 @@ struct CUstream_st {
     unsigned int flags;          /* CU_STREAM_NON_BLOCKING or 0 */
     uint64_t id;
     _Atomic uint64_t busy_until_ns; /* SIM: when the last queued work ends */
+    _Atomic uint64_t dep_seq;    /* SIM: the newest deferred item (fake_queue.c) that
+                                    work on this stream follows */
     struct fake_graph *capture;  /* non-NULL while capturing */
     CUstreamCaptureMode capture_mode;
 };
 struct CUstream_st *fake_stream_resolve(CUstream s, int is_per_thread);
 /* SIM: queue work of dur_ns on s; returns its end time (0 when not SIM). */
 uint64_t fake_stream_enqueue(struct CUstream_st *s, uint64_t dur_ns);
+/* Wait until s is idle (SIM) with the bytes of its deferred work in place. */
 void fake_stream_wait_idle(struct CUstream_st *s);
+/* SIM: s's next work follows deferred item @p seq (and so every item before
+ * it); the legacy-stream rule passes it on. */
+void fake_stream_add_dep(struct CUstream_st *s, uint64_t seq);
+/* The deferred item that work issued on s now must follow (0: none). */
+uint64_t fake_stream_deps(struct CUstream_st *s);
 
 /* Tell the activity hook (fakecuda.h) that work of @p dur_ns ending at
  * @p end_ns (0 without SIM) was enqueued on @p s (fake_core.c). */
@@ -118,8 +127,19 @@ struct fake_node {
     int host_is_pinned;             /* COPY */
 };
 int fake_graph_add(struct fake_graph *g, const struct fake_node *n);
-/* Run one node now on s: copies and memsets touch memory, kernels only take time. */
+/* Issue one node of a launched graph on s: kernels only take time; copies
+ * and memsets are deferred or run now as the same work issued alone is. */
 void fake_node_run(struct CUstream_st *s, const struct fake_node *n);
+/* Move the bytes of a COPY or MEMSET node now (fake_mem.c). */
+void fake_node_exec(const struct fake_node *n);
+
+/* Deferred data movement (fake_queue.c). push: queue node @p n, issued on
+ * @p s, to run later (only in SIM); 0, or -1 when not SIM or out of memory
+ * (the caller runs it now). run_upto: run every queued item up to @p seq
+ * (UINT64_MAX: all), in order, on the calling thread, or wait for the thread
+ * running them; on return their bytes are in place for this thread. */
+int fake_queue_push(struct CUstream_st *s, const struct fake_node *n);
+void fake_queue_run_upto(uint64_t seq);
 
 /* Copy/memset engines (fake_mem.c); is_async: stream ordered, else host
  * waits. dir FAKE_DIR_N means "infer from the pointers" (cuMemcpy). */

@@ -279,7 +279,8 @@ DEF_LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz, 1)
 DEF_LAUNCH_EX(cuLaunchKernelEx, 0)
 DEF_LAUNCH_EX(cuLaunchKernelEx_ptsz, 1)
 
-/* The host function runs once the stream's queued work is done (SIM). */
+/* The host function runs once the stream's queued work is done (SIM), and
+ * sees the bytes of the deferred copies it follows. */
 static CUresult launch_host_func(CUstream hs, CUhostFn fn, void *data, int pt)
 {
     struct CUstream_st *s = fake_stream_resolve(hs, pt);
@@ -287,6 +288,7 @@ static CUresult launch_host_func(CUstream hs, CUhostFn fn, void *data, int pt)
         return s == NULL ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_VALUE;
     if (s->capture)
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    fake_queue_run_upto(fake_stream_deps(s));
     fake_stream_wait_idle(s);
     fn(data);
     return CUDA_SUCCESS;

@@ -2,7 +2,8 @@
  * memory, so device pointers are real pointers and copies are memcpy. Owns the
  * range table (device, managed, pinned, registered) that decides direction
  * and pinned-vs-pageable, the alloc/free/register/VMM exports and every copy
- * and memset export. Stream timing is fake_stream.c's. */
+ * and memset export, and which copies and memsets are deferred (SIM).
+ * Stream timing is fake_stream.c's; the deferred queue fake_queue.c's. */
 #include "fake_driver.h"
 #include "fakecuda.h"
 
@@ -111,11 +112,20 @@ static CUresult mem_alloc(void **p, size_t len, enum fake_mem_kind kind)
     return CUDA_SUCCESS;
 }
 
+/* Deferred copies and memsets (fake_queue.c) may still touch memory about
+ * to be freed or unmapped: run them all first. (cudaFree and cudaFreeHost
+ * synchronise on a real driver too.) */
+static void run_deferred(void)
+{
+    fake_queue_run_upto(UINT64_MAX);
+}
+
 static CUresult mem_free(void *p, unsigned kind_mask)
 {
     struct range r;
     if (p == NULL)
         return CUDA_SUCCESS;
+    run_deferred();
     if (range_del(p, kind_mask, &r) != 0 || r.is_registered)
         return CUDA_ERROR_INVALID_VALUE;
     free(p);
@@ -237,6 +247,7 @@ FAKE_API CUresult CUDAAPI cuMemHostUnregister(void *p)
     struct range r;
     if (range_find(p, &r) != 0 || !r.is_registered || r.base != (uintptr_t)p)
         return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    run_deferred();
     range_del(p, KIND_BIT(FAKE_MEM_PINNED), &r);
     return CUDA_SUCCESS;
 }
@@ -313,6 +324,7 @@ FAKE_API CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t len, size
 FAKE_API CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t len)
 {
     FAKE_ENTER(cuMemAddressFree);
+    run_deferred();
     return munmap((void *)ptr, len) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -366,6 +378,7 @@ FAKE_API CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t len)
 {
     FAKE_ENTER(cuMemUnmap);
     struct range r;
+    run_deferred();
     if (range_del((void *)ptr, KIND_BIT(FAKE_MEM_DEVICE), &r) != 0)
         return CUDA_ERROR_INVALID_VALUE;
     mmap((void *)ptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,
@@ -409,11 +422,6 @@ static uint64_t xfer_ns(enum fake_dir d, int is_pinned, uint64_t len)
     return (uint64_t)((double)len * 1e9 / bps);
 }
 
-static void node_exec_copy(const struct fake_node *n)
-{
-    memmove(n->dst, n->src, n->len_bytes);
-}
-
 static void node_exec_memset(const struct fake_node *n)
 {
     size_t count = n->len_bytes / n->elem_size;
@@ -430,26 +438,46 @@ static void node_exec_memset(const struct fake_node *n)
     }
 }
 
-/* Executes a node now. SIM: copies and memsets that the host waits for
- * (is_blocking) sleep until the stream reaches their end. */
-static void node_run(struct CUstream_st *s, const struct fake_node *n, int is_blocking)
+void fake_node_exec(const struct fake_node *n)
 {
-    uint64_t dur = 0;
-    switch (n->kind) {
-    case FAKE_NODE_COPY:
-        node_exec_copy(n);
-        dur = xfer_ns(n->dir, n->host_is_pinned, n->len_bytes);
-        break;
-    case FAKE_NODE_MEMSET:
+    if (n->kind == FAKE_NODE_COPY)
+        memmove(n->dst, n->src, n->len_bytes);
+    else if (n->kind == FAKE_NODE_MEMSET)
         node_exec_memset(n);
-        dur = (uint64_t)((double)n->len_bytes * 1e9 / fake_cfg.d2d_bps);
-        break;
-    case FAKE_NODE_KERNEL:
+}
+
+/* Work a real GPU does with no CPU time on the host: a copy whose host side
+ * is pinned, a device-to-device copy, a memset. Issued asynchronously (or
+ * by a graph), the fake defers its bytes too (SIM). */
+static int is_dma(const struct fake_node *n)
+{
+    return n->kind == FAKE_NODE_MEMSET ||
+           (n->kind == FAKE_NODE_COPY && (n->dir == FAKE_DIR_DTOD || n->host_is_pinned));
+}
+
+static uint64_t node_dur_ns(const struct fake_node *n)
+{
+    if (n->kind == FAKE_NODE_KERNEL)
+        return n->work_ns;
+    if (n->kind == FAKE_NODE_MEMSET)
+        return (uint64_t)((double)n->len_bytes * 1e9 / fake_cfg.d2d_bps);
+    return xfer_ns(n->dir, n->host_is_pinned, n->len_bytes);
+}
+
+/* Issues a node on s. A copy or memset that may be deferred is queued
+ * (fake_queue.c); any other moves its bytes now, after the deferred work it
+ * follows. SIM: one the host waits for (is_blocking) sleeps until the
+ * stream reaches its end. */
+static void node_run(struct CUstream_st *s, const struct fake_node *n, int is_blocking,
+                     int may_defer)
+{
+    if (n->kind == FAKE_NODE_KERNEL) {
         fake_tally_launch(n->kernel, 1);
-        dur = n->work_ns;
-        break;
+    } else if (!may_defer || fake_queue_push(s, n) != 0) {
+        fake_queue_run_upto(fake_stream_deps(s));
+        fake_node_exec(n);
     }
-    uint64_t end = fake_stream_enqueue(s, dur);
+    uint64_t dur = node_dur_ns(n), end = fake_stream_enqueue(s, dur);
     fake_act_note(s,
                   n->kind == FAKE_NODE_KERNEL ? FAKECUDA_ACT_KERNEL
                   : n->kind == FAKE_NODE_COPY ? FAKECUDA_ACT_COPY
@@ -462,11 +490,12 @@ static void node_run(struct CUstream_st *s, const struct fake_node *n, int is_bl
 
 void fake_node_run(struct CUstream_st *s, const struct fake_node *n)
 {
-    node_run(s, n, 0);
+    node_run(s, n, 0, is_dma(n));
 }
 
-/* Captured work becomes a graph node; otherwise it runs now. Pageable
- * copies block the host like synchronous ones, as the real driver does. */
+/* Captured work becomes a graph node; otherwise it is issued now. Pageable
+ * copies block the host like synchronous ones, as the real driver does;
+ * asynchronous DMA work is deferred. */
 static CUresult submit(struct CUstream_st *s, const struct fake_node *n, int is_async)
 {
     if (s == NULL)
@@ -478,7 +507,7 @@ static CUresult submit(struct CUstream_st *s, const struct fake_node *n, int is_
     }
     int is_blocking = !is_async || (n->kind == FAKE_NODE_COPY && n->dir != FAKE_DIR_DTOD &&
                                     !n->host_is_pinned);
-    node_run(s, n, is_blocking);
+    node_run(s, n, is_blocking, is_async && is_dma(n));
     return CUDA_SUCCESS;
 }
 

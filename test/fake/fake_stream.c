@@ -2,7 +2,8 @@
  * capture and graphs. In SIM mode (FAKECUDA_SIM=1) every stream keeps the
  * time its queued work ends; syncs sleep until then. Otherwise work is done
  * when the call returns and syncs return at once. Kernels are fake_launch.c's,
- * copies fake_mem.c's. */
+ * copies fake_mem.c's. Syncs, and queries that report completion, also run
+ * the deferred copies (fake_queue.c) that what they wait for depends on. */
 #include "fake_driver.h"
 
 #include <stdlib.h>
@@ -16,6 +17,8 @@
 static _Atomic uint64_t next_stream_id = 3;
 /* SIM: the latest end time of any queued work, for context synchronisation. */
 static _Atomic uint64_t all_busy_until_ns;
+/* SIM: the largest dep_seq of any blocking stream, for the legacy stream. */
+static _Atomic uint64_t blocking_dep_seq;
 static struct CUstream_st legacy_stream = {.magic = STREAM_MAGIC, .id = 1};
 static _Thread_local struct CUstream_st per_thread_stream;
 
@@ -40,12 +43,45 @@ struct CUstream_st *fake_stream_resolve(CUstream s, int is_per_thread)
     return s->magic == STREAM_MAGIC ? s : NULL;
 }
 
+static int is_blocking_stream(const struct CUstream_st *s)
+{
+    return s != &legacy_stream && !(s->flags & CU_STREAM_NON_BLOCKING);
+}
+
+void fake_stream_add_dep(struct CUstream_st *s, uint64_t seq)
+{
+    atomic_max(&s->dep_seq, seq);
+    if (is_blocking_stream(s))
+        atomic_max(&blocking_dep_seq, seq);
+}
+
+/* The legacy-stream rule for data: work issued on the legacy stream follows
+ * what every blocking stream follows, and work on a blocking stream what
+ * the legacy stream follows. One number per stream over-approximates what
+ * it depends on (fake_queue.c runs every item up to it, in order): safe. */
+static void stream_merge_deps(struct CUstream_st *s)
+{
+    if (s == &legacy_stream)
+        atomic_max(&s->dep_seq, atomic_load(&blocking_dep_seq));
+    else if (is_blocking_stream(s))
+        fake_stream_add_dep(s, atomic_load(&legacy_stream.dep_seq));
+}
+
+uint64_t fake_stream_deps(struct CUstream_st *s)
+{
+    if (!fake_cfg.is_sim)
+        return 0;
+    stream_merge_deps(s);
+    return atomic_load(&s->dep_seq);
+}
+
 /* Work on the legacy stream waits for all blocking streams, and work on a
  * blocking stream waits for the legacy stream (approximated with one clock). */
 uint64_t fake_stream_enqueue(struct CUstream_st *s, uint64_t dur_ns)
 {
     if (!fake_cfg.is_sim)
         return 0;
+    stream_merge_deps(s);
     uint64_t start = fake_now_ns(), busy = atomic_load(&s->busy_until_ns);
     if (busy > start)
         start = busy;
@@ -62,16 +98,21 @@ uint64_t fake_stream_enqueue(struct CUstream_st *s, uint64_t dur_ns)
     return end;
 }
 
+/* The deferred bytes move first, while the simulated GPU is still busy. */
 void fake_stream_wait_idle(struct CUstream_st *s)
 {
-    if (fake_cfg.is_sim)
-        fake_sleep_until_ns(atomic_load(&s->busy_until_ns));
+    if (!fake_cfg.is_sim)
+        return;
+    fake_queue_run_upto(atomic_load(&s->dep_seq));
+    fake_sleep_until_ns(atomic_load(&s->busy_until_ns));
 }
 
 static CUresult ctx_sync(void)
 {
-    if (fake_cfg.is_sim)
-        fake_sleep_until_ns(atomic_load(&all_busy_until_ns));
+    if (!fake_cfg.is_sim)
+        return CUDA_SUCCESS;
+    fake_queue_run_upto(UINT64_MAX);
+    fake_sleep_until_ns(atomic_load(&all_busy_until_ns));
     return CUDA_SUCCESS;
 }
 
@@ -155,6 +196,7 @@ static CUresult stream_query(CUstream hs, int pt)
         return CUDA_ERROR_INVALID_HANDLE;
     if (fake_cfg.is_sim && atomic_load(&s->busy_until_ns) > fake_now_ns())
         return CUDA_ERROR_NOT_READY;
+    fake_queue_run_upto(atomic_load(&s->dep_seq));
     return CUDA_SUCCESS;
 }
 
@@ -197,6 +239,7 @@ struct CUevent_st {
     uint32_t magic;
     int is_recorded;
     _Atomic uint64_t done_ns; /* when the work before the record ends (SIM) or record time */
+    _Atomic uint64_t dep_seq; /* SIM: the deferred item the work before the record follows */
 };
 
 FAKE_API CUresult CUDAAPI cuEventCreate(CUevent *pe, unsigned int flags)
@@ -240,6 +283,7 @@ static CUresult event_record(CUevent e, CUstream hs, int pt)
         return CUDA_ERROR_INVALID_HANDLE;
     uint64_t now = fake_now_ns(), busy = atomic_load(&s->busy_until_ns);
     atomic_store(&e->done_ns, fake_cfg.is_sim && busy > now ? busy : now);
+    atomic_store(&e->dep_seq, fake_stream_deps(s));
     e->is_recorded = 1;
     return CUDA_SUCCESS;
 }
@@ -261,7 +305,10 @@ FAKE_API CUresult CUDAAPI cuEventQuery(CUevent e)
     FAKE_ENTER(cuEventQuery);
     if (e == NULL || e->magic != EVENT_MAGIC)
         return CUDA_ERROR_INVALID_HANDLE;
-    return atomic_load(&e->done_ns) > fake_now_ns() ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+    if (atomic_load(&e->done_ns) > fake_now_ns())
+        return CUDA_ERROR_NOT_READY;
+    fake_queue_run_upto(atomic_load(&e->dep_seq));
+    return CUDA_SUCCESS;
 }
 
 FAKE_API CUresult CUDAAPI cuEventSynchronize(CUevent e)
@@ -269,6 +316,7 @@ FAKE_API CUresult CUDAAPI cuEventSynchronize(CUevent e)
     FAKE_ENTER(cuEventSynchronize);
     if (e == NULL || e->magic != EVENT_MAGIC)
         return CUDA_ERROR_INVALID_HANDLE;
+    fake_queue_run_upto(atomic_load(&e->dep_seq));
     fake_sleep_until_ns(atomic_load(&e->done_ns));
     return CUDA_SUCCESS;
 }
@@ -305,8 +353,10 @@ static CUresult stream_wait_event(CUstream hs, CUevent e, int pt)
     struct CUstream_st *s = fake_stream_resolve(hs, pt);
     if (s == NULL || e == NULL || e->magic != EVENT_MAGIC)
         return CUDA_ERROR_INVALID_HANDLE;
-    if (fake_cfg.is_sim)
+    if (fake_cfg.is_sim) {
         atomic_max(&s->busy_until_ns, atomic_load(&e->done_ns));
+        fake_stream_add_dep(s, atomic_load(&e->dep_seq));
+    }
     return CUDA_SUCCESS;
 }
 
