@@ -283,6 +283,9 @@ static int convert(const CUpti_Activity *a, struct cs_rec_gpu *r)
         r->corr_id = m->correlationId;
         r->bytes = m->bytes;
         r->dir = copy_dir(m->copyKind);
+        if ((r->dir == CS_DIR_HTOD ? m->srcKind : r->dir == CS_DIR_DTOH ? m->dstKind : 0) ==
+            CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE)
+            r->flags |= CS_GF_PAGEABLE;
     } else if (a->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
         const CUpti_ActivityMemset4 *m = (const void *)a;
         r->kind = CS_GPU_MEMSET;

@@ -906,6 +906,7 @@ static int gpu_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
         g->device = r->device;
         g->kind = r->kind;
         g->dir = r->dir;
+        g->gflags = (uint8_t)(r->flags & CS_GF_PAGEABLE);
         /* the enqueuing call, found once the calls are sorted (gpu_join) */
         g->call = (r->flags & CS_GF_CORR) ? (uint64_t)r->api_tid << 32 | r->api_seq : M_CALL_NONE;
     }

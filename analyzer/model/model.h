@@ -63,7 +63,8 @@ struct m_gpu {
     uint16_t device;
     uint8_t kind;        /* enum cs_gpu_kind */
     uint8_t dir;         /* copies: enum cs_dir */
-    uint32_t pad;
+    uint8_t gflags;      /* CS_GF_PAGEABLE of its record */
+    uint8_t pad[3];
 };
 _Static_assert(sizeof(struct m_gpu) == 56, "m_gpu is 56 bytes");
 #define M_CALL_NONE UINT64_MAX

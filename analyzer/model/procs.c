@@ -107,6 +107,16 @@ static int gives_work(const struct m_call *c)
     return f == CS_FAM_LAUNCH || f == CS_FAM_COPY || f == CS_FAM_MEMSET;
 }
 
+/* Calls that neither give the GPU work, wait for it nor manage its memory:
+ * device queries, module and library unloads, context teardown. Those after
+ * the last other call are the program's exit (the interpreter unloading
+ * CUDA's libraries), not part of its active window. */
+static int is_teardown(const struct m_call *c)
+{
+    enum cs_family f = cs_api_table[c->api].family;
+    return f == CS_FAM_OTHER || f == CS_FAM_MODULE || f == CS_FAM_INIT;
+}
+
 /* The end of process @p p's start-up: the last exit of a cuInit or context
  * creation that began before @p first_work, its first launch, copy or
  * memset (a second device initialised later does not move it); 0 when it
@@ -133,7 +143,7 @@ static uint64_t init_end(const struct model *m, uint32_t p, uint64_t first_work)
 static void active_of(const struct model *m, uint32_t p, uint64_t *lo, uint64_t *hi)
 {
     const struct m_run *r = &m->runs[m->proc[p].run];
-    uint64_t ie, first_work = UINT64_MAX;
+    uint64_t ie, first_work = UINT64_MAX, last_any = 0;
 
     *lo = UINT64_MAX;
     *hi = 0;
@@ -143,9 +153,13 @@ static void active_of(const struct model *m, uint32_t p, uint64_t *lo, uint64_t 
             first_work = c->t_enter_ns;
         if (!is_init(c) && !(c->flags & CS_CF_NESTED) && c->t_enter_ns < *lo)
             *lo = c->t_enter_ns;
-        if (c->t_exit_ns > *hi)
+        if (c->t_exit_ns > last_any)
+            last_any = c->t_exit_ns;
+        if (!is_teardown(c) && c->t_exit_ns > *hi)
             *hi = c->t_exit_ns;
     }
+    if (*hi == 0)
+        *hi = last_any;
     ie = init_end(m, p, first_work);
     if (ie != 0 && (*lo == UINT64_MAX || *lo < ie))
         *lo = ie;

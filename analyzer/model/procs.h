@@ -23,8 +23,11 @@ const char *procs_comm(const struct model *m, uint32_t run, uint32_t pid);
 
 /** Process @p p's active window, clipped to its run's window: from the end
  * of its start-up (cuInit and context creation begun before its first
- * launch, copy or memset) or its first outermost call after that, to its
- * last call's exit; an empty window (*lo == *hi) when it made no call.
+ * launch, copy or memset) or its first outermost call after that, to the
+ * exit of its last call that gives the GPU work, waits for it or manages
+ * its memory (unloads and queries at exit are teardown; a process with
+ * only those ends at its last call); an empty window (*lo == *hi) when it
+ * made no call.
  * Computed once by procs_compute(), which must have run. */
 void procs_active_window(const struct model *m, uint32_t p, uint64_t *lo, uint64_t *hi);
 

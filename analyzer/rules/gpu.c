@@ -684,7 +684,8 @@ static int dev_stats(const struct model *m, struct gpu_dev *d, uint64_t setup_en
     for (uint64_t i = d->first; i < d->first + d->n; i++) {
         const struct m_gpu *g = &m->gpu[i];
         int isk = g->kind == CS_GPU_KERNEL, isc = g->kind == CS_GPU_MEMCPY;
-        int isp = isc && g->call != M_CALL_NONE && (m->call[g->call].flags & CS_CF_PAGEABLE);
+        int isp = isc && ((g->gflags & CS_GF_PAGEABLE) ||
+                          (g->call != M_CALL_NONE && (m->call[g->call].flags & CS_CF_PAGEABLE)));
         d->kernels += isk;
         d->copies += isc;
         d->memsets += g->kind == CS_GPU_MEMSET;

@@ -192,6 +192,7 @@ enum cs_gpu_kind { CS_GPU_KERNEL = 1, CS_GPU_MEMCPY = 2, CS_GPU_MEMSET = 3 };
 
 /* struct cs_rec_gpu.flags */
 #define CS_GF_CORR 0x01 /* api_tid/api_seq name the CUDA record that enqueued it */
+#define CS_GF_PAGEABLE 0x02 /* a copy whose host side is pageable memory (CUPTI's memory kind) */
 
 /* One kernel, copy or memset as the GPU ran it. Times are the GPU's, mapped
  * by CUPTI onto CLOCK_MONOTONIC (the shim registers its timestamp callback),

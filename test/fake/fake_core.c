@@ -425,7 +425,7 @@ void fake_act_note(struct CUstream_st *s, int kind, const char *name, uint64_t b
                    uint64_t end_ns, uint64_t dur_ns)
 {
     fakecuda_act_fn fn = atomic_load_explicit(&act_fn, memory_order_acquire);
-    struct fakecuda_act a = {kind, name, 0, 0, bytes, 0, 0, dir};
+    struct fakecuda_act a = {kind, name, 0, 0, bytes, 0, 0, dir & 0xff, (dir >> 8) & 1};
 
     if (fn == NULL)
         return;

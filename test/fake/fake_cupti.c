@@ -257,6 +257,14 @@ static void on_activity(const struct fakecuda_act *a)
             memset(m, 0, sizeof(*m));
             m->kind = kind;
             m->copyKind = a->copy_dir >= 0 && a->copy_dir < 4 ? kinds[a->copy_dir] : 0;
+            if (a->copy_dir == 0 || a->copy_dir == 1) { /* the host side's memory kind */
+                uint8_t hk = a->host_pageable ? CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE
+                                              : CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+                if (a->copy_dir == 0)
+                    m->srcKind = hk, m->dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+                else
+                    m->dstKind = hk, m->srcKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+            }
             m->bytes = a->bytes;
             m->start = start, m->end = end;
             m->deviceId = a->device, m->streamId = a->stream_id, m->contextId = 1;

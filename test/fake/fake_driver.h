@@ -104,7 +104,8 @@ void fake_stream_add_dep(struct CUstream_st *s, uint64_t seq);
 uint64_t fake_stream_deps(struct CUstream_st *s);
 
 /* Tell the activity hook (fakecuda.h) that work of @p dur_ns ending at
- * @p end_ns (0 without SIM) was enqueued on @p s (fake_core.c). */
+ * @p end_ns (0 without SIM) was enqueued on @p s (fake_core.c); @p dir is a
+ * copy's enum fake_dir, | 0x100 when its host side is pageable. */
 struct fakecuda_act;
 void fake_act_note(struct CUstream_st *s, int kind, const char *name, uint64_t bytes, int dir,
                    uint64_t end_ns, uint64_t dur_ns);

@@ -483,7 +483,9 @@ static void node_run(struct CUstream_st *s, const struct fake_node *n, int is_bl
                   : n->kind == FAKE_NODE_COPY ? FAKECUDA_ACT_COPY
                                               : FAKECUDA_ACT_MEMSET,
                   n->kind == FAKE_NODE_KERNEL ? fake_tally_name_str(n->kernel) : NULL,
-                  n->kind == FAKE_NODE_KERNEL ? 0 : n->len_bytes, (int)n->dir, end, dur);
+                  n->kind == FAKE_NODE_KERNEL ? 0 : n->len_bytes,
+                  (int)n->dir | (n->kind == FAKE_NODE_COPY && !n->host_is_pinned ? 0x100 : 0),
+                  end, dur);
     if (is_blocking && end)
         fake_sleep_until_ns(end);
 }

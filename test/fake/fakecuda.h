@@ -34,6 +34,7 @@ struct fakecuda_act {
     uint64_t bytes;
     uint32_t stream_id, device;
     int copy_dir;      /* 0 HtoD, 1 DtoH, 2 DtoD, 3 HtoH */
+    int host_pageable; /* copies HtoD and DtoH: the host side is pageable memory */
 };
 typedef void (*fakecuda_act_fn)(const struct fakecuda_act *a);
 
