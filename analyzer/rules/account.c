@@ -71,6 +71,8 @@ int account_owner(int b)
     return (unsigned)b < AB_COUNT ? owner[b] : AC_NONE;
 }
 
+static int cmp_u64(const void *a, const void *b);
+
 /* ---- the walk's state ---- */
 
 struct actx {
@@ -79,6 +81,8 @@ struct actx {
     const struct gpu_truth *g;
     struct account *ac;
     uint64_t *first_wake;    /* per process: when it first woke a feeding thread */
+    uint64_t *births;        /* start times of the feeding process's workers, sorted */
+    size_t nbirth;
     int recreates;           /* a worker started after another had delivered a
                                 batch: workers are started anew (DataLoader epochs
                                 without persistent_workers), every generation's
@@ -351,6 +355,29 @@ static void budget_step(struct actx *x, uint64_t t)
     }
 }
 
+/* Was a worker of the feeding process started in [@p t0, @p t1)? The host
+ * code and waits of such a stretch are its start-up: a DataLoader's
+ * iterator forking its workers, then waiting for their first batches. */
+static int births_in(const struct actx *x, uint64_t t0, uint64_t t1)
+{
+    size_t i = model_search(x->births, sizeof(uint64_t), 0, 0, x->nbirth, t0, 0);
+
+    return i < x->nbirth && x->births[i] < t1;
+}
+
+/* Those of a stretch's host work and waits go to AB_WORKER_START. */
+static void births_take(const struct actx *x, uint64_t t0, uint64_t t1, double *mine)
+{
+    static const int from[] = {AB_HOST_CODE, AB_DATA_WAIT, AB_SLEEP, AB_HOST_PACE};
+
+    if (!births_in(x, t0, t1))
+        return;
+    for (size_t i = 0; i < sizeof(from) / sizeof(from[0]); i++) {
+        mine[AB_WORKER_START] += mine[from[i]];
+        mine[from[i]] = 0;
+    }
+}
+
 /* An idle stretch [t0, t1): what the feeders did, then what a sync before
  * it and the stretch's length say of the host work in it. */
 static void idle_stretch(struct actx *x, const struct gpu_piece *pc, uint64_t t0, uint64_t t1,
@@ -377,6 +404,7 @@ static void idle_stretch(struct actx *x, const struct gpu_piece *pc, uint64_t t0
         mine[AB_HOST_PACE] += mine[AB_HOST_CODE];
         mine[AB_HOST_CODE] = 0;
     }
+    births_take(x, pc->t0_ns, pc->t1_ns, mine);
 }
 
 static void piece(void *arg, const struct gpu_piece *pc)
@@ -540,6 +568,7 @@ static void lb_gap(struct actx *x, const struct feed_gap *g, uint64_t t0, uint64
     budget_step(x, t0);
     budget_add(x, g->drain_call, dc->t_exit_ns - dc->t_enter_ns);
     serial(x, mine);
+    births_take(x, t0, t1, mine);
 }
 
 static void lower_bound(struct actx *x)
@@ -659,6 +688,26 @@ static void first_wakes(const struct model *m, const struct acct *a, uint64_t *f
             *recreates = 1;
 }
 
+/* The start times of the worker processes of @p a's process (its children
+ * or theirs), sorted, into x->births (none when out of memory). */
+static void births(const struct model *m, const struct acct *a, struct actx *x)
+{
+    x->nbirth = 0;
+    for (uint32_t p = 0; p < m->nproc; p++) {
+        uint32_t up = m->proc[p].parent;
+        for (int d = 0; d < 4 && up != M_NONE && up != a->proc; d++)
+            up = m->proc[up].parent;
+        if (m->proc[p].role != M_ROLE_WORKER || up != a->proc || m->proc[p].start_ns == 0)
+            continue;
+        uint64_t *q = realloc(x->births, (x->nbirth + 1) * sizeof(*q));
+        if (q == NULL)
+            return;
+        x->births = q;
+        x->births[x->nbirth++] = m->proc[p].start_ns;
+    }
+    qsort(x->births, x->nbirth, sizeof(*x->births), cmp_u64);
+}
+
 static int acct_add(struct account *ac, uint32_t *cap)
 {
     if (ac->na == *cap) {
@@ -687,6 +736,7 @@ static void acct_one(struct actx *x, struct acct *a, const struct gpu_dev *d,
     a->ns[AB_SETUP] = a->lo[AB_SETUP] = a->hi[AB_SETUP] = a->setup_end_ns - a->lo_ns;
     feeders(m, a);
     first_wakes(m, a, x->first_wake, &x->recreates);
+    births(m, a, x);
     x->a = a;
     x->host_known = run->counts[CS_REC_OFFCPU] > 0;
     x->s = x->ac->steps && x->ac->steps->thr != M_NONE &&
@@ -811,6 +861,7 @@ int account_compute(struct account *ac, const struct model *m, const struct feed
         }
     }
     free(x.first_wake);
+    free(x.births);
     if (rc < 0)
         return rc;
     representatives(ac);
