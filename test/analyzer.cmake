@@ -46,6 +46,11 @@ target_include_directories(test_qsel PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_qsel PRIVATE cs_analysis)
 add_test(NAME unit.qsel COMMAND test_qsel)
 set_tests_properties(unit.qsel PROPERTIES LABELS unit)
+add_executable(test_pystack ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_pystack.c)
+target_include_directories(test_pystack PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_pystack PRIVATE cs_analysis)
+add_test(NAME unit.pystack COMMAND test_pystack)
+set_tests_properties(unit.pystack PROPERTIES LABELS unit)
 
 # cli.analyze_<case>: test/cli/analyze_<case>.sh ANALYZE GEN_RUN WORKDIR
 foreach(case missing_file random_bytes truncated corrupt corrupt_hang corrupt_cycle corrupt_id corrupt_meta

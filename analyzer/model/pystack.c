@@ -27,20 +27,90 @@ static int is_python(const struct cs_frame *f)
     return (f->flags & CS_FRAME_PYTHON) != 0;
 }
 
+/* Is the directory [@p c, @p e) of @p path named @p name? */
+static int dir_is(const char *c, const char *e, const char *name)
+{
+    size_t len = strlen(name);
+    return (size_t)(e - c) == len && memcmp(c, name, len) == 0;
+}
+
+/* Is the directory [@p c, @p e) of @p path a stdlib one: "python3.12",
+ * "python3.13t" or "python312.zip" in a directory "lib" or "lib64"? */
+static int is_stdlib_dir(const char *path, const char *c, const char *e)
+{
+    const char *d = c + 6, *up = c - 1, *ver_end = e;
+
+    if (e - c <= 6 || memcmp(c, "python", 6) != 0 || c == path || c[6] < '0' || c[6] > '9')
+        return 0;
+    while (up > path && up[-1] != '/')
+        up--;
+    if (!dir_is(up, c - 1, "lib") && !dir_is(up, c - 1, "lib64"))
+        return 0;
+    if (e - d > 4 && memcmp(e - 4, ".zip", 4) == 0)
+        ver_end = e - 4;
+    else if (e[-1] == 't')
+        ver_end = e - 1;
+    while (d < ver_end && ((*d >= '0' && *d <= '9') || *d == '.'))
+        d++;
+    return d == ver_end;
+}
+
+/* Where a library's own directory ends in @p path: after the last
+ * "site-packages/", "dist-packages/" or stdlib directory (is_stdlib_dir).
+ * @return the rest of the path (the module's, "torch/cuda/__init__.py"),
+ * NULL when @p path lies in none. */
+static const char *library_rest(const char *path)
+{
+    const char *rest = NULL, *e;
+
+    for (const char *c = path; (e = strchr(c, '/')) != NULL; c = e + 1)
+        if (dir_is(c, e, "site-packages") || dir_is(c, e, "dist-packages") ||
+            is_stdlib_dir(path, c, e))
+            rest = e + 1;
+    return rest;
+}
+
+enum pystack_origin pystack_file_origin(const char *path)
+{
+    if (path[0] == '\0' || (path[0] == '<' && strncmp(path, "<frozen ", 8) != 0))
+        return PYSTACK_PSEUDO; /* <string>, <stdin>: exec() or typed in; "": unknown */
+    if (path[0] == '<' || library_rest(path))
+        return PYSTACK_LIBRARY;
+    return PYSTACK_USER;
+}
+
+size_t pystack_site_frame(struct cs_run *r, const struct cs_frame *f, size_t n)
+{
+    size_t best = n;
+    int best_origin = PYSTACK_LIBRARY + 1;
+
+    for (size_t i = 0; i < n && best_origin > PYSTACK_USER; i++) {
+        int o;
+        if (!is_python(&f[i]))
+            continue;
+        o = (int)pystack_file_origin(cs_run_string(r, f[i].module_id));
+        if (o < best_origin) {
+            best = i;
+            best_origin = o;
+        }
+    }
+    return best < n ? best : 0;
+}
+
 int pystack_site(const struct model *m, uint64_t ci, struct pystack_site *s)
 {
-    size_t n, at = 0;
+    size_t n, at;
     const struct cs_frame *f = pystack_frames(m, ci, &n);
+    struct cs_run *r;
 
     memset(s, 0, sizeof(*s));
     if (model_call_stack(m, ci) == 0)
         return -1;
-    call_run(m, ci, &s->run);
+    r = call_run(m, ci, &s->run);
     if (f == NULL || n == 0)
         return 0; /* PYSTACK_MISSING: the id names no stack */
-    while (at < n && !is_python(&f[at]))
-        at++;
-    if (at == n) { /* no Python frame: the innermost native one */
+    at = pystack_site_frame(r, f, n);
+    if (!is_python(&f[at])) { /* no Python frame: the innermost native one */
         s->kind = PYSTACK_NATIVE;
         s->file_id = f[0].module_id;
         s->where = f[0].offset;
@@ -77,11 +147,17 @@ static const char *base_name(const char *path)
     return b && b[1] ? b + 1 : path;
 }
 
+const char *pystack_short_name(const char *path)
+{
+    const char *rest = path[0] == '<' ? NULL : library_rest(path);
+    return rest && *rest ? rest : base_name(path);
+}
+
 static const char *text_of(struct cs_run *r, uint32_t kind, uint32_t file_id, uint32_t func_id,
                            uint64_t where, char *buf, size_t n)
 {
     if (kind == PYSTACK_PYTHON) {
-        const char *file = base_name(str_q(r, file_id));
+        const char *file = pystack_short_name(str_q(r, file_id));
         if (where)
             snprintf(buf, n, "%s:%" PRIu64 " in %s", file, where, str_q(r, func_id));
         else
@@ -135,9 +211,13 @@ static json_t *frame_json(const struct model *m, uint32_t run, const struct cs_f
     return json_of(m, run, PYSTACK_NATIVE, f->module_id, 0, f->offset);
 }
 
-/* Callers of call @p ci: the frames after its site, Python ones only when
- * the site is one. Fills @p out (at most @p max) and returns the count. */
-static int callers(const struct model *m, uint64_t ci, int max, const struct cs_frame **out)
+/* Frames of call @p ci around its site: its callers (@p inside 0), the
+ * frames after the site, Python ones only when the site is one; or the
+ * Python frames before it (@p inside 1: the library frames its line went
+ * through). Fills @p out (at most @p max, innermost first) and returns the
+ * count. */
+static int around(const struct model *m, uint64_t ci, int inside, int max,
+                  const struct cs_frame **out)
 {
     struct pystack_site s;
     size_t n;
@@ -146,29 +226,39 @@ static int callers(const struct model *m, uint64_t ci, int max, const struct cs_
 
     if (at < 0 || s.kind == PYSTACK_MISSING)
         return 0;
-    for (size_t i = (size_t)at + 1; i < n && k < max; i++)
-        if (s.kind == PYSTACK_NATIVE || is_python(&f[i]))
+    for (size_t i = inside ? 0 : (size_t)at + 1; i < (inside ? (size_t)at : n) && k < max; i++)
+        if ((!inside && s.kind == PYSTACK_NATIVE) || is_python(&f[i]))
             out[k++] = &f[i];
     return k;
 }
 
-json_t *pystack_callers_json(const struct model *m, uint64_t ci, int max)
+static json_t *around_json(const struct model *m, uint64_t ci, int inside, int max)
 {
     const struct cs_frame *f[16];
     json_t *a = json_array();
     uint32_t run = model_call_proc(m, &m->call[ci])->run;
-    int k = callers(m, ci, max < 16 ? max : 16, f);
+    int k = around(m, ci, inside, max < 16 ? max : 16, f);
 
     for (int i = 0; i < k; i++)
         json_array_append_new(a, frame_json(m, run, f[i]));
     return a;
 }
 
+json_t *pystack_callers_json(const struct model *m, uint64_t ci, int max)
+{
+    return around_json(m, ci, 0, max);
+}
+
+json_t *pystack_via_json(const struct model *m, uint64_t ci, int max)
+{
+    return around_json(m, ci, 1, max);
+}
+
 const char *pystack_callers_text(const struct model *m, uint64_t ci, int max, char *buf, size_t n)
 {
     const struct cs_frame *f[16];
     uint32_t run = model_call_proc(m, &m->call[ci])->run;
-    int k = callers(m, ci, max < 16 ? max : 16, f);
+    int k = around(m, ci, 0, max < 16 ? max : 16, f);
     size_t len = 0;
     char one[256];
 

@@ -272,6 +272,7 @@ json_t *pyline_json(const struct pyline *p, const struct model *m)
         json_object_set_new(o, "next_enqueue", r->next_row == M_NONE
                                                    ? json_null()
                                                    : site_obj(m, &p->row[r->next_row]));
+        json_object_set_new(o, "via", pystack_via_json(m, r->call, PYSTACK_CALLERS));
         json_object_set_new(o, "callers", pystack_callers_json(m, r->call, PYSTACK_CALLERS));
         json_object_set_new(o, "stack", pystack_stack_json(m, r->call)); /* mixed, whole */
         json_array_append_new(rows, o);
@@ -405,6 +406,7 @@ static json_t *site_json(const struct pyline *p, const struct model *m, const st
     json_object_set_new(o, "calls", json_integer((json_int_t)cnt));
     json_object_set_new(o, "api", json_string(api_name(&m->call[rep])));
     json_object_set_new(o, "text", json_string(text));
+    json_object_set_new(o, "via", pystack_via_json(m, rep, PYSTACK_CALLERS));
     json_object_set_new(o, "callers", pystack_callers_json(m, rep, PYSTACK_CALLERS));
     if (by_gaps(fl->w) && row->next_row != M_NONE)
         json_object_set_new(o, "next_enqueue", site_obj(m, &p->row[row->next_row]));

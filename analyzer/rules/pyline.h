@@ -1,6 +1,6 @@
 /* rules/pyline.h: the lines of the user's code behind the CUDA calls. Calls
  * recorded with a stack (model/pystack.h) are grouped by call site, their
- * innermost Python frame (else native frame): latency per site (`--by
+ * innermost Python frame of the user's code (else native frame): latency per site (`--by
  * pyline`), the GPU idle that followed each site's drains (measured where
  * GPU activity covers it, else the host-seen gap of rules/feed.h up to the
  * next enqueue) and the enqueue that ended it. Each finding then names the
