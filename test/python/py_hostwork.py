@@ -1,0 +1,68 @@
+"""py_hostwork.py: a training-like loop on our fake CUDA runtime (through
+ctypes, as py_workload.py) whose host code between CUDA calls has known hot
+spots, for the collector's samples of host code (docs/python.md, "Host
+code"; cli.python_samples_*). Each step launches a kernel and synchronises,
+then runs pure Python: tokenize() for about 4 ms (its busy loop is marked
+HOT), log_step() for about 1 ms (WARM), on the main thread and on one more
+thread. The CUDA calls themselves are short, so nearly every sample of host
+code must fall in those two functions.
+
+Usage: py_hostwork.py [STEPS]. Prints "py_hostwork: ok"."""
+import ctypes
+import sys
+import threading
+import time
+
+STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+ctypes.CDLL("libcudart.so.13", mode=ctypes.RTLD_GLOBAL)
+rt = ctypes.CDLL(None)  # global lookup: the shim's wrappers come first
+
+
+class dim3(ctypes.Structure):
+    _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
+
+
+rt.cudaLaunchKernel.argtypes = [ctypes.c_void_p, dim3, dim3, ctypes.c_void_p,
+                                ctypes.c_size_t, ctypes.c_void_p]
+KERNEL = ctypes.cast(rt.abs, ctypes.c_void_p)
+assert rt.fakert_register_kernel(KERNEL, b"hostwork_kernel") == 0
+
+
+def check(rc):
+    if rc != 0:
+        raise SystemExit("py_hostwork: CUDA error %d" % rc)
+
+
+def tokenize(text):
+    end = time.perf_counter() + 0.004
+    n = 0
+    while time.perf_counter() < end:
+        n += len(text)  # HOT
+    return n
+
+
+def log_step(i):
+    end = time.perf_counter() + 0.001
+    n = 0
+    while time.perf_counter() < end:
+        n += i  # WARM
+    return n
+
+
+def train(steps):
+    s = ctypes.c_void_p()
+    check(rt.cudaStreamCreate(ctypes.byref(s)))
+    arg = ctypes.c_void_p(0)
+    args = (ctypes.c_void_p * 1)(ctypes.addressof(arg))
+    for i in range(steps):
+        check(rt.cudaLaunchKernel(KERNEL, dim3(1, 1, 1), dim3(32, 1, 1), args, 0, s))
+        check(rt.cudaStreamSynchronize(s))
+        tokenize("batch %d" % i)
+        log_step(i)
+
+
+t = threading.Thread(target=train, args=(STEPS // 2,), name="hostwork")
+t.start()
+train(STEPS)
+t.join()
+print("py_hostwork: ok")
