@@ -1,25 +1,33 @@
-/* model/pystack.c: a call's stack as sites and frames (pystack.h). Reads the
- * stacks and strings of the call's run; owns nothing. */
+/* model/pystack.c: a call's or a sample's stack as sites and frames
+ * (pystack.h), and the samples of a thread's host code. Reads the stacks
+ * and strings of the run; owns nothing. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "pystack.h"
 
-static struct cs_run *call_run(const struct model *m, uint64_t ci, uint32_t *run)
+struct pystack_ref pystack_ref_of_call(const struct model *m, uint64_t ci)
 {
-    *run = model_call_proc(m, &m->call[ci])->run;
-    return m->runs[*run].run;
+    struct pystack_ref r = {model_call_proc(m, &m->call[ci])->run, model_call_stack(m, ci)};
+    return r;
+}
+
+struct pystack_ref pystack_ref_of_sample(const struct model *m, const struct m_pysample *s)
+{
+    struct pystack_ref r = {m->proc[m->thr[s->thr].proc].run, s->stack_id};
+    return r;
+}
+
+static const struct cs_frame *ref_frames(const struct model *m, struct pystack_ref r, size_t *n)
+{
+    *n = 0;
+    return r.id ? cs_run_stack(m->runs[r.run].run, r.id, n) : NULL;
 }
 
 const struct cs_frame *pystack_frames(const struct model *m, uint64_t ci, size_t *n)
 {
-    uint32_t id = model_call_stack(m, ci), run;
-
-    *n = 0;
-    if (id == 0)
-        return NULL;
-    return cs_run_stack(call_run(m, ci, &run), id, n);
+    return ref_frames(m, pystack_ref_of_call(m, ci), n);
 }
 
 static int is_python(const struct cs_frame *f)
@@ -97,19 +105,18 @@ size_t pystack_site_frame(struct cs_run *r, const struct cs_frame *f, size_t n)
     return best < n ? best : 0;
 }
 
-int pystack_site(const struct model *m, uint64_t ci, struct pystack_site *s)
+int pystack_ref_site(const struct model *m, struct pystack_ref ref, struct pystack_site *s)
 {
     size_t n, at;
-    const struct cs_frame *f = pystack_frames(m, ci, &n);
-    struct cs_run *r;
+    const struct cs_frame *f = ref_frames(m, ref, &n);
 
     memset(s, 0, sizeof(*s));
-    if (model_call_stack(m, ci) == 0)
+    if (ref.id == 0)
         return -1;
-    r = call_run(m, ci, &s->run);
+    s->run = ref.run;
     if (f == NULL || n == 0)
         return 0; /* PYSTACK_MISSING: the id names no stack */
-    at = pystack_site_frame(r, f, n);
+    at = pystack_site_frame(m->runs[ref.run].run, f, n);
     if (!is_python(&f[at])) { /* no Python frame: the innermost native one */
         s->kind = PYSTACK_NATIVE;
         s->file_id = f[0].module_id;
@@ -121,6 +128,11 @@ int pystack_site(const struct model *m, uint64_t ci, struct pystack_site *s)
     s->func_id = CS_FRAME_PY_FUNC(&f[at]);
     s->where = CS_FRAME_PY_LINE(&f[at]);
     return (int)at;
+}
+
+int pystack_site(const struct model *m, uint64_t ci, struct pystack_site *s)
+{
+    return pystack_ref_site(m, pystack_ref_of_call(m, ci), s);
 }
 
 int pystack_site_eq(const struct pystack_site *a, const struct pystack_site *b)
@@ -216,13 +228,13 @@ static json_t *frame_json(const struct model *m, uint32_t run, const struct cs_f
  * Python frames before it (@p inside 1: the library frames its line went
  * through). Fills @p out (at most @p max, innermost first) and returns the
  * count. */
-static int around(const struct model *m, uint64_t ci, int inside, int max,
+static int around(const struct model *m, struct pystack_ref ref, int inside, int max,
                   const struct cs_frame **out)
 {
     struct pystack_site s;
     size_t n;
-    const struct cs_frame *f = pystack_frames(m, ci, &n);
-    int at = pystack_site(m, ci, &s), k = 0;
+    const struct cs_frame *f = ref_frames(m, ref, &n);
+    int at = pystack_ref_site(m, ref, &s), k = 0;
 
     if (at < 0 || s.kind == PYSTACK_MISSING)
         return 0;
@@ -232,33 +244,42 @@ static int around(const struct model *m, uint64_t ci, int inside, int max,
     return k;
 }
 
-static json_t *around_json(const struct model *m, uint64_t ci, int inside, int max)
+static json_t *around_json(const struct model *m, struct pystack_ref ref, int inside, int max)
 {
     const struct cs_frame *f[16];
     json_t *a = json_array();
-    uint32_t run = model_call_proc(m, &m->call[ci])->run;
-    int k = around(m, ci, inside, max < 16 ? max : 16, f);
+    int k = around(m, ref, inside, max < 16 ? max : 16, f);
 
     for (int i = 0; i < k; i++)
-        json_array_append_new(a, frame_json(m, run, f[i]));
+        json_array_append_new(a, frame_json(m, ref.run, f[i]));
     return a;
+}
+
+json_t *pystack_ref_callers_json(const struct model *m, struct pystack_ref ref, int max)
+{
+    return around_json(m, ref, 0, max);
+}
+
+json_t *pystack_ref_via_json(const struct model *m, struct pystack_ref ref, int max)
+{
+    return around_json(m, ref, 1, max);
 }
 
 json_t *pystack_callers_json(const struct model *m, uint64_t ci, int max)
 {
-    return around_json(m, ci, 0, max);
+    return around_json(m, pystack_ref_of_call(m, ci), 0, max);
 }
 
 json_t *pystack_via_json(const struct model *m, uint64_t ci, int max)
 {
-    return around_json(m, ci, 1, max);
+    return around_json(m, pystack_ref_of_call(m, ci), 1, max);
 }
 
 const char *pystack_callers_text(const struct model *m, uint64_t ci, int max, char *buf, size_t n)
 {
     const struct cs_frame *f[16];
     uint32_t run = model_call_proc(m, &m->call[ci])->run;
-    int k = around(m, ci, 0, max < 16 ? max : 16, f);
+    int k = around(m, pystack_ref_of_call(m, ci), 0, max < 16 ? max : 16, f);
     size_t len = 0;
     char one[256];
 
@@ -283,4 +304,40 @@ json_t *pystack_stack_json(const struct model *m, uint64_t ci)
     for (size_t i = 0; i < n; i++)
         json_array_append_new(a, frame_json(m, run, &f[i]));
     return a;
+}
+
+/* ---- samples of host code ---- */
+
+/* First sample of thread @p thr at or after @p t_ns (model.pys is sorted
+ * by thread, then time). */
+static uint64_t sample_at(const struct model *m, uint32_t thr, uint64_t t_ns)
+{
+    uint64_t lo = 0, hi = m->npys;
+
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        const struct m_pysample *s = &m->pys[mid];
+        if (s->thr < thr || (s->thr == thr && s->t_ns < t_ns))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+uint64_t pystack_samples_in(const struct model *m, uint32_t thr, uint64_t t0_ns, uint64_t t1_ns,
+                            pystack_sample_fn fn, void *arg)
+{
+    uint64_t n = 0;
+
+    for (uint64_t i = sample_at(m, thr, t0_ns);
+         i < m->npys && m->pys[i].thr == thr && m->pys[i].t_ns < t1_ns; i++, n++)
+        if (fn)
+            fn(arg, &m->pys[i]);
+    return n;
+}
+
+uint64_t pystack_thread_samples(const struct model *m, uint32_t thr)
+{
+    return pystack_samples_in(m, thr, 0, UINT64_MAX, NULL, NULL);
 }

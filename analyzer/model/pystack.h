@@ -47,6 +47,38 @@ enum pystack_origin pystack_file_origin(const char *path);
  * output names sites by. @return its index; 0 when @p n is 0 */
 size_t pystack_site_frame(struct cs_run *r, const struct cs_frame *f, size_t n);
 
+/* A recorded stack: a call's or a sample's (its run, its stack id; id 0 =
+ * none). The functions on calls below are these on pystack_ref_of_call(). */
+struct pystack_ref {
+    uint32_t run;
+    uint32_t id;
+};
+
+struct pystack_ref pystack_ref_of_call(const struct model *m, uint64_t ci);
+struct pystack_ref pystack_ref_of_sample(const struct model *m, const struct m_pysample *s);
+
+/** Site of stack @p ref, as pystack_site() for a call. */
+int pystack_ref_site(const struct model *m, struct pystack_ref ref, struct pystack_site *s);
+
+/** pystack_callers_json() and pystack_via_json() of stack @p ref. */
+json_t *pystack_ref_callers_json(const struct model *m, struct pystack_ref ref, int max);
+json_t *pystack_ref_via_json(const struct model *m, struct pystack_ref ref, int max);
+
+/* ---- samples of host code (docs/python.md, "Host code") ---- */
+
+typedef void (*pystack_sample_fn)(void *arg, const struct m_pysample *s);
+
+/** Call @p fn (may be NULL: count only) for each Python sample of thread
+ * @p thr (index in model.thr) taken in [@p t0_ns, @p t1_ns), in time
+ * order: the Python lines its host code was running then. O(log samples +
+ * samples in the stretch). @return how many */
+uint64_t pystack_samples_in(const struct model *m, uint32_t thr, uint64_t t0_ns, uint64_t t1_ns,
+                            pystack_sample_fn fn, void *arg);
+
+/** Samples of thread @p thr in the window (0: none, e.g. the run predates
+ * them or CUDASPY_PYSAMPLE_HZ=0). */
+uint64_t pystack_thread_samples(const struct model *m, uint32_t thr);
+
 /** Frames of call @p ci's stack, innermost first. @return borrowed (valid
  * while the model is), NULL when it has none or its id names no stack;
  * *n gets the count. */
