@@ -146,6 +146,7 @@ struct collector {
     void *on_reg_arg;
     struct flight *fl; /* o.max_size_bytes: the flight recorder (flight.h) */
     uint64_t py_samples, py_failed, py_trunc; /* Python samples taken, dropped, cut short */
+    uint64_t py_cpu_ns;  /* this thread's CPU time in the reads, written or not */
     uint32_t py_threads, py_threads_last; /* threads sampled in this pass and the last */
     uint64_t py_due_ns;  /* the earliest sample due after the last pass; 0 = none */
     uint64_t py_rand;    /* xorshift state: each sample's period is jittered */
@@ -865,17 +866,30 @@ static uint64_t py_period(struct collector *c, uint64_t period_ns)
     return period_ns - period_ns / 4 + x % (period_ns / 2 + 1);
 }
 
+/* This thread's CPU time: what the samples cost the collector (meta
+ * py_samples_cpu_ns), a system call, about what one page read costs. */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
 /* One sample of the thread of sub-ring @p ctl of process @p k. */
 static void py_sample(struct collector *c, struct conn *k, const struct cs_subring *ctl,
                       uint64_t tstate)
 {
     struct cs_frame f[PYSAMPLE_FRAMES];
     struct cs_rec_pysample r = {0};
+    uint64_t cpu0 = thread_cpu_ns();
     int trunc, n;
 
     r.t_start_ns = clock_mono_ns();
     n = pysample_read(k->py, tstate, f, PYSAMPLE_FRAMES, &trunc, py_intern, c);
     r.t_end_ns = clock_mono_ns();
+    c->py_cpu_ns += thread_cpu_ns() - cpu0;
     r.pid = k->pid;
     r.tid = atomic_load_explicit(&ctl->owner_tid, memory_order_relaxed);
     if (n == -EPERM || n == -EACCES) {
@@ -1439,6 +1453,7 @@ int collector_finish(struct collector *c, int clean, uint64_t now_ns)
         collector_meta_u64(c, "py_samples", c->py_samples);
         collector_meta_u64(c, "py_samples_failed", c->py_failed);
         collector_meta_u64(c, "py_samples_truncated", c->py_trunc);
+        collector_meta_u64(c, "py_samples_cpu_ns", c->py_cpu_ns);
     }
     collector_meta_u64(c, "clean_shutdown", clean ? 1 : 0);
     rc = commit(c, now_ns, 1);

@@ -13,7 +13,9 @@
  *
  *   pid tid t_start_ns read_ns nframes flags file:line:function [| ...]
  *
- * Usage: test_py_dump [--samples] RUN. Exit 0, 1 when the run cannot be
+ * With --meta KEY, the run's meta value KEY (empty when absent) instead.
+ *
+ * Usage: test_py_dump [--samples | --meta KEY] RUN. Exit 0, 1 when the run cannot be
  * read or a stack is malformed (a native frame after a Python one, a stack
  * id without a stack; a sample's stack must be Python frames only). */
 #include <stdio.h>
@@ -99,16 +101,23 @@ int main(int argc, char **argv)
     const struct cs_blk_hdr *h;
     const void *p;
     int rc, bad = 0, samples = argc == 3 && strcmp(argv[1], "--samples") == 0;
+    const char *meta = argc == 4 && strcmp(argv[1], "--meta") == 0 ? argv[2] : NULL;
 
-    if (argc != 2 && !samples) {
-        fprintf(stderr, "usage: test_py_dump [--samples] RUN\n");
+    if (argc != 2 && !samples && !meta) {
+        fprintf(stderr, "usage: test_py_dump [--samples | --meta KEY] RUN\n");
         return 2;
     }
-    argv += samples;
+    argv += samples + (meta ? 2 : 0);
     if ((rc = run_open_wait(&run, argv[1], 30, &err)) != 0) {
         fprintf(stderr, "test_py_dump: %s: %s\n", argv[1],
                 rc < 0 ? err.msg : "collector never finished (clean_shutdown=0)");
         return 1;
+    }
+    if (meta) {
+        const char *v = cs_run_meta(run, meta);
+        printf("%s\n", v ? v : "");
+        cs_run_free(run);
+        return 0;
     }
     if (cs_cursor_open(run, samples ? CS_REC_PYSAMPLE : CS_REC_CUDA, 0, UINT64_MAX, &c) < 0) {
         cs_run_free(run);
