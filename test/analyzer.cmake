@@ -76,6 +76,11 @@ add_test(NAME fault.analyze_cut_and_flip_pyline
          COMMAND sh ${CS_AN_DIR}/fault_sweep.sh $<TARGET_FILE:cudaspy-analyze>
                  $<TARGET_FILE:gen_pyrun> ${CS_AN_WORK}/fault_pyline)
 set_tests_properties(fault.analyze_cut_and_flip_pyline PROPERTIES LABELS fault TIMEOUT 120)
+add_test(NAME fault.analyze_cut_and_flip_pysamples
+         COMMAND sh ${CS_AN_DIR}/fault_sweep.sh $<TARGET_FILE:cudaspy-analyze>
+                 $<TARGET_FILE:gen_run> ${CS_AN_WORK}/fault_pysamples)
+set_tests_properties(fault.analyze_cut_and_flip_pysamples PROPERTIES LABELS fault TIMEOUT 120
+                     ENVIRONMENT FAULT_SCENARIO=gpu_setup_host_pys)
 
 # data.planted.<scenario>: the planted cause is the top finding
 set(CS_AN_PLANTED

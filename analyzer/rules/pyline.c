@@ -465,8 +465,8 @@ static void annotate_one(const struct pyline *p, const struct model *m, json_t *
     uint64_t total;
     json_t *sites;
 
-    if (fl.w == W_NONE)
-        return;
+    if (fl.w == W_NONE || json_object_get(c, "python_sites"))
+        return; /* none to name, or the rule that made it named them */
     if (!strcmp(cause ? cause : "", "host_bound") && (sites = pyline_host_sites(p, m))) {
         if (json_array_size(sites)) /* the lines it ran, not the sync before them */
             json_object_set_new(c, "python_sites", sites);

@@ -58,7 +58,9 @@ json_t *pyline_json(const struct pyline *p, const struct model *m);
 json_t *pyline_host_sites(const struct pyline *p, const struct model *m);
 
 /** Add "python_sites" to each finding of @p chains whose calls have stacks:
- * the sites with most of its time (or of the GPU idle it is about). */
+ * the sites with most of its time (or of the GPU idle it is about). A
+ * finding that has "python_sites" already (its rule named them, say with
+ * rules/pyhost.h) keeps them. */
 void pyline_annotate(const struct pyline *p, const struct model *m, json_t *chains);
 
 void pyline_exit(struct pyline *p);
