@@ -948,14 +948,15 @@ static void conn_pysample(struct collector *c, struct conn *k, uint64_t now_ns)
 }
 
 /* Every process's threads whose sample is due (not during `record
- * --duty`'s off phases: the program runs unrecorded then). */
+ * --duty`'s off phases: the program runs unrecorded then; not a process
+ * whose socket closed: one that exec'd is another program now). */
 static void py_samples(struct collector *c, uint64_t now_ns)
 {
     c->py_threads_last = c->py_threads; /* rates this pass */
     c->py_threads = 0;
     c->py_due_ns = 0;
     for (size_t i = 0; i < c->nconns && !c->paused; i++)
-        if (c->conns[i]->py)
+        if (c->conns[i]->py && c->conns[i]->state == CONN_OPEN)
             conn_pysample(c, c->conns[i], now_ns);
 }
 
