@@ -1,11 +1,15 @@
 """py_hostwork.py: a training-like loop on our fake CUDA runtime (through
 ctypes, as py_workload.py) whose host code between CUDA calls has known hot
 spots, for the collector's samples of host code (docs/python.md, "Host
-code"; cli.python_samples_*). Each step launches a kernel and synchronises,
-then runs pure Python: tokenize() for about 4 ms (its busy loop is marked
-HOT), log_step() for about 1 ms (WARM), on the main thread and on one more
-thread. The CUDA calls themselves are short, so nearly every sample of host
-code must fall in those two functions.
+code"; cli.python_samples_*). On the main thread each step launches a
+kernel and synchronises, then runs pure Python: tokenize() for about 4 ms
+(its busy loop is marked HOT), log_step() for about 1 ms (WARM). A second
+thread, a loader, makes the same calls and then waits for its next batch
+in wait_batch() (a 4 ms sleep, which lets the main thread keep the GIL:
+two threads spinning in Python would share it, and a thread waiting for it
+stays on whatever line it waits at, which blurs the 4 to 1). The CUDA calls
+themselves are short, so nearly every sample of host code must fall in
+those three functions.
 
 Usage: py_hostwork.py [STEPS]. Prints "py_hostwork: ok"."""
 import ctypes
@@ -49,19 +53,30 @@ def log_step(i):
     return n
 
 
-def train(steps):
+def wait_batch():
+    time.sleep(0.004)
+
+
+def step_cuda(s, args):
+    check(rt.cudaLaunchKernel(KERNEL, dim3(1, 1, 1), dim3(32, 1, 1), args, 0, s))
+    check(rt.cudaStreamSynchronize(s))
+
+
+def train(steps, loader=False):
     s = ctypes.c_void_p()
     check(rt.cudaStreamCreate(ctypes.byref(s)))
     arg = ctypes.c_void_p(0)
     args = (ctypes.c_void_p * 1)(ctypes.addressof(arg))
     for i in range(steps):
-        check(rt.cudaLaunchKernel(KERNEL, dim3(1, 1, 1), dim3(32, 1, 1), args, 0, s))
-        check(rt.cudaStreamSynchronize(s))
-        tokenize("batch %d" % i)
-        log_step(i)
+        step_cuda(s, args)
+        if loader:
+            wait_batch()
+        else:
+            tokenize("batch %d" % i)
+            log_step(i)
 
 
-t = threading.Thread(target=train, args=(STEPS // 2,), name="hostwork")
+t = threading.Thread(target=train, args=(STEPS, True), name="loader")
 t.start()
 train(STEPS)
 t.join()
