@@ -2,8 +2,11 @@
 ctypes, as py_workload.py) whose host code between CUDA calls has known hot
 spots, for the collector's samples of host code (docs/python.md, "Host
 code"; cli.python_samples_*). On the main thread each step launches a
-kernel and synchronises, then runs pure Python: tokenize() for about 4 ms
-(its busy loop is marked HOT), log_step() for about 1 ms (WARM). A second
+kernel and synchronises, then runs pure Python: tokenize() (its busy loop
+is marked HOT), log_step() (WARM), with four times as much work in the
+first (about 4 ms and 1 ms here). By work, not by time: a thread preempted
+in a function that runs until a deadline stays there until it runs again,
+which gives a short function as much of a long preemption as a long one. A second
 thread, a loader, makes the same calls and then waits for its next batch
 in wait_batch() (a 4 ms sleep, which lets the main thread keep the GIL:
 two threads spinning in Python would share it, and a thread waiting for it
@@ -18,6 +21,7 @@ import threading
 import time
 
 STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+WORK = 50000  # loop turns of log_step(), about 1 ms; tokenize() does four times as many
 ctypes.CDLL("libcudart.so.13", mode=ctypes.RTLD_GLOBAL)
 rt = ctypes.CDLL(None)  # global lookup: the shim's wrappers come first
 
@@ -38,17 +42,15 @@ def check(rc):
 
 
 def tokenize(text):
-    end = time.perf_counter() + 0.004
     n = 0
-    while time.perf_counter() < end:
+    for _ in range(WORK * 4):
         n += len(text)  # HOT
     return n
 
 
 def log_step(i):
-    end = time.perf_counter() + 0.001
     n = 0
-    while time.perf_counter() < end:
+    for _ in range(WORK):
         n += i  # WARM
     return n
 
