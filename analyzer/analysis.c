@@ -283,11 +283,12 @@ static json_t *counts_json(const struct m_run *r)
 {
     static const char *const names[CS_REC_KIND_COUNT] = {
         NULL, "cuda", "offcpu", "runq", "pwin", "syswin", "counter", "lost", "gpu", "gpucov",
-        "nvtx"};
+        "nvtx", "pysample"};
     json_t *o = json_object();
 
     for (unsigned k = 1; k < CS_REC_KIND_COUNT; k++)
-        json_object_set_new(o, names[k], json_integer((json_int_t)r->counts[k]));
+        if (k != CS_REC_PYSAMPLE || r->counts[k]) /* only runs that have them */
+            json_object_set_new(o, names[k], json_integer((json_int_t)r->counts[k]));
     return o;
 }
 

@@ -100,6 +100,8 @@ static inline void shim_rec_begin(struct cs_rec_cuda *r, unsigned api, unsigned 
     if (t->rt_depth) {
         r->flags = CS_CF_NESTED;
         r->parent_seq = t->rt_seq;
+    } else {
+        shim_ring_in_call(1);
     }
     r->t_enter_ns = shim_ring_now();
 }
@@ -211,6 +213,8 @@ uint32_t shim_pid_slow(void) SHIM_COLD;
 /** Finish a record: exit time @p t_exit, result, pid/tid, optional stack. */
 static inline void shim_rec_finish(struct cs_rec_cuda *r, int result, uint64_t t_exit)
 {
+    if (!(r->flags & CS_CF_NESTED))
+        shim_ring_in_call(0);
     r->t_exit_ns = t_exit;
     r->result = result;
     r->flags |= shim_static_rt_;
@@ -498,35 +502,6 @@ static inline int shim_nvtx_init(int preloaded) { return (void)preloaded, 0; }
 static inline void shim_nvtx_atfork_child(void) {}
 #endif
 
-/** UTF-8 of code point @p c into @p out, which has room for 4 bytes; a
- * surrogate or a value past U+10FFFF becomes U+FFFD. @return bytes written.
- * (NVTX's wide strings, Python's str objects.) */
-static inline size_t shim_utf8_put(uint32_t c, char *out)
-{
-    if (c > 0x10ffff || (c >= 0xd800 && c < 0xe000))
-        c = 0xfffd;
-    if (c < 0x80) {
-        out[0] = (char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        out[0] = (char)(0xc0 | c >> 6);
-        out[1] = (char)(0x80 | (c & 0x3f));
-        return 2;
-    }
-    if (c < 0x10000) {
-        out[0] = (char)(0xe0 | c >> 12);
-        out[1] = (char)(0x80 | ((c >> 6) & 0x3f));
-        out[2] = (char)(0x80 | (c & 0x3f));
-        return 3;
-    }
-    out[0] = (char)(0xf0 | c >> 18);
-    out[1] = (char)(0x80 | ((c >> 12) & 0x3f));
-    out[2] = (char)(0x80 | ((c >> 6) & 0x3f));
-    out[3] = (char)(0x80 | (c & 0x3f));
-    return 4;
-}
-
 /* ---- Python stacks (shim_python.c, docs/python.md) ---- */
 
 #define SHIM_PY_FRAMES 32  /* Python frames kept, innermost first */
@@ -546,6 +521,13 @@ int shim_py_walk(struct shim_py_raw *raw, int max);
 void shim_py_frame(const struct shim_py_raw *r, struct cs_frame *f);
 /** Load address of the interpreter's object (where native frames stop), 0 = unknown. */
 uintptr_t shim_py_base(void);
+/** The layout a ring segment publishes for the collector's samples of host
+ * code (include/cudaspy/pyframe.h) into @p out; all zero when there are to
+ * be none (no Python we read, CUDASPY_PYTHON=0, CUDASPY_PYSAMPLE_HZ=0). */
+void shim_py_publish(struct cs_py_layout *out);
+/** The calling thread's PyThreadState for those samples, once a walk has
+ * proved the layout; 0 = none (slow path: a ring claim). */
+uintptr_t shim_py_tstate(void);
 
 /* ---- process (shim_main.c, shim_start.c, shim_stack.c) ---- */
 

@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <wchar.h>
 
+#include "cudaspy/utf8.h"
 #include "shim.h"
 
 #define NV_DEPTH 64u          /* push/pop ranges kept per thread; deeper ones are counted */
@@ -179,7 +180,7 @@ static size_t nv_utf8(const wchar_t *w, size_t len, char *out, size_t n)
     for (size_t i = 0; i < len; i++) {
         if (o + 4 > n)
             break;
-        o += shim_utf8_put((uint32_t)w[i], out + o);
+        o += cs_utf8_put((uint32_t)w[i], out + o);
     }
     return o;
 }

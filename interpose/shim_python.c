@@ -22,49 +22,29 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cudaspy/pyframe.h"
 #include "shim.h"
-
-/* How a frame says where it is. */
-enum py_kind {
-    PY_OBJFRAME = 1, /* 3.10: PyFrameObject chain, int f_lasti in code units */
-    PY_IFRAME = 2    /* 3.11+: _PyInterpreterFrame chain, pointer to the instruction */
-};
-
-/* Byte offsets into the interpreter's structures (x86_64 / aarch64 LP64). */
-struct py_layout {
-    uint8_t kind;       /* enum py_kind */
-    uint8_t table;      /* line table: 10 = 3.10's (PEP 626), 11 = 3.11+'s (PEP 657) */
-    uint8_t owner_skip; /* frame owners from this on are skipped (C entry frames); 0xff = none */
-    uint8_t tag_mask;   /* low bits of a tagged executable pointer (3.14+) */
-    int16_t ts_frame;   /* PyThreadState -> frame (3.10), cframe (3.11, 3.12), current_frame */
-    int16_t cf_frame;   /* _PyCFrame.current_frame (3.11, 3.12); -1 = ts_frame is the frame */
-    int16_t fr_code, fr_back, fr_instr, fr_owner; /* fr_owner -1 = none */
-    int16_t co_filename, co_qualname, co_firstlineno, co_linetable, co_code;
-    int16_t ob_type;
-    int16_t bytes_size, bytes_data;
-    int16_t str_length, str_state, str_ascii, str_compact; /* last two: data offsets */
-};
 
 /* Offsets read with offsetof() against each version's own headers
  * (docs/python.md says how). */
-static const struct py_layout py_310 = {
-    .kind = PY_OBJFRAME, .table = 10, .owner_skip = 0xff,
+static const struct cs_py_layout py_310 = {
+    .kind = CS_PY_OBJFRAME, .table = 10, .owner_skip = 0xff,
     .ts_frame = 24, .cf_frame = -1,
     .fr_code = 32, .fr_back = 24, .fr_instr = 96, .fr_owner = -1,
     .co_filename = 104, .co_qualname = 112, .co_firstlineno = 40, .co_linetable = 120,
     .co_code = 0, .ob_type = 8, .bytes_size = 16, .bytes_data = 32,
     .str_length = 16, .str_state = 32, .str_ascii = 48, .str_compact = 72,
 };
-static const struct py_layout py_311 = {
-    .kind = PY_IFRAME, .table = 11, .owner_skip = 0xff,
+static const struct cs_py_layout py_311 = {
+    .kind = CS_PY_IFRAME, .table = 11, .owner_skip = 0xff,
     .ts_frame = 56, .cf_frame = 8,
     .fr_code = 32, .fr_back = 48, .fr_instr = 56, .fr_owner = 69,
     .co_filename = 112, .co_qualname = 128, .co_firstlineno = 72, .co_linetable = 136,
     .co_code = 184, .ob_type = 8, .bytes_size = 16, .bytes_data = 32,
     .str_length = 16, .str_state = 32, .str_ascii = 48, .str_compact = 72,
 };
-static const struct py_layout py_312 = {
-    .kind = PY_IFRAME, .table = 11, .owner_skip = 3, /* FRAME_OWNED_BY_CSTACK */
+static const struct cs_py_layout py_312 = {
+    .kind = CS_PY_IFRAME, .table = 11, .owner_skip = 3, /* FRAME_OWNED_BY_CSTACK */
     .ts_frame = 56, .cf_frame = 0,
     .fr_code = 0, .fr_back = 8, .fr_instr = 56, .fr_owner = 70,
     .co_filename = 112, .co_qualname = 128, .co_firstlineno = 68, .co_linetable = 136,
@@ -74,13 +54,14 @@ static const struct py_layout py_312 = {
 
 /* What the interpreter of this process is; set once, by the constructor. */
 static struct {
-    struct py_layout L;
+    struct cs_py_layout L;           /* also what the ring segments publish (shim_py_publish) */
     uintptr_t code_type;             /* &PyCode_Type */
     uintptr_t str_type, bytes_type;  /* &PyUnicode_Type, &PyBytes_Type (the first walks) */
     void *(*this_tstate)(void);      /* PyGILState_GetThisThreadState */
     int (*initialized)(void);        /* Py_IsInitialized: 0 once finalisation began */
     uintptr_t base;                  /* load address of the interpreter's object */
     unsigned minor;
+    unsigned sample_hz;              /* CUDASPY_PYSAMPLE_HZ: the collector's samples */
 } py;
 
 const uint8_t shim_py_when_[CS_API_COUNT] = {
@@ -124,8 +105,8 @@ static int layout_from_words(const uint64_t *w, const struct py_dbg_shape *sh, u
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
         if (want[i] > INT16_MAX - 16)
             return -1;
-    py.L = (struct py_layout){
-        .kind = PY_IFRAME, .table = 11,
+    py.L = (struct cs_py_layout){
+        .kind = CS_PY_IFRAME, .table = 11,
         .owner_skip = 3, /* CSTACK (3.13), INTERPRETER and CSTACK (3.14: 3, 4) */
         .tag_mask = minor >= 14 ? 7 : 0, /* 3.14: f_executable is a tagged _PyStackRef */
         .ts_frame = (int16_t)w[ts + 4], .cf_frame = -1,
@@ -155,6 +136,31 @@ static int layout_debug(const uint8_t *rt, unsigned minor)
         return -1; /* 3.14t: thread-local bytecode, another str state */
     memcpy(w, rt + sizeof(head), sizeof(w));
     return layout_from_words(w, minor == 13 ? &dbg_313 : &dbg_314, minor);
+}
+
+/* Host-code samples a second per CUDA thread (docs/python.md, "Host code"):
+ * $CUDASPY_PYSAMPLE_HZ, 0 = none, at most PY_SAMPLE_HZ_MAX; anything else
+ * gets one warning and the default. */
+#define PY_SAMPLE_HZ 100u
+#define PY_SAMPLE_HZ_MAX 1000ul
+static unsigned env_sample_hz(void)
+{
+    const char *v = getenv("CUDASPY_PYSAMPLE_HZ");
+    char *end;
+    unsigned long hz;
+    int e = errno;
+
+    if (v == NULL || *v == '\0')
+        return PY_SAMPLE_HZ;
+    errno = 0;
+    hz = strtoul(v, &end, 10);
+    if (*v < '0' || *v > '9' || *end != '\0' || errno || hz > PY_SAMPLE_HZ_MAX) {
+        shim_log("warning: CUDASPY_PYSAMPLE_HZ is not a number from 0 to 1000; "
+                 "sampling host code at 100 Hz");
+        hz = PY_SAMPLE_HZ;
+    }
+    errno = e;
+    return (unsigned)hz;
 }
 
 static const char *env_python(void)
@@ -235,10 +241,25 @@ void shim_python_init(void)
     py.initialized = (int (*)(void))(uintptr_t)sym(RTLD_DEFAULT, "Py_IsInitialized");
     if (eval && dladdr(eval, &di) && di.dli_fbase)
         py.base = (uintptr_t)di.dli_fbase;
+    py.L.minor = (uint8_t)py.minor;
+    py.L.code_type = py.code_type;
+    py.L.str_type = py.str_type;
+    py.L.bytes_type = py.bytes_type;
+    py.sample_hz = env_sample_hz();
     atomic_fetch_or_explicit(&shim_stacks_, SHIM_STK_PYTHON, memory_order_relaxed);
 }
 
 uintptr_t shim_py_base(void) { return py.base; }
+
+void shim_py_publish(struct cs_py_layout *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (py.sample_hz == 0 || !(atomic_load(&shim_stacks_) & SHIM_STK_PYTHON))
+        return;
+    *out = py.L;
+    out->sample_hz = (uint16_t)py.sample_hz;
+    out->magic = CS_PY_LAYOUT_MAGIC;
+}
 
 /* ---- the first walk: proving the layout ---- */
 
@@ -338,16 +359,30 @@ static int layout_proven(void)
 
 /* ---- the walk (every capture) ---- */
 
-/* The frame chain's first frame, or 0. */
-static uintptr_t first_frame(void)
+/* This thread's state, 0 when it has none or the interpreter finalises. */
+static uintptr_t this_tstate(void)
 {
-    uintptr_t ts, fr;
-
     if (py.initialized && !py.initialized())
         return 0; /* finalising: thread states are being freed */
-    ts = (uintptr_t)py.this_tstate();
+    return (uintptr_t)py.this_tstate(); /* 0: a thread Python never ran on */
+}
+
+uintptr_t shim_py_tstate(void)
+{
+    if (py.sample_hz == 0 || !(atomic_load(&shim_stacks_) & SHIM_STK_PYTHON) ||
+        !atomic_load_explicit(&proven, memory_order_acquire))
+        return 0;
+    return this_tstate();
+}
+
+/* The frame chain's first frame, or 0; *@p ts gets the thread's state. */
+static uintptr_t first_frame(uintptr_t *ts_out)
+{
+    uintptr_t ts = this_tstate(), fr;
+
+    *ts_out = ts;
     if (ts == 0)
-        return 0; /* a thread Python never ran on */
+        return 0;
     fr = rd_ptr(ts + py.L.ts_frame);
     if (py.L.cf_frame >= 0 && fr != 0)
         fr = rd_ptr(fr + py.L.cf_frame);
@@ -368,19 +403,21 @@ static uintptr_t frame_code(uintptr_t fr)
 /* Index of the instruction frame @p fr is at, in code units. */
 static int64_t frame_instr(uintptr_t fr, uintptr_t co)
 {
-    if (py.L.kind == PY_OBJFRAME)
+    if (py.L.kind == CS_PY_OBJFRAME)
         return *(const int32_t *)(fr + py.L.fr_instr);
     return ((intptr_t)rd_ptr(fr + py.L.fr_instr) - (intptr_t)(co + py.L.co_code)) / 2;
 }
 
 int shim_py_walk(struct shim_py_raw *raw, int max)
 {
-    uintptr_t fr;
+    uintptr_t fr, ts;
     int n = 0;
 
     if (!layout_proven())
         return 0;
-    fr = first_frame();
+    fr = first_frame(&ts);
+    if (py.sample_hz)
+        shim_ring_py_tstate(ts); /* the collector samples it between calls */
 
     for (int hops = 0; fr != 0 && n < max && hops < SHIM_PY_HOPS; hops++) {
         uintptr_t co = frame_code(fr);
@@ -396,108 +433,29 @@ int shim_py_walk(struct shim_py_raw *raw, int max)
 
 /* ---- resolving a frame (a stack not seen before) ---- */
 
-static uint32_t varint(const uint8_t **p, const uint8_t *end)
-{
-    uint32_t v = 0, b;
-    unsigned shift = 0;
-
-    do {
-        if (*p >= end || shift > 28)
-            return v;
-        b = *(*p)++;
-        v |= (b & 63u) << shift;
-        shift += 6;
-    } while (b & 64);
-    return v;
-}
-
-/* Line of code unit @p ix in 3.11+'s location table (Objects/locations.md):
- * entries of a first byte 1cccclll (code c, l+1 code units), then c's data. */
-static int line_311(const uint8_t *p, const uint8_t *end, int line, int64_t ix)
-{
-    int64_t at = 0;
-
-    while (p < end) {
-        unsigned code = (*p >> 3) & 15;
-        int64_t len = (*p & 7) + 1;
-        const uint8_t *q = p + 1;
-
-        if (code == 13 || code == 14) { /* no column / long form: signed line delta */
-            uint32_t u = varint(&q, end);
-            line += (u & 1) ? -(int)(u >> 1) : (int)(u >> 1);
-        } else if (code >= 10 && code <= 12) { /* one line, delta 0..2 */
-            line += (int)code - 10;
-        }
-        if (ix < at + len)
-            return code == 15 ? 0 : line; /* 15: no location */
-        at += len;
-        for (p++; p < end && !(*p & 0x80); p++)
-            ;
-    }
-    return 0;
-}
-
-/* 3.10's table (Objects/lnotab_notes.txt): (bytes, signed line delta)
- * pairs, -128 = no line. */
-static int line_310(const uint8_t *p, const uint8_t *end, int line, int64_t ix)
-{
-    int64_t at = 0, addr = ix * 2;
-
-    for (; p + 1 < end; p += 2) {
-        int8_t d = (int8_t)p[1];
-        if (d != -128)
-            line += d;
-        at += p[0];
-        if (addr < at)
-            return d == -128 ? 0 : line;
-    }
-    return 0;
-}
-
 static uint32_t frame_line(uintptr_t co, int64_t ix)
 {
     uintptr_t tab = rd_ptr(co + py.L.co_linetable);
     int first = *(const int32_t *)(co + py.L.co_firstlineno);
-    const uint8_t *p;
-    int64_t n;
-    int line;
 
-    if (ix < 0)
-        return first > 0 ? (uint32_t)first : 0;
-    if (tab == 0)
+    if (tab == 0 && ix >= 0)
         return 0;
-    p = (const uint8_t *)(tab + py.L.bytes_data);
-    n = *(const int64_t *)(tab + py.L.bytes_size);
-    if (n < 0 || n > (1 << 26))
-        return 0;
-    line = py.L.table == 10 ? line_310(p, p + n, first, ix) : line_311(p, p + n, first, ix);
-    return line > 0 ? (uint32_t)line : 0;
+    return cs_py_line(&py.L, tab ? (const uint8_t *)(tab + py.L.bytes_data) : NULL,
+                      tab ? *(const int64_t *)(tab + py.L.bytes_size) : 0, first, ix);
 }
 
 /* UTF-8 of a compact str object into @p out (@p cap bytes). @return bytes. */
 static size_t str_utf8(uintptr_t s, char *out, size_t cap)
 {
-    uint32_t state;
-    int64_t len;
     unsigned kind;
-    const uint8_t *d;
-    size_t n = 0;
+    int64_t len;
+    size_t off;
 
     if (s == 0)
         return 0;
-    state = *(const uint32_t *)(s + py.L.str_state);
     len = *(const int64_t *)(s + py.L.str_length);
-    kind = (state >> 2) & 7;
-    if (!(state & 0x20) || len < 0 || (kind != 1 && kind != 2 && kind != 4))
-        return 0; /* not compact (a legacy string): not read */
-    d = (const uint8_t *)(s + ((state & 0x40) ? py.L.str_ascii : py.L.str_compact));
-    for (int64_t i = 0; i < len; i++) {
-        uint32_t c = kind == 1 ? d[i] : kind == 2 ? ((const uint16_t *)d)[i] : ((const uint32_t *)d)[i];
-        if (n + 4 > cap)
-            break;
-        n += shim_utf8_put(c, out + n);
-    }
-    return n;
+    off = cs_py_str_data(&py.L, *(const uint32_t *)(s + py.L.str_state), len, &kind);
+    return off ? cs_py_str_utf8((const uint8_t *)(s + off), kind, len, out, cap) : 0;
 }
 
 /* Strings already interned, by a hash of their bytes (a file is named by

@@ -41,6 +41,8 @@ static struct {
     uint32_t sub_bytes;
     char addr[108];
     int (*autostart)(char *addr, size_t n);
+    void (*py_publish)(struct cs_py_layout *out); /* shim_ring_set_py() */
+    uintptr_t (*py_tstate)(void);
     _Atomic uint32_t epoch; /* registrations so far (see shim_ring_epoch) */
     pthread_key_t key;
     int key_ok;
@@ -126,6 +128,14 @@ void shim_ring_set_autostart(int (*fn)(char *addr, size_t n))
 {
     pthread_mutex_lock(&g.lock);
     g.autostart = fn;
+    pthread_mutex_unlock(&g.lock);
+}
+
+void shim_ring_set_py(void (*publish)(struct cs_py_layout *out), uintptr_t (*tstate)(void))
+{
+    pthread_mutex_lock(&g.lock);
+    g.py_publish = publish;
+    g.py_tstate = tstate;
     pthread_mutex_unlock(&g.lock);
 }
 
@@ -402,6 +412,8 @@ static int seg_create(void)
     h->seg_index = g.nseg;
     h->pid = g.pid;
     h->clock = shim_ring_clock();
+    if (g.py_publish)
+        g.py_publish(&h->py);
     m.seg_index = g.nseg;
     m.seg_bytes = bytes;
     rc = send_msg(&m, sizeof(m), fd);
@@ -465,6 +477,9 @@ static int claim(uint32_t tid, struct cs_ring_prod *prod)
                 if (atomic_compare_exchange_strong(&cs_seg_sub(g.seg[s], i)->owner_tid,
                                                    &free_tid, tid)) {
                     cs_ring_prod_init(prod, g.seg[s], i);
+                    atomic_store_explicit(&prod->ctl->py_tstate,
+                                          g.py_tstate ? g.py_tstate() : 0,
+                                          memory_order_relaxed);
                     prefault(prod);
                     detect_prefetchw();
                     return 0;
@@ -487,8 +502,11 @@ static void release_thread(void *arg)
     int e = errno;
 
     (void)arg;
-    if (p->ctl)
+    if (p->ctl) {
+        atomic_store_explicit(&p->ctl->py_tstate, 0, memory_order_relaxed);
+        atomic_store_explicit(&p->ctl->in_call, 0, memory_order_relaxed);
         atomic_store_explicit(&p->ctl->owner_tid, 0, memory_order_release);
+    }
     memset(p, 0, sizeof(*p));
     errno = e;
 }

@@ -114,6 +114,12 @@ void shim_ring_set_sock(const char *addr);
  * return < 0 to leave recording off. */
 void shim_ring_set_autostart(int (*fn)(char *addr, size_t n));
 
+/** Hooks for the collector's samples of Python threads (shim_python.c,
+ * docs/python.md): @p publish fills each new segment's layout, @p tstate
+ * gives a claiming thread's PyThreadState (0 = none). Either may be NULL.
+ * Call before the first event. */
+void shim_ring_set_py(void (*publish)(struct cs_py_layout *out), uintptr_t (*tstate)(void));
+
 /** CS_CLOCK_* this process stamps records with, decided at the first call
  * (CUDASPY_CLOCK=tsc|mono, else tsc when the kernel's clocksource is tsc,
  * else mono). */
@@ -154,6 +160,27 @@ static inline int shim_ring_paused(void)
     const struct cs_subring *ctl = shim_t_.prod.ctl;
 
     return ctl && atomic_load_explicit(&ctl->paused, memory_order_relaxed);
+}
+
+/** Tell the collector this thread is inside an outermost CUDA call (1) or
+ * runs host code (0): the sub-ring's in_call word, on the head line the
+ * commit writes anyway; nothing before the thread has a ring. */
+static inline void shim_ring_in_call(uint32_t v)
+{
+    struct cs_subring *ctl = shim_t_.prod.ctl;
+
+    if (ctl)
+        atomic_store_explicit(&ctl->in_call, v, memory_order_relaxed);
+}
+
+/** Publish this thread's PyThreadState @p ts for the collector's samples
+ * (slow path: a Python walk). */
+static inline void shim_ring_py_tstate(uintptr_t ts)
+{
+    struct cs_subring *ctl = shim_t_.prod.ctl;
+
+    if (ctl && atomic_load_explicit(&ctl->py_tstate, memory_order_relaxed) != ts)
+        atomic_store_explicit(&ctl->py_tstate, ts, memory_order_relaxed);
 }
 
 /** Connect and register the process if needed, claim a sub-ring for this

@@ -109,6 +109,7 @@ void shim_stack_init(void)
     int e = errno;
 
     shim_python_init();
+    shim_ring_set_py(shim_py_publish, shim_py_tstate);
     if (us == 0 && !(shim_stacks_ & SHIM_STK_PYTHON))
         return;
     if (us)

@@ -26,6 +26,7 @@
 #include "clock.h"
 #include "collector_priv.h"
 #include "flight.h"
+#include "pysample.h"
 #include "cudaspy/grow.h"
 #include "cudaspy/ring.h"
 #include "cudaspy/runfile.h"
@@ -49,6 +50,8 @@
 #define SEG_NSUB_MAX   1024
 #define SEG_BYTES_MAX  (16ull << 30)
 #define NS_PER_S       1000000000ull
+#define PY_ALL_HZ_MAX  2000u           /* Python samples a second over every thread at most:
+                                          past it each thread's rate is cut to share them */
 
 /* A mapped ring segment of one process. */
 struct seg {
@@ -57,6 +60,7 @@ struct seg {
     uint32_t nsub, sub_bytes, clock;
     uint64_t *drops_seen; /* per sub-ring: ctl->dropped already accounted */
     uint8_t *bad;         /* per sub-ring: malformed, no longer read */
+    uint64_t *py_next_ns; /* per sub-ring: its thread's next Python sample is due */
 };
 
 enum conn_state { CONN_OPEN, CONN_DETACHED };
@@ -82,6 +86,8 @@ struct conn {
     size_t n, cap, ntrans;    /* ntrans: records [0, ntrans) have run ids */
     uint64_t blk_t0_ns;       /* when the oldest staged record arrived */
     uint64_t next_check_ns;   /* detached: next liveness check */
+    struct pysample *py;      /* its Python stacks, from its first segment's layout; NULL none */
+    uint32_t py_hz;           /* samples a second per thread it asked for (CUDASPY_PYSAMPLE_HZ) */
 };
 
 /* Host records of one kind waiting for a block. */
@@ -139,6 +145,11 @@ struct collector {
     void (*on_reg)(void *arg, pid_t pid);
     void *on_reg_arg;
     struct flight *fl; /* o.max_size_bytes: the flight recorder (flight.h) */
+    uint64_t py_samples, py_failed, py_trunc; /* Python samples taken, dropped, cut short */
+    uint64_t py_cpu_ns;  /* this thread's CPU time in the reads, written or not */
+    uint32_t py_threads, py_threads_last; /* threads sampled in this pass and the last */
+    uint64_t py_due_ns;  /* the earliest sample due after the last pass; 0 = none */
+    uint64_t py_rand;    /* xorshift state: each sample's period is jittered */
 };
 
 static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -837,6 +848,118 @@ static long conn_drain(struct collector *c, struct conn *k, uint64_t now_ns, int
     return seen;
 }
 
+/* ---- Python samples of host code (pysample.h, docs/python.md) ---- */
+
+static int py_intern(void *arg, const char *s, size_t len, uint32_t *id)
+{
+    return collector_intern(arg, s, len, id);
+}
+
+/* A sampling period of @p period_ns, jittered by up to a quarter either
+ * way, so that samples do not lock onto a loop of the same period. */
+static uint64_t py_period(struct collector *c, uint64_t period_ns)
+{
+    uint64_t x = c->py_rand ? c->py_rand : 0x9e3779b97f4a7c15ull;
+
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c->py_rand = x;
+    return period_ns - period_ns / 4 + x % (period_ns / 2 + 1);
+}
+
+/* This thread's CPU time: what the samples cost the collector (meta
+ * py_samples_cpu_ns), a system call, about what one page read costs. */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+/* One sample of the thread of sub-ring @p ctl of process @p k. */
+static void py_sample(struct collector *c, struct conn *k, const struct cs_subring *ctl,
+                      uint64_t tstate)
+{
+    struct cs_frame f[PYSAMPLE_FRAMES];
+    struct cs_rec_pysample r = {0};
+    uint64_t cpu0 = thread_cpu_ns();
+    int trunc, n;
+
+    r.t_start_ns = clock_mono_ns();
+    n = pysample_read(k->py, tstate, f, PYSAMPLE_FRAMES, &trunc, py_intern, c);
+    r.t_end_ns = clock_mono_ns();
+    c->py_cpu_ns += thread_cpu_ns() - cpu0;
+    r.pid = k->pid;
+    r.tid = atomic_load_explicit(&ctl->owner_tid, memory_order_relaxed);
+    if (n == -EPERM || n == -EACCES) {
+        warn("cudaspy-sampler: pid %" PRIu32 ": cannot read its memory (%s); no Python "
+             "samples of its host code", k->pid, strerror(-n));
+        warn("hint: let the sampler trace it (kernel.yama.ptrace_scope=0, or "
+             "CAP_SYS_PTRACE), or record it with `cudaspy record`, its parent");
+    }
+    if (n == -EPERM || n == -EACCES || n == -ESRCH) {
+        pysample_free(k->py);
+        k->py = NULL;
+        return;
+    }
+    if (n <= 0 || cs_store_put_stack(c->st, f, (uint32_t)n, &r.stack_id) < 0) {
+        c->py_failed += n < 0;
+        return;
+    }
+    r.nframes = (uint16_t)n;
+    r.flags = trunc ? CS_PSF_TRUNC : 0;
+    c->py_trunc += (uint64_t)trunc;
+    c->py_samples++;
+    collector_emit(c, CS_REC_PYSAMPLE, k->pid, &r);
+}
+
+/* Sample the threads of @p k whose turn it is and that run host code now
+ * (in_call 0): a tick that finds one inside a CUDA call is skipped, so
+ * host code is sampled evenly at py_hz, never more right after a call. */
+static void conn_pysample(struct collector *c, struct conn *k, uint64_t now_ns)
+{
+    uint64_t period = NS_PER_S / k->py_hz;
+
+    if ((uint64_t)c->py_threads_last * k->py_hz > PY_ALL_HZ_MAX) /* share PY_ALL_HZ_MAX */
+        period = NS_PER_S / PY_ALL_HZ_MAX * c->py_threads_last;
+    for (uint32_t si = 0; si < k->nseg && k->py; si++) {
+        struct seg *s = &k->segs[si];
+        for (uint32_t i = 0; i < s->nsub && k->py; i++) {
+            const struct cs_subring *ctl = cs_seg_sub(s->base, i);
+            uint64_t ts = atomic_load_explicit(&ctl->py_tstate, memory_order_relaxed);
+            if (ts == 0 || atomic_load_explicit(&ctl->owner_tid, memory_order_relaxed) == 0)
+                continue;
+            c->py_threads++;
+            if (s->py_next_ns[i] == 0) /* a new thread: a random phase */
+                s->py_next_ns[i] = now_ns + py_period(c, period);
+            if (now_ns < s->py_next_ns[i])
+                goto due;
+            if (!atomic_load_explicit(&ctl->in_call, memory_order_relaxed))
+                py_sample(c, k, ctl, ts);
+            s->py_next_ns[i] += py_period(c, period); /* on the tick, whenever the pass */
+            if (s->py_next_ns[i] <= now_ns)
+                s->py_next_ns[i] = now_ns + py_period(c, period);
+        due:
+            if (c->py_due_ns == 0 || s->py_next_ns[i] < c->py_due_ns)
+                c->py_due_ns = s->py_next_ns[i];
+        }
+    }
+}
+
+/* Every process's threads whose sample is due (not during `record
+ * --duty`'s off phases: the program runs unrecorded then; not a process
+ * whose socket closed: one that exec'd is another program now). */
+static void py_samples(struct collector *c, uint64_t now_ns)
+{
+    c->py_threads_last = c->py_threads; /* rates this pass */
+    c->py_threads = 0;
+    c->py_due_ns = 0;
+    for (size_t i = 0; i < c->nconns && !c->paused; i++)
+        if (c->conns[i]->py && c->conns[i]->state == CONN_OPEN)
+            conn_pysample(c, c->conns[i], now_ns);
+}
+
 /* ---- connections ---- */
 
 static void seg_unmap(struct seg *s)
@@ -845,6 +968,7 @@ static void seg_unmap(struct seg *s)
         munmap(s->base, s->bytes);
     free(s->drops_seen);
     free(s->bad);
+    free(s->py_next_ns);
     memset(s, 0, sizeof(*s));
 }
 
@@ -861,6 +985,7 @@ static void conn_free(struct conn *k)
     free(k->cov);
     free(k->nvtx);
     free(k->buf);
+    pysample_free(k->py);
     free(k);
 }
 
@@ -987,11 +1112,16 @@ static int on_seg(struct conn *k, const uint8_t *b, size_t n, int fd)
     s.clock = h->clock;
     s.drops_seen = calloc(s.nsub, sizeof(*s.drops_seen));
     s.bad = calloc(s.nsub, 1);
-    if (s.drops_seen == NULL || s.bad == NULL || grow_segs(k) < 0) {
+    s.py_next_ns = calloc(s.nsub, sizeof(*s.py_next_ns));
+    if (s.drops_seen == NULL || s.bad == NULL || s.py_next_ns == NULL || grow_segs(k) < 0) {
         seg_unmap(&s);
         return -1;
     }
     k->segs[k->nseg++] = s;
+    if (k->nseg == 1 && h->py.magic == CS_PY_LAYOUT_MAGIC && h->py.sample_hz) {
+        k->py = pysample_new(k->pid, &h->py); /* NULL: a layout we cannot read, no samples */
+        k->py_hz = h->py.sample_hz > 1000 ? 1000 : h->py.sample_hz;
+    }
     return 0;
 }
 
@@ -1127,6 +1257,7 @@ int collector_step(struct collector *c, uint64_t now_ns)
         else
             conn_drain(c, k, now_ns, 0);
     }
+    py_samples(c, now_ns);
     return c->store_failed ? CS_E_LMDB : 0;
 }
 
@@ -1149,6 +1280,12 @@ int collector_wait_ms(struct collector *c)
              : c->moved || clock_mono_ns() - c->moved_ns < IDLE_NS ? 1
                                                                : 10;
 
+    if (c->py_due_ns) { /* the next Python sample, at most 1 ms late */
+        uint64_t now = clock_mono_ns();
+        uint64_t left = c->py_due_ns > now ? (c->py_due_ns - now + 999999) / 1000000 : 0;
+        if ((uint64_t)ms > left)
+            ms = (int)left;
+    }
     if (c->o.duty_ns) { /* wake up at the next phase boundary, at most 1 ms late */
         uint64_t in = (clock_mono_ns() - c->t_start_ns) % c->o.duty_ns;
         uint64_t left = (c->o.duty_ns - in + 999999) / 1000000;
@@ -1313,6 +1450,12 @@ int collector_finish(struct collector *c, int clean, uint64_t now_ns)
     collector_meta_u64(c, "cuda_records", c->stats.cuda_records);
     collector_meta_u64(c, "collector_cpu_ns", self_cpu_ns());
     collector_meta_u64(c, "host_records", c->stats.host_records);
+    if (c->py_samples || c->py_failed) {
+        collector_meta_u64(c, "py_samples", c->py_samples);
+        collector_meta_u64(c, "py_samples_failed", c->py_failed);
+        collector_meta_u64(c, "py_samples_truncated", c->py_trunc);
+        collector_meta_u64(c, "py_samples_cpu_ns", c->py_cpu_ns);
+    }
     collector_meta_u64(c, "clean_shutdown", clean ? 1 : 0);
     rc = commit(c, now_ns, 1);
     if (rc == 0)

@@ -192,6 +192,7 @@ struct cs_store {
     size_t arena_len, arena_cap;
     uint32_t blk_seq;
     int has_agg; /* the agg database is open (cs_store_agg_open) */
+    int has_pysample; /* a CS_REC_PYSAMPLE block was staged: format version 3 */
     uint64_t evict_ts_max_ns, evict_blocks, evict_records; /* cs_store_evict totals */
     uint8_t *enc; /* CS_BLK_MAX_BYTES: a compact block being encoded */
     struct itab strings, stacks;
@@ -347,7 +348,7 @@ int cs_store_open(struct cs_store *s, const char *path, const struct cs_store_op
         rc = ENOMEM;
     if (rc == 0) {
         cs_store_put_meta(s, "format", CS_FORMAT_MAGIC);
-        cs_store_put_meta_u64(s, "format_version", CS_FORMAT_VERSION);
+        cs_store_put_meta_u64(s, "format_version", CS_FORMAT_VERSION_PLAIN);
         cs_store_put_meta(s, "tool_version", CS_VERSION);
         rc = cs_store_commit(s);
         if (rc < 0) {
@@ -433,6 +434,11 @@ int cs_store_put_block(struct cs_store *s, uint32_t source, const struct cs_blk_
         return put_cuda(s, source, h, recs);
     if (bytes > CS_BLK_MAX_BYTES)
         return -EINVAL;
+    if (h->kind == CS_REC_PYSAMPLE && !s->has_pysample) { /* version.h: 3 once it holds one */
+        if ((rc = cs_store_put_meta_u64(s, "format_version", CS_FORMAT_VERSION)) < 0)
+            return rc;
+        s->has_pysample = 1;
+    }
     hdr.rec_size = (uint16_t)rs;
     blk_key(s, key, h->ts_first_ns, source);
     rc = stage_put(s, DB_HOST, key, sizeof(key), bytes, &v);

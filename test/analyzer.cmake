@@ -22,6 +22,13 @@ if(TARGET cudaspy-analyze) # check_trace: export.cmake, read later
   set_tests_properties(data.pyline PROPERTIES LABELS unit TIMEOUT 120)
 endif()
 
+# data.pyhost: host_bound's lines from the samples of host code
+# (test/analyzer/pyhost.sh, rules/pyhost.c)
+add_test(NAME data.pyhost
+         COMMAND sh ${CS_AN_DIR}/pyhost.sh $<TARGET_FILE:cudaspy-analyze>
+                 $<TARGET_FILE:gen_run> ${CS_AN_WORK}/pyhost)
+set_tests_properties(data.pyhost PROPERTIES LABELS unit TIMEOUT 120)
+
 # data.pyline_real: the same outputs on a real recording of the shim's Python
 # test program (test/python/py_workload.py, Debian's python3) under the fake
 # driver: a row for every line that made a captured call, and no other.
@@ -46,6 +53,11 @@ target_include_directories(test_qsel PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_qsel PRIVATE cs_analysis)
 add_test(NAME unit.qsel COMMAND test_qsel)
 set_tests_properties(unit.qsel PROPERTIES LABELS unit)
+add_executable(test_pystack ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_pystack.c)
+target_include_directories(test_pystack PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_pystack PRIVATE cs_analysis)
+add_test(NAME unit.pystack COMMAND test_pystack)
+set_tests_properties(unit.pystack PROPERTIES LABELS unit)
 
 # cli.analyze_<case>: test/cli/analyze_<case>.sh ANALYZE GEN_RUN WORKDIR
 foreach(case missing_file random_bytes truncated corrupt corrupt_hang corrupt_cycle corrupt_id corrupt_meta
@@ -64,6 +76,11 @@ add_test(NAME fault.analyze_cut_and_flip_pyline
          COMMAND sh ${CS_AN_DIR}/fault_sweep.sh $<TARGET_FILE:cudaspy-analyze>
                  $<TARGET_FILE:gen_pyrun> ${CS_AN_WORK}/fault_pyline)
 set_tests_properties(fault.analyze_cut_and_flip_pyline PROPERTIES LABELS fault TIMEOUT 120)
+add_test(NAME fault.analyze_cut_and_flip_pysamples
+         COMMAND sh ${CS_AN_DIR}/fault_sweep.sh $<TARGET_FILE:cudaspy-analyze>
+                 $<TARGET_FILE:gen_run> ${CS_AN_WORK}/fault_pysamples)
+set_tests_properties(fault.analyze_cut_and_flip_pysamples PROPERTIES LABELS fault TIMEOUT 120
+                     ENVIRONMENT FAULT_SCENARIO=gpu_setup_host_pys)
 
 # data.planted.<scenario>: the planted cause is the top finding
 set(CS_AN_PLANTED
@@ -84,6 +101,9 @@ set(CS_AN_PLANTED
     "gpu_setup\;no=host_bound\;nohigh\;gpu=sampled\;steps=inferred:600\;setup=595:605"
     # a host-bound loop after a synced set-up: the set-up's sync is no host_bound site
     "gpu_setup_host_py\;top=host_bound\;site=host_bound:57\;nosite=host_bound:20"
+    # with samples of its host code (docs/python.md, "Host code"): host_bound names
+    # the lines the host ran in the GPU's idle, not the sync before them
+    "gpu_setup_host_pys\;top=host_bound\;site=host_bound:88\;nosite=host_bound:57"
     # and without GPU activity: the set-up's 600 ms gap is no sync_per_iteration
     "sync_setup\;top=sync_per_iteration\;impact=sync_per_iteration:200:300\;setup=595:610"
     "nohost\;missing=no host data (sampler tier none: perf_event_open: permission denied)"

@@ -33,6 +33,14 @@ foreach(py ${CS_PYTHONS})
     endif()
     set_tests_properties(cli.python_${mode}_${pyname} PROPERTIES LABELS "${labels}" TIMEOUT 240)
   endforeach()
+  # cli.python_samples_<mode>_py<version>: the collector's samples of host
+  # code (hostwork: its hot spots named; stress: frames torn down while
+  # read; off: CUDASPY_PYSAMPLE_HZ=0)
+  foreach(mode hostwork stress off)
+    add_test(NAME cli.python_samples_${mode}_${pyname}
+             COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli/python_samples.sh ${CMAKE_BINARY_DIR} ${py} ${mode})
+    set_tests_properties(cli.python_samples_${mode}_${pyname} PROPERTIES LABELS cli TIMEOUT 240)
+  endforeach()
 endforeach()
 
 # cli.python_unknown_<case>: an interpreter we cannot read (fake_python):

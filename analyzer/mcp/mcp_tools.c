@@ -157,8 +157,9 @@ static const struct tool tools[] = {
      "the GPU were doing meanwhile (on CPU, sleeping, preempted, in sync calls).",
      p_feed, NULL, mcp_q_gpu_feed, 0, 0},
     {"get_hotspots", "Python lines behind the CUDA time and GPU idle",
-     "Call sites in the user's code (the innermost Python frame of each recorded stack: file, "
-     "line, function; native module+offset when a call has no Python frame), ranked two ways: "
+     "Call sites in the user's code (the innermost Python frame of each recorded stack outside "
+     "installed libraries: file, line, function, with the library frames it went through as "
+     "via; native module+offset when a call has no Python frame), ranked two ways: "
      "by time inside their CUDA calls (calls, total, p50, p99, max) and by the GPU idle that "
      "followed their syncs (measured, or the host's lower bound), with the line that enqueued "
      "the next GPU work and the callers. Empty when the run has no stacks.",

@@ -1062,6 +1062,54 @@ static int load_nvtx(struct model *m, struct cs_err *err)
     return 0;
 }
 
+/* ---- Python samples of host code ---- */
+
+static int pys_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
+                     const void *recs, void *arg)
+{
+    const struct cs_rec_pysample *r = recs;
+    const struct m_run *mr = &m->runs[run];
+
+    for (uint32_t i = 0; i < h->n; i++, r++) {
+        uint64_t t = r->t_start_ns + (r->t_end_ns > r->t_start_ns
+                                          ? (r->t_end_ns - r->t_start_ns) / 2 : 0);
+        struct m_pysample *v;
+        uint32_t p, th;
+        if (t < mr->win_lo_ns || t >= mr->win_hi_ns || r->stack_id == 0)
+            continue;
+        if ((p = proc_get(m, run, r->pid)) == M_NONE)
+            return -ENOMEM;
+        if (!m->proc[p].selected)
+            continue;
+        if ((th = thr_get(m, p, r->tid)) == M_NONE || (v = vec_push(arg, sizeof(*v))) == NULL)
+            return -ENOMEM;
+        *v = (struct m_pysample){t, th, r->stack_id};
+    }
+    return 0;
+}
+
+static int cmp_pys(const void *a, const void *b)
+{
+    const struct m_pysample *x = a, *y = b;
+    if (x->thr != y->thr)
+        return x->thr < y->thr ? -1 : 1;
+    return (x->t_ns > y->t_ns) - (x->t_ns < y->t_ns);
+}
+
+static int load_pysamples(struct model *m, struct cs_err *err)
+{
+    struct vec v = {0};
+    int rc = each_block(m, CS_REC_PYSAMPLE, 1, pys_block, &v, err);
+
+    m->pys = v.p;
+    m->npys = v.n;
+    if (rc < 0)
+        return rc;
+    if (m->npys)
+        qsort(m->pys, m->npys, sizeof(*m->pys), cmp_pys);
+    return 0;
+}
+
 /* ---- stacks ---- */
 
 /* Turns the stack ids kept beside the calls while loading (call_stack,
@@ -1182,6 +1230,8 @@ int model_load(struct model *m, const char *const *paths, int n, const struct an
         rc = load_gpu(m, err);
     if (rc == 0)
         rc = load_nvtx(m, err);
+    if (rc == 0)
+        rc = load_pysamples(m, err);
     if (rc < 0)
         return rc;
     /* processes first seen in records have no parent link yet */
@@ -1207,6 +1257,7 @@ void model_exit(struct model *m)
     free(m->gpu);
     free(m->gcov);
     free(m->nvtx);
+    free(m->pys);
     model_free_big(m->call_seq);
     free(m->cstack);
     free(m->fold);

@@ -78,6 +78,15 @@ struct m_cstack {
     uint32_t pad;
 };
 
+/* One sample of a CUDA thread's Python stack while it ran host code (struct
+ * cs_rec_pysample, docs/python.md "Host code"); by thread, then time.
+ * model/pystack.h reads them (pystack_samples_in). */
+struct m_pysample {
+    uint64_t t_ns;     /* the middle of the read: the stack is the thread's then */
+    uint32_t thr;      /* index in model.thr */
+    uint32_t stack_id; /* stacks db of the thread's run, >= 1 */
+};
+
 /* A span in which every kernel, copy and memset a process enqueued was
  * recorded; struct cs_rec_gpucov with the process as an index. */
 struct m_gcov {
@@ -179,6 +188,8 @@ struct model {
     uint64_t nnvtx;
     struct m_cstack *cstack; /* calls with a stack, by call index */
     uint64_t ncstack;
+    struct m_pysample *pys;  /* Python samples of host code in the window, by thread, time */
+    uint64_t npys;
     uint32_t *call_stack; /* while loading runs with stacks: each call's stack
                              id, sorted with the calls as call_seq is */
     uint64_t nstacked;   /* while loading: calls with a stack id (first pass) */

@@ -1,25 +1,33 @@
-/* model/pystack.c: a call's stack as sites and frames (pystack.h). Reads the
- * stacks and strings of the call's run; owns nothing. */
+/* model/pystack.c: a call's or a sample's stack as sites and frames
+ * (pystack.h), and the samples of a thread's host code. Reads the stacks
+ * and strings of the run; owns nothing. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "pystack.h"
 
-static struct cs_run *call_run(const struct model *m, uint64_t ci, uint32_t *run)
+struct pystack_ref pystack_ref_of_call(const struct model *m, uint64_t ci)
 {
-    *run = model_call_proc(m, &m->call[ci])->run;
-    return m->runs[*run].run;
+    struct pystack_ref r = {model_call_proc(m, &m->call[ci])->run, model_call_stack(m, ci)};
+    return r;
+}
+
+struct pystack_ref pystack_ref_of_sample(const struct model *m, const struct m_pysample *s)
+{
+    struct pystack_ref r = {m->proc[m->thr[s->thr].proc].run, s->stack_id};
+    return r;
+}
+
+static const struct cs_frame *ref_frames(const struct model *m, struct pystack_ref r, size_t *n)
+{
+    *n = 0;
+    return r.id ? cs_run_stack(m->runs[r.run].run, r.id, n) : NULL;
 }
 
 const struct cs_frame *pystack_frames(const struct model *m, uint64_t ci, size_t *n)
 {
-    uint32_t id = model_call_stack(m, ci), run;
-
-    *n = 0;
-    if (id == 0)
-        return NULL;
-    return cs_run_stack(call_run(m, ci, &run), id, n);
+    return ref_frames(m, pystack_ref_of_call(m, ci), n);
 }
 
 static int is_python(const struct cs_frame *f)
@@ -27,20 +35,89 @@ static int is_python(const struct cs_frame *f)
     return (f->flags & CS_FRAME_PYTHON) != 0;
 }
 
-int pystack_site(const struct model *m, uint64_t ci, struct pystack_site *s)
+/* Is the directory [@p c, @p e) of @p path named @p name? */
+static int dir_is(const char *c, const char *e, const char *name)
 {
-    size_t n, at = 0;
-    const struct cs_frame *f = pystack_frames(m, ci, &n);
+    size_t len = strlen(name);
+    return (size_t)(e - c) == len && memcmp(c, name, len) == 0;
+}
+
+/* Is the directory [@p c, @p e) of @p path a stdlib one: "python3.12",
+ * "python3.13t" or "python312.zip" in a directory "lib" or "lib64"? */
+static int is_stdlib_dir(const char *path, const char *c, const char *e)
+{
+    const char *d = c + 6, *up = c - 1, *ver_end = e;
+
+    if (e - c <= 6 || memcmp(c, "python", 6) != 0 || c == path || c[6] < '0' || c[6] > '9')
+        return 0;
+    while (up > path && up[-1] != '/')
+        up--;
+    if (!dir_is(up, c - 1, "lib") && !dir_is(up, c - 1, "lib64"))
+        return 0;
+    if (e - d > 4 && memcmp(e - 4, ".zip", 4) == 0)
+        ver_end = e - 4;
+    else if (e[-1] == 't')
+        ver_end = e - 1;
+    while (d < ver_end && ((*d >= '0' && *d <= '9') || *d == '.'))
+        d++;
+    return d == ver_end;
+}
+
+/* Where a library's own directory ends in @p path: after the last
+ * "site-packages/", "dist-packages/" or stdlib directory (is_stdlib_dir).
+ * @return the rest of the path (the module's, "torch/cuda/__init__.py"),
+ * NULL when @p path lies in none. */
+static const char *library_rest(const char *path)
+{
+    const char *rest = NULL, *e;
+
+    for (const char *c = path; (e = strchr(c, '/')) != NULL; c = e + 1)
+        if (dir_is(c, e, "site-packages") || dir_is(c, e, "dist-packages") ||
+            is_stdlib_dir(path, c, e))
+            rest = e + 1;
+    return rest;
+}
+
+enum pystack_origin pystack_file_origin(const char *path)
+{
+    if (path[0] == '\0' || (path[0] == '<' && strncmp(path, "<frozen ", 8) != 0))
+        return PYSTACK_PSEUDO; /* <string>, <stdin>: exec() or typed in; "": unknown */
+    if (path[0] == '<' || library_rest(path))
+        return PYSTACK_LIBRARY;
+    return PYSTACK_USER;
+}
+
+size_t pystack_site_frame(struct cs_run *r, const struct cs_frame *f, size_t n)
+{
+    size_t best = n;
+    int best_origin = PYSTACK_LIBRARY + 1;
+
+    for (size_t i = 0; i < n && best_origin > PYSTACK_USER; i++) {
+        int o;
+        if (!is_python(&f[i]))
+            continue;
+        o = (int)pystack_file_origin(cs_run_string(r, f[i].module_id));
+        if (o < best_origin) {
+            best = i;
+            best_origin = o;
+        }
+    }
+    return best < n ? best : 0;
+}
+
+int pystack_ref_site(const struct model *m, struct pystack_ref ref, struct pystack_site *s)
+{
+    size_t n, at;
+    const struct cs_frame *f = ref_frames(m, ref, &n);
 
     memset(s, 0, sizeof(*s));
-    if (model_call_stack(m, ci) == 0)
+    if (ref.id == 0)
         return -1;
-    call_run(m, ci, &s->run);
+    s->run = ref.run;
     if (f == NULL || n == 0)
         return 0; /* PYSTACK_MISSING: the id names no stack */
-    while (at < n && !is_python(&f[at]))
-        at++;
-    if (at == n) { /* no Python frame: the innermost native one */
+    at = pystack_site_frame(m->runs[ref.run].run, f, n);
+    if (!is_python(&f[at])) { /* no Python frame: the innermost native one */
         s->kind = PYSTACK_NATIVE;
         s->file_id = f[0].module_id;
         s->where = f[0].offset;
@@ -51,6 +128,11 @@ int pystack_site(const struct model *m, uint64_t ci, struct pystack_site *s)
     s->func_id = CS_FRAME_PY_FUNC(&f[at]);
     s->where = CS_FRAME_PY_LINE(&f[at]);
     return (int)at;
+}
+
+int pystack_site(const struct model *m, uint64_t ci, struct pystack_site *s)
+{
+    return pystack_ref_site(m, pystack_ref_of_call(m, ci), s);
 }
 
 int pystack_site_eq(const struct pystack_site *a, const struct pystack_site *b)
@@ -77,11 +159,17 @@ static const char *base_name(const char *path)
     return b && b[1] ? b + 1 : path;
 }
 
+const char *pystack_short_name(const char *path)
+{
+    const char *rest = path[0] == '<' ? NULL : library_rest(path);
+    return rest && *rest ? rest : base_name(path);
+}
+
 static const char *text_of(struct cs_run *r, uint32_t kind, uint32_t file_id, uint32_t func_id,
                            uint64_t where, char *buf, size_t n)
 {
     if (kind == PYSTACK_PYTHON) {
-        const char *file = base_name(str_q(r, file_id));
+        const char *file = pystack_short_name(str_q(r, file_id));
         if (where)
             snprintf(buf, n, "%s:%" PRIu64 " in %s", file, where, str_q(r, func_id));
         else
@@ -135,40 +223,63 @@ static json_t *frame_json(const struct model *m, uint32_t run, const struct cs_f
     return json_of(m, run, PYSTACK_NATIVE, f->module_id, 0, f->offset);
 }
 
-/* Callers of call @p ci: the frames after its site, Python ones only when
- * the site is one. Fills @p out (at most @p max) and returns the count. */
-static int callers(const struct model *m, uint64_t ci, int max, const struct cs_frame **out)
+/* Frames of call @p ci around its site: its callers (@p inside 0), the
+ * frames after the site, Python ones only when the site is one; or the
+ * Python frames before it (@p inside 1: the library frames its line went
+ * through). Fills @p out (at most @p max, innermost first) and returns the
+ * count. */
+static int around(const struct model *m, struct pystack_ref ref, int inside, int max,
+                  const struct cs_frame **out)
 {
     struct pystack_site s;
     size_t n;
-    const struct cs_frame *f = pystack_frames(m, ci, &n);
-    int at = pystack_site(m, ci, &s), k = 0;
+    const struct cs_frame *f = ref_frames(m, ref, &n);
+    int at = pystack_ref_site(m, ref, &s), k = 0;
 
     if (at < 0 || s.kind == PYSTACK_MISSING)
         return 0;
-    for (size_t i = (size_t)at + 1; i < n && k < max; i++)
-        if (s.kind == PYSTACK_NATIVE || is_python(&f[i]))
+    for (size_t i = inside ? 0 : (size_t)at + 1; i < (inside ? (size_t)at : n) && k < max; i++)
+        if ((!inside && s.kind == PYSTACK_NATIVE) || is_python(&f[i]))
             out[k++] = &f[i];
     return k;
 }
 
-json_t *pystack_callers_json(const struct model *m, uint64_t ci, int max)
+static json_t *around_json(const struct model *m, struct pystack_ref ref, int inside, int max)
 {
     const struct cs_frame *f[16];
     json_t *a = json_array();
-    uint32_t run = model_call_proc(m, &m->call[ci])->run;
-    int k = callers(m, ci, max < 16 ? max : 16, f);
+    int k = around(m, ref, inside, max < 16 ? max : 16, f);
 
     for (int i = 0; i < k; i++)
-        json_array_append_new(a, frame_json(m, run, f[i]));
+        json_array_append_new(a, frame_json(m, ref.run, f[i]));
     return a;
+}
+
+json_t *pystack_ref_callers_json(const struct model *m, struct pystack_ref ref, int max)
+{
+    return around_json(m, ref, 0, max);
+}
+
+json_t *pystack_ref_via_json(const struct model *m, struct pystack_ref ref, int max)
+{
+    return around_json(m, ref, 1, max);
+}
+
+json_t *pystack_callers_json(const struct model *m, uint64_t ci, int max)
+{
+    return around_json(m, pystack_ref_of_call(m, ci), 0, max);
+}
+
+json_t *pystack_via_json(const struct model *m, uint64_t ci, int max)
+{
+    return around_json(m, pystack_ref_of_call(m, ci), 1, max);
 }
 
 const char *pystack_callers_text(const struct model *m, uint64_t ci, int max, char *buf, size_t n)
 {
     const struct cs_frame *f[16];
     uint32_t run = model_call_proc(m, &m->call[ci])->run;
-    int k = callers(m, ci, max < 16 ? max : 16, f);
+    int k = around(m, pystack_ref_of_call(m, ci), 0, max < 16 ? max : 16, f);
     size_t len = 0;
     char one[256];
 
@@ -193,4 +304,40 @@ json_t *pystack_stack_json(const struct model *m, uint64_t ci)
     for (size_t i = 0; i < n; i++)
         json_array_append_new(a, frame_json(m, run, &f[i]));
     return a;
+}
+
+/* ---- samples of host code ---- */
+
+/* First sample of thread @p thr at or after @p t_ns (model.pys is sorted
+ * by thread, then time). */
+static uint64_t sample_at(const struct model *m, uint32_t thr, uint64_t t_ns)
+{
+    uint64_t lo = 0, hi = m->npys;
+
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        const struct m_pysample *s = &m->pys[mid];
+        if (s->thr < thr || (s->thr == thr && s->t_ns < t_ns))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+uint64_t pystack_samples_in(const struct model *m, uint32_t thr, uint64_t t0_ns, uint64_t t1_ns,
+                            pystack_sample_fn fn, void *arg)
+{
+    uint64_t n = 0;
+
+    for (uint64_t i = sample_at(m, thr, t0_ns);
+         i < m->npys && m->pys[i].thr == thr && m->pys[i].t_ns < t1_ns; i++, n++)
+        if (fn)
+            fn(arg, &m->pys[i]);
+    return n;
+}
+
+uint64_t pystack_thread_samples(const struct model *m, uint32_t thr)
+{
+    return pystack_samples_in(m, thr, 0, UINT64_MAX, NULL, NULL);
 }

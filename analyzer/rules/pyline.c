@@ -96,6 +96,47 @@ static uint32_t row_of_call(const struct pyline *p, const struct model *m, uint6
     return k < m->ncstack && m->cstack[k].call == ci ? p->row_of[k] : M_NONE;
 }
 
+/* GPU idle after gap @p i's drain: measured where GPU activity covers it
+ * (up to the next drain of the process), else the gap itself; *@p loop
+ * gets whether it is in the loop, not the set-up before the first step
+ * (struct step_setup): the findings' idle. */
+static uint64_t gap_idle(struct pyline *p, const struct model *m, const struct feed *f,
+                         const struct gpu_truth *g, uint64_t i, int *loop)
+{
+    const struct feed_gap *gp = &f->gap[i];
+    uint32_t proc = m->thr[m->call[gp->drain_call].thr].proc;
+    uint64_t idle = gp->t1_ns - gp->t0_ns, measured, until = UINT64_MAX;
+
+    if (i + 1 < f->ngap && m->thr[m->call[gp[1].drain_call].thr].proc == proc)
+        until = gp[1].t0_ns; /* the next drain: its idle is its own */
+    if (gpu_idle_after(g, proc, gp->t0_ns, until, &measured)) {
+        idle = measured;
+        p->idle_measured = 1;
+    }
+    *loop = g->setup.proc != proc || gp->t0_ns >= g->setup.end_ns;
+    return idle;
+}
+
+/* The loop's idle gaps by the Python sites sampled in them on the drain's
+ * thread (rules/pyhost.h), for host_bound; nothing without samples. */
+static int host_credit(struct pyline *p, const struct model *m, const struct feed *f,
+                       const struct gpu_truth *g)
+{
+    if (m->npys == 0)
+        return 0;
+    if ((p->host = pyhost_new()) == NULL)
+        return -ENOMEM;
+    for (uint64_t i = 0; i < f->ngap; i++) {
+        const struct feed_gap *gp = &f->gap[i];
+        int loop;
+        uint64_t idle = gap_idle(p, m, f, g, i, &loop);
+        if (loop && pyhost_add(p->host, m, m->call[gp->drain_call].thr, gp->t0_ns, gp->t1_ns,
+                               idle) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 /* GPU idle after each gap's drain, credited to the drain's site; for each
  * site, the enqueue site that ended most of it (a small map of pairs). */
 static int gaps_credit(struct pyline *p, const struct model *m, const struct feed *f,
@@ -112,17 +153,9 @@ static int gaps_credit(struct pyline *p, const struct model *m, const struct fee
     }
     for (uint64_t i = 0; i < f->ngap; i++) {
         const struct feed_gap *gp = &f->gap[i];
-        uint32_t proc = m->thr[m->call[gp->drain_call].thr].proc;
-        uint64_t idle = gp->t1_ns - gp->t0_ns, measured, until = UINT64_MAX;
         uint32_t r = row_of_call(p, m, gp->drain_call), e, k;
         int loop; /* not in the set-up before the first step: the findings' */
-        if (i + 1 < f->ngap && m->thr[m->call[gp[1].drain_call].thr].proc == proc)
-            until = gp[1].t0_ns; /* the next drain: its idle is its own */
-        if (gpu_idle_after(g, proc, gp->t0_ns, until, &measured)) {
-            idle = measured;
-            p->idle_measured = 1;
-        }
-        loop = g->setup.proc != proc || gp->t0_ns >= g->setup.end_ns;
+        uint64_t idle = gap_idle(p, m, f, g, i, &loop);
         p->idle_ns += idle;
         p->loop_idle_ns += loop ? idle : 0;
         p->starve_ns += gp->sleep_worker_ns;
@@ -194,7 +227,7 @@ int pyline_compute(struct pyline *p, const struct model *m, const struct feed *f
 
     memset(p, 0, sizeof(*p));
     if (m->ncstack == 0)
-        return 0;
+        return host_credit(p, m, f, g);
     ix = m_hash_new();
     p->row_of = malloc(m->ncstack * sizeof(*p->row_of));
     if (ix == NULL || p->row_of == NULL) {
@@ -231,6 +264,8 @@ int pyline_compute(struct pyline *p, const struct model *m, const struct feed *f
         rc = gaps_credit(p, m, f, g);
     if (rc == 0)
         rc = rows_sort(p, m);
+    if (rc == 0)
+        rc = host_credit(p, m, f, g);
     return rc;
 }
 
@@ -272,6 +307,7 @@ json_t *pyline_json(const struct pyline *p, const struct model *m)
         json_object_set_new(o, "next_enqueue", r->next_row == M_NONE
                                                    ? json_null()
                                                    : site_obj(m, &p->row[r->next_row]));
+        json_object_set_new(o, "via", pystack_via_json(m, r->call, PYSTACK_CALLERS));
         json_object_set_new(o, "callers", pystack_callers_json(m, r->call, PYSTACK_CALLERS));
         json_object_set_new(o, "stack", pystack_stack_json(m, r->call)); /* mixed, whole */
         json_array_append_new(rows, o);
@@ -405,10 +441,18 @@ static json_t *site_json(const struct pyline *p, const struct model *m, const st
     json_object_set_new(o, "calls", json_integer((json_int_t)cnt));
     json_object_set_new(o, "api", json_string(api_name(&m->call[rep])));
     json_object_set_new(o, "text", json_string(text));
+    json_object_set_new(o, "via", pystack_via_json(m, rep, PYSTACK_CALLERS));
     json_object_set_new(o, "callers", pystack_callers_json(m, rep, PYSTACK_CALLERS));
     if (by_gaps(fl->w) && row->next_row != M_NONE)
         json_object_set_new(o, "next_enqueue", site_obj(m, &p->row[row->next_row]));
     return o;
+}
+
+json_t *pyline_host_sites(const struct pyline *p, const struct model *m)
+{
+    if (p->host == NULL || pyhost_samples(p->host) == 0)
+        return NULL;
+    return pyhost_sites_json(p->host, m, p->loop_idle_ns, PYLINE_SITES, "GPU idle");
 }
 
 /* The PYLINE_SITES heaviest rows of one finding, as "python_sites". */
@@ -421,8 +465,15 @@ static void annotate_one(const struct pyline *p, const struct model *m, json_t *
     uint64_t total;
     json_t *sites;
 
-    if (fl.w == W_NONE)
+    if (fl.w == W_NONE || json_object_get(c, "python_sites"))
+        return; /* none to name, or the rule that made it named them */
+    if (!strcmp(cause ? cause : "", "host_bound") && (sites = pyline_host_sites(p, m))) {
+        if (json_array_size(sites)) /* the lines it ran, not the sync before them */
+            json_object_set_new(c, "python_sites", sites);
+        else
+            json_decref(sites);
         return;
+    }
     if (fl.w == W_API && api && *api) {
         fl.api = cs_api_lookup(api, &fl.variant);
         if (is_outlier_cause(cause))
@@ -455,7 +506,7 @@ void pyline_annotate(const struct pyline *p, const struct model *m, json_t *chai
     json_t *c;
     size_t i;
 
-    if (p->nrow == 0 || w == NULL) {
+    if ((p->nrow == 0 && p->host == NULL) || w == NULL) {
         free(w);
         return;
     }
@@ -466,6 +517,7 @@ void pyline_annotate(const struct pyline *p, const struct model *m, json_t *chai
 
 void pyline_exit(struct pyline *p)
 {
+    pyhost_free(p->host);
     free(p->row);
     free(p->row_of);
     memset(p, 0, sizeof(*p));

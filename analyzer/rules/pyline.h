@@ -1,11 +1,13 @@
 /* rules/pyline.h: the lines of the user's code behind the CUDA calls. Calls
  * recorded with a stack (model/pystack.h) are grouped by call site, their
- * innermost Python frame (else native frame): latency per site (`--by
+ * innermost Python frame of the user's code (else native frame): latency per site (`--by
  * pyline`), the GPU idle that followed each site's drains (measured where
  * GPU activity covers it, else the host-seen gap of rules/feed.h up to the
  * next enqueue) and the enqueue that ended it. Each finding then names the
- * sites responsible and their share (pyline_annotate). Runs without stacks
- * pay nothing and their reports do not change. */
+ * sites responsible and their share (pyline_annotate). With the collector's
+ * samples of host code (docs/python.md, "Host code"), host_bound names the
+ * lines the feeding thread ran in its GPU idle gaps instead (rules/pyhost.h).
+ * Runs without stacks pay nothing and their reports do not change. */
 #ifndef CUDASPY_ANALYZER_PYLINE_H
 #define CUDASPY_ANALYZER_PYLINE_H
 
@@ -13,6 +15,7 @@
 
 #include "feed.h"
 #include "gpu.h"
+#include "pyhost.h"
 #include "model/model.h"
 #include "model/pystack.h"
 
@@ -37,6 +40,8 @@ struct pyline {
     uint64_t idle_ns, starve_ns; /* after every drain, stacked or not */
     uint64_t loop_idle_ns;       /* idle_ns from the first step on: the findings' */
     int idle_measured;          /* some idle came from GPU activity */
+    struct pyhost *host;        /* runs with samples: the loop's idle gaps, by the sites
+                                   sampled in them on the drain's thread; NULL = none */
 };
 
 /** Group the stacked calls of @p m by site. @return 0 or -ENOMEM */
@@ -46,8 +51,16 @@ int pyline_compute(struct pyline *p, const struct model *m, const struct feed *f
 /** The "pylines" object of docs/json.md (`--by pyline`). @return new reference */
 json_t *pyline_json(const struct pyline *p, const struct model *m);
 
+/** host_bound's "python_sites" from the samples of host code: the sites the
+ * feeding thread ran in the loop's GPU idle gaps (those of the first step
+ * on), each with its estimated part of that idle (pyhost_sites_json).
+ * @return new reference, NULL when the run has no samples in those gaps */
+json_t *pyline_host_sites(const struct pyline *p, const struct model *m);
+
 /** Add "python_sites" to each finding of @p chains whose calls have stacks:
- * the sites with most of its time (or of the GPU idle it is about). */
+ * the sites with most of its time (or of the GPU idle it is about). A
+ * finding that has "python_sites" already (its rule named them, say with
+ * rules/pyhost.h) keeps them. */
 void pyline_annotate(const struct pyline *p, const struct model *m, json_t *chains);
 
 void pyline_exit(struct pyline *p);

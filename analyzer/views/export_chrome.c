@@ -203,17 +203,15 @@ static const char *dir_name(unsigned d)
 
 /* The call's stack as args "stack" (every frame, innermost first, as
  * "train.py:57 in train_step" or "libtorch_cuda.so+0x1a2b") and "site" (the
- * innermost Python frame, else the innermost frame); a stack id with no
- * stack gives "site":"?". */
+ * innermost frame of the user's code, pystack_site_frame()); a stack id
+ * with no stack gives "site":"?". */
 static void write_stack(struct exporter *x, uint32_t id)
 {
-    size_t n, site = 0;
+    size_t n;
     const struct cs_frame *fr = cs_run_stack(x->run, id, &n);
+    size_t site = pystack_site_frame(x->run, fr, n);
     char buf[512];
 
-    while (site < n && !(fr[site].flags & CS_FRAME_PYTHON))
-        site++;
-    site = site < n ? site : 0;
     fputs(",\"site\":", x->out);
     put_str(x->out, n ? pystack_frame_text(x->run, &fr[site], buf, sizeof(buf)) : "?");
     fputs(",\"stack\":[", x->out);

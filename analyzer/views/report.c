@@ -13,6 +13,7 @@
 #include "analysis.h"
 #include "commands.h"
 #include "model/model.h"
+#include "model/pystack.h"
 #include "rules/ranks.h"
 #include "cudaspy/version.h"
 
@@ -341,7 +342,9 @@ static const char *fmt_frame(char *buf, size_t n, const json_t *f)
     const char *mod = json_string_value(json_object_get(f, "module"));
     const char *b = file ? file : mod ? mod : "?";
 
-    if (strrchr(b, '/') && strrchr(b, '/')[1])
+    if (file)
+        b = pystack_short_name(file);
+    else if (strrchr(b, '/') && strrchr(b, '/')[1])
         b = strrchr(b, '/') + 1;
     if (file && !strcmp(file, "?") && geti(f, "line") == 0)
         snprintf(buf, n, "?"); /* a stack id with no stack */
@@ -387,6 +390,8 @@ static void print_sites(const struct out *o, const json_t *sites)
     fprintf(o->f, "  python lines:\n");
     json_array_foreach(sites, i, v) {
         fprintf(o->f, "    - %s\n", gets_(v, "text"));
+        if (json_array_size(json_object_get(v, "via")))
+            fprintf(o->f, "      via %s\n", fmt_frames(buf, sizeof(buf), json_object_get(v, "via")));
         if (json_array_size(json_object_get(v, "callers")))
             fprintf(o->f, "      called from %s\n",
                     fmt_frames(buf, sizeof(buf), json_object_get(v, "callers")));
@@ -605,7 +610,7 @@ static void print_pylines(const struct out *o, const json_t *j)
 
     if (p == NULL)
         return;
-    fprintf(o->f, "\n%sLATENCY BY PYTHON LINE%s (call site: innermost Python frame, else native; "
+    fprintf(o->f, "\n%sLATENCY BY PYTHON LINE%s (call site: innermost frame of the user's code, else native; "
             "idle after: %s)\n", col(o, C_BOLD), col(o, C_OFF),
             gpu ? "GPU idle measured" : "GPU idle lower bound, sync returned -> next enqueue");
     if (json_array_size(json_object_get(p, "rows")) == 0) {
@@ -623,6 +628,8 @@ static void print_pylines(const struct out *o, const json_t *j)
         if (json_is_object(json_object_get(v, "next_enqueue")))
             fprintf(o->f, "    next GPU work enqueued at %s\n",
                     fmt_frame(next, sizeof(next), json_object_get(v, "next_enqueue")));
+        if (json_array_size(json_object_get(v, "via")))
+            fprintf(o->f, "    via %s\n", fmt_frames(site, sizeof(site), json_object_get(v, "via")));
         if (json_array_size(json_object_get(v, "callers")))
             fprintf(o->f, "    called from %s\n",
                     fmt_frames(site, sizeof(site), json_object_get(v, "callers")));

@@ -22,6 +22,8 @@ enum cs_rec_kind {
     CS_REC_GPU = 8,     /* struct cs_rec_gpu, host_blk: what the GPU ran (CUPTI) */
     CS_REC_GPUCOV = 9,  /* struct cs_rec_gpucov, host_blk: when GPU activity was recorded */
     CS_REC_NVTX = 10,   /* struct cs_rec_nvtx, host_blk: an NVTX range or mark */
+    CS_REC_PYSAMPLE = 11, /* struct cs_rec_pysample, host_blk: a CUDA thread's Python stack
+                             while it ran host code (format version 3, version.h) */
     CS_REC_KIND_COUNT
 };
 
@@ -273,6 +275,24 @@ struct cs_rec_nvtx {
 };
 _Static_assert(sizeof(struct cs_rec_nvtx) == 56, "cs_rec_nvtx is 56 bytes");
 
+/* ---- Python samples (the collector, docs/python.md "Host code") ---- */
+
+/* struct cs_rec_pysample.flags */
+#define CS_PSF_TRUNC 0x01 /* the chain was cut short: a frame could not be read, or more
+                             than the 32 kept; the stack holds the frames read up to there */
+
+/* A CUDA thread's Python stack, read from outside its process by the
+ * collector while the thread ran host code (outside CUDA calls). */
+struct cs_rec_pysample {
+    uint64_t t_start_ns; /* the read began (CLOCK_MONOTONIC) */
+    uint64_t t_end_ns;   /* it ended: the stack is the thread's at some time in between */
+    uint32_t pid, tid;
+    uint32_t stack_id;   /* stacks db: Python frames only, innermost first */
+    uint16_t nframes;    /* frames in that stack */
+    uint16_t flags;      /* CS_PSF_* */
+};
+_Static_assert(sizeof(struct cs_rec_pysample) == 32, "cs_rec_pysample is 32 bytes");
+
 /* ---- tables ---- */
 
 /* struct cs_proc.flags */
@@ -358,6 +378,7 @@ static inline unsigned cs_rec_size(unsigned kind)
     case CS_REC_GPU: return sizeof(struct cs_rec_gpu);
     case CS_REC_GPUCOV: return sizeof(struct cs_rec_gpucov);
     case CS_REC_NVTX: return sizeof(struct cs_rec_nvtx);
+    case CS_REC_PYSAMPLE: return sizeof(struct cs_rec_pysample);
     default: return 0;
     }
 }

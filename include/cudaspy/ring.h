@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "pyframe.h"
 #include "record.h"
 
 #define CS_RING_MAGIC   0x31474e4952505343ull /* "CSPRING1" little-endian */
@@ -99,13 +100,21 @@ struct cs_subring {
     _Atomic uint32_t owner_tid; /* 0 = free; claimed by CAS, released at thread exit */
     uint32_t pad0;
     _Atomic uint64_t dropped;   /* entries lost to a full ring (producer adds) */
-    uint8_t pad1[48];
+    /* Written by the producer: the owner's PyThreadState in its process
+     * (0 = none known), for the collector's Python samples (docs/python.md,
+     * the segment header's py); cleared before the ring is released. */
+    _Atomic uint64_t py_tstate;
+    uint8_t pad1[40];
     _Atomic uint64_t head;      /* bytes ever committed (producer, release) */
     /* Written by the collector only: 1 = record nothing now (the off phases
      * of `cudaspy record --duty`), 0 = record. On head's line, which the
      * producer touches at every commit anyway. */
     _Atomic uint32_t paused;
-    uint8_t pad2[52];
+    /* Written by the producer: 1 while its thread is inside an outermost
+     * recorded CUDA call, else 0. The collector samples a thread's Python
+     * stack only while it is 0 (host code). On head's line too. */
+    _Atomic uint32_t in_call;
+    uint8_t pad2[48];
     _Atomic uint64_t tail;      /* bytes ever consumed (collector, release) */
     uint8_t pad3[56];
 };
@@ -122,7 +131,13 @@ struct cs_seg_hdr {
     uint32_t seg_index; /* 0, 1, ... within the process */
     uint32_t pid;
     uint32_t clock;     /* enum cs_clock for every record in this segment */
+    uint32_t pad;
+    /* The process's CPython layout, for the collector's Python samples of
+     * its threads (sub-ring py_tstate); zero (magic 0) when it has none to
+     * offer. Written before the segment is sent, never changed after. */
+    struct cs_py_layout py;
 };
+_Static_assert(sizeof(struct cs_seg_hdr) <= 4096, "the segment header fits its 4 KiB");
 
 #define CS_SEG_HDR_BYTES 4096u
 

@@ -4,8 +4,13 @@
 
 #define CS_VERSION "0.1.0"
 /* Run-file format: readers refuse files whose "format_version" is newer.
- * 2: CUDA blocks are compact (cudablk.h); readers still read version 1. */
-#define CS_FORMAT_VERSION 2
+ * 2: CUDA blocks are compact (cudablk.h); readers still read version 1.
+ * 3: host_blk may hold Python samples (CS_REC_PYSAMPLE), a kind version-2
+ *    readers refuse as unknown. A file says 3 only once it holds one (the
+ *    store raises it), else CS_FORMAT_VERSION_PLAIN: a run without samples
+ *    stays readable by version-2 readers. */
+#define CS_FORMAT_VERSION 3
+#define CS_FORMAT_VERSION_PLAIN 2
 #define CS_FORMAT_MAGIC "cudaspy-run"
 
 #endif

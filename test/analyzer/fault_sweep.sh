@@ -3,7 +3,9 @@
 # gen_pyrun for one whose calls have stacks) cut every other page
 # boundary (and mid-page), then copies with random bytes flipped. Every
 # analysis must end in a report (exit 0) or one clean message (exit 2),
-# never a crash. Prints its seed (CS_TEST_SEED).
+# never a crash. Prints its seed (CS_TEST_SEED). FAULT_SCENARIO names
+# gen_run's scenario (default clean; gpu_setup_host_pys: Python samples
+# of host code).
 set -u
 A=$1 GEN=$2 W=$3
 seed=${CS_TEST_SEED:-${4:-$(date +%s)}}
@@ -11,7 +13,7 @@ echo "seed $seed (CS_TEST_SEED)"
 rm -rf "$W" && mkdir -p "$W" && cd "$W" || exit 1
 case ${GEN##*/} in
 gen_pyrun) "$GEN" orig.lmdb --steps 50 || exit 1 ;; # calls with Python stacks (issue 23)
-*) "$GEN" clean orig.lmdb --steps 50 || exit 1 ;;
+*) "$GEN" "${FAULT_SCENARIO:-clean}" orig.lmdb --steps 50 || exit 1 ;;
 esac
 size=$(wc -c <orig.lmdb)
 fail=0

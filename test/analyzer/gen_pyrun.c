@@ -24,9 +24,17 @@
  * (train.py:57, a sync to the kernel's end), acc += loss (train.py:58, a
  * 2 us kernel enqueued 5 us later) and 300 us of host code. The GPU sits
  * idle 321 us a step after the .item(), though its sync-to-enqueue gap is 5 us.
+ * --lib writes the default run with an installed library's frames inside
+ * the user's (issue 30): the launch and the sync under torch's frames in a
+ * venv's site-packages (torch/cuda/__init__.py:1162 synchronize above
+ * train.py:57), runpy's <frozen runpy> outside main; the allocation inside
+ * a dataclass's generated __init__ (<string>:3) under site-packages; the
+ * free inside the venv's stdlib (lib/python3.12/copy.py) under
+ * model.py:33; the synchronous copy's stack library frames only
+ * (dist-packages' pin_memory.py:30 in threading.py's Thread.run).
  * --corrupt-stack rewrites the sync's stack as 15 bytes, not whole frames,
  * behind the writer's back (LMDB directly), for the reader's error path.
- * Usage: gen_pyrun OUT.lmdb [--steps N] [--gpu | --item] [--corrupt-stack]
+ * Usage: gen_pyrun OUT.lmdb [--steps N] [--gpu | --item | --lib] [--corrupt-stack]
  * (--steps 2500000: 10 M calls, every one with a stack, the worst case of
  * docs/performance.md) */
 #include <lmdb.h>
@@ -188,6 +196,40 @@ static void meta_and_proc(uint64_t t_end)
     gen_meta(T0, t_end, "none", "gen_pyrun: no host data");
 }
 
+/* --lib's stacks for the default run's launch, sync, allocation, free and
+ * synchronous copy (in that order, into @p id). */
+static void lib_stacks(const char *tr, const char *mo, uint32_t id[5])
+{
+    const char *venv = "/opt/venv/lib/python3.12/", *torch = "/usr/lib/libtorch_cuda.so";
+    char f_mod[128], f_cuda[128], f_copy[128], f_reg[128];
+    const char *deb = "/usr/lib/python3/dist-packages/torch/utils/data/_utils/pin_memory.py";
+    const char *thr = "/usr/lib/python3.12/threading.py";
+
+    snprintf(f_mod, sizeof(f_mod), "%ssite-packages/torch/nn/modules/module.py", venv);
+    snprintf(f_cuda, sizeof(f_cuda), "%ssite-packages/torch/cuda/__init__.py", venv);
+    snprintf(f_copy, sizeof(f_copy), "%scopy.py", venv);
+    snprintf(f_reg, sizeof(f_reg), "%ssite-packages/torch/_tensor.py", venv);
+    const struct cs_frame launch[] = {native(torch, 0x1000), py(f_mod, 1532, "Module._call_impl"),
+                                      py(tr, 49, "train_step"), py(tr, 80, "main"),
+                                      py(tr, 90, "<module>"), py("<frozen runpy>", 88, "_run_code")};
+    const struct cs_frame sync[] = {native(torch, 0x1100), py(f_cuda, 1162, "synchronize"),
+                                    py(tr, 57, "train_step"), py(tr, 80, "main"),
+                                    py(tr, 90, "<module>")};
+    const struct cs_frame alloc[] = {py(f_reg, 60, "Tensor.__new__"), py("<string>", 3, "__init__"),
+                                     py(f_mod, 1532, "Module._call_impl")};
+    const struct cs_frame freef[] = {py(f_copy, 128, "deepcopy"), py(mo, 33, "Net.forward"),
+                                     py(tr, 48, "train_step")};
+    const struct cs_frame copy[] = {native(torch, 0x2000), py(deb, 30, "_pin_memory_loop"),
+                                    py(thr, 1010, "Thread.run"),
+                                    py(thr, 1073, "Thread._bootstrap_inner")};
+
+    id[0] = stack(launch, 6);
+    id[1] = stack(sync, 5);
+    id[2] = stack(alloc, 3);
+    id[3] = stack(freef, 3);
+    id[4] = stack(copy, 4);
+}
+
 int main(int argc, char **argv)
 {
     const char *tr = "/home/u/proj/train.py", *ev = "/home/u/proj/eval.py";
@@ -195,12 +237,13 @@ int main(int argc, char **argv)
     struct cs_store_opts so = {.map_bytes = 4ull << 30};
     struct cs_err err = {""};
     unsigned steps = 200;
-    int corrupt = 0, item = 0;
+    int corrupt = 0, item = 0, lib = 0;
     uint64_t t = T0 + MS;
     int rc;
 
     if (argc < 2) {
-        fprintf(stderr, "usage: gen_pyrun OUT.lmdb [--steps N] [--gpu | --item] [--corrupt-stack]\n");
+        fprintf(stderr, "usage: gen_pyrun OUT.lmdb [--steps N] [--gpu | --item | --lib] "
+                        "[--corrupt-stack]\n");
         return 2;
     }
     for (int i = 2; i < argc; i++) {
@@ -210,6 +253,8 @@ int main(int argc, char **argv)
             with_gpu = 1;
         else if (!strcmp(argv[i], "--item"))
             item = with_gpu = 1;
+        else if (!strcmp(argv[i], "--lib"))
+            lib = 1;
         else if (!strcmp(argv[i], "--corrupt-stack"))
             corrupt = 1;
     }
@@ -237,6 +282,12 @@ int main(int argc, char **argv)
     uint32_t s_launch = stack(launch, 5), s_sync = stack(sync, 4), s_esync = stack(esync, 3);
     uint32_t s_alloc = stack(alloc, 3), s_free = stack(freef, 3), s_nat = stack(nat, 2);
     uint32_t s_bad = stack(bad, 1);
+
+    if (lib) {
+        uint32_t id[5];
+        lib_stacks(tr, mo, id);
+        s_launch = id[0], s_sync = id[1], s_alloc = id[2], s_free = id[3], s_nat = id[4];
+    }
 
     const struct cs_frame init[] = {py(tr, 39, "main"), py(tr, 90, "<module>")};
     const struct cs_frame warm[] = {py(tr, 40, "main"), py(tr, 90, "<module>")};

@@ -19,7 +19,12 @@
  * GPU activity: the set-up's gap is the host lower bound's too.
  * SCENARIO_py (e.g. data_pipeline_starvation_py): the same run with a Python
  * stack on every outermost call, one line per API (py_line() says which),
- * for the findings' python_sites (issue 23).
+ * for the findings' python_sites (issue 23). SCENARIO_pys: that, and the
+ * collector's samples of the main thread's host code (docs/python.md, "Host
+ * code"): in each step's host code after its sync, a sample every 1 ms from
+ * 0.5 ms on, the first two in /w/data.py:88 collate, the rest in
+ * /w/train.py:61 log_metrics (gpu_setup_host_pys: 3 ms a step, so 2 to 1),
+ * each under train_step and main, collate under a library's frame.
  * Usage: gen_run SCENARIO OUT.lmdb [--steps N] [--seed S] [--big N]
  *        [--big-host H] (big: H host records instead of N)
  *        [--format-version V] (V overrides the stored format version)
@@ -55,6 +60,7 @@ static const char *const scen_names[] = {"clean", "cpu_contention_tree", "cpu_co
 static uint64_t rng_state;
 static uint32_t seqs[64];
 static uint32_t py_stack[CS_API_COUNT]; /* SCENARIO_py: stack ids by API, 0 = none */
+static uint32_t pys_stack[2]; /* SCENARIO_pys: the samples' stacks (collate, log_metrics) */
 
 static uint64_t rnd(void)
 {
@@ -396,6 +402,16 @@ static uint64_t gpu_sync(struct step_ctx *c, uint64_t gpu_ns)
     return call(CS_API_cudaStreamSynchronize, CS_API_cuStreamSynchronize, t0, dur, 0, 0, 0);
 }
 
+/* SCENARIO_pys: samples of the main thread's host code in [@p t0, @p t1). */
+static void host_samples(uint64_t t0, uint64_t t1)
+{
+    for (uint64_t t = t0 + 500 * US, k = 0; pys_stack[0] && t < t1; t += MS, k++) {
+        struct cs_rec_pysample s = {t - 5 * US, t + 5 * US, cur_pid, cur_pid,
+                                    pys_stack[k < 2 ? 0 : 1], k < 2 ? 4 : 2, 0};
+        gen_put(CS_REC_PYSAMPLE, &s, s.t_start_ns, s.t_end_ns);
+    }
+}
+
 static void step(struct step_ctx *c)
 {
     int host_paced = c->sc == S_LAUNCH || c->sc == S_LAUNCH_RANKS;
@@ -438,11 +454,13 @@ static void step(struct step_ctx *c)
     if (c->sc == S_CHURN)
         c->t = call(CS_API_cudaFree, CS_API_cuMemFree_v2, c->t + 5 * US,
                     urand(300 * US, 700 * US), 0, 0, 0);
+    uint64_t host0 = c->t;
     /* Python between steps, on CPU (page_alloc_pressure: little of it, so that the
      * sync each step serialises less than the planted page storms cost) */
     c->t += c->sc == S_PAGE ? urand(30 * US, 60 * US) : urand(150 * US, 300 * US);
     if (c->sc == S_GPU_SETUP_HOST)
         c->t += 3 * MS; /* and the host-bound loop's own work */
+    host_samples(host0, c->t);
     if (c->sc != S_NOHOST && c->i % 5 == 0) { /* and now and then a short sleep (GC, logging) */
         uint64_t len = urand(120 * US, 250 * US);
         main_off(c->t, c->t + len, CS_OFF_SLEEP, MAIN, 0, 0);
@@ -482,6 +500,25 @@ static void py_stacks(void)
         if (cs_store_put_stack(gen_st, f, 2, &py_stack[s[i].api]) < 0)
             gen_die("stack", -ENOMEM);
     }
+}
+
+/* SCENARIO_pys: the samples' two stacks. */
+static void pys_stacks(void)
+{
+    const char *tr = "/w/train.py", *lib = "/venv/lib/python3.12/site-packages/torch/utils/"
+                                           "data/_utils/collate.py";
+    const struct cs_frame collate[4] = {
+        {CS_FRAME_PY_OFFSET(140, intern("default_collate")), intern(lib), CS_FRAME_PYTHON},
+        {CS_FRAME_PY_OFFSET(88, intern("collate")), intern("/w/data.py"), CS_FRAME_PYTHON},
+        {CS_FRAME_PY_OFFSET(60, intern("train_step")), intern(tr), CS_FRAME_PYTHON},
+        {CS_FRAME_PY_OFFSET(80, intern("main")), intern(tr), CS_FRAME_PYTHON}};
+    const struct cs_frame log[2] = {
+        {CS_FRAME_PY_OFFSET(61, intern("log_metrics")), intern(tr), CS_FRAME_PYTHON},
+        {CS_FRAME_PY_OFFSET(80, intern("main")), intern(tr), CS_FRAME_PYTHON}};
+
+    if (cs_store_put_stack(gen_st, collate, 4, &pys_stack[0]) < 0 ||
+        cs_store_put_stack(gen_st, log, 2, &pys_stack[1]) < 0)
+        gen_die("stack", -ENOMEM);
 }
 
 /* ---- tables and meta ---- */
@@ -548,10 +585,12 @@ int main(int argc, char **argv)
 
     rng_state = 42;
     size_t len = argc > 1 ? strlen(argv[1]) : 0;
-    int py = len > 3 && strcmp(argv[1] + len - 3, "_py") == 0;
+    int pys = len > 4 && strcmp(argv[1] + len - 4, "_pys") == 0;
+    int py = pys || (len > 3 && strcmp(argv[1] + len - 3, "_py") == 0);
+    size_t base = len - (pys ? 4 : py ? 3 : 0);
     for (int i = 0; i < (int)(sizeof(scen_names) / sizeof(scen_names[0])); i++)
-        if (argc > 1 && strncmp(argv[1], scen_names[i], len - (py ? 3 : 0)) == 0 &&
-            strlen(scen_names[i]) == len - (py ? 3 : 0))
+        if (argc > 1 && strncmp(argv[1], scen_names[i], base) == 0 &&
+            strlen(scen_names[i]) == base)
             sc = i;
     if (sc < 0 || argc < 3) {
         fprintf(stderr, "usage: gen_run SCENARIO OUT.lmdb [--steps N] [--seed S] [--big N] "
@@ -587,6 +626,8 @@ int main(int argc, char **argv)
     cs_store_intern(gen_st, "sgemm_kernel", 12, &kernel_id);
     if (py)
         py_stacks();
+    if (pys)
+        pys_stacks();
     t_end = T0 + 5 * MS;
     if (sc == S_BIG) {
         t_end = big(nbig, nbig_host) + MS;

@@ -5,6 +5,9 @@
 # report, --json, --by pyline, the HTML page, the Perfetto trace and MCP's
 # get_hotspots must name exactly those lines with those shares, and the bad
 # stacks (an id with no stack, string ids with no string) must read "?".
+# gen_pyrun --lib puts an installed library's frames inside the user's
+# (issue 30): each site must be the user's line, the library's frames its
+# "via", and a stack of library frames only its innermost frame.
 # The JSON checks need python3; the HTML check chromium (each skipped
 # alone when absent).
 set -u
@@ -18,6 +21,7 @@ has() { grep -qxF -- "$2" "$1" || { no "$1 lacks: $2"; sed -n '1,200p' "$1" | gr
 "$GEN" py.lmdb || { echo "gen_pyrun failed"; exit 1; }
 "$GEN" gpu.lmdb --gpu || { echo "gen_pyrun --gpu failed"; exit 1; }
 "$GEN" item.lmdb --item || { echo "gen_pyrun --item failed"; exit 1; }
+"$GEN" lib.lmdb --lib || { echo "gen_pyrun --lib failed"; exit 1; }
 
 # -- text: the findings name the lines and their shares
 "$A" --color never py.lmdb >text.txt 2>err.txt || no "report exited $?"
@@ -53,6 +57,25 @@ grep -q 'idle after: GPU idle measured)$' gpu.txt || no "gpu run: idle not measu
 has item.txt "$(row 'train.py:57 in train_step' cudaStreamSynchronize 200 102.0ms 510.0us 510.0us 510.0us 64.2ms)"
 has item.txt "    next GPU work enqueued at train.py:58 in train_step"
 has item.txt "$(row 'train.py:40 in main' cudaDeviceSynchronize 2 55.0us 5.0us 50.0us 50.0us 20.0ms)"
+
+# -- library frames: the user's line is the site, whatever is inside it
+"$A" --color never --by pyline lib.lmdb >lib.txt 2>err.txt || no "--lib exited $?"
+[ -s err.txt ] && no "--lib: stderr not empty: $(cat err.txt)"
+has lib.txt "    - 45.0 ms of GPU idle after the cudaStreamSynchronize at train.py:57 in train_step (75 %); the next GPU work was enqueued at train.py:49 in train_step"
+has lib.txt "      via torch/cuda/__init__.py:1162 in synchronize"
+has lib.txt "      called from train.py:80 in main <- train.py:90 in <module>"
+has lib.txt "    - 2.0 ms in cudaFree at model.py:33 in Net.forward (33 %)"
+has lib.txt "      via copy.py:128 in deepcopy"
+has lib.txt "$(row 'train.py:49 in train_step' cudaLaunchKernel 201 2.0ms 10.0us 10.0us 10.0us 0ns)"
+has lib.txt "    via torch/nn/modules/module.py:1532 in Module._call_impl"
+has lib.txt "    called from train.py:80 in main <- train.py:90 in <module> <- <frozen runpy>:88 in _run_code"
+# a pseudo file (exec()'d: a dataclass's __init__) before the library's frames
+has lib.txt "$(row '<string>:3 in __init__' cudaMalloc 200 4.0ms 20.0us 20.0us 20.0us 0ns)"
+has lib.txt "    called from torch/nn/modules/module.py:1532 in Module._call_impl"
+# library frames only: the innermost, named from its package on
+has lib.txt "$(row 'torch/utils/data/_utils/pin_memory.py:30 in _pin_memory_loop' cudaMemcpy 1 200.0us 200.0us 200.0us 200.0us 100.0us)"
+has lib.txt "    called from threading.py:1010 in Thread.run <- threading.py:1073 in Thread._bootstrap_inner"
+grep -q ' at [^ ]*:1162 in synchronize' lib.txt && no "--lib: torch's synchronize named as a site"
 
 # -- JSON
 if command -v python3 >/dev/null; then
@@ -96,6 +119,45 @@ want("mixed stack", rows["train.py:57 in train_step"]["stack"][:2],
 for b in bad:
     print("FAIL: json: " + b)
 sys.exit(1 if bad else 0)
+EOF
+    "$A" --json --by pyline lib.lmdb >lib.json || no "--json --lib exited $?"
+    python3 - lib.json <<'EOF' || fail=1
+import json, sys
+j = json.load(open(sys.argv[1]))
+bad = []
+def want(what, got, exp):
+    if got != exp:
+        bad.append(f"{what}: got {got!r}, want {exp!r}")
+venv = "/opt/venv/lib/python3.12/site-packages/torch/"
+ch = {c["cause"]: c for c in j["chains"]}
+s = ch["sync_per_iteration"]["python_sites"][0]
+want("lib site", (s["file"], s["line"], s["function"]), ("/home/u/proj/train.py", 57, "train_step"))
+want("lib via", s["via"], [{"file": venv + "cuda/__init__.py", "function": "synchronize", "line": 1162}])
+rows = {x["text"]: x for x in j["pylines"]["rows"]}
+r = rows["train.py:57 in train_step"]
+want("lib stack kept", [f.get("function") for f in r["stack"]],
+     [None, "synchronize", "train_step", "main", "<module>"])
+want("lib callers", [f["function"] for f in rows["train.py:49 in train_step"]["callers"]],
+     ["main", "<module>", "_run_code"])
+want("eval via", rows["eval.py:12 in evaluate"]["via"], [])
+want("library only", rows["torch/utils/data/_utils/pin_memory.py:30 in _pin_memory_loop"]["file"],
+     "/usr/lib/python3/dist-packages/torch/utils/data/_utils/pin_memory.py")
+for b in bad:
+    print("FAIL: json --lib: " + b)
+sys.exit(1 if bad else 0)
+EOF
+    "$A" export --chrome lib.trace.json lib.lmdb 2>err.txt || no "export --lib exited $?"
+    python3 - lib.trace.json <<'EOF' || fail=1
+import collections, json, sys
+t = json.load(open(sys.argv[1]))
+ev = t["traceEvents"] if isinstance(t, dict) else t
+n = collections.Counter(e["args"]["site"] for e in ev if e.get("ph") == "X" and "site" in e.get("args", {}))
+ok = (n["train.py:57 in train_step"] == 150 and n["train.py:49 in train_step"] == 201 and
+      n["torch/utils/data/_utils/pin_memory.py:30 in _pin_memory_loop"] == 1 and
+      not any("synchronize" in k for k in n))
+if not ok:
+    print(f"FAIL: trace --lib: sites {dict(n)}")
+sys.exit(0 if ok else 1)
 EOF
     # -- MCP: get_hotspots ranks the same sites both ways
     printf '%s\n' \

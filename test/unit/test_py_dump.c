@@ -8,9 +8,16 @@
  * basenames of their modules. Waits for the
  * collector's clean shutdown like the other checkers.
  *
- * Usage: test_py_dump RUN. Exit 0, 1 when the run cannot be read or a stack
- * is malformed (a native frame after a Python one, a stack id without a
- * stack). */
+ * With --samples, the Python samples of host code instead (docs/python.md,
+ * "Host code"), one line each:
+ *
+ *   pid tid t_start_ns read_ns nframes flags file:line:function [| ...]
+ *
+ * With --meta KEY, the run's meta value KEY (empty when absent) instead.
+ *
+ * Usage: test_py_dump [--samples | --meta KEY] RUN. Exit 0, 1 when the run cannot be
+ * read or a stack is malformed (a native frame after a Python one, a stack
+ * id without a stack; a sample's stack must be Python frames only). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +67,32 @@ static int dump_one(struct cs_run *run, const struct cs_rec_cuda *r)
     return 0;
 }
 
+/* One sample's line. @return 0, -1 if its stack is malformed. */
+static int dump_sample(struct cs_run *run, const struct cs_rec_pysample *s)
+{
+    size_t n;
+    const struct cs_frame *f = cs_run_stack(run, s->stack_id, &n);
+
+    if (f == NULL || n != s->nframes) {
+        fprintf(stderr, "test_py_dump: sample's stack %u: %zu frames, want %u\n", s->stack_id,
+                n, s->nframes);
+        return -1;
+    }
+    printf("%u %u %llu %llu %zu %u", s->pid, s->tid, (unsigned long long)s->t_start_ns,
+           (unsigned long long)(s->t_end_ns - s->t_start_ns), n, s->flags);
+    for (size_t i = 0; i < n; i++) {
+        if (!(f[i].flags & CS_FRAME_PYTHON)) {
+            fprintf(stderr, "test_py_dump: sample's stack %u: frame %zu is native\n",
+                    s->stack_id, i);
+            return -1;
+        }
+        printf("%s%s:%u:%s", i ? " | " : " ", cs_run_string(run, f[i].module_id),
+               CS_FRAME_PY_LINE(&f[i]), cs_run_string(run, CS_FRAME_PY_FUNC(&f[i])));
+    }
+    putchar('\n');
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct cs_run *run = NULL;
@@ -67,25 +100,34 @@ int main(int argc, char **argv)
     struct cs_err err = {""};
     const struct cs_blk_hdr *h;
     const void *p;
-    int rc, bad = 0;
+    int rc, bad = 0, samples = argc == 3 && strcmp(argv[1], "--samples") == 0;
+    const char *meta = argc == 4 && strcmp(argv[1], "--meta") == 0 ? argv[2] : NULL;
 
-    if (argc != 2) {
-        fprintf(stderr, "usage: test_py_dump RUN\n");
+    if (argc != 2 && !samples && !meta) {
+        fprintf(stderr, "usage: test_py_dump [--samples | --meta KEY] RUN\n");
         return 2;
     }
+    argv += samples + (meta ? 2 : 0);
     if ((rc = run_open_wait(&run, argv[1], 30, &err)) != 0) {
         fprintf(stderr, "test_py_dump: %s: %s\n", argv[1],
                 rc < 0 ? err.msg : "collector never finished (clean_shutdown=0)");
         return 1;
     }
-    if (cs_cursor_open(run, CS_REC_CUDA, 0, UINT64_MAX, &c) < 0) {
+    if (meta) {
+        const char *v = cs_run_meta(run, meta);
+        printf("%s\n", v ? v : "");
+        cs_run_free(run);
+        return 0;
+    }
+    if (cs_cursor_open(run, samples ? CS_REC_PYSAMPLE : CS_REC_CUDA, 0, UINT64_MAX, &c) < 0) {
         cs_run_free(run);
         return 1;
     }
     while ((rc = cs_cursor_next(c, &h, &p, &err)) == 1) {
         const struct cs_rec_cuda *r = p;
         for (uint32_t i = 0; i < h->n; i++)
-            if (r[i].stack_id && dump_one(run, &r[i]) < 0)
+            if (samples ? dump_sample(run, (const struct cs_rec_pysample *)p + i) < 0
+                        : r[i].stack_id && dump_one(run, &r[i]) < 0)
                 bad = 1;
     }
     if (rc < 0) {

@@ -103,6 +103,7 @@ static int test_roundtrip_every_kind(void)
     CHECK_OK(write_sample(path));
     CHECK_OK(cs_run_open(r, path, &err));
     CHECK_STR(cs_run_meta(r, "format"), CS_FORMAT_MAGIC);
+    /* every kind: Python samples too, so version 3 (version.h) */
     CHECK_EQ(cs_run_meta_u64(r, "format_version", 0), CS_FORMAT_VERSION);
     CHECK_STR(cs_run_meta(r, "tool_version"), CS_VERSION);
     CHECK_STR(cs_run_meta(r, "host"), "testhost");
@@ -181,6 +182,30 @@ static int test_cursor_time_window(void)
     CHECK_EQ(count_window(r, CS_REC_OFFCPU, 140000, 150000), 1);
     CHECK_EQ(count_window(r, CS_REC_CUDA, 200000, 300000), 0);
     cs_run_free(r);
+    return 0;
+}
+
+/* A run without Python samples says format version 2, so version-2
+ * readers still read it (version.h); the first sample block makes it 3. */
+static int test_version_rises_with_python_samples(void)
+{
+    struct cs_store *s = cs_store_new();
+    struct cs_run *r = cs_run_new();
+
+    CHECK_OK(cs_store_open(s, path, NULL, NULL));
+    CHECK_OK(put_kind(s, CS_REC_OFFCPU, 0, 10));
+    CHECK_OK(cs_store_commit(s));
+    CHECK_OK(cs_run_open(r, path, NULL));
+    CHECK_EQ(cs_run_meta_u64(r, "format_version", 0), CS_FORMAT_VERSION_PLAIN);
+    cs_run_free(r);
+    CHECK_OK(put_kind(s, CS_REC_PYSAMPLE, 10, 10));
+    CHECK_OK(cs_store_commit(s));
+    CHECK((r = cs_run_new()) != NULL);
+    CHECK_OK(cs_run_open(r, path, NULL));
+    CHECK_EQ(cs_run_meta_u64(r, "format_version", 0), 3);
+    CHECK_EQ(cs_run_count(r, CS_REC_PYSAMPLE), 10);
+    cs_run_free(r);
+    cs_store_free(s);
     return 0;
 }
 
@@ -764,6 +789,7 @@ int main(void)
     snprintf(path, sizeof(path), "%s/run.lmdb", dir);
     RUN(test_roundtrip_every_kind);
     RUN(test_cursor_time_window);
+    RUN(test_version_rises_with_python_samples);
     RUN(test_missing_file_is_enoent);
     RUN(test_random_bytes_is_badmagic);
     RUN(test_truncated_file_is_reported);
