@@ -384,18 +384,6 @@ static pid_t fork_worker(void)
     return pid;
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-    for (const char *c = p; n > 0;) {
-        ssize_t w = write(fd, c, n);
-        if (w <= 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Reads n bytes; returns how long it waited (the blocked read and all,
  * less its run-queue delay: span_end). */
 static uint64_t read_all(int fd, void *p, size_t n)
@@ -425,7 +413,7 @@ static void pipe_worker(int fd, size_t bytes, long sleep, double cpu)
         sleep_us(sleep);
         cpu_work_us(cpu);
         memset(b, (int)(i & 0xff), bytes);
-        if (write_all(fd, b, bytes) != 0)
+        if (client_write_all(fd, b, bytes) != 0)
             _exit(0);
     }
 }
@@ -849,7 +837,7 @@ static void epoch_worker(int fd, int w, long n, size_t bytes)
         _exit(3);
     for (long i = w; i < n; i += 4) {
         memset(b, (int)(i & 0xff), bytes);
-        if (write_all(fd, b, bytes) != 0)
+        if (client_write_all(fd, b, bytes) != 0)
             _exit(3);
     }
     _exit(0);
@@ -924,7 +912,7 @@ static int io_file_open(size_t size)
     }
     memset(b, 7, MIB);
     for (size_t off = 0; off < size; off += MIB)
-        if (write_all(fd, b, MIB) != 0)
+        if (client_write_all(fd, b, MIB) != 0)
             CHECK_RT(cudaErrorUnknown);
     fsync(fd);
     free(b);

@@ -88,19 +88,6 @@ static float *make_batch(uint64_t *seed)
     return b;
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n > 0) {
-        ssize_t w = write(fd, c, n);
-        if (w <= 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 static double now_s(void)
 {
     struct timespec ts;
@@ -150,7 +137,7 @@ static void worker(int w, int fd, long steps)
     uint64_t seed = 0x1234567ull + (uint64_t)w * 7919;
     for (long i = w; i < steps; i += N_WORKERS) {
         float *b = make_batch(&seed);
-        if (b == NULL || write_all(fd, b, BATCH_BYTES) != 0)
+        if (b == NULL || client_write_all(fd, b, BATCH_BYTES) != 0)
             _exit(3);
         free(b);
     }

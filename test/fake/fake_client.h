@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 /* FNV-1a over len bytes, folded into h. */
 static inline uint64_t client_fnv(uint64_t h, const void *p, size_t len)
@@ -26,6 +27,20 @@ static inline uint64_t client_fnv(uint64_t h, const void *p, size_t len)
             exit(3);                                                                 \
         }                                                                            \
     } while (0)
+
+/* Write all @p n bytes of @p p to @p fd (a pipe to a data worker's
+ * reader). @return 0, -1 on error or a closed pipe */
+static inline int client_write_all(int fd, const void *p, size_t n)
+{
+    for (const char *c = p; n > 0;) {
+        ssize_t w = write(fd, c, n);
+        if (w <= 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
 
 /* argv[i] as a positive integer, or dflt when absent. */
 static inline long client_arg(int argc, char **argv, int i, long dflt)
