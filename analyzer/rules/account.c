@@ -705,7 +705,8 @@ static void births(const struct model *m, const struct acct *a, struct actx *x)
         x->births = q;
         x->births[x->nbirth++] = m->proc[p].start_ns;
     }
-    qsort(x->births, x->nbirth, sizeof(*x->births), cmp_u64);
+    if (x->nbirth > 1)
+        qsort(x->births, x->nbirth, sizeof(*x->births), cmp_u64);
 }
 
 static int acct_add(struct account *ac, uint32_t *cap)
