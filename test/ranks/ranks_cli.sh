@@ -21,14 +21,14 @@ analyse() { # RUN CHECK...
 case $case_ in
 straggler)  # rank 1 burns 20 ms of CPU every 10th step: it is named, on CPU
     record s.lmdb straggle
-    analyse s.lmdb ranks=2 straggler=1 busy_dominates \
+    analyse s.lmdb may_precede=host_bound ranks=2 straggler=1 busy_dominates \
         cause_in=busy,preempted_tree,preempted_external
     "$jexpect" has=rank_straggler <s.lmdb.json >/dev/null || fail "json_expect has"
     ;;
 relay)      # rank 1 straggles, but each rank's barrier runs in a helper thread
     # that then wakes the syncing one (as gloo's threads do): still named
     record r.lmdb relay
-    analyse r.lmdb may_precede=data_pipeline_starvation ranks=2 straggler=1 \
+    analyse r.lmdb may_precede=data_pipeline_starvation,host_bound ranks=2 straggler=1 \
         cause_in=busy,preempted_tree,preempted_external
     ;;
 control)    # the same job without the extra work: no HIGH rank_straggler
