@@ -297,6 +297,12 @@ static uint64_t busy_of(const struct acct *a)
            a->ns[AB_GPU_BOTH];
 }
 
+/* Its time off the GPU after the set-up (the lower bound's unseen time too). */
+static uint64_t off_gpu(const struct acct *a)
+{
+    return a->hi_ns - a->setup_end_ns - busy_of(a);
+}
+
 
 /* The covered interval walked so far enters the moments. */
 static void cov_flush(struct actx *x)
@@ -784,9 +790,7 @@ static void representatives(struct account *ac)
         }
     for (uint32_t i = 0; i < n; i++) {
         const struct acct *a = &ac->a[ord[i]];
-        uint64_t idle = a->hi_ns - a->setup_end_ns - busy_of(a);
-        const struct acct *b = &ac->a[best];
-        uint64_t bidle = b->hi_ns - b->setup_end_ns - busy_of(b);
+        uint64_t idle = off_gpu(a), bidle = off_gpu(&ac->a[best]);
         if (i > 0 && a->lo_ns >= end) { /* a new group */
             ac->a[best].is_rep = 1;
             best = ord[i];
@@ -868,6 +872,16 @@ int account_compute(struct account *ac, const struct model *m, const struct feed
     representatives(ac);
     totals(ac);
     return 0;
+}
+
+uint64_t account_idle(const struct account *ac, uint32_t proc)
+{
+    uint64_t idle = 0;
+
+    for (uint32_t i = 0; i < ac->na; i++)
+        if (ac->a[i].proc == proc)
+            idle += off_gpu(&ac->a[i]) - ac->a[i].ns[AB_GPU_UNSEEN];
+    return idle;
 }
 
 uint64_t account_cause(const struct account *ac, int c, uint64_t *lo, uint64_t *hi)

@@ -102,6 +102,10 @@ int account_compute(struct account *ac, const struct model *m, const struct feed
  * into @p lo, @p hi (either may be NULL). */
 uint64_t account_cause(const struct account *ac, int c, uint64_t *lo, uint64_t *hi);
 
+/** GPU idle of process @p proc after the set-up, over its devices: its
+ * account's idle buckets (the lower bound's unseen time is not idle). */
+uint64_t account_idle(const struct account *ac, uint32_t proc);
+
 /** The cause that owns bucket @p b, AC_NONE if none. */
 int account_owner(int b);
 

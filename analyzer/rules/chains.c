@@ -953,21 +953,7 @@ static uint64_t pipe_wait(const struct ctx *x, const struct feed_proc *fp)
  * measured it, else the feed's gaps (a lower bound). */
 static uint64_t proc_idle(const struct ctx *x, const struct feed_proc *fp)
 {
-    static const int busy[] = {AB_SETUP,       AB_GPU_COMPUTE, AB_GPU_COPY, AB_GPU_PAGEABLE,
-                               AB_GPU_BOTH,    AB_GPU_UNSEEN,  AB_NO_CUDA};
-    uint64_t idle = 0;
-
-    if (!measured(x, fp->proc))
-        return fp->idle_ns;
-    for (uint32_t i = 0; i < x->ac->na; i++) {
-        const struct acct *a = &x->ac->a[i];
-        if (a->proc != fp->proc)
-            continue;
-        idle += a->hi_ns - a->lo_ns;
-        for (size_t b = 0; b < sizeof(busy) / sizeof(busy[0]); b++)
-            idle -= a->ns[busy[b]];
-    }
-    return idle;
+    return measured(x, fp->proc) ? account_idle(x->ac, fp->proc) : fp->idle_ns;
 }
 
 static void f_pipe(struct ctx *x)
