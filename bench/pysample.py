@@ -9,25 +9,15 @@ a stream sync (the CUDA calls, not sampled).
 
 Usage (LD_LIBRARY_PATH holding the fake libcudart.so.13 and libcuda.so.1):
     python3 pysample.py DEPTH N BATCHES WORK"""
-import ctypes
 import sys
 import time
+
+import fakert
 
 
 def main():
     depth, n, batches, work = (int(x) for x in sys.argv[1:5])
-    rt = ctypes.CDLL("libcudart.so.13", mode=ctypes.RTLD_GLOBAL)
-    g = ctypes.CDLL(None)  # the global scope: the preloaded shim's wrappers first
-    stub = ctypes.cast(rt.cudaGetLastError, ctypes.c_void_p).value
-    rt.fakert_register_kernel(ctypes.c_void_p(stub), b"pysample_kernel")
-    launch = g.cudaLaunchKernel
-    launch.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint64,
-                       ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-    dim1 = (1 << 32) | 1
-    params = (ctypes.c_void_p * 1)()
-    s = ctypes.c_void_p()
-    g.cudaStreamCreate(ctypes.byref(s))
-    sync = g.cudaStreamSynchronize
+    launch, sync = fakert.calls(b"pysample_kernel")
 
     def host():
         x = 0
@@ -43,8 +33,8 @@ def main():
             t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
             for _ in range(n):
                 host()
-                launch(stub, dim1, 1, dim1, 1, params, 0, s)
-                sync(s)
+                launch()
+                sync()
             out.append((time.perf_counter_ns() - t0) / n / 1000)
             cpu.append((time.thread_time_ns() - c0) / n / 1000)
         return out, cpu
