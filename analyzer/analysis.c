@@ -134,11 +134,12 @@ static int find_steps(struct analysis *a)
 }
 
 /* The whole that findings' shares and severities use: the active window
- * less the set-up before the first step (once a run: a longer run would
- * dilute it), unless that leaves nothing. */
+ * less the set-up before the first step and the wind-down after the last
+ * (once a run: a longer run would dilute them), unless that leaves
+ * nothing. */
 static uint64_t steady_ns(const struct analysis *a)
 {
-    uint64_t su = a->acct.ns[AB_SETUP];
+    uint64_t su = a->acct.ns[AB_SETUP] + a->acct.ns[AB_WIND_DOWN];
 
     return a->active_ns > su && su ? a->active_ns - su : a->active_ns;
 }

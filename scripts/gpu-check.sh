@@ -59,7 +59,8 @@
 #        accuracy: issue 30's accuracy proof (scripts/gpu/accuracy/run.py):
 #        each case of scripts/gpu/accuracy/cases.json (ACC_MANIFEST) run
 #        untraced and recorded, interleaved (an A/B case's cmd_without
-#        untraced too), each recording analysed and scored as the accuracy
+#        recorded too: the truth is the difference of the two recorded
+#        loops), each recording analysed and scored as the accuracy
 #        contract says (top cause, impact against the workload's own meter
 #        or the A/B difference, 20 %); planted PyTorch workloads (planted.py)
 #        and real programs of pytorch/examples (ext/, through extrun.py);

@@ -707,7 +707,8 @@ int mcp_q_account(struct mcp_call_ctx *c, json_t **out)
 {
     json_t *ac = json_object_get(q_aj(c), "account"), *procs = json_array(), *o, *v;
     uint32_t pid = (uint32_t)mcp_arg_u64(c, "pid", 0);
-    static const char *const keep[] = {"source", "window_ns", "setup_ns", "sum_ns", "buckets"};
+    static const char *const keep[] = {"source", "window_ns", "setup_ns", "wind_down_ns",
+                                        "sum_ns", "buckets"};
     size_t i;
 
     json_array_foreach(json_object_get(ac, "processes"), i, v)
@@ -719,11 +720,13 @@ int mcp_q_account(struct mcp_call_ctx *c, json_t **out)
                        pid);
     }
     q_text_head(c, "Account of the CUDA-active window (every ns once; the findings own buckets)");
-    mcp_text_printf(c->t, "source %s; window %s, set-up before the first step %s; "
-                          "findings' shares are of the window after the set-up\n",
+    mcp_text_printf(c->t, "source %s; window %s, set-up before the first step %s, wind-down "
+                          "after the last %s; findings' shares are of the window between "
+                          "them\n",
                     json_string_value(json_object_get(ac, "source")),
                     NS((uint64_t)json_integer_value(json_object_get(ac, "window_ns"))),
-                    NS((uint64_t)json_integer_value(json_object_get(ac, "setup_ns"))));
+                    NS((uint64_t)json_integer_value(json_object_get(ac, "setup_ns"))),
+                    NS((uint64_t)json_integer_value(json_object_get(ac, "wind_down_ns"))));
     text_account(c->t, ac);
     text_account_procs(c->t, ac, procs);
     o = q_head(c);

@@ -105,6 +105,31 @@ size_t pystack_site_frame(struct cs_run *r, const struct cs_frame *f, size_t n)
     return best < n ? best : 0;
 }
 
+int pystack_ref_role(const struct model *m, struct pystack_ref ref)
+{
+    size_t n;
+    const struct cs_frame *f = ref_frames(m, ref, &n);
+    struct cs_run *r = m->runs[ref.run].run;
+    int inner = 1;
+
+    if (ref.id == 0 || f == NULL)
+        return PYSTACK_ROLE_USER;
+    for (size_t i = 0; i < n; i++) {
+        const char *rest;
+        if (!is_python(&f[i]))
+            continue;
+        rest = library_rest(cs_run_string(r, f[i].module_id));
+        if (rest && !strncmp(rest, "torch/utils/data/", 17) &&
+            strstr(cs_run_string(r, CS_FRAME_PY_FUNC(&f[i])), "_MultiProcessingDataLoaderIter"))
+            return PYSTACK_ROLE_LOADER;
+        if (inner && rest && !strncmp(rest, "torch/", 6) && strncmp(rest, "torch/utils/data/", 17))
+            inner = 2; /* the framework's, unless a receive path lies further out */
+        else if (inner == 1)
+            inner = 0;
+    }
+    return inner == 2 ? PYSTACK_ROLE_FRAMEWORK : PYSTACK_ROLE_USER;
+}
+
 int pystack_ref_site(const struct model *m, struct pystack_ref ref, struct pystack_site *s)
 {
     size_t n, at;

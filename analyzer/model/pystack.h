@@ -64,6 +64,16 @@ int pystack_ref_site(const struct model *m, struct pystack_ref ref, struct pysta
 json_t *pystack_ref_callers_json(const struct model *m, struct pystack_ref ref, int max);
 json_t *pystack_ref_via_json(const struct model *m, struct pystack_ref ref, int max);
 
+/* What a stack of host code was doing, for the account's host code
+ * (rules/account.c): the user's code, a DataLoader's receive path (its
+ * multi-process iterator, any frame: unpickling a worker's batch), or the
+ * framework's own Python (the innermost Python frame in torch/, outside
+ * torch/utils/data/: modules, autograd, optimizers between launches). */
+enum pystack_role { PYSTACK_ROLE_USER = 0, PYSTACK_ROLE_LOADER = 1, PYSTACK_ROLE_FRAMEWORK = 2 };
+
+/** The role of stack @p ref (PYSTACK_ROLE_USER without a stack). */
+int pystack_ref_role(const struct model *m, struct pystack_ref ref);
+
 /* ---- samples of host code (docs/python.md, "Host code") ---- */
 
 typedef void (*pystack_sample_fn)(void *arg, const struct m_pysample *s);

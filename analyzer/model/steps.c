@@ -675,11 +675,19 @@ void steps_free(struct steps *s)
 
 struct step_setup steps_setup_end(const struct model *m, const struct steps *s)
 {
-    struct step_setup su = {M_NONE, 0};
+    struct step_setup su = {M_NONE, 0, UINT64_MAX};
+    uint64_t *d;
 
     if (s->n > 0 && m->opts.since_ns == 0) {
         su.proc = m->thr[s->thr].proc;
         su.end_ns = s->s[0].t_start_ns;
+    }
+    if (s->n >= STEPS_MIN && m->opts.until_ns == UINT64_MAX &&
+        (d = malloc(s->n * sizeof(*d))) != NULL) {
+        steps_durations(s, d);
+        su.proc = m->thr[s->thr].proc;
+        su.wind_ns = s->s[s->n - 1].t_end_ns + d[(s->n - 1) / 2];
+        free(d);
     }
     return su;
 }

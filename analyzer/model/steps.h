@@ -59,6 +59,11 @@ void steps_durations(const struct steps *s, uint64_t *out);
 struct step_setup {
     uint32_t proc;               /* M_NONE: no steps, no set-up */
     uint64_t end_ns;             /* the first step's start */
+    uint64_t wind_ns;            /* where the wind-down after the steps begins:
+                                    the last step's end and one median step more
+                                    (the last anchor starts a step of its own);
+                                    UINT64_MAX: none (no steps, or --until cut
+                                    the run's end) */
 };
 
 /** Where the set-up of @p s ends (M_NONE when there are no steps, or the

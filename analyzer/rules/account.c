@@ -19,6 +19,7 @@
 #include "cudaspy/api.h"
 #include "cudaspy/record.h"
 #include "model/procs.h"
+#include "model/pystack.h"
 #include "model/stats.h"
 
 /* What one feeding thread did at a moment, in the order that decides which
@@ -34,9 +35,10 @@ static const int st_bucket[ST_COUNT] = {
     AB_DATA_WAIT,   AB_WORKER_START, AB_SLEEP,      AB_SLEEP,     AB_UNKNOWN};
 
 static const char *const bucket_names[AB_COUNT] = {
-    "setup",        "gpu_compute",   "gpu_copy",     "gpu_copy_pageable", "gpu_both",
-    "gpu_busy_or_unseen",
-    "gpu_queued",   "host_code",     "launch_pace",  "sync_serial",   "sync",
+    "setup",        "wind_down",     "gpu_compute",  "gpu_copy",     "gpu_copy_pageable",
+    "gpu_both",     "gpu_busy_or_unseen",
+    "gpu_queued",   "host_code",     "data_recv",    "host_framework", "launch_pace",
+    "sync_serial",  "sync",
     "launch",       "pageable_copy", "allocator",    "cuda_other",    "asleep_data",
     "worker_startup", "asleep",      "preempted_tree", "preempted_external", "disk",
     "unknown",      "no_cuda"};
@@ -47,9 +49,11 @@ static const char *const cause_names[AC_COUNT] = {
     "cpu_contention_external",  "io_wait"};
 
 static const int owner[AB_COUNT] = {
-    [AB_SETUP] = AC_NONE,       [AB_GPU_COMPUTE] = AC_NONE,   [AB_GPU_COPY] = AC_NONE,
-    [AB_GPU_BOTH] = AC_NONE,    [AB_GPU_UNSEEN] = AC_NONE,    [AB_GPU_PAGEABLE] = AC_PAGEABLE,    [AB_GPU_QUEUED] = AC_NONE,
-    [AB_HOST_CODE] = AC_HOST,   [AB_HOST_PACE] = AC_LAUNCH,   [AB_SYNC_SERIAL] = AC_SYNC,
+    [AB_SETUP] = AC_NONE,       [AB_WIND_DOWN] = AC_NONE,     [AB_GPU_COMPUTE] = AC_NONE,
+    [AB_GPU_COPY] = AC_NONE,    [AB_GPU_BOTH] = AC_NONE,      [AB_GPU_UNSEEN] = AC_NONE,
+    [AB_GPU_PAGEABLE] = AC_PAGEABLE, [AB_GPU_QUEUED] = AC_NONE,
+    [AB_HOST_CODE] = AC_HOST,   [AB_DATA_RECV] = AC_PIPE,     [AB_HOST_FRAMEWORK] = AC_LAUNCH,
+    [AB_HOST_PACE] = AC_LAUNCH, [AB_SYNC_SERIAL] = AC_SYNC,
     [AB_SYNC] = AC_NONE,        [AB_LAUNCH] = AC_LAUNCH,      [AB_PAGEABLE] = AC_PAGEABLE,
     [AB_ALLOC] = AC_CHURN,      [AB_CUDA_OTHER] = AC_NONE,    [AB_DATA_WAIT] = AC_PIPE,
     [AB_WORKER_START] = AC_START, [AB_SLEEP] = AC_NONE,       [AB_PREEMPT_TREE] = AC_TREE,
@@ -90,6 +94,7 @@ struct actx {
     struct acct *a;          /* the account being built */
     const struct gpu_dev *d; /* its device (measured), or NULL */
     int host_known;
+    int py;                  /* the run has Python samples of host code */
     int lb_launch;           /* lower bound: launches outside the gaps are the pace */
     /* the covered interval being walked */
     uint64_t cov;
@@ -216,12 +221,35 @@ static void put(const struct actx *x, int st, uint64_t t0, uint64_t t1, double *
     mine[st_bucket[st]] += (double)(t1 - t0);
 }
 
+/* Python samples of thread @p t in [@p t0, @p t1), a stretch of its host
+ * code while the GPU waited, counted by their role (pystack_ref_role). */
+struct py_count {
+    const struct model *m;
+    struct acct *a;
+};
+
+static void py_sample(void *arg, const struct m_pysample *smp)
+{
+    struct py_count *c = arg;
+
+    c->a->pyn[pystack_ref_role(c->m, pystack_ref_of_sample(c->m, smp))]++;
+}
+
+static void py_host(const struct actx *x, uint32_t t, uint64_t t0, uint64_t t1)
+{
+    struct py_count c = {x->m, x->a};
+
+    if (x->py)
+        pystack_samples_in(x->m, t, t0, t1, py_sample, &c);
+}
+
 /* Walk [@p t0, @p t1) of every feeding thread at once into @p mine; @p only
  * set: keep only the states it lists (outside the lower bound's gaps). */
 static void states(const struct actx *x, uint64_t t0, uint64_t t1, double *mine,
                    const unsigned char *only)
 {
     struct tcur k[ACCT_FEEDERS];
+    int st[ACCT_FEEDERS];
     uint32_t n = x->a->nfeed;
     uint64_t at = t0;
 
@@ -231,16 +259,19 @@ static void states(const struct actx *x, uint64_t t0, uint64_t t1, double *mine,
         int best = ST_COUNT;
         uint64_t nxt = t1, u;
         for (uint32_t i = 0; i < n; i++) {
-            int s = tstate(x, &k[i], at, &u);
-            best = s < best ? s : best;
+            st[i] = tstate(x, &k[i], at, &u);
+            best = st[i] < best ? st[i] : best;
             nxt = u < nxt ? u : nxt;
         }
         if (n == 0)
             best = ST_UNKNOWN;
         nxt = nxt > at ? nxt : at + 1;
-        if (only == NULL || only[best])
+        if (only == NULL || only[best]) {
             put(x, best, at, nxt, mine);
-        else
+            for (uint32_t i = 0; best == ST_HOST && i < n; i++)
+                if (st[i] == ST_HOST)
+                    py_host(x, k[i].t, at, nxt);
+        } else
             mine[AB_GPU_UNSEEN] += (double)(nxt - at);
         at = nxt;
     }
@@ -300,7 +331,7 @@ static uint64_t busy_of(const struct acct *a)
 /* Its time off the GPU after the set-up (the lower bound's unseen time too). */
 static uint64_t off_gpu(const struct acct *a)
 {
-    return a->hi_ns - a->setup_end_ns - busy_of(a);
+    return a->steady_hi_ns - a->setup_end_ns - busy_of(a);
 }
 
 
@@ -426,8 +457,8 @@ static void piece(void *arg, const struct gpu_piece *pc)
         x->w = pc->w;
         steps_cover(x, pc->cov_t0_ns, pc->cov_t1_ns);
     }
-    if (t1 > a->hi_ns)
-        t1 = a->hi_ns;
+    if (t1 > a->steady_hi_ns)
+        t1 = a->steady_hi_ns;
     if (t1 <= t0)
         return;
     if (pc->busy)
@@ -475,7 +506,7 @@ static void busy_split(struct acct *a, const struct gpu_dev *d)
  * population correction (exact coverage: no width). */
 static void estimate(struct acct *a)
 {
-    uint64_t wn = a->hi_ns - a->setup_end_ns, sum = 0;
+    uint64_t wn = a->steady_hi_ns - a->setup_end_ns, sum = 0;
     double n = (double)a->nk, f = wn ? (double)a->covered_ns / (double)wn : 1.0;
     int big = AB_GPU_COMPUTE;
 
@@ -590,10 +621,11 @@ static void lower_bound(struct actx *x)
     lb_only(x, only);
     while (gi < f->ngap && x->m->thr[x->m->call[f->gap[gi].next_call].thr].proc != a->proc)
         gi++;
-    for (; gi < f->ngap && at < a->hi_ns; gi++) {
+    for (; gi < f->ngap && at < a->steady_hi_ns; gi++) {
         const struct feed_gap *g = &f->gap[gi];
         uint64_t end = x->m->call[g->next_call].t_exit_ns; /* the enqueue: still idle */
-        uint64_t g0 = g->t0_ns > at ? g->t0_ns : at, g1 = end < a->hi_ns ? end : a->hi_ns;
+        uint64_t g0 = g->t0_ns > at ? g->t0_ns : at;
+        uint64_t g1 = end < a->steady_hi_ns ? end : a->steady_hi_ns;
         double part[AB_COUNT] = {0};
         if (x->m->thr[x->m->call[g->next_call].thr].proc != a->proc)
             break;
@@ -606,16 +638,16 @@ static void lower_bound(struct actx *x)
         steps_put(x, at, g1, part);
         at = g1;
     }
-    if (at < a->hi_ns) {
+    if (at < a->steady_hi_ns) {
         double part[AB_COUNT] = {0};
-        states(x, at, a->hi_ns, part, only);
+        states(x, at, a->steady_hi_ns, part, only);
         for (int b = 0; b < AB_COUNT; b++)
             mine[b] += part[b];
-        steps_put(x, at, a->hi_ns, part);
+        steps_put(x, at, a->steady_hi_ns, part);
     }
-    steps_cover(x, a->setup_end_ns, a->hi_ns);
+    steps_cover(x, a->setup_end_ns, a->steady_hi_ns);
     {
-        uint64_t wn = a->hi_ns - a->setup_end_ns, sum = 0;
+        uint64_t wn = a->steady_hi_ns - a->setup_end_ns, sum = 0;
         for (int b = AB_GPU_COMPUTE; b < AB_COUNT; b++) {
             a->ns[b] = (uint64_t)(mine[b] + 0.5);
             sum += a->ns[b];
@@ -624,7 +656,7 @@ static void lower_bound(struct actx *x)
         for (int b = AB_GPU_COMPUTE; b < AB_COUNT; b++)
             a->lo[b] = a->hi[b] = a->ns[b];
     }
-    a->covered_ns = a->hi_ns - a->setup_end_ns;
+    a->covered_ns = a->steady_hi_ns - a->setup_end_ns;
 }
 
 /* ---- processes ---- */
@@ -729,6 +761,42 @@ static int acct_add(struct account *ac, uint32_t *cap)
     return 0;
 }
 
+/* Host code whose samples show a DataLoader's receive path or the
+ * framework's own Python goes to AB_DATA_RECV and AB_HOST_FRAMEWORK, in
+ * the samples' proportions (at least ACCT_PY_MIN of them), in the steps
+ * too. */
+#define ACCT_PY_MIN 10
+
+static void py_split(struct actx *x, struct acct *a)
+{
+    static const int to[] = {AB_DATA_RECV, AB_HOST_FRAMEWORK}, cause[] = {AC_PIPE, AC_LAUNCH};
+    uint64_t n = a->pyn[0] + a->pyn[1] + a->pyn[2];
+    uint64_t ns = a->ns[AB_HOST_CODE], lo = a->lo[AB_HOST_CODE], hi = a->hi[AB_HOST_CODE];
+    double f[2];
+
+    if (n < ACCT_PY_MIN)
+        return;
+    for (int i = 0; i < 2; i++) {
+        uint64_t mv;
+        f[i] = (double)a->pyn[i + 1] / (double)n;
+        mv = (uint64_t)((double)ns * f[i] + 0.5);
+        a->ns[to[i]] = mv < a->ns[AB_HOST_CODE] ? mv : a->ns[AB_HOST_CODE];
+        a->lo[to[i]] = (uint64_t)((double)lo * f[i]);
+        a->hi[to[i]] = (uint64_t)((double)hi * f[i]);
+        a->ns[AB_HOST_CODE] -= a->ns[to[i]];
+    }
+    a->lo[AB_HOST_CODE] = (uint64_t)((double)lo * (1.0 - f[0] - f[1]));
+    a->hi[AB_HOST_CODE] = (uint64_t)((double)hi * (1.0 - f[0] - f[1]));
+    for (size_t s = 0; x->s && s < x->ac->nstep; s++) {
+        uint32_t host = x->ac->step[s].own[AC_HOST];
+        for (int i = 0; i < 2; i++) {
+            uint32_t mv = (uint32_t)((double)host * f[i]);
+            x->ac->step[s].own[AC_HOST] -= mv;
+            x->ac->step[s].own[cause[i]] += mv;
+        }
+    }
+}
+
 static void acct_one(struct actx *x, struct acct *a, const struct gpu_dev *d,
                      const struct step_setup *su)
 {
@@ -741,6 +809,10 @@ static void acct_one(struct actx *x, struct acct *a, const struct gpu_dev *d,
     if (su->proc == a->proc && su->end_ns > a->lo_ns)
         a->setup_end_ns = su->end_ns < a->hi_ns ? su->end_ns : a->hi_ns;
     a->ns[AB_SETUP] = a->lo[AB_SETUP] = a->hi[AB_SETUP] = a->setup_end_ns - a->lo_ns;
+    a->steady_hi_ns = a->hi_ns;
+    if (su->proc == a->proc && su->wind_ns > a->setup_end_ns && su->wind_ns < a->hi_ns)
+        a->steady_hi_ns = su->wind_ns;
+    a->ns[AB_WIND_DOWN] = a->lo[AB_WIND_DOWN] = a->hi[AB_WIND_DOWN] = a->hi_ns - a->steady_hi_ns;
     feeders(m, a);
     first_wakes(m, a, x->first_wake, &x->recreates);
     births(m, a, x);
@@ -756,15 +828,20 @@ static void acct_one(struct actx *x, struct acct *a, const struct gpu_dev *d,
     x->last_sync = M_CALL_NONE;
     memset(x->cur, 0, sizeof(x->cur));
     x->cur_len = 0;
+    x->py = run->counts[CS_REC_PYSAMPLE] > 0;
     if (d && d->source >= GPU_SRC_SAMPLED) {
         a->source = d->source;
         measured(x, d);
-        if (a->covered_ns > 0)
+        if (a->covered_ns > 0) {
+            py_split(x, a);
             return;
+        }
         memset(a->ns + AB_GPU_COMPUTE, 0, sizeof(a->ns[0]) * (AB_COUNT - AB_GPU_COMPUTE));
+        memset(a->pyn, 0, sizeof(a->pyn));
     }
     a->source = GPU_SRC_HOST;
     lower_bound(x);
+    py_split(x, a);
 }
 
 /* Processes whose windows overlap ran side by side (the ranks of a job):
@@ -981,17 +1058,19 @@ json_t *account_json(const struct account *ac, const struct model *m)
         const struct acct *a = &ac->a[i];
         uint64_t w = a->hi_ns - a->lo_ns;
         json_array_append_new(
-            procs, json_pack("{s:i, s:i, s:s, s:b, s:I, s:I, s:I, s:I, s:i, s:o}", "pid",
+            procs, json_pack("{s:i, s:i, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:i, s:o}", "pid",
                              (int)m->proc[a->proc].pid, "device", (int)a->device, "source",
                              gpu_source_name(a->source), "represents", a->is_rep, "window_ns",
-                             (json_int_t)w, "setup_ns", (json_int_t)a->ns[AB_SETUP], "covered_ns",
+                             (json_int_t)w, "setup_ns", (json_int_t)a->ns[AB_SETUP],
+                             "wind_down_ns", (json_int_t)a->ns[AB_WIND_DOWN], "covered_ns",
                              (json_int_t)a->covered_ns, "sum_ns", (json_int_t)sum_of(a->ns),
                              "feeders", (int)a->nfeed, "buckets",
                              buckets_json(a->ns, a->lo, a->hi, w)));
     }
-    return json_pack("{s:s, s:I, s:I, s:I, s:o, s:o}", "source", gpu_source_name(ac->source),
-                     "window_ns", (json_int_t)ac->window_ns, "setup_ns",
-                     (json_int_t)ac->ns[AB_SETUP], "sum_ns", (json_int_t)sum_of(ac->ns),
+    return json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:o}", "source",
+                     gpu_source_name(ac->source), "window_ns", (json_int_t)ac->window_ns,
+                     "setup_ns", (json_int_t)ac->ns[AB_SETUP], "wind_down_ns",
+                     (json_int_t)ac->ns[AB_WIND_DOWN], "sum_ns", (json_int_t)sum_of(ac->ns),
                      "buckets", buckets_json(ac->ns, ac->lo, ac->hi, ac->window_ns), "processes",
                      procs);
 }

@@ -22,6 +22,8 @@
 
 enum acct_bucket {
     AB_SETUP,        /* before the first step: once a run, never a finding */
+    AB_WIND_DOWN,    /* after the steps (a checkpoint saved, a last evaluation, the
+                        exit): once a run, never a finding */
     AB_GPU_COMPUTE,  /* GPU busy: kernels or memsets */
     AB_GPU_COPY,     /* GPU busy: copies alone */
     AB_GPU_PAGEABLE, /* GPU busy: copies from pageable memory alone (the staging pace) */
@@ -29,6 +31,11 @@ enum acct_bucket {
     AB_GPU_UNSEEN,   /* host lower bound: not known idle (busy, or idle the host cannot see) */
     AB_GPU_QUEUED,   /* GPU idle with its next work already queued: a GPU-side gap */
     AB_HOST_CODE,    /* GPU idle, a feeder on CPU outside CUDA calls */
+    AB_DATA_RECV,    /* the same, sampled in a DataLoader's receive path (unpickling a
+                        worker's batch): the data pipeline's cost in the main thread */
+    AB_HOST_FRAMEWORK, /* the same, sampled in the framework's own Python (torch's
+                        modules, autograd, optimizers) between launches: per-op
+                        overhead that a CUDA graph or torch.compile removes */
     AB_HOST_PACE,    /* GPU idle in stretches under GPU_SHORT_NS: the per-launch pace */
     AB_SYNC_SERIAL,  /* host work after a sync that the GPU work it waited for would hide */
     AB_SYNC,         /* GPU idle, the feeder inside a sync (waking up) */
@@ -64,6 +71,7 @@ struct acct {
     uint8_t is_rep;           /* represents its group of processes side by side */
     uint64_t lo_ns, hi_ns;    /* its CUDA-active window */
     uint64_t setup_end_ns;    /* the first step's start, lo_ns if no set-up */
+    uint64_t steady_hi_ns;    /* the wind-down's start, hi_ns if none */
     uint64_t covered_ns;      /* measured, after the set-up */
     uint64_t ns[AB_COUNT];    /* estimated over the window; they sum to hi - lo */
     uint64_t lo[AB_COUNT], hi[AB_COUNT]; /* 95 % interval of each (sampled) */
@@ -71,6 +79,9 @@ struct acct {
     /* sampling moments, per covered interval k: x_k = w_k len_k, y_k = w_k b_k */
     double sx, sxx, sy[AB_COUNT], syy[AB_COUNT], sxy[AB_COUNT];
     uint64_t nk;
+    /* Python samples of the feeders' host code in GPU idle, by what ran:
+     * the user's code, a DataLoader's receive path, the framework */
+    uint64_t pyn[3];
 };
 
 /* Per step of struct steps, what each cause owned of it (ns). */

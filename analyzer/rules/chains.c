@@ -984,10 +984,11 @@ static void f_pipe(struct ctx *x)
     f = fnew(x, C_PIPE, 0);
     wait = f->impact_ns;
     if (gp) {
+        uint64_t slept = wait - (x->ac->ns[AB_DATA_RECV] < wait ? x->ac->ns[AB_DATA_RECV] : wait);
         jaddf(f->evidence, "GPU idle %s (%s)", fmt_ns(a, 32, idle), basis(gp, how, sizeof(how)));
         jaddf(f->evidence, "of it the feeding thread slept %s until the data pipeline (worker "
                            "processes or a helper thread) woke it (%.0f %% of the idle time)",
-              fmt_ns(b, 32, wait), pct(wait, idle));
+              fmt_ns(b, 32, slept), pct(slept, idle));
     } else {
         jaddf(f->evidence, "GPU idle >= %s in %" PRIu64 " gaps between a sync that drained the "
                            "streams and the next enqueue",
@@ -1012,13 +1013,18 @@ static void f_pipe(struct ctx *x)
                   m->proc[w->proc].comm, w->pid, fmt_ns(a, 32, w->ns),
                   fmt_ns(d, 32, m->proc[w->proc].st.oncpu_ns), m->proc[w->proc].st.page_allocs);
     }
+    if (x->ac->ns[AB_DATA_RECV])
+        jaddf(f->evidence, "of it the main thread spent %s on CPU in the DataLoader's receive "
+                           "path (a worker's batch read and unpickled: sampled Python stacks)",
+              fmt_ns(a, 32, x->ac->ns[AB_DATA_RECV]));
     tail_evidence(f, tail_for(x, C_PIPE), C_PIPE);
     if (nw) {
         snprintf(f->summary, sizeof(f->summary),
                  "the GPU sat idle %s while the main thread waited for its %u worker(s) to "
                  "deliver batches", fmt_ns(a, 32, wait), nw);
-        snprintf(f->host, sizeof(f->host), "main thread asleep %s waiting on %u worker(s) / "
-                 "helper threads", fmt_ns(b, 32, wait), nw);
+        snprintf(f->host, sizeof(f->host), "main thread %s %s waiting on %u worker(s) / "
+                 "helper threads", x->ac->ns[AB_DATA_RECV] ? "asleep or receiving" : "asleep",
+                 fmt_ns(b, 32, wait), nw);
     } else {
         snprintf(f->summary, sizeof(f->summary),
                  "the GPU sat idle %s while the main thread waited for helper threads of its "
@@ -1348,6 +1354,11 @@ static void launch_measured(struct ctx *x, struct finding *f, const struct feed_
     jaddf(f->evidence, "GPU busy %.0f %%; idle %s while the host was inside launch calls or "
                        "between launches (%s)",
           pct(gp->busy_ns, gp->covered_ns), fmt_ns(a, 32, lost), basis(gp, how, sizeof(how)));
+    if (x->ac->ns[AB_HOST_FRAMEWORK])
+        jaddf(f->evidence, "of it %s while the framework's own Python ran between launches "
+                           "(torch's modules, autograd, optimizers: sampled Python stacks): "
+                           "per-op overhead",
+              fmt_ns(a, 32, x->ac->ns[AB_HOST_FRAMEWORK]));
     snprintf(f->summary, sizeof(f->summary), "launch-bound: kernels of %s on the GPU, one "
              "launched every %s, so the GPU waits %.0f %% of the time for the next launch",
              fmt_ns(a, 32, k50), fmt_ns(b, 32, every), pct(gp->idle_ns, gp->covered_ns));
@@ -1728,6 +1739,17 @@ static json_t *owns_json(int cause)
  * each measured step (account_whatif), the mean (throughput) and the
  * median; else, with fewer than 3 measured steps, both shortened by the
  * impact's share of the window. null without steps. */
+/* What a finding's share is of: the window less the once-a-run parts. */
+static const char *share_of(const struct account *ac)
+{
+    int su = ac->ns[AB_SETUP] > 0, wd = ac->ns[AB_WIND_DOWN] > 0;
+
+    return su && wd ? "the active window between the set-up and the wind-down"
+           : su     ? "the active window after the set-up"
+           : wd     ? "the active window before the wind-down"
+                    : "the active window";
+}
+
 static json_t *whatif_json(const struct ctx *x, const struct finding *f)
 {
     struct acct_whatif w = {0};
@@ -1804,9 +1826,7 @@ static json_t *finding_json(const struct ctx *x, const struct finding *f)
     json_object_set_new(o, "impact_hi_ns", json_integer((json_int_t)f->impact_hi_ns));
     json_object_set_new(o, "owns", owns_json(f->cause));
     json_object_set_new(o, "if_fixed", whatif_json(x, f));
-    json_object_set_new(o, "share_of", json_string(x->ac->ns[AB_SETUP]
-                                                       ? "the active window after the set-up"
-                                                       : "the active window"));
+    json_object_set_new(o, "share_of", json_string(share_of(x->ac)));
     return o;
 }
 

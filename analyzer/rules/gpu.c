@@ -670,7 +670,8 @@ static int cmp_ev(const void *a, const void *b)
     return (x->dk + x->dc + x->dp) - (y->dk + y->dc + y->dp); /* ends first */
 }
 
-static int dev_stats(const struct model *m, struct gpu_dev *d, uint64_t setup_end)
+static int dev_stats(const struct model *m, struct gpu_dev *d, uint64_t setup_end,
+                     uint64_t wind)
 {
     struct ev *e = malloc((2 * d->n + 1) * sizeof(*e));
     uint64_t *dur = malloc((d->n + 1) * sizeof(*dur)), nk = 0, ne = 0;
@@ -701,7 +702,7 @@ static int dev_stats(const struct model *m, struct gpu_dev *d, uint64_t setup_en
         uint64_t span, late;
         k += e[i].dk, c += e[i].dc, pg += e[i].dp;
         span = e[i + 1].t - e[i].t;
-        late = model_overlap(e[i].t, e[i + 1].t, setup_end, UINT64_MAX);
+        late = model_overlap(e[i].t, e[i + 1].t, setup_end, wind);
         d->kernel_ns += k > 0 ? span : 0;
         d->copy_ns += c > 0 ? span : 0;
         d->concurrent_ns += k > 1 ? span : 0;
@@ -846,7 +847,8 @@ static int proc_compute(struct gpu_truth *g, const struct model *m, const struct
         if (rc == 0)
             rc = dev_busy(m, d, dv);
         if (rc == 0)
-            rc = dev_stats(m, d, g->setup.proc == p ? g->setup.end_ns : 0);
+            rc = dev_stats(m, d, g->setup.proc == p ? g->setup.end_ns : 0,
+                           g->setup.proc == p ? g->setup.wind_ns : UINT64_MAX);
         if (rc < 0)
             break;
         dev_idle(m, d, dv, fallback, host_known, lo, hi,

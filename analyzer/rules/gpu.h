@@ -69,8 +69,9 @@ struct gpu_dev {
     uint64_t concurrent_ns;  /* two kernels or more at once */
     uint64_t overlap_ns;     /* a copy and a kernel at once */
     uint64_t pageable_ns;    /* copies alone, every one from pageable memory */
-    /* kernel_ns, copy_ns, overlap_ns and pageable_ns after the set-up
-     * (struct step_setup): what the account splits its GPU busy by */
+    /* kernel_ns, copy_ns, overlap_ns and pageable_ns between the set-up
+     * and the wind-down (struct step_setup): what the account splits its
+     * GPU busy by */
     uint64_t steady_kernel_ns, steady_copy_ns, steady_overlap_ns, steady_pageable_ns;
     uint64_t kernel_p50_ns;  /* median kernel duration */
     struct gpu_stretch top[GPU_TOP]; /* longest idle stretches */

@@ -136,7 +136,7 @@ static void print_account_mix(const struct out *o, const json_t *ac, int busy_to
     json_array_foreach(json_object_get(ac, "buckets"), i, v) {
         const char *name = gets_(v, "name");
         double ns = (double)geti(v, "ns");
-        if (!strcmp(name, "setup") || !strcmp(name, "no_cuda"))
+        if (!strcmp(name, "setup") || !strcmp(name, "wind_down") || !strcmp(name, "no_cuda"))
             continue;
         whole += ns;
         if (!strncmp(name, "gpu_", 4) && strcmp(name, "gpu_queued") &&
@@ -169,7 +169,7 @@ static double account_busy_pct(const json_t *ac, double *lo, double *hi)
 
     json_array_foreach(json_object_get(ac, "buckets"), i, v) {
         const char *name = gets_(v, "name");
-        if (!strcmp(name, "setup") || !strcmp(name, "no_cuda"))
+        if (!strcmp(name, "setup") || !strcmp(name, "wind_down") || !strcmp(name, "no_cuda"))
             continue;
         whole += (double)geti(v, "ns");
         if (!strcmp(name, "gpu_compute") || !strcmp(name, "gpu_copy") ||
@@ -259,11 +259,16 @@ static void print_steps_line(const struct out *o, const json_t *s, int host_data
     } else if (geti(x, "dur_ns") > 0) {
         print_mix(o, "         of step time: ", x, host_data);
     }
-    if (geti(su, "dur_ns") < STEPS_SETUP_MIN_NS || geti(su, "dur_ns") < geti(s, "p50_ns"))
-        return; /* not worth a line: shorter than a step */
-    snprintf(lead, sizeof(lead), "         set-up before the first step %s, once: ",
-             fmt_ns(a, sizeof(a), geti(su, "dur_ns")));
-    print_mix(o, lead, su, host_data);
+    if (geti(su, "dur_ns") >= STEPS_SETUP_MIN_NS && geti(su, "dur_ns") >= geti(s, "p50_ns")) {
+        snprintf(lead, sizeof(lead), "         set-up before the first step %s, once: ",
+                 fmt_ns(a, sizeof(a), geti(su, "dur_ns")));
+        print_mix(o, lead, su, host_data);
+    }
+    if (geti(ac, "wind_down_ns") >= STEPS_SETUP_MIN_NS &&
+        geti(ac, "wind_down_ns") >= geti(s, "p50_ns"))
+        fprintf(o->f, "         wind-down after the last step %s, once (a checkpoint saved, a "
+                      "last evaluation, the exit): in the account, in no finding\n",
+                fmt_ns(a, sizeof(a), geti(ac, "wind_down_ns")));
 }
 
 /* A size-capped run: which part has every record (docs/analyzer.md). */

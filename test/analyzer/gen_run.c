@@ -25,6 +25,9 @@
  * 0.5 ms on, the first two in /w/data.py:88 collate, the rest in
  * /w/train.py:61 log_metrics (gpu_setup_host_pys: 3 ms a step, so 2 to 1),
  * each under train_step and main, collate under a library's frame.
+ * SCENARIO_pyx: the same samples in other stacks: the first two of a step
+ * in a DataLoader's receive path, the rest in an optimizer's own Python
+ * (the account's data_recv and host_framework, 2 to 1).
  * Usage: gen_run SCENARIO OUT.lmdb [--steps N] [--seed S] [--big N]
  *        [--big-host H] (big: H host records instead of N)
  *        [--format-version V] (V overrides the stored format version)
@@ -502,9 +505,36 @@ static void py_stacks(void)
     }
 }
 
-/* SCENARIO_pys: the samples' two stacks. */
-static void pys_stacks(void)
+/* SCENARIO_pyx: the samples' stacks, in a DataLoader's receive path (a
+ * worker's batch unpickled) and in an optimizer's own Python. */
+static void pyx_stacks(void)
 {
+    const char *tr = "/w/train.py", *dl = "/venv/lib/python3.12/site-packages/torch/utils/data/"
+                                          "dataloader.py";
+    const struct cs_frame recv[3] = {
+        {CS_FRAME_PY_OFFSET(395, intern("Connection._recv")),
+         intern("/usr/lib/python3.12/multiprocessing/connection.py"), CS_FRAME_PYTHON},
+        {CS_FRAME_PY_OFFSET(1342, intern("_MultiProcessingDataLoaderIter._next_data")), intern(dl),
+         CS_FRAME_PYTHON},
+        {CS_FRAME_PY_OFFSET(78, intern("main")), intern(tr), CS_FRAME_PYTHON}};
+    const struct cs_frame opt[3] = {
+        {CS_FRAME_PY_OFFSET(473, intern("_multi_tensor_sgd")),
+         intern("/venv/lib/python3.12/site-packages/torch/optim/sgd.py"), CS_FRAME_PYTHON},
+        {CS_FRAME_PY_OFFSET(60, intern("train_step")), intern(tr), CS_FRAME_PYTHON},
+        {CS_FRAME_PY_OFFSET(80, intern("main")), intern(tr), CS_FRAME_PYTHON}};
+
+    if (cs_store_put_stack(gen_st, recv, 3, &pys_stack[0]) < 0 ||
+        cs_store_put_stack(gen_st, opt, 3, &pys_stack[1]) < 0)
+        gen_die("stack", -ENOMEM);
+}
+
+/* SCENARIO_pys: the samples' two stacks (@p pyx: SCENARIO_pyx's). */
+static void pys_stacks(int pyx)
+{
+    if (pyx) {
+        pyx_stacks();
+        return;
+    }
     const char *tr = "/w/train.py", *lib = "/venv/lib/python3.12/site-packages/torch/utils/"
                                            "data/_utils/collate.py";
     const struct cs_frame collate[4] = {
@@ -585,7 +615,8 @@ int main(int argc, char **argv)
 
     rng_state = 42;
     size_t len = argc > 1 ? strlen(argv[1]) : 0;
-    int pys = len > 4 && strcmp(argv[1] + len - 4, "_pys") == 0;
+    int pyx = len > 4 && strcmp(argv[1] + len - 4, "_pyx") == 0;
+    int pys = pyx || (len > 4 && strcmp(argv[1] + len - 4, "_pys") == 0);
     int py = pys || (len > 3 && strcmp(argv[1] + len - 3, "_py") == 0);
     size_t base = len - (pys ? 4 : py ? 3 : 0);
     for (int i = 0; i < (int)(sizeof(scen_names) / sizeof(scen_names[0])); i++)
@@ -627,7 +658,7 @@ int main(int argc, char **argv)
     if (py)
         py_stacks();
     if (pys)
-        pys_stacks();
+        pys_stacks(pyx);
     t_end = T0 + 5 * MS;
     if (sc == S_BIG) {
         t_end = big(nbig, nbig_host) + MS;

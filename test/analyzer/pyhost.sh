@@ -16,6 +16,7 @@ has() { grep -qxF -- "$2" "$1" || { no "$1 lacks: $2"; grep -A6 'python lines' "
 
 "$GEN" gpu_setup_host_pys pys.lmdb || { echo "gen_run gpu_setup_host_pys failed"; exit 1; }
 "$GEN" gpu_setup_host_py py.lmdb || { echo "gen_run gpu_setup_host_py failed"; exit 1; }
+"$GEN" gpu_setup_host_pyx pyx.lmdb || { echo "gen_run gpu_setup_host_pyx failed"; exit 1; }
 "$A" --color never pys.lmdb >pys.txt 2>err.txt || no "report exited $?"
 [ -s err.txt ] && no "stderr not empty: $(cat err.txt)"
 has pys.txt "    - 1.29 s of GPU idle while the host ran data.py:88 in collate (67 %; 1198 samples)"
@@ -27,10 +28,11 @@ grep -q 'while the host ran' py.txt && no "samples named without samples"
 grep -q 'GPU idle after the cudaStreamSynchronize at train.py:57 in train_step' py.txt ||
     no "without samples, host_bound lost its sync line"
 if command -v python3 >/dev/null; then
-    "$A" --json pys.lmdb >pys.json && "$A" --json py.lmdb >py.json || no "--json exited $?"
-    python3 - pys.json py.json <<'PY' || fail=1
+    "$A" --json pys.lmdb >pys.json && "$A" --json py.lmdb >py.json &&
+        "$A" --json pyx.lmdb >pyx.json || no "--json exited $?"
+    python3 - pys.json py.json pyx.json <<'PY' || fail=1
 import json, sys
-j, k = (json.load(open(p)) for p in sys.argv[1:3])
+j, k, x = (json.load(open(p)) for p in sys.argv[1:4])
 bad = []
 def want(what, got, exp):
     if got != exp:
@@ -41,6 +43,19 @@ want("sites", [(s["file"], s["line"], s["samples"], s["source"], round(s["share"
 want("via", [f["function"] for f in hb[0]["via"]], ["default_collate"])
 want("samples counted", j["run"]["files"][0]["counts"].get("pysample"), 1800)
 want("no samples, no count", "pysample" in k["run"]["files"][0]["counts"], False)
+# pyx: the same host code sampled 2 to 1 in a DataLoader's receive path and
+# in an optimizer: data_recv and host_framework, owned by the data pipeline
+# and launch_bound; the user's host code none of it
+b = {v["name"]: v for v in x["account"]["buckets"]}
+want("pys: no data_recv", "data_recv" in {v["name"] for v in j["account"]["buckets"]}, False)
+r, fw = b.get("data_recv", {}).get("ns", 0), b.get("host_framework", {}).get("ns", 0)
+want("data_recv to host_framework 2 to 1", bool(fw) and 1.8 <= r / fw <= 2.2, True)
+want("owners", (b["data_recv"]["owner"], b["host_framework"]["owner"]),
+     ("data_pipeline_starvation", "launch_bound"))
+want("host code left", b.get("host_code", {}).get("ns", 0) < 1e6, True)
+own = {c["cause"]: c["impact_ns"] for c in x["chains"]}
+want("data_pipeline_starvation owns data_recv", own.get("data_pipeline_starvation", 0) >= r, True)
+want("launch_bound owns host_framework", own.get("launch_bound", 0) >= fw, True)
 for b in bad:
     print("FAIL: json: " + b)
 sys.exit(1 if bad else 0)

@@ -3,7 +3,8 @@ unmodified from public repositories) and prints the accuracy contract's
 truth line from the program's own output (gpu-check.sh accuracy).
 
     extrun.py --case NAME --planted CAUSE [--fakedata OLD:NEW,...]
-              [--corpus TRAIN,VALID,TEST,VOCAB] PROGRAM [--] ARGS...
+              [--corpus TRAIN,VALID,TEST,VOCAB] [--item-sync on|off]
+              PROGRAM [--] ARGS...
 
 PROGRAM is a folder of ext/ (imagenet, dcgan, word_language_model); its
 main.py runs in a child Python with ARGS, in a fresh temporary folder (the
@@ -15,7 +16,17 @@ running main.py with runpy:
   (the programs' fake-data options have no size option; ImageNet's is
   1,281,167 images);
 - times every DataLoader next() (a meter only: the call is unchanged) and
-  prints the waits at exit (`extrun-waits:`, not passed through).
+  prints the waits at exit (`extrun-waits:`, not passed through);
+- --item-sync (word_language_model only): main.py's source is read and run
+  as runpy.run_path would run the file (a fresh __main__, __file__ and
+  sys.argv[0] the script, sys.path[0] its folder), the file on disk
+  untouched; with `off` its one line `total_loss += loss.item()` (a sync
+  every batch) runs as `total_loss += loss.detach()`, the sum then kept on
+  the GPU (the log line every --log-interval batches formats it with
+  {:5.2f} and math.exp(): a 0-dim tensor's __format__ and __float__ call
+  .item(), so it syncs there only). Both values check that the line is
+  there exactly once, and run the same way: an A/B pair differing in that
+  line alone.
 --corpus writes a synthetic corpus (Zipf-distributed words w0..wVOCAB-1,
 20 tokens a line with <eos>) of at least that many tokens to ./corpus for
 word_language_model (no network here, and the upstream snapshot lacks
@@ -30,7 +41,7 @@ workers' start and cuDNN's set-up, left out):
   waits inside that window;
 - word_language_model: its ms/batch meter: loop_ns = sum of ms/batch x
   the log interval over the report lines but the first (which also holds
-  batch 0); truth_ns 0 (a healthy case).
+  batch 0); truth_ns 0 (an A/B case: --item-sync on vs off).
 Every program also gets meter_ns (the next() waits in its loop window).
 
 Exit status: the program's.
@@ -91,6 +102,38 @@ def meter_waits():
     atexit.register(report)
 
 
+ITEM_SYNC = "total_loss += loss.item()"  # word_language_model/main.py, train()
+ITEM_SYNC_OFF = "total_loss += loss.detach()"
+
+
+def item_sync_source(script, mode):
+    """main.py's source, its one `total_loss += loss.item()` line kept (on)
+    or made `total_loss += loss.detach()` (off)."""
+    with open(script, encoding="utf-8") as f:
+        src = f.read()
+    n = src.count(ITEM_SYNC)
+    if n != 1:
+        raise SystemExit(f"extrun: --item-sync: {script} holds {ITEM_SYNC!r} {n} times, not once")
+    return src if mode == "on" else src.replace(ITEM_SYNC, ITEM_SYNC_OFF)
+
+
+def run_source(script, src):
+    """@src run as runpy.run_path(@script, run_name="__main__") runs the
+    file: compiled under the script's name, in a fresh __main__ module that
+    replaces ours for the run."""
+    import types
+    code = compile(src, script, "exec")
+    mod = types.ModuleType("__main__")
+    mod.__dict__.update(__file__=script, __cached__=None, __loader__=None, __package__="",
+                        __spec__=None)
+    ours = sys.modules["__main__"]
+    sys.modules["__main__"] = mod
+    try:
+        exec(code, mod.__dict__)
+    finally:
+        sys.modules["__main__"] = ours
+
+
 def child(prog_dir, args):
     import runpy
     script = os.path.join(prog_dir, "main.py")
@@ -98,8 +141,13 @@ def child(prog_dir, args):
     sys.argv = [script] + args
     if os.environ.get("EXTRUN_FAKEDATA"):
         patch_fakedata(os.environ["EXTRUN_FAKEDATA"])
+    sync = os.environ.get("EXTRUN_ITEM_SYNC")
+    src = item_sync_source(script, sync) if sync else None
     meter_waits()
-    runpy.run_path(script, run_name="__main__")
+    if src is not None:
+        run_source(script, src)
+    else:
+        runpy.run_path(script, run_name="__main__")
     return 0
 
 
@@ -182,7 +230,7 @@ def truth_line(case, planted, prog, lines, waits):
 
 
 def parse_args(argv):
-    opts = {"case": None, "planted": None, "fakedata": "", "corpus": ""}
+    opts = {"case": None, "planted": None, "fakedata": "", "corpus": "", "item-sync": ""}
     i = 0
     while i < len(argv) and argv[i].startswith("--") and argv[i] != "--":
         key = argv[i][2:]
@@ -194,6 +242,10 @@ def parse_args(argv):
         raise SystemExit("extrun: need --case, --planted and one of "
                          + " ".join(sorted(TRUTHS)) + "\n" + __doc__)
     prog, rest = argv[i], argv[i + 1:]
+    if opts["item-sync"] and (opts["item-sync"] not in ("on", "off")
+                              or prog != "word_language_model"):
+        raise SystemExit("extrun: --item-sync: on or off, for word_language_model only\n"
+                         + __doc__)
     if rest[:1] == ["--"]:
         rest = rest[1:]
     return opts, prog, rest
@@ -205,7 +257,8 @@ def parent(argv):
     try:
         if opts["corpus"]:
             write_corpus(os.path.join(tmp, "corpus"), opts["corpus"])
-        env = dict(os.environ, PYTHONUNBUFFERED="1", EXTRUN_FAKEDATA=opts["fakedata"])
+        env = dict(os.environ, PYTHONUNBUFFERED="1", EXTRUN_FAKEDATA=opts["fakedata"],
+                   EXTRUN_ITEM_SYNC=opts["item-sync"])
         cmd = [sys.executable, os.path.abspath(__file__), "--child", os.path.join(EXT, prog)] + args
         p = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, text=True, bufsize=1)
         lines, waits = [], []

@@ -8,7 +8,7 @@ accuracy contract (scripts/gpu/accuracy/README.md):
 
 truth_ns is the workload's own meter of what the planted cause cost over the
 timed loop (set-up excluded); 0 where the case is an A/B (the scorer takes
-loop_ns(with) - loop_ns(without) of two untraced runs) or healthy. setup_ns
+loop_ns(with) - loop_ns(without) of two recorded runs) or healthy. setup_ns
 is the time from just before the process's first CUDA call to the start of
 the timed loop; gpu_ns the loop's GPU time by CUDA events where a case
 measures it, else 0.
@@ -154,25 +154,55 @@ def w_data_main(variant=""):
     return t
 
 
+def sleep_cycles(ms):
+    """torch.cuda._sleep's cycles for @ms of GPU time: _sleep(1,000,000)
+    timed by CUDA events five times (after two unmeasured, the kernel's
+    first launch and the clock's ramp), the median."""
+    for _ in range(2):
+        torch.cuda._sleep(1_000_000)
+    times = []
+    for _ in range(5):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        torch.cuda._sleep(1_000_000)
+        e1.record()
+        e1.synchronize()
+        times.append(e0.elapsed_time(e1))  # ms
+    per = sorted(times)[len(times) // 2]
+    return int(round(1_000_000 * ms / per)), per
+
+
 def w_item_sync(variant="with"):
-    """sync_per_iteration (A/B): each step a ~1.4 ms matmul, loss.item()
-    (with) or not (without), a tiny kernel, then 1 ms of host work. With
-    the .item() the host work no longer overlaps the matmul."""
+    """sync_per_iteration (A/B): each step ~1.4 ms of GPU work, a tiny
+    kernel making `loss`, loss.item() (with) or not (without), another
+    tiny kernel, then 1 ms of host work. With the .item() the host work no
+    longer overlaps the GPU's: with ~2.4 ms a step, without ~1.4.
+
+    The GPU work is torch.cuda._sleep (a kernel spinning on the SM clock,
+    sized at start by CUDA events: sleep_cycles), not a matmul: an 8192^3
+    bf16 matmul ran 1.49 ms a step at 56 % GPU duty (with) but ~1.71 ms
+    back to back (without: likely power-throttled, the GPU never idle), so the without run's GPU was
+    slower than the with run's and the A/B said removing the sync saved
+    less than the host work it serialised. A spin draws little power: the
+    GPU work is the same in both."""
     t = Truth("item_sync", "sync_per_iteration")
+    cycles, per = sleep_cycles(1.4)
     torch.manual_seed(0)
-    a = torch.randn(8192, 8192, device=DEV, dtype=torch.bfloat16)
-    b = torch.randn(8192, 8192, device=DEV, dtype=torch.bfloat16)
+    x = torch.randn(4096, device=DEV)
     acc = torch.zeros((), device=DEV)
-    (a @ b).mean()
+    torch.cuda._sleep(cycles)
+    x.mean()
     total, steps = 0.0, 800
     t.start()
     for _ in range(steps):
-        loss = (a @ b).mean()
+        torch.cuda._sleep(cycles)
+        loss = x.mean()  # after the spin, on its stream: .item() waits for both
         if variant == "with":
             total += loss.item()
         acc += loss
         spin(0.001)
     t.stop(steps)
+    t.extra["sleep_cycles"], t.extra["sleep_ms_per_mcycle"] = cycles, round(per, 4)
     return t
 
 

@@ -1,13 +1,17 @@
 """run.py: issue 30's accuracy proof on the GPU (gpu-check.sh accuracy).
 For each case of the manifest (the accuracy contract's format, README.md):
 the workload untraced and recorded (`cudaspy record`, GPU activity at its
-default, sampled), interleaved; an A/B case's `cmd_without` untraced too.
-Each recording is analysed (`cudaspy-analyze --json`, and the text report)
-and scored as the contract says:
+default, sampled), interleaved; an A/B case's `cmd_without` recorded too,
+exactly as `cmd` (same record_args, env and hogs; its own run file, not
+analysed). The recording of `cmd` is analysed (`cudaspy-analyze --json`,
+and the text report) and scored as the contract says:
 
 - truth: "meter": the recorded run's own truth line (truth_ns; setup_ns
   for planted "setup"); "ab": loop_ns(cmd) - loop_ns(cmd_without), both
-  untraced, same step count; planted "none": 0;
+  recorded, same step count: the analysis explains the run it recorded,
+  and recording dilates some loops a lot (a launch-bound loop 1.61 s
+  untraced, 2.32 s recorded, on the H100), so two untraced runs do not
+  say what the cause cost in the run analysed; planted "none": 0;
 - top cause: the first finding of `chains` that is not a LOW one of
   impact 0;
 - pass: top cause == planted and |impact_ns(planted's finding) - truth|
@@ -17,13 +21,20 @@ and scored as the contract says:
   the tolerance), and the findings' impact_pct summing to <= 100.05;
   in each of --count recordings.
 
-Writes OUT/summary.json (one row a case: case, planted, truth_impact_pct,
-top_cause, top_impact_pct, error_pct, verdict, reason; rewritten after
-every case, so a cut call keeps the rest), OUT/tracing.json (each case's
-untraced loop and meter next to its recorded one), OUT/runs.jsonl (every
-run: command, exit status, truth line, the analysis's findings) and
-OUT/reports.txt (the text reports). A case left when --budget-s has run
-out is a row with verdict "skip".
+The untraced run of `cmd` is not scored: it gives recording's dilation of
+the loop (traced_over_untraced in tracing.json). The untraced A/B (untraced
+cmd_without) is not run: the call's time budget holds three runs an A/B
+case, so it is not reported either.
+
+Writes OUT/summary.json (one row a case: case, planted, truth_impact_pct
+(truth over the recorded loop), top_cause, top_impact_pct, error_pct,
+verdict, reason; rewritten after every case, so a cut call keeps the rest),
+OUT/tracing.json (recording 1 of each case: the untraced loop and meter
+next to the recorded ones, traced_over_untraced; an A/B case's also
+without_traced_loop_ns and ab_truth_ns), OUT/runs.jsonl (every run:
+command, exit status, truth line, the analysis's findings; run_file with
+--keep-runs) and OUT/reports.txt (the text reports). A case left when
+--budget-s has run out is a row with verdict "skip".
 
 Usage: python3 run.py --manifest FILE --build DIR --out DIR --runs DIR
            [--count N] [--budget-s S] [--cases A,B] [--keep-runs]
@@ -151,8 +162,9 @@ class Runner:
         self.log.write(json.dumps(row, separators=(",", ":")) + "\n")
         self.log.flush()
 
-    def run(self, case, role, rep, cmd, env, traced, record_args, timeout):
-        """One run, untraced or recorded; its row (truth line, analysis)."""
+    def run(self, case, role, rep, cmd, env, traced, record_args, timeout, analyse=True):
+        """One run, untraced or recorded (and, if @analyse, its recording
+        analysed); its row (truth line, analysis)."""
         name = f"{case}-{role}-{rep}"
         path = os.path.join(self.runs, name + ".lmdb")
         full = list(cmd)
@@ -181,15 +193,18 @@ class Runner:
         if rc != 0:
             row["stderr_tail"] = open(se, errors="replace").read()[-600:]
         if traced and os.path.exists(path):
-            self.analyze(row, path)
-            if not self.o.keep_runs:
+            if analyse:
+                self.analyze(row, path)
+            if self.o.keep_runs:
+                row["run_file"] = path
+            else:
                 for p in (path, path + "-lock"):
                     if os.path.exists(p):
                         os.remove(p)
         self.note({k: v for k, v in row.items() if k != "_a"})  # the analysis: findings only
         print(f"accuracy: {name} rc={rc} wall={row['wall_s']} s"
               f" loop={(row['truth'] or {}).get('loop_ns', 0) / 1e9:.3f} s"
-              + (f" top={row.get('top_cause')}" if traced else ""), file=sys.stderr)
+              + (f" top={row.get('top_cause')}" if traced and analyse else ""), file=sys.stderr)
         return row
 
     def analyze(self, row, path):
@@ -232,14 +247,15 @@ class Runner:
 
 
 def rounds(c, k, count):
-    """The runs of case @c (index @k): per recording, the untraced run(s)
-    and the recorded one, their order turning from case to case."""
+    """The runs of case @c (index @k): per recording, cmd untraced and
+    recorded, an A/B case's cmd_without recorded too (role "without"),
+    their order turning from case to case and recording to recording."""
     ab = c.get("truth") == "ab"
     out = []
     for rep in range(1, count + 1):
         runs = [("untraced", c["cmd"], False), ("traced", c["cmd"], True)]
         if ab:
-            runs.insert(1, ("without", c["cmd_without"], False))
+            runs.insert(1, ("without", c["cmd_without"], True))
         shift = (k + rep) % len(runs)
         out.append((rep, runs[shift:] + runs[:shift]))
     return out
@@ -267,7 +283,8 @@ def run_case(r, c, k, o):
         for role, cmd, traced in runs:
             hogs = hogs_start(c.get("hogs", 0)) if traced else []
             try:
-                got[role] = r.run(c["case"], role, rep, cmd, env, traced, rec, timeout)
+                got[role] = r.run(c["case"], role, rep, cmd, env, traced, rec, timeout,
+                                  analyse=role == "traced")
             finally:
                 hogs_stop(hogs)
         results.append(judge(c, got, ab, planted, tol))
@@ -298,10 +315,14 @@ def judge(c, got, ab, planted, tol):
             (t.get("stderr_tail") or "")[-200:].replace("\n", " | "), None, tc, tip
     if a is None:
         return False, None, "analyze: " + t.get("analyze_error", "no run file"), None, tc, tip
-    if ab:
-        w, wo = got["untraced"].get("truth"), got["without"].get("truth")
+    if ab:  # both recorded: the run analysed against its like without the cause
+        wr = got["without"]
+        if wr["rc"] != 0:
+            return False, None, f"A/B: recorded cmd_without: exit {wr['rc']}: " + \
+                (wr.get("stderr_tail") or "")[-200:].replace("\n", " | "), None, tc, tip
+        w, wo = t.get("truth"), wr.get("truth")
         if not w or not wo:
-            return False, None, "A/B: no truth line from the untraced " + \
+            return False, None, "A/B: no truth line from the recorded " + \
                 ("cmd" if not w else "cmd_without"), None, tc, tip
         if w["steps"] != wo["steps"]:
             return False, None, f"A/B: steps differ ({w['steps']} vs {wo['steps']})", None, tc, tip
@@ -320,7 +341,8 @@ def judge(c, got, ab, planted, tol):
 
 
 def tracing(got):
-    """Loop and meter untraced next to recorded (recording 1)."""
+    """Loop and meter untraced next to recorded (recording 1); an A/B
+    case's recorded cmd_without and the truth they make."""
     u, t = (got.get(k, {}).get("truth") or {} for k in ("untraced", "traced"))
     out = {"untraced_loop_ns": u.get("loop_ns"), "traced_loop_ns": t.get("loop_ns"),
            "untraced_truth_ns": u.get("truth_ns"), "traced_truth_ns": t.get("truth_ns"),
@@ -332,7 +354,11 @@ def tracing(got):
         if k in u or k in t:
             out["untraced_" + k], out["traced_" + k] = u.get(k), t.get(k)
     if "without" in got:
-        out["without_loop_ns"] = (got["without"].get("truth") or {}).get("loop_ns")
+        wl = (got["without"].get("truth") or {}).get("loop_ns")
+        out["without_traced_loop_ns"] = wl
+        out["without_traced_wall_s"] = got["without"].get("wall_s")
+        if wl is not None and t.get("loop_ns") is not None:
+            out["ab_truth_ns"] = t["loop_ns"] - wl
     return out
 
 

@@ -319,7 +319,7 @@ def test_runner():
     check("timed-out run fails with exit 124", v("slow")[0] == "fail" and "124" in v("slow")[2],
           v("slow"))
     check("tracing: untraced and recorded loops", tr["ab"].get("untraced_loop_ns") == 2e9
-          and tr["ab"].get("traced_loop_ns") == 2e9 and tr["ab"].get("without_loop_ns") == 1e9,
+          and tr["ab"].get("traced_loop_ns") == 2e9 and tr["ab"].get("without_traced_loop_ns") == 1e9,
           tr["ab"])
     check("runs.jsonl: 3 runs for A/B, 2 for meter",
           sum(r["case"] == "ab" for r in runs) == 3
