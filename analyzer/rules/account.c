@@ -221,35 +221,12 @@ static void put(const struct actx *x, int st, uint64_t t0, uint64_t t1, double *
     mine[st_bucket[st]] += (double)(t1 - t0);
 }
 
-/* Python samples of thread @p t in [@p t0, @p t1), a stretch of its host
- * code while the GPU waited, counted by their role (pystack_ref_role). */
-struct py_count {
-    const struct model *m;
-    struct acct *a;
-};
-
-static void py_sample(void *arg, const struct m_pysample *smp)
-{
-    struct py_count *c = arg;
-
-    c->a->pyn[pystack_ref_role(c->m, pystack_ref_of_sample(c->m, smp))]++;
-}
-
-static void py_host(const struct actx *x, uint32_t t, uint64_t t0, uint64_t t1)
-{
-    struct py_count c = {x->m, x->a};
-
-    if (x->py)
-        pystack_samples_in(x->m, t, t0, t1, py_sample, &c);
-}
-
 /* Walk [@p t0, @p t1) of every feeding thread at once into @p mine; @p only
  * set: keep only the states it lists (outside the lower bound's gaps). */
 static void states(const struct actx *x, uint64_t t0, uint64_t t1, double *mine,
                    const unsigned char *only)
 {
     struct tcur k[ACCT_FEEDERS];
-    int st[ACCT_FEEDERS];
     uint32_t n = x->a->nfeed;
     uint64_t at = t0;
 
@@ -259,19 +236,16 @@ static void states(const struct actx *x, uint64_t t0, uint64_t t1, double *mine,
         int best = ST_COUNT;
         uint64_t nxt = t1, u;
         for (uint32_t i = 0; i < n; i++) {
-            st[i] = tstate(x, &k[i], at, &u);
-            best = st[i] < best ? st[i] : best;
+            int s = tstate(x, &k[i], at, &u);
+            best = s < best ? s : best;
             nxt = u < nxt ? u : nxt;
         }
         if (n == 0)
             best = ST_UNKNOWN;
         nxt = nxt > at ? nxt : at + 1;
-        if (only == NULL || only[best]) {
+        if (only == NULL || only[best])
             put(x, best, at, nxt, mine);
-            for (uint32_t i = 0; best == ST_HOST && i < n; i++)
-                if (st[i] == ST_HOST)
-                    py_host(x, k[i].t, at, nxt);
-        } else
+        else
             mine[AB_GPU_UNSEEN] += (double)(nxt - at);
         at = nxt;
     }
@@ -767,13 +741,43 @@ static int acct_add(struct account *ac, uint32_t *cap)
  * too. */
 #define ACCT_PY_MIN 10
 
+/* A feeder's Python samples taken while it ran host code (on CPU outside
+ * CUDA calls), counted by their role (pystack_ref_role). */
+struct py_count {
+    const struct actx *x;
+    struct tcur k;
+};
+
+static void py_sample(void *arg, const struct m_pysample *smp)
+{
+    struct py_count *c = arg;
+    uint64_t u;
+
+    if (tstate(c->x, &c->k, smp->t_ns, &u) == ST_HOST)
+        c->x->a->pyn[pystack_ref_role(c->x->m, pystack_ref_of_sample(c->x->m, smp))]++;
+}
+
+/* The samples of every feeder's host code between the set-up and the
+ * wind-down, GPU busy or not: GPU activity is often sampled too sparsely
+ * for the samples inside its idle stretches alone to say much. */
+static void py_counts(const struct actx *x, struct acct *a)
+{
+    memset(a->pyn, 0, sizeof(a->pyn));
+    for (uint32_t i = 0; x->py && i < a->nfeed; i++) {
+        struct py_count c = {x, {0}};
+        tcur_init(x->m, &c.k, a->feeder[i], a->setup_end_ns);
+        pystack_samples_in(x->m, a->feeder[i], a->setup_end_ns, a->steady_hi_ns, py_sample, &c);
+    }
+}
+
 static void py_split(struct actx *x, struct acct *a)
 {
     static const int to[] = {AB_DATA_RECV, AB_HOST_FRAMEWORK}, cause[] = {AC_PIPE, AC_LAUNCH};
-    uint64_t n = a->pyn[0] + a->pyn[1] + a->pyn[2];
-    uint64_t ns = a->ns[AB_HOST_CODE], lo = a->lo[AB_HOST_CODE], hi = a->hi[AB_HOST_CODE];
+    uint64_t n, ns = a->ns[AB_HOST_CODE], lo = a->lo[AB_HOST_CODE], hi = a->hi[AB_HOST_CODE];
     double f[2];
 
+    py_counts(x, a);
+    n = a->pyn[0] + a->pyn[1] + a->pyn[2];
     if (n < ACCT_PY_MIN)
         return;
     for (int i = 0; i < 2; i++) {
@@ -837,7 +841,6 @@ static void acct_one(struct actx *x, struct acct *a, const struct gpu_dev *d,
             return;
         }
         memset(a->ns + AB_GPU_COMPUTE, 0, sizeof(a->ns[0]) * (AB_COUNT - AB_GPU_COMPUTE));
-        memset(a->pyn, 0, sizeof(a->pyn));
     }
     a->source = GPU_SRC_HOST;
     lower_bound(x);

@@ -217,7 +217,7 @@ def w_copies(variant="pageable"):
     dev = torch.empty_like(host, device=DEV)
     acc = torch.zeros(1, device=DEV)
     dev.copy_(host, non_blocking=True)
-    steps = 200
+    steps = 600  # ~4 s: several slices of sampled GPU activity (200: one)
     t.start()
     for _ in range(steps):
         dev.copy_(host, non_blocking=True)
@@ -236,7 +236,7 @@ def w_alloc(variant="with"):
     torch.manual_seed(0)
     a = torch.randn(4096, 4096, device=DEV, dtype=torch.bfloat16)
     acc = torch.zeros(4096, 4096, device=DEV, dtype=torch.bfloat16)
-    steps, n, ec = 800, 64 * 1024 * 1024, 0
+    steps, n, ec = 3000, 64 * 1024 * 1024, 0  # ~2.5 s: long enough for sampled GPU activity
     torch.empty(n, device=DEV).fill_(1.0)
     t.start()
     for _ in range(steps):
