@@ -457,6 +457,8 @@ static void busy_split(struct acct *a, const struct gpu_dev *d)
     uint64_t k = d->steady_kernel_ns > ov ? d->steady_kernel_ns - ov : 0;
     uint64_t c = d->steady_copy_ns > ov ? d->steady_copy_ns - ov : 0;
     uint64_t pg = d->steady_pageable_ns < c ? d->steady_pageable_ns : c;
+    /* what pinned memory would still spend on the transfer is a copy's, not the cause's */
+    pg = (uint64_t)((double)pg * (1.0 - gpu_pinned_share(d)));
     double sum = (double)(k + c + ov), f[3], rest = 1.0;
     uint64_t busy = a->ns[AB_GPU_COMPUTE], lo = a->lo[AB_GPU_COMPUTE], hi = a->hi[AB_GPU_COMPUTE];
 

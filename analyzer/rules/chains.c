@@ -1083,6 +1083,34 @@ static const char *fmt_bw(char *buf, size_t n, uint64_t bytes, uint64_t ns)
     return buf;
 }
 
+/* What the account left of the GPU's pageable copy time to a copy from
+ * pinned memory (gpu_pinned_share), on the first device that copied. */
+static void pinned_evidence(const struct ctx *x, struct finding *f)
+{
+    char a[32], b[32], r[32];
+
+    for (uint32_t i = 0; x->g && i < x->g->nd; i++) {
+        const struct gpu_dev *d = &x->g->d[i];
+        double keep = gpu_pinned_share(d);
+        uint64_t kept = (uint64_t)((double)d->steady_pageable_ns * keep);
+        if (d->steady_pageable_ns == 0)
+            continue;
+        snprintf(r, sizeof(r), "%.1f GB/s", d->pinned_bps / 1e9);
+        if (d->pinned_src == GPU_PINNED_NONE)
+            jaddf(f->evidence, "the GPU copied pageable memory for %s; what pinned memory "
+                               "would still take of it is not known (no pinned copy in the run, "
+                               "no PCIe link from NVML): all of it counted, an upper bound",
+                  fmt_ns(a, 32, d->steady_pageable_ns));
+        else
+            jaddf(f->evidence, "the GPU copied pageable memory for %s; from pinned memory the "
+                               "transfer would still take %s (%s: %s), not counted",
+                  fmt_ns(a, 32, d->steady_pageable_ns), fmt_ns(b, 32, kept), r,
+                  d->pinned_src == GPU_PINNED_RUN ? "the run's own pinned copies"
+                                                  : "the PCIe link NVML reports");
+        return;
+    }
+}
+
 /* Copies of 64 KiB or more from pageable memory. The driver stages them
  * through a pinned buffer on the calling thread, so their cost is on-CPU
  * time; off-CPU time inside them belongs to other causes. The excess is that
@@ -1143,6 +1171,7 @@ static void f_pageable(struct ctx *x)
         jaddf(f->evidence, "no pinned copy to compare; excess estimated as the on-CPU time of "
                            "the async calls (%s) and half that of the synchronous ones (%s)",
               fmt_ns(a, 32, pg_cpu - pg_cpu_sync), fmt_ns(b, 32, pg_cpu_sync));
+    pinned_evidence(x, f);
     jaddf(f->evidence, "async copies from pageable memory are staged by the driver and block "
                        "the calling thread");
     f->row = e.ns[0] ? stats_table_row(x->t, &m->call[e.call[0]]) : NULL;

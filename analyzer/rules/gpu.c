@@ -670,9 +670,52 @@ static int cmp_ev(const void *a, const void *b)
     return (x->dk + x->dc + x->dp) - (y->dk + y->dc + y->dp); /* ends first */
 }
 
+/* Bytes a second of PCIe link "GENxWIDTH" (128b/130b from gen 3 on,
+ * 8b/10b before), 0 if unreadable. */
+static double link_bps(const char *s)
+{
+    static const double gts[] = {0, 2.5, 5, 8, 16, 32, 64};
+    unsigned g = 0, w = 0;
+
+    if (sscanf(s, "%ux%u", &g, &w) != 2 || g == 0 || g >= sizeof(gts) / sizeof(gts[0]) || w == 0)
+        return 0;
+    return gts[g] * 1e9 * w * (g >= 3 ? 128.0 / 130.0 : 0.8) / 8.0;
+}
+
+/* The slowest link of meta gpu_pcie_max ("5x16,5x16", NVML's devices in
+ * its order: which is this process's is not known, so the slowest), at
+ * GPU_PCIE_EFF, into d. */
+static void link_rate(const struct model *m, struct gpu_dev *d)
+{
+    const char *v = cs_run_meta(m->runs[m->proc[d->proc].run].run, "gpu_pcie_max");
+    char buf[256], *save = NULL;
+
+    if (v == NULL || snprintf(buf, sizeof(buf), "%s", v) >= (int)sizeof(buf))
+        return;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        double bps = link_bps(t) * GPU_PCIE_EFF;
+        if (bps > 0 && (d->pinned_bps == 0 || bps < d->pinned_bps)) {
+            d->pinned_bps = bps;
+            d->pinned_src = GPU_PINNED_LINK;
+            snprintf(d->pinned_link, sizeof(d->pinned_link), "%s", t);
+        }
+    }
+}
+
+double gpu_pinned_share(const struct gpu_dev *d)
+{
+    double keep;
+
+    if (d->pinned_bps <= 0 || d->steady_pageable_ns == 0)
+        return 0.0;
+    keep = (double)d->steady_pageable_bytes / d->pinned_bps * 1e9 / (double)d->steady_pageable_ns;
+    return keep < 1.0 ? keep : 1.0;
+}
+
 static int dev_stats(const struct model *m, struct gpu_dev *d, uint64_t setup_end,
                      uint64_t wind)
 {
+    uint64_t pin_b = 0, pin_ns = 0;
     struct ev *e = malloc((2 * d->n + 1) * sizeof(*e));
     uint64_t *dur = malloc((d->n + 1) * sizeof(*dur)), nk = 0, ne = 0;
     int k = 0, c = 0, pg = 0;
@@ -689,6 +732,13 @@ static int dev_stats(const struct model *m, struct gpu_dev *d, uint64_t setup_en
                           (g->call != M_CALL_NONE && (m->call[g->call].flags & CS_CF_PAGEABLE)));
         d->kernels += isk;
         d->copies += isc;
+        if (isp && g->t_start_ns >= setup_end && g->t_start_ns < wind)
+            d->steady_pageable_bytes += g->bytes;
+        if (isc && !isp && g->bytes >= (1u << 20) &&
+            (g->dir == CS_DIR_HTOD || g->dir == CS_DIR_DTOH)) {
+            pin_b += g->bytes;
+            pin_ns += g->t_end_ns - g->t_start_ns;
+        }
         d->memsets += g->kind == CS_GPU_MEMSET;
         if (isk)
             dur[nk++] = g->t_end_ns - g->t_start_ns;
@@ -715,6 +765,12 @@ static int dev_stats(const struct model *m, struct gpu_dev *d, uint64_t setup_en
     }
     stats_sort(dur, nk, NULL);
     d->kernel_p50_ns = stats_rank(dur, nk, 500);
+    if (pin_ns) {
+        d->pinned_bps = (double)pin_b * 1e9 / (double)pin_ns;
+        d->pinned_src = GPU_PINNED_RUN;
+    } else {
+        link_rate(m, d);
+    }
     free(e);
     free(dur);
     return 0;

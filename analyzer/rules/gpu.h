@@ -73,6 +73,14 @@ struct gpu_dev {
      * and the wind-down (struct step_setup): what the account splits its
      * GPU busy by */
     uint64_t steady_kernel_ns, steady_copy_ns, steady_overlap_ns, steady_pageable_ns;
+    uint64_t steady_pageable_bytes; /* bytes of the pageable copies that began then */
+    /* What a copy from pinned memory moves per second here: the run's own
+     * pinned host copies of 1 MiB or more (GPU_PINNED_RUN), else the PCIe
+     * link NVML reported (meta gpu_pcie_max, the slowest device's, at
+     * GPU_PCIE_EFF of its rate: GPU_PINNED_LINK); 0: unknown */
+    double pinned_bps;
+    uint8_t pinned_src;
+    char pinned_link[16];    /* "5x16": the link it came from (GPU_PINNED_LINK) */
     uint64_t kernel_p50_ns;  /* median kernel duration */
     struct gpu_stretch top[GPU_TOP]; /* longest idle stretches */
     struct gpu_stretch host_top;     /* longest of them spent on host code, from
@@ -146,6 +154,14 @@ struct gpu_piece {
 };
 
 typedef void gpu_walk_fn(void *arg, const struct gpu_piece *p);
+
+enum { GPU_PINNED_NONE = 0, GPU_PINNED_RUN = 1, GPU_PINNED_LINK = 2 };
+#define GPU_PCIE_EFF 0.80 /* of a link's rate a DMA copy reaches (H100, gen5 x16: 51 of 63 GB/s) */
+
+/** Of @p d's GPU time copying pageable memory (steady_pageable_ns), the
+ * share a copy from pinned memory would still take (the transfer at
+ * pinned_bps), 0..1; 0 when the pinned rate is unknown. */
+double gpu_pinned_share(const struct gpu_dev *d);
 
 /** Call @p fn for each idle stretch and busy piece of device @p d's covered
  * intervals in time order, the weights computed over the window
