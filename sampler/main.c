@@ -21,6 +21,7 @@
 #include "collector_priv.h"
 #include "cudaspy/flight.h"
 #include "cudaspy/version.h"
+#include "nvml.h"
 #include "privs.h"
 #ifdef CS_HAVE_HOST
 #include "host.h"
@@ -29,6 +30,8 @@
 #define PROG       "cudaspy-sampler"
 #define MAX_PFDS   4096
 #define GRACE_NS   3000000000ull /* launch mode: wait this long for the tree after SIGINT */
+#define NVML_WAIT_NS 2000000000ull /* at the end of a run shorter than nvmlInit: wait this
+                                      long for the GPUs' meta */
 
 enum { EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
 
@@ -101,6 +104,8 @@ static void usage(FILE *f)
 "      --help          print this help and exit\n"
 "\n"
 "Environment of the traced command: CUDASPY_SOCK=<address>, LD_PRELOAD.\n"
+"Environment: CUDASPY_NVML=PATH, the NVML library that gives each GPU's PCIe\n"
+"link for the run meta (default libnvidia-ml.so.1 when present; 0: none).\n"
 "\n"
 "Exit status:\n"
 "  launch mode: CMD's exit code, 128+N if CMD died of signal N, 127 if CMD\n"
@@ -339,6 +344,8 @@ struct loop {
     struct host *h;
     int h_paused;     /* host_pause() state, following collector_paused() */
 #endif
+    struct nvml_job *nv; /* the GPUs' PCIe links being read; NULL once written */
+    int nv_named;     /* CUDASPY_NVML named the library: say if it does not load */
     pid_t root;
     int root_status;  /* wait status of the root, -1 while unknown */
     int tree_gone;
@@ -418,6 +425,8 @@ static void host_follow_duty(struct loop *l)
 }
 #endif
 
+static void gpus_meta(struct loop *l, uint64_t wait_ns);
+
 static void loop_run(struct loop *l)
 {
     static struct pollfd fds[MAX_PFDS];
@@ -439,6 +448,8 @@ static void loop_run(struct loop *l)
         if (l->a->cmd)
             reap(l, now);
         collector_tick(l->c, now);
+        if (l->nv)
+            gpus_meta(l, 0);
 #ifdef CS_HAVE_HOST
         if (l->h && collector_paused(l->c) != l->h_paused)
             host_follow_duty(l);
@@ -494,6 +505,47 @@ static void host_start(struct loop *l)
 #endif
     collector_meta(l->c, "sampler_tier", "none");
     collector_meta(l->c, "sampler_tier_reason", reason);
+}
+
+/* Start reading each GPU's PCIe link capability from NVML (sampler/nvml.c)
+ * for the analyzer's pinned-copy estimates. In a thread: nvmlInit may take
+ * ~100 ms, seconds on GPUs without persistence mode, which would hold up
+ * the traced command's start (an auto-started collector has 3 s to get
+ * ready) or, in the loop, drop records. CUDASPY_NVML=0: no NVML at all. */
+static void gpus_start(struct loop *l)
+{
+    const char *env = getenv("CUDASPY_NVML");
+
+    if (env && strcmp(env, "0") == 0)
+        return;
+    l->nv_named = env && *env;
+    l->nv = nvml_job_new(l->nv_named ? env : NVML_LIB_DEFAULT);
+    if (l->nv && nvml_job_open(l->nv) < 0) {
+        nvml_job_free(l->nv);
+        l->nv = NULL;
+    }
+}
+
+/* Once the read is done (waiting up to @p wait_ns for it), write meta
+ * gpu_pcie_max and gpu_names (docs/format.md). Without NVML, or when
+ * nvmlInit fails, nothing is written and nothing said, unless the library
+ * CUDASPY_NVML names does not load. */
+static void gpus_meta(struct loop *l, uint64_t wait_ns)
+{
+    struct nvml_gpus g;
+    struct cs_err err = {""};
+    int rc = nvml_job_wait(l->nv, wait_ns, &g, &err);
+
+    if (rc == -EAGAIN && wait_ns == 0)
+        return;
+    nvml_job_free(l->nv);
+    l->nv = NULL;
+    if (rc == 0 && g.count > 0) {
+        collector_meta(l->c, "gpu_pcie_max", g.pcie_max);
+        collector_meta(l->c, "gpu_names", g.names);
+    } else if ((rc == -ENOENT || rc == -ENOSYS) && l->nv_named) {
+        fprintf(stderr, PROG ": nvml: %s\n", err.msg);
+    }
 }
 
 static void meta_cmdline(struct loop *l)
@@ -674,9 +726,12 @@ int main(int argc, char **argv)
     if ((rc = privs_drop()) < 0)
         fprintf(stderr, PROG ": warning: cannot drop privileges (%s)\n", strerror(-rc));
     collector_flush_start(l.c); /* after the drop: it starts a thread */
+    gpus_start(&l);             /* the same */
     ready(&a);
     gate_release(&gate, 1);
     loop_run(&l);
+    if (l.nv)
+        gpus_meta(&l, NVML_WAIT_NS);
 #ifdef CS_HAVE_HOST
     if (l.h)
         host_finish(l.h, clock_mono_ns());

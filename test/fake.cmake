@@ -158,3 +158,10 @@ add_dependencies(cause_workload fake_cuda)
 fake_client(accuracy_workload accuracy_workload.c)
 target_link_libraries(accuracy_workload PRIVATE fake_cudart)
 add_dependencies(accuracy_workload fake_cuda)
+
+# The fake NVML (libfake_nvml.so): the entry points the collector's NVML
+# reader uses (sampler/nvml.c), answering from FAKE_NVML_* (fake_nvml.c);
+# tests name it with CUDASPY_NVML.
+add_library(fake_nvml SHARED ${FAKE_SRC}/fake_nvml.c)
+fake_output(fake_nvml)
+set_target_properties(fake_nvml PROPERTIES C_VISIBILITY_PRESET hidden)
