@@ -1097,13 +1097,14 @@ static void pinned_evidence(const struct ctx *x, struct finding *f)
             continue;
         snprintf(r, sizeof(r), "%.1f GB/s", d->pinned_bps / 1e9);
         if (d->pinned_src == GPU_PINNED_NONE)
-            jaddf(f->evidence, "the GPU copied pageable memory for %s; what pinned memory "
-                               "would still take of it is not known (no pinned copy in the run, "
+            jaddf(f->evidence, "the GPU's recorded copies from pageable memory took %s; what "
+                               "pinned memory would still take of it is not known (no pinned copy in the run, "
                                "no PCIe link from NVML): all of it counted, an upper bound",
                   fmt_ns(a, 32, d->steady_pageable_ns));
         else
-            jaddf(f->evidence, "the GPU copied pageable memory for %s; from pinned memory the "
-                               "transfer would still take %s (%s: %s), not counted",
+            jaddf(f->evidence, "the GPU's recorded copies from pageable memory took %s; from "
+                               "pinned memory the transfer would still take %s (%s: %s), not "
+                               "counted",
                   fmt_ns(a, 32, d->steady_pageable_ns), fmt_ns(b, 32, kept), r,
                   d->pinned_src == GPU_PINNED_RUN ? "the run's own pinned copies"
                                                   : "the PCIe link NVML reports");
