@@ -1527,6 +1527,9 @@ static void meta_start(struct collector *c)
     clock_gettime(CLOCK_MONOTONIC, &mono);
     gethostname(host, sizeof(host) - 1);
     collector_meta(c, "host", host);
+    /* who writes it: an analyzer started before the end waits for this
+     * process (model.c, "a run still being written") */
+    collector_meta_u64(c, "collector_pid", (uint64_t)getpid());
     collector_meta_u64(c, "t_start_ns", c->t_start_ns);
     collector_meta_u64(c, "t_end_ns", 0);
     collector_meta(c, "clock", "monotonic");

@@ -133,3 +133,10 @@ target_link_libraries(test_shim_nodriver PRIVATE ${CMAKE_DL_LIBS})
 add_test(NAME fault.shim_no_driver
          COMMAND ${SHIM_TEST_DIR}/cli/shim_no_driver.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(fault.shim_no_driver PROPERTIES LABELS "fault;notsan" TIMEOUT 60)
+
+# cli.analyze_waits: cudaspy-analyze started while the run's collector still
+# writes the file waits for it (bounded, one line), then reads it whole; a
+# dead collector's run is read at once, degraded (test/cli/analyze_waits.sh)
+add_test(NAME cli.analyze_waits
+         COMMAND ${SHIM_TEST_DIR}/cli/analyze_waits.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(cli.analyze_waits PROPERTIES LABELS cli TIMEOUT 90)

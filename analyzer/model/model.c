@@ -3,10 +3,14 @@
  * records per thread, once to place them, so the big arrays are allocated
  * exactly once and never copied. Statistics are the other files' job. */
 #include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cudaspy/api.h"
 #include "model.h"
@@ -1133,6 +1137,65 @@ static int stacks_resolve(struct model *m)
     return 0;
 }
 
+/* ---- a run still being written ---- */
+
+/* Is the collector that writes @p r still at it: no clean_shutdown yet, and
+ * its pid (meta collector_pid) on this host (meta host) a cudaspy-sampler?
+ * LD_PRELOAD users analyse the moment their program exits, while the
+ * collector it started still drains its rings into the file. */
+static int writer_alive(struct cs_run *r)
+{
+    uint64_t pid = cs_run_meta_u64(r, "collector_pid", 0);
+    const char *h = cs_run_meta(r, "host");
+    char host[256] = "", path[64], comm[32] = "";
+    FILE *f;
+
+    if (cs_run_meta_u64(r, "clean_shutdown", 1) != 0 || pid == 0 || pid > INT_MAX || h == NULL)
+        return 0;
+    if (gethostname(host, sizeof(host) - 1) < 0 || strcmp(h, host) != 0)
+        return 0;
+    snprintf(path, sizeof(path), "/proc/%" PRIu64 "/comm", pid);
+    if ((f = fopen(path, "r")) == NULL)
+        return 0;
+    if (fgets(comm, sizeof(comm), f) == NULL)
+        comm[0] = '\0';
+    fclose(f);
+    return strncmp(comm, "cudaspy-sampler", 15) == 0;
+}
+
+/* Reopen @p r until its collector is done or gone, at most
+ * CUDASPY_WAIT_S seconds (default MODEL_WAIT_S; 0: never wait), with one
+ * line on stderr; then it is read as it stands (degraded if unfinished). */
+#define MODEL_WAIT_S 30
+
+static int wait_writer(struct m_run *r, const char *path, struct cs_err *err)
+{
+    const char *env = getenv("CUDASPY_WAIT_S");
+    long limit = env && *env ? strtol(env, NULL, 10) : MODEL_WAIT_S;
+    struct timespec nap = {0, 50 * 1000 * 1000}, t0, now;
+    int rc = 0;
+
+    if (limit <= 0 || !writer_alive(r->run))
+        return 0;
+    fprintf(stderr, "cudaspy-analyze: %s: its collector (pid %" PRIu64 ") is still writing it: "
+                    "waiting for it (up to %ld s)\n",
+            path, cs_run_meta_u64(r->run, "collector_pid", 0), limit);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        nanosleep(&nap, NULL);
+        cs_run_free(r->run);
+        if ((r->run = cs_run_new()) == NULL)
+            return -ENOMEM;
+        if ((rc = cs_run_open(r->run, path, err)) < 0)
+            return rc;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (writer_alive(r->run) && now.tv_sec - t0.tv_sec < limit);
+    if (writer_alive(r->run))
+        fprintf(stderr, "cudaspy-analyze: %s: still being written after %ld s: read as it "
+                        "stands\n", path, limit);
+    return 0;
+}
+
 /* ---- runs ---- */
 
 static int open_run(struct model *m, int i, const char *path, struct cs_err *err)
@@ -1148,6 +1211,8 @@ static int open_run(struct model *m, int i, const char *path, struct cs_err *err
         err->msg[0] = '\0';
     reading = path;
     rc = cs_run_open(r->run, path, err);
+    if (rc == 0)
+        rc = wait_writer(r, path, err);
     reading = NULL;
     if (rc < 0) {
         char tmp[sizeof(((struct cs_err *)0)->msg)];
