@@ -33,8 +33,10 @@ struct analysis {
     struct account acct; /* rules/account.h: every ns of the window, once */
     struct steps steps;
     struct pyline py; /* call sites of the calls with stacks */
-    uint64_t active_ns; /* the CUDA-active windows (or the user's): the whole
-                           of every percentage and severity */
+    /* The CUDA-active windows (or the user's): the account's whole. Findings'
+     * shares and severities take it less the set-up and the wind-down
+     * (steady_ns()). */
+    uint64_t active_ns;
     json_t *chains;
     json_t *ranks; /* ranks.c: per-rank tables; its finding joins chains */
     uint64_t api_outer_calls, api_nested_calls;

@@ -1,8 +1,9 @@
 /* sched_fsm.c: per-thread scheduling state machine, tracked tree and windows.
- * Owns the thread/process/CPU tables built from perf events (perf_event.md
- * §7.1): switch-out/in edges from context_switch records, S/D labels from
- * the sched_switch tracepoint, run-queue starts from sched_waking /
- * sched_wakeup_new, idle and outsiders from CPU-wide records. Everything
+ * Owns the thread/process/CPU tables built from perf events (docs/sampler.md,
+ * "Edges, merging and the state machine"): switch-out/in edges from
+ * context_switch records, S/D labels from the sched_switch tracepoint,
+ * run-queue starts from sched_waking / sched_wakeup_new, idle and outsiders
+ * from CPU-wide records. Everything
  * leaves through collector.h; ring reading and ordering are host.c's. */
 #include "sched_fsm.h"
 

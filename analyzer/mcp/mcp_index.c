@@ -1,5 +1,6 @@
-/* mcp/mcp_index.c: the MCP server's per-run indexes, built once at startup so
- * every tool call answers from memory: CUDA calls and off-CPU intervals
+/* mcp/mcp_index.c: the MCP server's per-run indexes, built once, by the first
+ * tool that needs them (mcp_server_index() in mcp.c), so that every later
+ * call answers from memory: CUDA calls and off-CPU intervals
  * grouped by process and sorted by time (timelines), outermost calls by API
  * (latency over any pid/time filter), intervals by length (top stalls), and
  * the latency statistics the tools print. The analysis proper (chains,

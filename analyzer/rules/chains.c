@@ -85,7 +85,9 @@ struct ctx {
     const struct feed *f;
     const struct gpu_truth *g;
     const struct account *ac;
-    uint64_t wall_ns; /* the CUDA-active windows (or the user's): severities' whole */
+    uint64_t wall_ns; /* severities' whole: the CUDA-active windows (or the
+                         user's) less the set-up and the wind-down (analysis.c
+                         steady_ns()) */
     struct tail *tails;
     uint64_t *pa_median; /* per process: page allocations per second, median window */
     struct holder holders[2][HOLDERS]; /* [0] tree, [1] outside; over the whole run */
@@ -1765,10 +1767,6 @@ static json_t *owns_json(int cause)
     return arr;
 }
 
-/* What the step would be without the cause: its owned time taken out of
- * each measured step (account_whatif), the mean (throughput) and the
- * median; else, with fewer than 3 measured steps, both shortened by the
- * impact's share of the window. null without steps. */
 /* What a finding's share is of: the window less the once-a-run parts. */
 static const char *share_of(const struct account *ac)
 {
@@ -1780,6 +1778,10 @@ static const char *share_of(const struct account *ac)
                     : "the active window";
 }
 
+/* What the step would be without the cause: its owned time taken out of
+ * each measured step (account_whatif), the mean (throughput) and the
+ * median; else, with fewer than 3 measured steps, both shortened by the
+ * impact's share of the window. null without steps. */
 static json_t *whatif_json(const struct ctx *x, const struct finding *f)
 {
     struct acct_whatif w = {0};

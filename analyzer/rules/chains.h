@@ -25,7 +25,8 @@ enum chain_sev { CHAIN_LOW = 0, CHAIN_MEDIUM = 1, CHAIN_HIGH = 2 };
 /** Build the "chains" array of docs/json.md, sorted by impact, at most
  * opts.top entries (0 = all). @p t is the per-API table (its rows' p99_gate
  * are set here). @p wall_ns is the whole that severities and percentages
- * use: the CUDA-active windows, or the user's. @return new reference */
+ * use: the CUDA-active windows, or the user's, less the set-up and the
+ * wind-down (analysis.c's steady_ns()). @return new reference */
 json_t *chains_build(const struct model *m, struct stats_table *t, const struct feed *f,
                      const struct gpu_truth *g, const struct account *ac, uint64_t wall_ns);
 

@@ -25,8 +25,9 @@
 /** Build the "ranks" array of @p m (empty when no process has a rank) into
  * @p ranks_out and, when two or more ranks straggle measurably, insert a
  * `rank_straggler` finding into @p chains (sorted by impact_ns, at most
- * opts.top entries). @p wall_ns is the analysed wall time (severity).
- * @return 0 or -ENOMEM */
+ * opts.top entries). @p wall_ns is the whole of the finding's severity and
+ * share, as chains_build()'s: the CUDA-active windows (or the user's) less
+ * the set-up and the wind-down. @return 0 or -ENOMEM */
 int ranks_build(const struct model *m, uint64_t wall_ns, json_t *chains, json_t **ranks_out);
 
 /** The RANKS section of the text report from the report object @p j (does

@@ -122,9 +122,10 @@ static void print_split(const struct out *o, const json_t *by)
         fprintf(o->f, "%s%s %.0f %%", i ? ", " : "", key[i], 100.0 * (double)val[i] / (double)sum);
 }
 
-/* The account's buckets after the set-up (docs/json.md "account"), the
- * largest first, as "name 12.3 %" of that window: at most @p max, GPU busy
- * (its three buckets) as one when @p busy_too, else only the idle ones. */
+/* The account's buckets between the set-up and the wind-down (docs/json.md
+ * "account"; no_cuda left out too), the largest first, as "name 12.3 %" of
+ * those: at most @p max, GPU busy (its busy buckets) as one when
+ * @p busy_too, else only the idle ones. */
 static void print_account_mix(const struct out *o, const json_t *ac, int busy_too, int max)
 {
     const char *key[AB_MAX];
@@ -159,8 +160,8 @@ static void print_account_mix(const struct out *o, const json_t *ac, int busy_to
                 whole > 0 ? 100.0 * val[a] / whole : 0.0);
 }
 
-/* GPU busy share of the account's window after the set-up, and its 95 %
- * interval into @p lo, @p hi. */
+/* GPU busy share of the account's window between the set-up and the
+ * wind-down (no_cuda left out), and its 95 % interval into @p lo, @p hi. */
 static double account_busy_pct(const json_t *ac, double *lo, double *hi)
 {
     const json_t *v;

@@ -4,7 +4,8 @@
  * ask that for "cuGetProcAddress" itself, then resolve every driver function
  * by BASE name, CUDA version and flags (per-thread flag for the _ptsz/_ptds
  * entry points). Kernels are registered with fakert_register_kernel() instead
- * of fatbins. Runtime -> driver mapping: interpose.md section 1.1. */
+ * of fatbins. The real libcudart does not link libcuda.so.1 (readelf -d) and
+ * loads it this way; cuda.h documents cuGetProcAddress's base names. */
 #define __CUDA_API_VERSION_INTERNAL 1 /* declare legacy and _ptsz/_ptds entry points */
 #include <cuda_runtime_api.h>
 #include <cudaTypedefs.h>
