@@ -5,7 +5,9 @@
 # subcommands, and its usage errors word for word (test/cli/version_help.sh).
 # cli.doc_links: every relative link in every tracked Markdown file names a
 # file that exists (test/cli/doc_links.sh); cli.readme_length: README.md
-# is at most 200 lines.
+# is at most 200 lines. cli.doc_claims: the MCP tools, finding causes,
+# account buckets and top-level JSON keys the docs name are the code's
+# (test/cli/doc_claims.py, issue 36).
 set(CS_CLI_WORK ${CMAKE_CURRENT_BINARY_DIR}/cli-work)
 foreach(prog "cudaspy:cudaspy_launcher" "sampler:cudaspy-sampler" "analyze:cudaspy-analyze")
   string(REPLACE ":" ";" prog "${prog}")
@@ -20,3 +22,11 @@ add_test(NAME cli.doc_links COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli/doc_links.s
 set_tests_properties(cli.doc_links PROPERTIES LABELS unit TIMEOUT 60)
 add_test(NAME cli.readme_length COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli/readme_length.sh ${CMAKE_SOURCE_DIR})
 set_tests_properties(cli.readme_length PROPERTIES LABELS unit TIMEOUT 10)
+find_package(Python3 COMPONENTS Interpreter QUIET)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME cli.doc_claims
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/cli/doc_claims.py
+                   ${CMAKE_SOURCE_DIR} $<TARGET_FILE:cudaspy-analyze> $<TARGET_FILE:gen_run>
+                   ${CS_CLI_WORK}/doc_claims)
+  set_tests_properties(cli.doc_claims PROPERTIES LABELS unit TIMEOUT 60)
+endif()

@@ -3,11 +3,14 @@
 # (issue 26): [text](path), ![alt](path) and [ref]: path, outside code
 # blocks and code spans. The path is taken from the file's own folder (from
 # the tree's root when it starts with /); for path#anchor the file must
-# exist (anchors are not checked); #anchor alone and URLs with a scheme
-# (https:, mailto:) are skipped. Prints FILE:LINE: LINK: no such file.
+# exist (anchors are not checked) inside the repository (issue 36: a link
+# to ../shared/... resolved on the dev box only); #anchor alone and URLs
+# with a scheme (https:, mailto:) are skipped. Prints FILE:LINE: LINK: no
+# such file, or: outside the repository.
 # Usage: doc_links.sh SOURCE_DIR
 set -u
 cd "$1" || exit 2
+root=$(pwd -P)
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     files=$(git ls-files '*.md')
 else
@@ -42,7 +45,14 @@ bad=$(for f in $files; do
         /*) full=.$path ;;
         *) full=$(dirname "$f")/$path ;;
         esac
-        [ -e "$full" ] || echo "$f:$n: $link: no such file"
+        if [ ! -e "$full" ]; then
+            echo "$f:$n: $link: no such file"
+            continue
+        fi
+        case $(realpath -m "$full") in
+        "$root" | "$root"/*) ;;
+        *) echo "$f:$n: $link: outside the repository" ;;
+        esac
     done
 done)
 if [ -n "$bad" ]; then
