@@ -306,11 +306,40 @@ int gate_api_selected(const struct gate_opts *o, const char *api)
     return 0;
 }
 
+/* The interval of API time's ratio of shares: the bootstrap of the ratio
+ * of the calls' mean durations, scaled to the ratio. The total is count x
+ * mean, and a few calls that overslept under load can double a share
+ * (issue 36: cudaEventSynchronize 7.8 % -> 15.3 % of the window between
+ * two recordings of the same workload). */
+static int api_interval(struct gate_crit *k, const struct summary_group *b,
+                        const struct summary_group *c, const struct gate_opts *o)
+{
+    double lo, hi, mb = 0, mc = 0;
+    if (!o->use_ci || !b || !c || !isfinite(k->ratio) || !b->nsamples || !c->nsamples)
+        return 0;
+    int rc = bootstrap_mean_ratio_ci(b->samples_ns, b->nsamples, c->samples_ns, c->nsamples,
+                                     o->resamples, gate_seed(o->seed, "API time", b->api), 0.95,
+                                     &lo, &hi);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < b->nsamples; i++)
+        mb += (double)b->samples_ns[i] / (double)b->nsamples;
+    for (size_t i = 0; i < c->nsamples; i++)
+        mc += (double)c->samples_ns[i] / (double)c->nsamples;
+    if (!(mb > 0 && mc > 0))
+        return 0;
+    k->ci_lo = k->ratio * lo / (mc / mb);
+    k->ci_hi = k->ratio * hi / (mc / mb);
+    k->has_ci = 1;
+    k->m.lo = k->ci_lo;
+    return 0;
+}
+
 /* API time of the group @p c against baseline group @p b (NULL: new),
  * shares of their runs' windows; the margin's spread set by the caller. */
-static void api_judge(struct gate_crit *k, const struct summary_group *b,
-                      const struct summary_group *c, const struct summary *sb,
-                      const struct summary *sc, const struct gate_opts *o)
+static int api_judge(struct gate_crit *k, const struct summary_group *b,
+                     const struct summary_group *c, const struct summary *sb,
+                     const struct summary *sc, const struct gate_opts *o)
 {
     k->n_base = b ? b->count : 0;
     k->n_new = c ? c->count : 0;
@@ -321,10 +350,17 @@ static void api_judge(struct gate_crit *k, const struct summary_group *b,
     k->ratio = ratio_of(k->new_share, k->base_share);
     k->m.lo = k->ratio;
     k->m.limit = o->max_api_ratio * k->m.spread;
+    int rc = api_interval(k, b, c, o);
+    if (rc < 0)
+        return rc;
     k->verdict = k->new_share - k->base_share > o->min_api_share
                      ? margin_verdict(&k->m, k->ratio, o->max_api_ratio) : GATE_OK;
+    if (k->verdict == GATE_NOISY && k->m.noise == GATE_NOISE_INTERVAL)
+        k->m.settle_n = settle_values(k->ratio, k->m.lo, k->m.limit,
+                                      b->nsamples < c->nsamples ? b->nsamples : c->nsamples);
     if (k->verdict == GATE_OK)
         k->verdict = !b ? GATE_ONLY_NEW : !c ? GATE_ONLY_BASE : GATE_OK;
+    return 0;
 }
 
 /* Share of its run's window the API @p api takes in @p s (NaN: not in it). */
@@ -356,9 +392,8 @@ static int api_crit(struct crits *l, const struct summary *const *b, size_t nb,
         v[i] = api_share(b[i], api);
     int ib = gate_pick_base(v, nb, &k->m.spread, &k->m.nbase);
     const struct summary *sb = b[ib < 0 ? 0 : ib];
-    api_judge(k, ib < 0 ? NULL : summary_find(sb, api, NULL), summary_find(c, api, NULL), sb, c,
-              o);
-    return 0;
+    return api_judge(k, ib < 0 ? NULL : summary_find(sb, api, NULL), summary_find(c, api, NULL),
+                     sb, c, o);
 }
 
 /* One row per API of any baseline or the candidate, each once. */
@@ -575,7 +610,8 @@ static void noise_add(const struct gate_crit *c, char *buf, size_t len)
         snprintf(why, sizeof(why), "within the run-to-run spread of %u baselines (%.0f points): "
                  "limit +%.0f points", c->m.nbase, c->m.spread * 100.0, c->m.limit * 100.0);
     else
-        gate_noise_note(&c->m, c->kind == GATE_CK_UNIT ? "launches" : "steps", why, sizeof(why));
+        gate_noise_note(&c->m, c->kind == GATE_CK_UNIT ? "launches"
+                             : c->kind == GATE_CK_API_TIME ? "calls" : "steps", why, sizeof(why));
     if (why[0])
         snprintf(buf + n, len - n, "; %s", why);
 }
