@@ -41,6 +41,19 @@ if(TARGET cudaspy-analyze AND TARGET cudaspy_launcher AND TARGET client_rt_share
   endforeach()
 endif()
 
+# Issue 36: identical reruns pass under CPU load. 25 recordings of the
+# issue's workload beside 2 busy loops per CPU, each of the last 20 gated
+# against the 5 before it (gate_hog.sh says why 5); ~25 s idle, under 3 min.
+if(TARGET cudaspy-analyze AND TARGET cudaspy_launcher AND TARGET client_rt_shared)
+  add_test(NAME cli.gate_hog_reruns
+           COMMAND sh ${CS_GATE_DIR}/gate_hog.sh hog_reruns $<TARGET_FILE:cudaspy-analyze>
+                   $<TARGET_FILE:cudaspy_launcher> $<TARGET_FILE:client_rt_shared>
+                   ${CMAKE_CURRENT_BINARY_DIR}/gate/hog_reruns)
+  # RUN_SERIAL: its hogs would slow every test beside it
+  set_tests_properties(cli.gate_hog_reruns PROPERTIES LABELS "slow;nosan" TIMEOUT 240
+                       RUN_SERIAL TRUE)
+endif()
+
 # Gate v2 (issue 24) on real step loops: cause_workload's steps, steps_sync
 # and steps_slowdata modes (fake.cmake, read before this file), 0.3 s each.
 if(TARGET cudaspy-analyze AND TARGET cudaspy_launcher AND TARGET cause_workload)

@@ -1,5 +1,5 @@
 /* gate/bootstrap.c: nearest-rank quantiles, their order-statistic bounds and
- * the percentile bootstrap of a quantile ratio. Resampling from an ascending array is done by counting how
+ * the percentile bootstrap of a quantile ratio (and of a ratio of means). Resampling from an ascending array is done by counting how
  * often each index is drawn and walking the counts to the wanted rank, so one
  * resample costs O(n) and never sorts. */
 #include "bootstrap.h"
@@ -111,5 +111,38 @@ int bootstrap_ratio_ci(const uint64_t *a, size_t na, const uint64_t *b, size_t n
     *hi = ratios[ihi == 0 ? 0 : ihi - 1];
     free(ratios);
     free(counts);
+    return 0;
+}
+
+/* Mean of one resample of @p n values from @p v. */
+static double resample_mean(const uint64_t *v, size_t n, uint64_t *rng)
+{
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += (double)v[bootstrap_rand(rng) % n];
+    return sum / (double)n;
+}
+
+int bootstrap_mean_ratio_ci(const uint64_t *a, size_t na, const uint64_t *b, size_t nb,
+                            unsigned resamples, uint64_t seed, double level, double *lo,
+                            double *hi)
+{
+    if (na == 0 || nb == 0 || resamples < 10)
+        return -EINVAL;
+    double *ratios = malloc(resamples * sizeof(*ratios));
+    if (!ratios)
+        return -ENOMEM;
+    uint64_t rng = seed;
+    for (unsigned i = 0; i < resamples; i++) {
+        double ma = resample_mean(a, na, &rng), mb = resample_mean(b, nb, &rng);
+        ratios[i] = ma > 0 ? mb / ma : (mb > 0 ? BOOTSTRAP_BIG_RATIO : 1.0);
+    }
+    qsort(ratios, resamples, sizeof(*ratios), cmp_double);
+    double tail = (1.0 - level) / 2.0;
+    size_t ilo = (size_t)floor(tail * resamples);
+    size_t ihi = (size_t)ceil((1.0 - tail) * resamples);
+    *lo = ratios[ilo];
+    *hi = ratios[ihi == 0 ? 0 : ihi - 1];
+    free(ratios);
     return 0;
 }

@@ -36,4 +36,12 @@ uint64_t bootstrap_rand(uint64_t *state);
 int bootstrap_ratio_ci(const uint64_t *a, size_t na, const uint64_t *b, size_t nb, double p,
                        unsigned resamples, uint64_t seed, double level, double *lo, double *hi);
 
+/** Percentile bootstrap of mean(@p b) / mean(@p a), as bootstrap_ratio_ci
+ * draws (the mean of each resample instead of a quantile): what an API's
+ * total time, count x mean, may be beside another run's.
+ * @return 0, -EINVAL (empty side or resamples < 10), -ENOMEM */
+int bootstrap_mean_ratio_ci(const uint64_t *a, size_t na, const uint64_t *b, size_t nb,
+                            unsigned resamples, uint64_t seed, double level, double *lo,
+                            double *hi);
+
 #endif

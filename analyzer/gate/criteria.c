@@ -81,32 +81,155 @@ static double ratio_of(double num, double den)
     return den > 0 ? num / den : (num > 0 ? INFINITY : 1.0);
 }
 
-/* ---- step time ---- */
+/* ---- the margin of a verdict (issue 36) ---- */
 
-/* Does the candidate's step time p99 lie above the baseline's, by their
- * order-statistic bounds (97.5 % each)? The bootstrap alone cannot say: a
- * p99 over 100 steps is the second-longest step, and resamples of it are
- * nearly always one of the longest three, so one slow step in the
- * candidate gave an interval above 1 (cli.gate_steps_rerun, 2 of 20 reruns
- * of the same loop failed: 5.09 ms -> 10.97 ms, CI 1.39-4.37). */
-static int p99_apart(const struct summary_steps *b, const struct summary_steps *c)
+int gate_pick_base(const double *v, size_t k, double *spread, unsigned *nbase)
 {
-    uint64_t blo, bhi, clo, chi;
-
-    return bootstrap_quantile_bounds(b->samples_ns, b->nsamples, 0.99, 0.975, &blo, &bhi) == 0 &&
-           bootstrap_quantile_bounds(c->samples_ns, c->nsamples, 0.99, 0.975, &clo, &chi) == 0 &&
-           clo > bhi;
+    double lo = INFINITY, hi = -INFINITY;
+    unsigned n = 0;
+    int best = -1;
+    for (size_t i = 0; i < k; i++) {
+        if (isnan(v[i]))
+            continue;
+        n++;
+        lo = v[i] < lo ? v[i] : lo;
+        hi = v[i] > hi ? v[i] : hi;
+    }
+    /* the lower median: the value with (n - 1) / 2 others below it */
+    for (size_t i = 0; best < 0 && i < k; i++) {
+        unsigned below = 0, same = 0;
+        for (size_t j = 0; j < k && !isnan(v[i]); j++) {
+            below += !isnan(v[j]) && v[j] < v[i];
+            same += j < i && v[j] == v[i];
+        }
+        if (!isnan(v[i]) && below + same == (n - 1) / 2)
+            best = (int)i;
+    }
+    *nbase = n;
+    *spread = n < 2 || hi == lo ? 1.0 : lo > 0 ? hi / lo : INFINITY;
+    return best;
 }
 
-/* Step time at probability @p p (0.5 or 0.99) against @p limit. */
-static int step_crit(struct crits *l, const struct summary_steps *b, const struct summary_steps *c,
-                     const struct gate_opts *o, enum gate_ckind kind)
+/* The verdict of @p ratio against @p limit widened by m->spread, with the
+ * interval's lower bound m->lo: past both, regressed; past the limit only,
+ * noisy (and why). */
+static enum gate_verdict margin_verdict(struct gate_margin *m, double ratio, double limit)
+{
+    m->limit = limit * m->spread;
+    m->noise = GATE_NOISE_NONE;
+    if (!(ratio > limit))
+        return GATE_OK;
+    if (!(ratio > m->limit))
+        return m->noise = GATE_NOISE_SPREAD, GATE_NOISY;
+    if (!(m->lo > m->limit))
+        return m->noise = GATE_NOISE_INTERVAL, GATE_NOISY;
+    return GATE_REGRESSED;
+}
+
+/* Fewest values whose order statistics bound quantile @p p at 97.5 % both
+ * ways: the largest is above a p99 only 1 - 0.99^n of the time (368). */
+static uint64_t bound_values(double p)
+{
+    double up = ceil(log(0.025) / log(p)), down = ceil(log(0.025) / log1p(-p));
+    return (uint64_t)(up > down ? up : down);
+}
+
+/* Values a side that would bring the lower bound @p lo past @p limit: its
+ * distance below the ratio, in log ratio, shrinks as 1 / sqrt(n). */
+static uint64_t settle_values(double ratio, double lo, double limit, size_t n)
+{
+    if (!(lo > 0) || !(ratio > limit) || !isfinite(ratio))
+        return 0;
+    double k = log(ratio / lo) / log(ratio / limit), need = ceil((double)n * k * k);
+    return need > 1e12 ? 0 : (uint64_t)need;
+}
+
+/* Quantile bounds of both sides (97.5 % each): the ratio is at least
+ * clo / bhi with 95 % probability. @return 0, or -ERANGE (too few values) */
+static int ratio_bound(const uint64_t *a, size_t na, const uint64_t *b, size_t nb, double p,
+                       double *lo)
+{
+    uint64_t blo, bhi, clo, chi;
+    if (bootstrap_quantile_bounds(a, na, p, 0.975, &blo, &bhi) < 0 ||
+        bootstrap_quantile_bounds(b, nb, p, 0.975, &clo, &chi) < 0)
+        return -ERANGE;
+    *lo = ratio_of((double)clo, (double)bhi);
+    return 0;
+}
+
+/* The bootstrap alone cannot bound a tail: a p99 over 100 steps is the
+ * second-longest step, and resamples of it are nearly always one of the
+ * longest three, so one slow step in the candidate gave an interval above 1
+ * (cli.gate_steps_rerun, 2 of 20 reruns of the same loop failed: 5.09 ms ->
+ * 10.97 ms, CI 1.39-4.37); nor a per-API p99 (issue 36: 400 syncs under CPU
+ * load, 1.23 -> 2.78 ms, CI 1.20-3.32). So the lower bound is also the
+ * order statistics', whichever is lower. */
+int gate_judge_quantile(const uint64_t *a, size_t na, const uint64_t *b, size_t nb, double p,
+                        double ratio, double limit, uint64_t seed, const struct gate_opts *o,
+                        double *ci_lo, double *ci_hi, int *has_ci, struct gate_margin *m)
+{
+    double os_lo = 0;
+    int bounded = 1;
+    m->lo = ratio;
+    m->settle_n = 0;
+    if (o->use_ci) {
+        int rc = bootstrap_ratio_ci(a, na, b, nb, p, o->resamples, seed, 0.95, ci_lo, ci_hi);
+        if (rc < 0)
+            return rc;
+        *has_ci = 1;
+        bounded = ratio_bound(a, na, b, nb, p, &os_lo) == 0;
+        m->lo = !bounded ? 0 : *ci_lo < os_lo ? *ci_lo : os_lo;
+    }
+    enum gate_verdict v = margin_verdict(m, ratio, limit);
+    if (v == GATE_NOISY && m->noise == GATE_NOISE_INTERVAL && !bounded)
+        m->noise = GATE_NOISE_BOUND, m->settle_n = bound_values(p);
+    else if (v == GATE_NOISY && m->noise == GATE_NOISE_INTERVAL)
+        m->settle_n = settle_values(ratio, m->lo, m->limit, na < nb ? na : nb);
+    return (int)v;
+}
+
+const char *gate_noise_note(const struct gate_margin *m, const char *unit, char *buf, size_t len)
+{
+    char settle[96] = "";
+    if (m->settle_n)
+        snprintf(settle, sizeof(settle), ": about %llu %s a side would settle it",
+                 (unsigned long long)m->settle_n, unit);
+    switch (m->noise) {
+    case GATE_NOISE_INTERVAL:
+        snprintf(buf, len, "the interval's lower bound %.2fx is not past the limit %.2fx%s", m->lo,
+                 m->limit, settle);
+        break;
+    case GATE_NOISE_BOUND:
+        snprintf(buf, len, "too few %s to bound it by order statistics: %llu or more a side "
+                 "would settle it", unit, (unsigned long long)m->settle_n);
+        break;
+    case GATE_NOISE_SPREAD:
+        snprintf(buf, len, "within the run-to-run spread of %u baselines (%.2fx): limit %.2fx",
+                 m->nbase, m->spread, m->limit);
+        break;
+    default:
+        buf[0] = '\0';
+    }
+    return buf;
+}
+
+/* ---- step time ---- */
+
+/* Step time at probability @p p (0.5 or 0.99) against @p limit, from the
+ * baseline of the median value. */
+static int step_crit(struct crits *l, const struct summary *const *bases, size_t nb,
+                     const struct summary_steps *c, const struct gate_opts *o,
+                     enum gate_ckind kind)
 {
     int p50 = kind == GATE_CK_STEP_P50;
-    double limit = p50 ? o->max_step_ratio : o->max_step_p99_ratio;
+    double limit = p50 ? o->max_step_ratio : o->max_step_p99_ratio, v[GATE_MAX_BASES];
     struct gate_crit *k = crit_add(l, kind, NULL);
     if (!k)
         return -ENOMEM;
+    for (size_t i = 0; i < nb; i++)
+        v[i] = (double)(p50 ? bases[i]->run.steps.p50_ns : bases[i]->run.steps.p99_ns);
+    const struct summary_steps *b =
+        &bases[gate_pick_base(v, nb, &k->m.spread, &k->m.nbase)]->run.steps;
     k->n_base = b->count;
     k->n_new = c->count;
     k->base = (double)(p50 ? b->p50_ns : b->p99_ns);
@@ -117,58 +240,58 @@ static int step_crit(struct crits *l, const struct summary_steps *b, const struc
         k->why = "too few steps";
         return 0;
     }
-    if (o->use_ci) {
-        int rc = bootstrap_ratio_ci(b->samples_ns, b->nsamples, c->samples_ns, c->nsamples,
-                                    p50 ? 0.5 : 0.99, o->resamples,
-                                    gate_seed(o->seed, "step time", p50 ? "p50" : "p99"), 0.95,
-                                    &k->ci_lo, &k->ci_hi);
-        if (rc < 0)
-            return rc;
-        k->has_ci = 1;
-    }
-    if (!(k->ratio > limit))
-        k->verdict = GATE_OK;
-    else if (k->has_ci && k->ci_lo <= 1.0)
-        k->verdict = GATE_NOISY;
-    else if (!p50 && !p99_apart(b, c))
-        k->verdict = GATE_NOISY, k->why = "too few steps to bound the p99 (368 or more each)";
-    else
-        k->verdict = GATE_REGRESSED;
+    int rc = gate_judge_quantile(b->samples_ns, b->nsamples, c->samples_ns, c->nsamples,
+                                 p50 ? 0.5 : 0.99, k->ratio, limit,
+                                 gate_seed(o->seed, "step time", p50 ? "p50" : "p99"), o,
+                                 &k->ci_lo, &k->ci_hi, &k->has_ci, &k->m);
+    if (rc < 0)
+        return rc;
+    k->verdict = (enum gate_verdict)rc;
     return 0;
 }
 
 /* Without steps on both sides: the CUDA-active window per outermost launch,
- * a unit of work that a sync added to each step does not change. */
-static int unit_crit(struct crits *l, const struct summary_run *b, const struct summary_run *c,
-                     const struct gate_opts *o)
+ * a unit of work that a sync added to each step does not change. No
+ * interval: its lower bound is the ratio. */
+static int unit_crit(struct crits *l, const struct summary *const *bases, size_t nb,
+                     const struct summary_run *c, const struct gate_opts *o)
 {
     struct gate_crit *k = crit_add(l, GATE_CK_UNIT, NULL);
+    double v[GATE_MAX_BASES];
     if (!k)
         return -ENOMEM;
+    for (size_t i = 0; i < nb; i++) {
+        const struct summary_run *r = &bases[i]->run;
+        v[i] = r->launches && r->window_ns ? (double)r->window_ns / (double)r->launches : NAN;
+    }
+    int ib = gate_pick_base(v, nb, &k->m.spread, &k->m.nbase);
+    const struct summary_run *b = &bases[ib < 0 ? 0 : ib]->run;
     k->n_base = b->launches;
     k->n_new = c->launches;
-    if (!b->launches || !c->launches || !b->window_ns || !c->window_ns) {
+    if (ib < 0 || !c->launches || !c->window_ns) {
         k->verdict = GATE_NOT_JUDGED;
         k->why = "no steps and no launches";
         return 0;
     }
-    k->base = (double)b->window_ns / (double)b->launches;
+    k->base = v[ib];
     k->cand = (double)c->window_ns / (double)c->launches;
     k->ratio = ratio_of(k->cand, k->base);
-    k->verdict = k->ratio > o->max_step_ratio ? GATE_REGRESSED : GATE_OK;
+    k->m.lo = k->ratio;
+    k->verdict = margin_verdict(&k->m, k->ratio, o->max_step_ratio);
     return 0;
 }
 
-static int steps_crits(struct crits *l, const struct summary *b, const struct summary *c,
-                       const struct gate_opts *o)
+static int steps_crits(struct crits *l, const struct summary *const *b, size_t nb,
+                       const struct summary *c, const struct gate_opts *o)
 {
-    const struct summary_steps *sb = &b->run.steps, *sc = &c->run.steps;
+    const struct summary_steps *sc = &c->run.steps;
     int rc;
-    if (!sb->source || !sc->source)
-        return unit_crit(l, &b->run, &c->run, o);
-    if ((rc = step_crit(l, sb, sc, o, GATE_CK_STEP_P50)) < 0)
+    for (size_t i = 0; i < nb; i++)
+        if (!b[i]->run.steps.source || !sc->source)
+            return unit_crit(l, b, nb, &c->run, o);
+    if ((rc = step_crit(l, b, nb, sc, o, GATE_CK_STEP_P50)) < 0)
         return rc;
-    return step_crit(l, sb, sc, o, GATE_CK_STEP_P99);
+    return step_crit(l, b, nb, sc, o, GATE_CK_STEP_P99);
 }
 
 /* ---- API time ---- */
@@ -183,9 +306,40 @@ int gate_api_selected(const struct gate_opts *o, const char *api)
     return 0;
 }
 
-static void api_judge(struct gate_crit *k, const struct summary_group *b,
-                      const struct summary_group *c, const struct summary *sb,
-                      const struct summary *sc, const struct gate_opts *o)
+/* The interval of API time's ratio of shares: the bootstrap of the ratio
+ * of the calls' mean durations, scaled to the ratio. The total is count x
+ * mean, and a few calls that overslept under load can double a share
+ * (issue 36: cudaEventSynchronize 7.8 % -> 15.3 % of the window between
+ * two recordings of the same workload). */
+static int api_interval(struct gate_crit *k, const struct summary_group *b,
+                        const struct summary_group *c, const struct gate_opts *o)
+{
+    double lo, hi, mb = 0, mc = 0;
+    if (!o->use_ci || !b || !c || !isfinite(k->ratio) || !b->nsamples || !c->nsamples)
+        return 0;
+    int rc = bootstrap_mean_ratio_ci(b->samples_ns, b->nsamples, c->samples_ns, c->nsamples,
+                                     o->resamples, gate_seed(o->seed, "API time", b->api), 0.95,
+                                     &lo, &hi);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < b->nsamples; i++)
+        mb += (double)b->samples_ns[i] / (double)b->nsamples;
+    for (size_t i = 0; i < c->nsamples; i++)
+        mc += (double)c->samples_ns[i] / (double)c->nsamples;
+    if (!(mb > 0 && mc > 0))
+        return 0;
+    k->ci_lo = k->ratio * lo / (mc / mb);
+    k->ci_hi = k->ratio * hi / (mc / mb);
+    k->has_ci = 1;
+    k->m.lo = k->ci_lo;
+    return 0;
+}
+
+/* API time of the group @p c against baseline group @p b (NULL: new),
+ * shares of their runs' windows; the margin's spread set by the caller. */
+static int api_judge(struct gate_crit *k, const struct summary_group *b,
+                     const struct summary_group *c, const struct summary *sb,
+                     const struct summary *sc, const struct gate_opts *o)
 {
     k->n_base = b ? b->count : 0;
     k->n_new = c ? c->count : 0;
@@ -194,49 +348,106 @@ static void api_judge(struct gate_crit *k, const struct summary_group *b,
     k->base_share = sb->run.window_ns ? k->base / (double)sb->run.window_ns : 0;
     k->new_share = sc->run.window_ns ? k->cand / (double)sc->run.window_ns : 0;
     k->ratio = ratio_of(k->new_share, k->base_share);
-    if (k->ratio > o->max_api_ratio && k->new_share - k->base_share > o->min_api_share)
-        k->verdict = GATE_REGRESSED;
-    else
+    k->m.lo = k->ratio;
+    k->m.limit = o->max_api_ratio * k->m.spread;
+    int rc = api_interval(k, b, c, o);
+    if (rc < 0)
+        return rc;
+    k->verdict = k->new_share - k->base_share > o->min_api_share
+                     ? margin_verdict(&k->m, k->ratio, o->max_api_ratio) : GATE_OK;
+    if (k->verdict == GATE_NOISY && k->m.noise == GATE_NOISE_INTERVAL)
+        k->m.settle_n = settle_values(k->ratio, k->m.lo, k->m.limit,
+                                      b->nsamples < c->nsamples ? b->nsamples : c->nsamples);
+    if (k->verdict == GATE_OK)
         k->verdict = !b ? GATE_ONLY_NEW : !c ? GATE_ONLY_BASE : GATE_OK;
+    return 0;
 }
 
-static int api_crits(struct crits *l, const struct summary *b, const struct summary *c,
-                     const struct gate_opts *o)
+/* Share of its run's window the API @p api takes in @p s (NaN: not in it). */
+static double api_share(const struct summary *s, const char *api)
 {
-    for (int side = 0; side < 2; side++) {
-        const struct summary *s = side ? c : b, *other = side ? b : c;
-        for (size_t i = 0; i < s->n; i++) {
+    const struct summary_group *g = summary_find(s, api, NULL);
+    if (!g)
+        return NAN;
+    return s->run.window_ns ? (double)g->total_ns / (double)s->run.window_ns : 0;
+}
+
+/* Was @p api seen before, in baselines 0..@p i - 1 or (candidate) in any? */
+static int api_seen(const struct summary *const *b, size_t i, const char *api)
+{
+    for (size_t j = 0; j < i; j++)
+        if (summary_find(b[j], api, NULL))
+            return 1;
+    return 0;
+}
+
+static int api_crit(struct crits *l, const struct summary *const *b, size_t nb,
+                    const struct summary *c, const struct gate_opts *o, const char *api)
+{
+    double v[GATE_MAX_BASES];
+    struct gate_crit *k = crit_add(l, GATE_CK_API_TIME, api);
+    if (!k)
+        return -ENOMEM;
+    for (size_t i = 0; i < nb; i++)
+        v[i] = api_share(b[i], api);
+    int ib = gate_pick_base(v, nb, &k->m.spread, &k->m.nbase);
+    const struct summary *sb = b[ib < 0 ? 0 : ib];
+    return api_judge(k, ib < 0 ? NULL : summary_find(sb, api, NULL), summary_find(c, api, NULL),
+                     sb, c, o);
+}
+
+/* One row per API of any baseline or the candidate, each once. */
+static int api_crits(struct crits *l, const struct summary *const *b, size_t nb,
+                     const struct summary *c, const struct gate_opts *o)
+{
+    int rc = 0;
+    for (size_t side = 0; rc == 0 && side <= nb; side++) {
+        const struct summary *s = side < nb ? b[side] : c;
+        for (size_t i = 0; rc == 0 && i < s->n; i++) {
             const struct summary_group *g = &s->groups[i];
-            const struct summary_group *h = summary_find(other, g->api, NULL);
-            if (g->kernel || !gate_api_selected(o, g->api) || (side && h))
+            if (g->kernel || !gate_api_selected(o, g->api) || api_seen(b, side, g->api))
                 continue;
-            struct gate_crit *k = crit_add(l, GATE_CK_API_TIME, g->api);
-            if (!k)
-                return -ENOMEM;
-            api_judge(k, side ? h : g, side ? g : h, b, c, o);
+            rc = api_crit(l, b, nb, c, o, g->api);
         }
     }
-    return 0;
+    return rc;
 }
 
 /* ---- GPU idle and findings ---- */
 
-static int gpu_crit(struct crits *l, const struct summary_run *b, const struct summary_run *c,
-                    const struct gate_opts *o)
+/* The rise of the idle share; the limit widened by the baselines' spread
+ * in points (largest less smallest), not a ratio: idle shares near 0 would
+ * make any ratio huge. */
+static int gpu_crit(struct crits *l, const struct summary *const *b, size_t nb,
+                    const struct summary_run *c, const struct gate_opts *o)
 {
-    if (!b->gpu_source || !c->gpu_source)
+    double v[GATE_MAX_BASES], lo = 1, hi = 0, ratio_spread;
+    for (size_t i = 0; i < nb; i++) {
+        v[i] = b[i]->run.gpu_source ? b[i]->run.gpu_idle : NAN;
+        lo = v[i] < lo ? v[i] : lo;
+        hi = v[i] > hi ? v[i] : hi;
+    }
+    unsigned n;
+    int ib = gate_pick_base(v, nb, &ratio_spread, &n);
+    if (ib < 0 || !c->gpu_source)
         return not_judged(l, GATE_CK_GPU_IDLE,
-                          !b->gpu_source && !c->gpu_source ? "no GPU activity recorded"
-                          : !b->gpu_source ? "no GPU activity in the baseline"
-                                           : "no GPU activity in the candidate")
+                          ib < 0 && !c->gpu_source ? "no GPU activity recorded"
+                          : ib < 0                 ? "no GPU activity in the baseline"
+                                                   : "no GPU activity in the candidate")
                    ? 0 : -ENOMEM;
     struct gate_crit *k = crit_add(l, GATE_CK_GPU_IDLE, NULL);
     if (!k)
         return -ENOMEM;
-    k->base = b->gpu_idle;
+    k->base = v[ib];
     k->cand = c->gpu_idle;
     k->ratio = ratio_of(k->cand, k->base);
-    k->verdict = k->cand - k->base > o->max_idle_rise ? GATE_REGRESSED : GATE_OK;
+    k->m.nbase = n;
+    k->m.spread = n < 2 ? 0 : hi - lo;
+    k->m.limit = o->max_idle_rise + k->m.spread;
+    k->m.lo = k->cand - k->base;
+    k->verdict = !(k->m.lo > o->max_idle_rise) ? GATE_OK
+                 : !(k->m.lo > k->m.limit)      ? (k->m.noise = GATE_NOISE_SPREAD, GATE_NOISY)
+                                                : GATE_REGRESSED;
     return 0;
 }
 
@@ -248,23 +459,37 @@ static int has_high(const struct summary_run *r, const char *cause)
     return 0;
 }
 
-/* One criterion per HIGH finding of either side; one "none" line if neither has any. */
-static int finding_crits(struct crits *l, const struct summary_run *b, const struct summary_run *c)
+/* Has any of @p nb baselines @p cause at HIGH? */
+static int any_high(const struct summary *const *b, size_t nb, const char *cause)
 {
-    for (int side = 0; side < 2; side++) {
-        const struct summary_run *s = side ? c : b;
+    for (size_t i = 0; i < nb; i++)
+        if (has_high(&b[i]->run, cause))
+            return 1;
+    return 0;
+}
+
+/* One criterion per HIGH finding of any side; one "none" line if none has
+ * any. A cause some baseline had at HIGH is not new: it crosses the line
+ * from run to run. */
+static int finding_crits(struct crits *l, const struct summary *const *b, size_t nb,
+                         const struct summary_run *c)
+{
+    size_t nhigh = c->nhigh;
+    for (size_t side = 0; side <= nb; side++) {
+        const struct summary_run *s = side < nb ? &b[side]->run : c;
+        nhigh += side < nb ? s->nhigh : 0;
         for (size_t i = 0; i < s->nhigh; i++) {
-            if (side && has_high(b, s->high[i]))
+            if (any_high(b, side, s->high[i]))
                 continue;
             struct gate_crit *k = crit_add(l, GATE_CK_FINDING, s->high[i]);
             if (!k)
                 return -ENOMEM;
-            k->base = has_high(b, s->high[i]);
+            k->base = any_high(b, nb, s->high[i]);
             k->cand = has_high(c, s->high[i]);
             k->verdict = k->cand && !k->base ? GATE_REGRESSED : GATE_OK;
         }
     }
-    if (b->nhigh == 0 && c->nhigh == 0) {
+    if (nhigh == 0) {
         struct gate_crit *k = crit_add(l, GATE_CK_FINDING, NULL);
         if (!k)
             return -ENOMEM;
@@ -273,15 +498,25 @@ static int finding_crits(struct crits *l, const struct summary_run *b, const str
     return 0;
 }
 
-int gate_eval_run(const struct summary *base, const struct summary *cand,
-                  const struct gate_opts *o, struct gate_crit **out, size_t *n)
+/* Why the run criteria cannot be judged: a side without the run part. */
+static const char *no_run_why(const struct summary *const *b, size_t nb, const struct summary *c)
+{
+    int base_has = 1;
+    for (size_t i = 0; i < nb; i++)
+        base_has &= b[i]->has_run;
+    return !base_has && !c->has_run ? "no run measures (version 1 summaries)"
+           : !base_has              ? "the baseline has no run measures (version 1 summary)"
+           : !c->has_run            ? "the candidate has no run measures (version 1 summary)"
+                                    : NULL;
+}
+
+int gate_eval_run_bases(const struct summary *const *base, size_t nbase,
+                        const struct summary *cand, const struct gate_opts *o,
+                        struct gate_crit **out, size_t *n)
 {
     struct crits l = {0};
     int rc = 0;
-    int both = base->has_run && cand->has_run;
-    const char *why = !base->has_run && !cand->has_run ? "no run measures (version 1 summaries)"
-                      : !base->has_run ? "the baseline has no run measures (version 1 summary)"
-                                       : "the candidate has no run measures (version 1 summary)";
+    const char *why = no_run_why(base, nbase, cand);
     static const struct {
         unsigned bit;
         enum gate_ckind kind;
@@ -289,18 +524,20 @@ int gate_eval_run(const struct summary *base, const struct summary *cand,
                      {GATE_C_API_TIME, GATE_CK_API_TIME},
                      {GATE_C_GPU, GATE_CK_GPU_IDLE},
                      {GATE_C_FINDINGS, GATE_CK_FINDING}};
+    if (nbase < 1 || nbase > GATE_MAX_BASES)
+        return -EINVAL;
     for (size_t i = 0; rc == 0 && i < sizeof(crit_bits) / sizeof(crit_bits[0]); i++) {
         if (!(o->criteria & crit_bits[i].bit))
             continue;
-        if (!both) {
+        if (why) {
             rc = not_judged(&l, crit_bits[i].kind, why) ? 0 : -ENOMEM;
             continue;
         }
         switch (crit_bits[i].kind) {
-        case GATE_CK_STEP_P50: rc = steps_crits(&l, base, cand, o); break;
-        case GATE_CK_API_TIME: rc = api_crits(&l, base, cand, o); break;
-        case GATE_CK_GPU_IDLE: rc = gpu_crit(&l, &base->run, &cand->run, o); break;
-        default: rc = finding_crits(&l, &base->run, &cand->run); break;
+        case GATE_CK_STEP_P50: rc = steps_crits(&l, base, nbase, cand, o); break;
+        case GATE_CK_API_TIME: rc = api_crits(&l, base, nbase, cand, o); break;
+        case GATE_CK_GPU_IDLE: rc = gpu_crit(&l, base, nbase, &cand->run, o); break;
+        default: rc = finding_crits(&l, base, nbase, &cand->run); break;
         }
     }
     if (rc < 0) {
@@ -310,6 +547,12 @@ int gate_eval_run(const struct summary *base, const struct summary *cand,
     *out = l.c;
     *n = l.n;
     return 0;
+}
+
+int gate_eval_run(const struct summary *base, const struct summary *cand,
+                  const struct gate_opts *o, struct gate_crit **out, size_t *n)
+{
+    return gate_eval_run_bases(&base, 1, cand, o, out, n);
 }
 
 /* ---- words ---- */
@@ -352,9 +595,25 @@ static void time_note(const struct gate_crit *c, char *buf, size_t len)
     char a[32], b[32], ci[48] = "";
     if (c->has_ci)
         snprintf(ci, sizeof(ci), ", CI %.2f-%.2f", c->ci_lo, c->ci_hi);
-    snprintf(buf, len, "%+.0f%% (%s -> %s%s)%s%s", whole((c->ratio - 1.0) * 100.0),
-             fmt_time(c->base, a, sizeof(a)), fmt_time(c->cand, b, sizeof(b)), ci,
-             c->why ? "; " : "", c->why ? c->why : "");
+    snprintf(buf, len, "%+.0f%% (%s -> %s%s)", whole((c->ratio - 1.0) * 100.0),
+             fmt_time(c->base, a, sizeof(a)), fmt_time(c->cand, b, sizeof(b)), ci);
+}
+
+/* "; " and why a noisy criterion did not regress, after @p buf. */
+static void noise_add(const struct gate_crit *c, char *buf, size_t len)
+{
+    char why[200];
+    size_t n = strlen(buf);
+    if (c->verdict != GATE_NOISY || n >= len)
+        return;
+    if (c->kind == GATE_CK_GPU_IDLE)
+        snprintf(why, sizeof(why), "within the run-to-run spread of %u baselines (%.0f points): "
+                 "limit +%.0f points", c->m.nbase, c->m.spread * 100.0, c->m.limit * 100.0);
+    else
+        gate_noise_note(&c->m, c->kind == GATE_CK_UNIT ? "launches"
+                             : c->kind == GATE_CK_API_TIME ? "calls" : "steps", why, sizeof(why));
+    if (why[0])
+        snprintf(buf + n, len - n, "; %s", why);
 }
 
 const char *gate_crit_note(const struct gate_crit *c, const struct gate_opts *o, char *buf,
@@ -391,5 +650,6 @@ const char *gate_crit_note(const struct gate_crit *c, const struct gate_opts *o,
                                                         : "gone from candidate");
         break;
     }
+    noise_add(c, buf, len);
     return buf;
 }

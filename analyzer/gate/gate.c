@@ -49,30 +49,34 @@ static int judge(struct gate_row *r, const struct summary_group *b, const struct
         r->verdict = GATE_FEW_CALLS;
         return 0;
     }
-    if (o->use_ci) {
-        int rc = bootstrap_ratio_ci(b->samples_ns, b->nsamples, c->samples_ns, c->nsamples,
-                                    summary_q_prob(o->metric), o->resamples,
-                                    gate_seed(o->seed, r->api, r->kernel), 0.95, &r->ci_lo,
-                                    &r->ci_hi);
-        if (rc < 0)
-            return rc;
-        r->has_ci = 1;
-    }
+    int rc = gate_judge_quantile(b->samples_ns, b->nsamples, c->samples_ns, c->nsamples,
+                                 summary_q_prob(o->metric), r->ratio, o->max_ratio,
+                                 gate_seed(o->seed, r->api, r->kernel), o, &r->ci_lo, &r->ci_hi,
+                                 &r->has_ci, &r->m);
+    if (rc < 0)
+        return rc;
     double delta_us = ((double)r->new_ns - (double)r->base_ns) / 1000.0;
-    if (!(r->ratio > o->max_ratio && delta_us > o->min_delta_us))
-        r->verdict = GATE_OK;
-    else if (r->has_ci && r->ci_lo <= 1.0)
-        r->verdict = GATE_NOISY;
-    else
-        r->verdict = GATE_REGRESSED;
+    r->verdict = delta_us > o->min_delta_us ? (enum gate_verdict)rc : GATE_OK;
+    if (r->verdict == GATE_OK)
+        r->m.noise = GATE_NOISE_NONE, r->m.settle_n = 0;
     return 0;
 }
 
-static int add_row(struct gate_row *rows, size_t *n, const struct summary_group *b,
-                   const struct summary_group *c, const struct gate_opts *o)
+/* The row of (@p api, @p kernel): against the baseline of the median
+ * --metric value, its limit widened by the baselines' spread. */
+static int add_row(struct gate_row *rows, size_t *n, const struct summary *const *base,
+                   size_t nb, const struct summary_group *c, const char *api, const char *kernel,
+                   const struct gate_opts *o)
 {
     struct gate_row *r = &rows[(*n)++];
+    double v[GATE_MAX_BASES];
     memset(r, 0, sizeof(*r));
+    for (size_t i = 0; i < nb; i++) {
+        const struct summary_group *g = summary_find(base[i], api, kernel);
+        v[i] = g ? (double)g->q_ns[o->metric] : NAN;
+    }
+    int ib = gate_pick_base(v, nb, &r->m.spread, &r->m.nbase);
+    const struct summary_group *b = ib < 0 ? NULL : summary_find(base[ib], api, kernel);
     const struct summary_group *g = b ? b : c;
     r->api = g->api;
     r->kernel = g->kernel;
@@ -86,21 +90,32 @@ static int add_row(struct gate_row *rows, size_t *n, const struct summary_group 
     return 0;
 }
 
-int gate_eval(const struct summary *base, const struct summary *cand, const struct gate_opts *o,
-              struct gate_row **rows_out, size_t *n_out)
+/* Is (@p api, @p kernel) in any of baselines 0..@p i - 1? */
+static int row_seen(const struct summary *const *base, size_t i, const char *api,
+                    const char *kernel)
 {
-    struct gate_row *rows = calloc(base->n + cand->n + 1, sizeof(*rows));
-    size_t n = 0;
-    int rc = rows ? 0 : -ENOMEM;
-    for (size_t i = 0; rc == 0 && i < base->n; i++) {
-        const struct summary_group *b = &base->groups[i];
-        if (group_selected(o, b))
-            rc = add_row(rows, &n, b, summary_find(cand, b->api, b->kernel), o);
-    }
-    for (size_t i = 0; rc == 0 && i < cand->n; i++) {
-        const struct summary_group *c = &cand->groups[i];
-        if (group_selected(o, c) && !summary_find(base, c->api, c->kernel))
-            rc = add_row(rows, &n, NULL, c, o);
+    for (size_t j = 0; j < i; j++)
+        if (summary_find(base[j], api, kernel))
+            return 1;
+    return 0;
+}
+
+int gate_eval_bases(const struct summary *const *base, size_t nb, const struct summary *cand,
+                    const struct gate_opts *o, struct gate_row **rows_out, size_t *n_out)
+{
+    size_t cap = cand->n + 1, n = 0;
+    for (size_t i = 0; i < nb; i++)
+        cap += base[i]->n;
+    struct gate_row *rows = nb >= 1 && nb <= GATE_MAX_BASES ? calloc(cap, sizeof(*rows)) : NULL;
+    int rc = rows ? 0 : nb >= 1 && nb <= GATE_MAX_BASES ? -ENOMEM : -EINVAL;
+    for (size_t side = 0; rc == 0 && side <= nb; side++) {
+        const struct summary *s = side < nb ? base[side] : cand;
+        for (size_t i = 0; rc == 0 && i < s->n; i++) {
+            const struct summary_group *g = &s->groups[i];
+            if (group_selected(o, g) && !row_seen(base, side < nb ? side : nb, g->api, g->kernel))
+                rc = add_row(rows, &n, base, nb, summary_find(cand, g->api, g->kernel), g->api,
+                             g->kernel, o);
+        }
     }
     if (rc < 0) {
         free(rows);
@@ -111,10 +126,17 @@ int gate_eval(const struct summary *base, const struct summary *cand, const stru
     return 0;
 }
 
+int gate_eval(const struct summary *base, const struct summary *cand, const struct gate_opts *o,
+              struct gate_row **rows_out, size_t *n_out)
+{
+    return gate_eval_bases(&base, 1, cand, o, rows_out, n_out);
+}
+
 /* ---- output ---- */
 
 struct gate_result {
     const struct gate_opts *o;
+    size_t nbases;          /* baselines compared with */
     struct gate_row *rows;
     size_t n;
     size_t nfail, nfew, nnoisy;
@@ -123,6 +145,19 @@ struct gate_result {
 };
 
 static void write_junit_run(const struct gate_result *g, FILE *f);
+
+/* What the baselines say of run-to-run noise, one line (issue 36). */
+static const char *baselines_line(const struct gate_result *g)
+{
+    static char buf[200];
+    if (g->nbases < 2)
+        snprintf(buf, sizeof(buf), "baselines: 1: run-to-run noise unknown; keep %d baseline "
+                 "runs (--baseline A B C D E, docs/gate.md)", GATE_KEEP_BASES);
+    else
+        snprintf(buf, sizeof(buf), "baselines: %zu: each limit widened by their run-to-run "
+                 "spread", g->nbases);
+    return buf;
+}
 
 static int gate_failed(const struct gate_result *g)
 {
@@ -223,10 +258,12 @@ static void row_note(const struct gate_result *g, const struct gate_row *r, char
                  (unsigned long long)r->n_base, (unsigned long long)r->n_new,
                  (unsigned long long)o->min_calls);
         break;
-    case GATE_NOISY:
-        snprintf(buf, len, "over thresholds but 95%% CI [%.2f, %.2f] includes 1", r->ci_lo,
-                 r->ci_hi);
+    case GATE_NOISY: {
+        char why[200];
+        snprintf(buf, len, "over thresholds; %s", gate_noise_note(&r->m, "calls", why,
+                                                                  sizeof(why)));
         break;
+    }
     case GATE_REGRESSED:
         snprintf(buf, len, "%s %.2fx baseline (+%.1f us), limit %.2fx and +%.1f us",
                  summary_q_name(o->metric), r->ratio,
@@ -274,6 +311,22 @@ static void print_table(const struct gate_result *g, FILE *f)
                "(limits: ratio %.2f, +%.1f us, %llu calls)\n",
             gate_failed(g) ? "FAIL" : "pass", g->n, summary_q_name(o->metric), g->nfail, g->nnoisy,
             g->nfew, o->max_ratio, o->min_delta_us, (unsigned long long)o->min_calls);
+    fprintf(f, "%s\n", baselines_line(g));
+}
+
+static const char *const noise_names[] = {NULL, "interval", "bound", "spread"};
+
+/* "limit", "spread", "lower_bound" and "noise" of a judged row or criterion. */
+static void margin_json(json_t *o, const struct gate_margin *m, int judged)
+{
+    if (!judged)
+        return;
+    json_object_set_new(o, "limit", isfinite(m->limit) ? json_real(m->limit) : json_null());
+    json_object_set_new(o, "spread", isfinite(m->spread) ? json_real(m->spread) : json_null());
+    json_object_set_new(o, "lower_bound", isfinite(m->lo) ? json_real(m->lo) : json_null());
+    json_object_set_new(o, "noise", m->noise ? json_string(noise_names[m->noise]) : json_null());
+    json_object_set_new(o, "settle_n", m->settle_n ? json_integer((json_int_t)m->settle_n)
+                                                   : json_null());
 }
 
 static json_t *row_json(const struct gate_result *g, const struct gate_row *r)
@@ -292,6 +345,8 @@ static json_t *row_json(const struct gate_result *g, const struct gate_row *r)
     json_object_set_new(o, "verdict", json_string(gate_verdict_name(r->verdict)));
     json_object_set_new(o, "failed", json_boolean(r->verdict == GATE_REGRESSED));
     json_object_set_new(o, "note", json_string(note));
+    margin_json(o, &r->m, r->verdict != GATE_FEW_CALLS && r->verdict != GATE_ONLY_BASE &&
+                              r->verdict != GATE_ONLY_NEW);
     return o;
 }
 
@@ -319,6 +374,8 @@ json_t *gate_crit_json(const struct gate_crit *c, const struct gate_opts *opts)
     json_object_set_new(o, "verdict", json_string(gate_verdict_name(c->verdict)));
     json_object_set_new(o, "failed", json_boolean(c->verdict == GATE_REGRESSED));
     json_object_set_new(o, "note", json_string(gate_crit_note(c, opts, note, sizeof(note))));
+    margin_json(o, &c->m, c->verdict != GATE_NOT_JUDGED && c->kind != GATE_CK_FINDING &&
+                              c->m.limit > 0);
     return o;
 }
 
@@ -346,6 +403,7 @@ static json_t *result_json(const struct gate_result *g)
     json_object_set_new(lim, "min_api_share", json_real(o->min_api_share));
     json_object_set_new(lim, "max_idle_rise", json_real(o->max_idle_rise));
     json_object_set_new(r, "run_regressed", json_integer((json_int_t)g->ncfail));
+    json_object_set_new(r, "baselines", json_integer((json_int_t)g->nbases));
     json_object_set_new(r, "criteria", crit);
     return r;
 }
@@ -451,7 +509,8 @@ static void write_markdown(const struct gate_result *g, FILE *f)
 {
     const char *m = summary_q_name(g->o->metric);
     char label[512], ci[64], note[256];
-    fprintf(f, "### cudaspy gate: %s\n\n", gate_failed(g) ? "FAIL" : "pass");
+    fprintf(f, "### cudaspy gate: %s\n\n%s\n\n", gate_failed(g) ? "FAIL" : "pass",
+            baselines_line(g));
     if (g->ncrit)
         write_markdown_run(g, f);
     fprintf(f, "%zu compared on %s: %zu regressed, %zu noisy, %zu with too few calls. "
@@ -496,27 +555,30 @@ static int write_file(const char *path, const struct gate_result *g,
 /* ---- command line ---- */
 
 static const char gate_usage[] =
-    "Usage: cudaspy-analyze gate --baseline BASE [options] RUN\n"
+    "Usage: cudaspy-analyze gate --baseline BASE [BASE...] [options] RUN\n"
     "\n"
     "Compare RUN against BASE and fail on regressions. BASE and RUN are run files\n"
-    "or summaries saved by `cudaspy-analyze summary --save`. Criteria, each with its\n"
-    "own verdict (docs/gate.md):\n"
+    "or summaries saved by `cudaspy-analyze summary --save`. Each criterion\n"
+    "regresses only when its ratio and the lower bound of the ratio's interval are\n"
+    "past its limit; past the limit alone it reads `noisy` and passes. With several\n"
+    "baselines (keep 5), each criterion compares with the median one and its limit\n"
+    "is multiplied by their spread, largest / smallest. Criteria (docs/gate.md):\n"
     "  steps      step time p50 and p99 grow more than --max-step-ratio and\n"
-    "             --max-step-p99-ratio, the 95% bootstrap interval above 1; without\n"
-    "             steps on both sides, the CUDA-active window per launch (p50 limit)\n"
+    "             --max-step-p99-ratio; without steps on both sides, the\n"
+    "             CUDA-active window per launch (p50 limit)\n"
     "  api-time   an API's total time, as a share of the CUDA-active window, grows\n"
     "             more than --max-api-ratio AND by more than --min-api-share\n"
     "             (APIs new in RUN included)\n"
     "  p99        an API's --metric grows by more than --max-p99-ratio AND by more\n"
-    "             than --min-delta-us, both runs have --min-calls calls, and the 95%\n"
-    "             bootstrap interval of the ratio excludes 1\n"
+    "             than --min-delta-us, and both runs have --min-calls calls\n"
     "  gpu-idle   the GPU's idle share rises more than --max-idle-rise points\n"
     "             (when both runs recorded GPU activity)\n"
     "  findings   a HIGH finding the baseline did not have\n"
     "A version 1 summary holds only what p99 needs: the others read `not judged`.\n"
     "\n"
     "Options:\n"
-    "  --baseline BASE       baseline run file or saved summary (required)\n"
+    "  --baseline BASE...    baseline run files or saved summaries (required; up to\n"
+    "                        16: every argument before RUN is one)\n"
     "  --criteria LIST       judge only these (steps,api-time,p99,gpu-idle,findings)\n"
     "  --max-step-ratio R    step time p50 (or time per launch): fail above R (1.1)\n"
     "  --max-step-p99-ratio R  step time p99: fail above R (default 1.5)\n"
@@ -532,7 +594,7 @@ static const char gate_usage[] =
     "  --min-calls N         judge only APIs with N calls on both sides (default 100)\n"
     "  --api NAME[,NAME]     only these APIs (repeatable; an unknown name is an error)\n"
     "  --by-kernel           also one row per (API, kernel name)\n"
-    "  --no-ci               no bootstrap; fail on the thresholds alone\n"
+    "  --no-ci               no intervals; fail on the ratios alone\n"
     "  --resamples N         bootstrap resamples (default 1000)\n"
     "  --seed S              bootstrap seed (default 1)\n"
     "  --json                JSON verdict on stdout instead of the table\n"
@@ -546,6 +608,7 @@ static const char gate_usage[] =
     "  cudaspy-analyze summary --save base.json base.lmdb\n"
     "  cudaspy-analyze gate --baseline base.json --markdown gate.md new.lmdb\n"
     "  cudaspy-analyze gate --baseline base.json --step train_step new.lmdb\n"
+    "  cudaspy-analyze gate --baseline b1.json b2.json b3.json b4.json b5.json new.lmdb\n"
     "  cudaspy-analyze gate --baseline base.lmdb --api cuStreamSynchronize --metric p99.9 new.lmdb\n";
 
 static const char summary_usage[] =
@@ -618,7 +681,9 @@ static const struct option gate_longopts[] = {
 struct gate_cli {
     struct gate_opts o;
     const char **apis;
-    const char *baseline, *run, *junit, *markdown, *step;
+    const char *bases[GATE_MAX_BASES]; /* --baseline, then RUNs before the last */
+    size_t nbases;
+    const char *run, *junit, *markdown, *step;
     int json, help;
     size_t samples;
 };
@@ -665,6 +730,15 @@ static int gate_limit(struct gate_cli *c, int opt, char *arg)
     return 0;
 }
 
+/* One more baseline. @return 0 or 2 after a usage message */
+static int add_base(struct gate_cli *c, const char *path)
+{
+    if (c->nbases == GATE_MAX_BASES)
+        return usage_error("gate", "--baseline: at most 16 baselines");
+    c->bases[c->nbases++] = path;
+    return 0;
+}
+
 /* One option into @p c. @return 0 or 2 after a usage message */
 static int gate_opt(struct gate_cli *c, int opt, char *arg)
 {
@@ -672,7 +746,7 @@ static int gate_opt(struct gate_cli *c, int opt, char *arg)
     if (opt >= OPT_CRIT && opt <= OPT_IDLE)
         return gate_limit(c, opt, arg);
     switch (opt) {
-    case OPT_BASE: c->baseline = arg; return 0;
+    case OPT_BASE: return add_base(c, arg);
     case OPT_METRIC:
         if ((c->o.metric = summary_q_parse(arg)) < 0)
             return usage_error("gate", "--metric: expected p50, p90, p99 or p99.9");
@@ -732,12 +806,15 @@ static int gate_parse(struct gate_cli *c, int argc, char **argv)
     if (c->help)
         return 0;
     c->o.apis = c->apis;
-    if (!c->baseline)
+    if (!c->nbases)
         return usage_error("gate", "--baseline BASE is required");
-    if (optind != argc - 1)
-        return usage_error("gate", "expected exactly one RUN (run file or summary)");
-    c->run = argv[optind];
-    return 0;
+    if (optind > argc - 1)
+        return usage_error("gate", "expected a RUN (run file or summary)");
+    /* `--baseline A B C RUN`: the arguments before the last are baselines */
+    for (rc = 0; rc == 0 && optind < argc - 1; optind++)
+        rc = add_base(c, argv[optind]);
+    c->run = argv[argc - 1];
+    return rc;
 }
 
 /* Load @p path as a summary, with the run part of a run file when
@@ -758,10 +835,14 @@ static int load_side(const struct gate_cli *c, const char *path, int measure, st
 }
 
 /* A misspelt --api must not pass silently. @return 0 or 2 after a message */
-static int check_apis(const struct gate_opts *o, const struct summary *b, const struct summary *c)
+static int check_apis(const struct gate_opts *o, struct summary *const *b, size_t nb,
+                      const struct summary *c)
 {
     for (int i = 0; i < o->napis; i++) {
-        if (summary_find(b, o->apis[i], NULL) || summary_find(c, o->apis[i], NULL))
+        size_t j = 0;
+        while (j < nb && !summary_find(b[j], o->apis[i], NULL))
+            j++;
+        if (j < nb || summary_find(c, o->apis[i], NULL))
             continue;
         fprintf(stderr, PROG ": gate: --api %s: no such API in either run\n", o->apis[i]);
         return 2;
@@ -836,6 +917,9 @@ static int gate_report(const struct gate_cli *c, struct gate_result *g)
         rc = write_file(c->markdown, g, write_markdown);
     if (!rc && gate_failed(g)) {
         fail_line(g, stderr);
+        if (g->nbases < 2)
+            fprintf(stderr, "hint: run-to-run noise is unknown with one baseline; keep %d "
+                    "(--baseline A B C D E RUN; docs/gate.md)\n", GATE_KEEP_BASES);
         for (size_t i = 0; i < g->n; i++)
             if (g->rows[i].verdict == GATE_REGRESSED)
                 fprintf(stderr, PROG ": gate: %s%s%s: %s regressed (%.1f -> %.1f us, %.2fx)\n",
@@ -851,7 +935,7 @@ int gate_main(int argc, char **argv)
 {
     struct gate_cli c = {.samples = SUMMARY_SAMPLES_DEFAULT};
     gate_opts_init(&c.o);
-    struct summary *base = NULL, *cand = NULL;
+    struct summary *base[GATE_MAX_BASES] = {0}, *cand = NULL;
     struct gate_result g = {.o = &c.o};
     int rc = gate_parse(&c, argc, argv);
     if (rc == 0 && c.help) {
@@ -859,11 +943,16 @@ int gate_main(int argc, char **argv)
         goto out;
     }
     int measure = (c.o.criteria & ~GATE_C_P99) != 0;
-    if (rc || (rc = load_side(&c, c.baseline, measure, &base)) ||
-        (rc = load_side(&c, c.run, measure, &cand)) || (rc = check_apis(&c.o, base, cand)))
+    for (size_t i = 0; rc == 0 && i < c.nbases; i++)
+        rc = load_side(&c, c.bases[i], measure, &base[i]);
+    if (rc || (rc = load_side(&c, c.run, measure, &cand)) ||
+        (rc = check_apis(&c.o, base, c.nbases, cand)))
         goto out;
-    if (gate_eval_run(base, cand, &c.o, &g.crit, &g.ncrit) < 0 ||
-        ((c.o.criteria & GATE_C_P99) && gate_eval(base, cand, &c.o, &g.rows, &g.n) < 0)) {
+    const struct summary *const *bases = (const struct summary *const *)base;
+    g.nbases = c.nbases;
+    if (gate_eval_run_bases(bases, c.nbases, cand, &c.o, &g.crit, &g.ncrit) < 0 ||
+        ((c.o.criteria & GATE_C_P99) &&
+         gate_eval_bases(bases, c.nbases, cand, &c.o, &g.rows, &g.n) < 0)) {
         fprintf(stderr, PROG ": gate: out of memory\n");
         rc = 3;
         goto out;
@@ -873,7 +962,8 @@ int gate_main(int argc, char **argv)
 out:
     free(g.rows);
     free(g.crit);
-    summary_free(base);
+    for (size_t i = 0; i < GATE_MAX_BASES; i++)
+        summary_free(base[i]);
     summary_free(cand);
     free(c.apis);
     return rc;

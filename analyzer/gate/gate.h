@@ -1,5 +1,6 @@
-/* gate/gate.h: the CI regression gate: compares a candidate run against a
- * baseline and decides pass/fail, on a latency statistic per API (and per
+/* gate/gate.h: the CI regression gate: compares a candidate run against one
+ * baseline or several (their spread is the run-to-run noise) and decides
+ * pass/fail, on a latency statistic per API (and per
  * kernel; gate_eval) and on what the run did as a whole: step time, each
  * API's share of the CUDA-active window, GPU idle, new HIGH findings
  * (gate_eval_run, criteria.c). Both are pure (two summaries in, rows out);
@@ -20,6 +21,9 @@
 #define GATE_C_GPU 0x08      /* GPU idle share */
 #define GATE_C_FINDINGS 0x10 /* HIGH findings the baseline did not have */
 #define GATE_C_ALL 0x1f
+
+#define GATE_MAX_BASES 16 /* baselines one gate compares with (--baseline A B ...) */
+#define GATE_KEEP_BASES 5  /* baselines the docs recommend keeping (docs/gate.md) */
 
 struct gate_opts {
     int metric;             /* enum summary_q; default SUMMARY_P99 */
@@ -45,11 +49,33 @@ struct gate_opts {
 enum gate_verdict {
     GATE_OK = 0,
     GATE_REGRESSED,  /* the only verdict that fails the gate */
-    GATE_NOISY,      /* over both thresholds but the CI of the ratio includes 1 */
+    GATE_NOISY,      /* past the limit, but not the interval's lower bound or not past
+                        the limit widened by the baselines' spread (enum gate_noise) */
     GATE_FEW_CALLS,  /* a side has fewer than min_calls calls: not judged */
     GATE_ONLY_BASE,  /* API missing from the candidate */
     GATE_ONLY_NEW,   /* API absent from the baseline */
     GATE_NOT_JUDGED  /* a run criterion one side cannot say (no steps, version 1...) */
+};
+
+/* Why a verdict past the limit is noisy, not regressed (issue 36). */
+enum gate_noise {
+    GATE_NOISE_NONE = 0,
+    GATE_NOISE_INTERVAL, /* the ratio is past the limit, its interval's lower bound is not */
+    GATE_NOISE_BOUND,    /* too few values to bound the quantile by order statistics */
+    GATE_NOISE_SPREAD    /* past the limit, not past the limit times the baselines' spread */
+};
+
+/* The limit a verdict was judged against, and what stood between a ratio
+ * past the option's limit and a regression. */
+struct gate_margin {
+    double lo;         /* lower bound of the ratio's interval; the ratio itself without one */
+    double limit;      /* the limit applied: the option's, times spread (GPU idle: plus) */
+    double spread;     /* largest / smallest baseline value, 1 with one baseline (GPU idle:
+                          the difference, in share 0..1, 0 with one baseline) */
+    unsigned nbase;    /* baselines that had the value */
+    enum gate_noise noise;
+    uint64_t settle_n; /* noise INTERVAL or BOUND: values a side (calls, steps) that would
+                          settle it, an estimate; 0 when it cannot be said */
 };
 
 struct gate_row {
@@ -59,6 +85,7 @@ struct gate_row {
     double ratio;             /* new / base */
     double ci_lo, ci_hi;      /* bootstrap interval of the ratio, if has_ci */
     int has_ci;
+    struct gate_margin m;
     enum gate_verdict verdict;
 };
 
@@ -81,8 +108,8 @@ struct gate_crit {
     double ratio;             /* cand / base (API time: of the shares); INFINITY when new */
     double ci_lo, ci_hi;      /* bootstrap interval of the ratio, if has_ci */
     int has_ci;
-    const char *why;          /* GATE_NOT_JUDGED: why; GATE_NOISY: why too, if not the
-                                 interval alone (one phrase, static) */
+    const char *why;          /* GATE_NOT_JUDGED: why (one phrase, static) */
+    struct gate_margin m;
     enum gate_verdict verdict;
 };
 
@@ -100,6 +127,36 @@ uint64_t gate_seed(uint64_t seed, const char *api, const char *kernel);
 int gate_eval_run(const struct summary *base, const struct summary *cand,
                   const struct gate_opts *o, struct gate_crit **crit, size_t *n);
 
+/** The same against @p nbase (>= 1) baselines: each criterion compares the
+ * candidate with the baseline of the median value (the lower one of an even
+ * count) and widens its limit by the baselines' spread (docs/gate.md,
+ * "Several baselines"). A HIGH finding of any baseline is not new. */
+int gate_eval_run_bases(const struct summary *const *base, size_t nbase,
+                        const struct summary *cand, const struct gate_opts *o,
+                        struct gate_crit **crit, size_t *n);
+
+/** Judge the ratio @p ratio of quantile @p p between ascending samples @p a
+ * (baseline) and @p b (candidate) against @p limit, with @p m->spread and
+ * @p m->nbase set by the caller: the bootstrap interval (unless --no-ci)
+ * into *ci_lo, *ci_hi, *has_ci, the order-statistic bound into @p m->lo.
+ * Regressed only when the ratio and its lower bound are past limit x
+ * spread. @return the verdict, or -ENOMEM / -EINVAL (empty side) */
+int gate_judge_quantile(const uint64_t *a, size_t na, const uint64_t *b, size_t nb, double p,
+                        double ratio, double limit, uint64_t seed, const struct gate_opts *o,
+                        double *ci_lo, double *ci_hi, int *has_ci, struct gate_margin *m);
+
+/** Lower median of @p k values @p v (NaN: that baseline lacks the value):
+ * its index, or -1 when every one is NaN; *spread gets largest / smallest
+ * (1 when fewer than 2 are there; INFINITY when the smallest is 0 and the
+ * largest is not) and *nbase how many are there. */
+int gate_pick_base(const double *v, size_t k, double *spread, unsigned *nbase);
+
+/** Why noisy verdict @p m is not a regression, in words ("the interval's
+ * lower bound 1.20x is not past the limit 1.50x: about 1400 calls a side
+ * would settle it"), into @p buf; "" when @p m is not noisy. @p unit names
+ * the values ("calls", "steps"). */
+const char *gate_noise_note(const struct gate_margin *m, const char *unit, char *buf, size_t len);
+
 /** "step time p50", "API time cuStreamSynchronize", ... into @p buf. */
 const char *gate_crit_label(const struct gate_crit *c, char *buf, size_t len);
 
@@ -112,6 +169,11 @@ const char *gate_crit_note(const struct gate_crit *c, const struct gate_opts *o,
  * frees; borrows names from the summaries) and *n get the comparison. */
 int gate_eval(const struct summary *base, const struct summary *cand, const struct gate_opts *o,
               struct gate_row **rows, size_t *n);
+
+/** The same against @p nbase (>= 1) baselines: each row compares with the
+ * baseline of the median --metric value, its limit widened by their spread. */
+int gate_eval_bases(const struct summary *const *base, size_t nbase, const struct summary *cand,
+                    const struct gate_opts *o, struct gate_row **rows, size_t *n);
 
 /** Criterion @p c as in `gate --json` criteria[] (docs/gate.md), with the
  * limits of @p o in its note. @return new reference */
