@@ -222,7 +222,8 @@ static int step_crit(struct crits *l, const struct summary *const *bases, size_t
                      enum gate_ckind kind)
 {
     int p50 = kind == GATE_CK_STEP_P50;
-    double limit = p50 ? o->max_step_ratio : o->max_step_p99_ratio, v[GATE_MAX_BASES];
+    double limit = p50 ? o->max_step_ratio : o->max_step_p99_ratio;
+    double v[GATE_MAX_BASES] = {0};
     struct gate_crit *k = crit_add(l, kind, NULL);
     if (!k)
         return -ENOMEM;
@@ -257,7 +258,7 @@ static int unit_crit(struct crits *l, const struct summary *const *bases, size_t
                      const struct summary_run *c, const struct gate_opts *o)
 {
     struct gate_crit *k = crit_add(l, GATE_CK_UNIT, NULL);
-    double v[GATE_MAX_BASES];
+    double v[GATE_MAX_BASES] = {0};
     if (!k)
         return -ENOMEM;
     for (size_t i = 0; i < nb; i++) {
@@ -384,7 +385,7 @@ static int api_seen(const struct summary *const *b, size_t i, const char *api)
 static int api_crit(struct crits *l, const struct summary *const *b, size_t nb,
                     const struct summary *c, const struct gate_opts *o, const char *api)
 {
-    double v[GATE_MAX_BASES];
+    double v[GATE_MAX_BASES] = {0};
     struct gate_crit *k = crit_add(l, GATE_CK_API_TIME, api);
     if (!k)
         return -ENOMEM;
@@ -421,7 +422,7 @@ static int api_crits(struct crits *l, const struct summary *const *b, size_t nb,
 static int gpu_crit(struct crits *l, const struct summary *const *b, size_t nb,
                     const struct summary_run *c, const struct gate_opts *o)
 {
-    double v[GATE_MAX_BASES], lo = 1, hi = 0, ratio_spread;
+    double v[GATE_MAX_BASES] = {0}, lo = 1, hi = 0, ratio_spread;
     for (size_t i = 0; i < nb; i++) {
         v[i] = b[i]->run.gpu_source ? b[i]->run.gpu_idle : NAN;
         lo = v[i] < lo ? v[i] : lo;

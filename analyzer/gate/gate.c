@@ -69,7 +69,7 @@ static int add_row(struct gate_row *rows, size_t *n, const struct summary *const
                    const struct gate_opts *o)
 {
     struct gate_row *r = &rows[(*n)++];
-    double v[GATE_MAX_BASES];
+    double v[GATE_MAX_BASES] = {0};
     memset(r, 0, sizeof(*r));
     for (size_t i = 0; i < nb; i++) {
         const struct summary_group *g = summary_find(base[i], api, kernel);
