@@ -166,6 +166,16 @@ int pystack_site_eq(const struct pystack_site *a, const struct pystack_site *b)
            a->func_id == b->func_id && a->where == b->where;
 }
 
+uint64_t pystack_site_hash(const struct pystack_site *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    const uint64_t v[5] = {s->run, s->kind, s->file_id, s->func_id, s->where};
+
+    for (int i = 0; i < 5; i++)
+        h = (h ^ v[i]) * 1099511628211ull;
+    return h;
+}
+
 /* String @p id of run @p r, "?" when the run has no such string. */
 static const char *str_q(struct cs_run *r, uint32_t id)
 {

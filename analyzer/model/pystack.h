@@ -102,6 +102,9 @@ int pystack_site(const struct model *m, uint64_t ci, struct pystack_site *s);
 /** Whether two sites are the same line. */
 int pystack_site_eq(const struct pystack_site *a, const struct pystack_site *b);
 
+/** A hash of site @p s (FNV-1a over its fields): equal sites hash equal. */
+uint64_t pystack_site_hash(const struct pystack_site *s);
+
 /** Python file @p path as the text forms name it: a library's from its
  * package on ("torch/cuda/__init__.py": "__init__.py" alone says little),
  * any other by its base name. @return a suffix of @p path */

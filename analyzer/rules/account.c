@@ -94,7 +94,6 @@ struct actx {
     struct acct *a;          /* the account being built */
     const struct gpu_dev *d; /* its device (measured), or NULL */
     int host_known;
-    int py;                  /* the run has Python samples of host code */
     int lb_launch;           /* lower bound: launches outside the gaps are the pace */
     /* the covered interval being walked */
     uint64_t cov;
@@ -744,10 +743,11 @@ static int acct_add(struct account *ac, uint32_t *cap)
 #define ACCT_PY_MIN 10
 
 /* A feeder's Python samples taken while it ran host code (on CPU outside
- * CUDA calls), counted by their role (pystack_ref_role). */
+ * CUDA calls), counted by their role (pystack_ref_role) into n. */
 struct py_count {
     const struct actx *x;
     struct tcur k;
+    uint64_t n[3];
 };
 
 static void py_sample(void *arg, const struct m_pysample *smp)
@@ -756,35 +756,37 @@ static void py_sample(void *arg, const struct m_pysample *smp)
     uint64_t u;
 
     if (tstate(c->x, &c->k, smp->t_ns, &u) == ST_HOST)
-        c->x->a->pyn[pystack_ref_role(c->x->m, pystack_ref_of_sample(c->x->m, smp))]++;
+        c->n[pystack_ref_role(c->x->m, pystack_ref_of_sample(c->x->m, smp))]++;
 }
 
 /* The samples of every feeder's host code between the set-up and the
- * wind-down, GPU busy or not: GPU activity is often sampled too sparsely
- * for the samples inside its idle stretches alone to say much. */
-static void py_counts(const struct actx *x, struct acct *a)
+ * wind-down, GPU busy or not (GPU activity is often sampled too sparsely
+ * for the samples inside its idle stretches alone to say much), by role
+ * into @p n. @return their number */
+static uint64_t py_counts(const struct actx *x, const struct acct *a, uint64_t *n)
 {
-    memset(a->pyn, 0, sizeof(a->pyn));
-    for (uint32_t i = 0; x->py && i < a->nfeed; i++) {
-        struct py_count c = {x, {0}};
+    struct py_count c = {.x = x};
+
+    for (uint32_t i = 0; i < a->nfeed; i++) {
         tcur_init(x->m, &c.k, a->feeder[i], a->setup_end_ns);
         pystack_samples_in(x->m, a->feeder[i], a->setup_end_ns, a->steady_hi_ns, py_sample, &c);
     }
+    memcpy(n, c.n, sizeof(c.n));
+    return c.n[0] + c.n[1] + c.n[2];
 }
 
 static void py_split(struct actx *x, struct acct *a)
 {
     static const int to[] = {AB_DATA_RECV, AB_HOST_FRAMEWORK}, cause[] = {AC_PIPE, AC_LAUNCH};
-    uint64_t n, ns = a->ns[AB_HOST_CODE], lo = a->lo[AB_HOST_CODE], hi = a->hi[AB_HOST_CODE];
+    uint64_t pyn[3], n = py_counts(x, a, pyn);
+    uint64_t ns = a->ns[AB_HOST_CODE], lo = a->lo[AB_HOST_CODE], hi = a->hi[AB_HOST_CODE];
     double f[2];
 
-    py_counts(x, a);
-    n = a->pyn[0] + a->pyn[1] + a->pyn[2];
     if (n < ACCT_PY_MIN)
         return;
     for (int i = 0; i < 2; i++) {
         uint64_t mv;
-        f[i] = (double)a->pyn[i + 1] / (double)n;
+        f[i] = (double)pyn[i + 1] / (double)n;
         mv = (uint64_t)((double)ns * f[i] + 0.5);
         a->ns[to[i]] = mv < a->ns[AB_HOST_CODE] ? mv : a->ns[AB_HOST_CODE];
         a->lo[to[i]] = (uint64_t)((double)lo * f[i]);
@@ -834,7 +836,6 @@ static void acct_one(struct actx *x, struct acct *a, const struct gpu_dev *d,
     x->last_sync = M_CALL_NONE;
     memset(x->cur, 0, sizeof(x->cur));
     x->cur_len = 0;
-    x->py = run->counts[CS_REC_PYSAMPLE] > 0;
     if (d && d->source >= GPU_SRC_SAMPLED) {
         a->source = d->source;
         measured(x, d);

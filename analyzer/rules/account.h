@@ -79,9 +79,6 @@ struct acct {
     /* sampling moments, per covered interval k: x_k = w_k len_k, y_k = w_k b_k */
     double sx, sxx, sy[AB_COUNT], syy[AB_COUNT], sxy[AB_COUNT];
     uint64_t nk;
-    /* Python samples of the feeders' host code in GPU idle, by what ran:
-     * the user's code, a DataLoader's receive path, the framework */
-    uint64_t pyn[3];
 };
 
 /* Per step of struct steps, what each cause owned of it (ns). */

@@ -55,20 +55,10 @@ void pyhost_free(struct pyhost *h)
     free(h);
 }
 
-static uint64_t site_hash(const struct pystack_site *s)
-{
-    uint64_t k = 1469598103934665603ull;
-    const uint64_t v[5] = {s->run, s->kind, s->file_id, s->func_id, s->where};
-
-    for (int i = 0; i < 5; i++)
-        k = (k ^ v[i]) * 1099511628211ull;
-    return k;
-}
-
 /* Index of site @p s, added when new. @return it, or M_NONE (out of memory) */
 static uint32_t site_get(struct pyhost *h, const struct pystack_site *s, struct pystack_ref ref)
 {
-    uint64_t key = site_hash(s);
+    uint64_t key = pystack_site_hash(s);
     uint32_t i;
 
     while ((i = m_hash_get(h->ix, key)) != M_NONE && !pystack_site_eq(&h->site[i].site, s))

@@ -13,21 +13,11 @@
 
 /* ---- rows ---- */
 
-static uint64_t site_hash(const struct pystack_site *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    const uint64_t v[5] = {s->run, s->kind, s->file_id, s->func_id, s->where};
-
-    for (int i = 0; i < 5; i++)
-        h = (h ^ v[i]) * 1099511628211ull;
-    return h;
-}
-
 /* Row of site @p s, added when new. @return the row, M_NONE when out of memory */
 static uint32_t row_get(struct pyline *p, struct m_hash *ix, uint32_t *cap,
                         const struct pystack_site *s, uint64_t ci)
 {
-    uint64_t key = site_hash(s);
+    uint64_t key = pystack_site_hash(s);
     uint32_t r;
 
     while ((r = m_hash_get(ix, key)) != M_NONE && !pystack_site_eq(&p->row[r].site, s))

@@ -122,6 +122,12 @@ static void print_split(const struct out *o, const json_t *by)
         fprintf(o->f, "%s%s %.0f %%", i ? ", " : "", key[i], 100.0 * (double)val[i] / (double)sum);
 }
 
+/* Buckets outside the steps' window: the set-up, the wind-down, no CUDA. */
+static int outside_steps(const char *name)
+{
+    return !strcmp(name, "setup") || !strcmp(name, "wind_down") || !strcmp(name, "no_cuda");
+}
+
 /* The account's buckets between the set-up and the wind-down (docs/json.md
  * "account"; no_cuda left out too), the largest first, as "name 12.3 %" of
  * those: at most @p max, GPU busy (its busy buckets) as one when
@@ -137,7 +143,7 @@ static void print_account_mix(const struct out *o, const json_t *ac, int busy_to
     json_array_foreach(json_object_get(ac, "buckets"), i, v) {
         const char *name = gets_(v, "name");
         double ns = (double)geti(v, "ns");
-        if (!strcmp(name, "setup") || !strcmp(name, "wind_down") || !strcmp(name, "no_cuda"))
+        if (outside_steps(name))
             continue;
         whole += ns;
         if (!strncmp(name, "gpu_", 4) && strcmp(name, "gpu_queued") &&
@@ -170,7 +176,7 @@ static double account_busy_pct(const json_t *ac, double *lo, double *hi)
 
     json_array_foreach(json_object_get(ac, "buckets"), i, v) {
         const char *name = gets_(v, "name");
-        if (!strcmp(name, "setup") || !strcmp(name, "wind_down") || !strcmp(name, "no_cuda"))
+        if (outside_steps(name))
             continue;
         whole += (double)geti(v, "ns");
         if (!strcmp(name, "gpu_compute") || !strcmp(name, "gpu_copy") ||
