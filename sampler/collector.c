@@ -1342,6 +1342,15 @@ static int disk_nearly_full(const char *path)
     return statvfs(dir, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < (16u << 20);
 }
 
+/* Most bytes staged while the commit thread still writes: a capped run's
+ * eviction budget keeps room for a few commits, so theirs stay small. */
+static size_t stage_max(const struct collector *c)
+{
+    uint64_t cap = c->fl ? c->o.max_size_bytes / 8 : STAGE_MAX;
+
+    return cap < STAGE_MAX ? (size_t)cap : STAGE_MAX;
+}
+
 /* Commit what is staged: in the store's commit thread unless @p wait (or
  * it cannot run), so the loop goes on draining rings while LMDB writes.
  * While the thread still writes the last one, staging goes on and the next
@@ -1353,7 +1362,7 @@ static int commit(struct collector *c, uint64_t now_ns, int wait)
     if (c->store_failed)
         return CS_E_LMDB;
     if (!wait && c->bg_commit && cs_store_commit_busy(c->st) &&
-        cs_store_pending(c->st) < STAGE_MAX)
+        cs_store_pending(c->st) < stage_max(c))
         return 0;
     /* every record staged so far goes into this commit, however young its
      * block: a SIGKILLed collector then loses at most one commit interval
@@ -1366,14 +1375,13 @@ static int commit(struct collector *c, uint64_t now_ns, int wait)
     stage_tables(c);
     collector_meta_u64(c, "cuda_dropped", c->stats.cuda_dropped);
     rc = c->fl ? flight_stage(c->fl, c->st) : 0;
+    if (rc == 0 && c->fl) /* a capped run evicts after each commit, in its thread */
+        rc = flight_evict(c->fl, c->st);
     if (rc == 0) {
-        /* a capped run evicts right after its commit: in the loop, not the thread */
-        rc = !wait && c->bg_commit && c->fl == NULL ? cs_store_commit_start(c->st) : -1;
-        if (rc < 0) /* waiting asked for, busy past STAGE_MAX, the thread failed, or capped */
+        rc = !wait && c->bg_commit ? cs_store_commit_start(c->st) : -1;
+        if (rc < 0) /* waiting asked for, busy past the stage limit, or the thread failed */
             rc = cs_store_commit(c->st);
     }
-    if (rc == 0 && c->fl)
-        rc = flight_trim(c->fl, c->st);
     c->last_commit_ns = now_ns;
     if (rc < 0) {
         c->store_failed = 1;

@@ -380,17 +380,20 @@ static uint64_t budget(const struct flight *f)
     return slack < f->max_bytes / 4 * 3 ? f->max_bytes - slack : f->max_bytes / 4;
 }
 
-int flight_trim(struct flight *f, struct cs_store *st)
+int flight_evict(struct flight *f, struct cs_store *st)
 {
     struct cs_evict ev;
-    int rc = cs_store_evict(st, budget(f), &ev);
+    int rc = cs_store_evict_result(st, &ev);
 
+    if (rc < 0)
+        return rc;
     /* free pages too scattered for the next blocks (a block needs a run of
      * contiguous pages) make the file grow all the same: once it passes
      * 7/8 of the cap, keep an eighth more free */
-    if (rc == 0 && ev.file_bytes > f->max_bytes / 8 * 7 && f->extra < f->max_bytes / 2)
+    if (rc == 1 && ev.file_bytes > f->max_bytes / 8 * 7 && f->extra < f->max_bytes / 2)
         f->extra += f->max_bytes / 8;
-    return rc;
+    cs_store_evict_after(st, budget(f));
+    return 0;
 }
 
 void flight_free(struct flight *f)

@@ -5,7 +5,7 @@
  * each commit evicts the oldest blocks once the file's live data passes
  * the cap's budget. Runs on the collector's thread only.
  * Usage: flight_new -> flight_open -> { [flight_block per staged block];
- *        flight_stage; cs_store_commit; flight_trim } -> flight_free */
+ *        flight_stage; flight_evict; cs_store_commit[_start] } -> flight_free */
 #ifndef CUDASPY_SAMPLER_FLIGHT_H
 #define CUDASPY_SAMPLER_FLIGHT_H
 
@@ -31,10 +31,13 @@ void flight_block(struct flight *f, const struct cs_blk_hdr *h, const void *recs
  * forget windows long closed. @return 0, -ENOMEM */
 int flight_stage(struct flight *f, struct cs_store *st);
 
-/** After a successful commit: evict the oldest blocks while the live data
- * exceeds the budget (the cap less room for the commits that cannot reuse
- * freed pages yet). @return 0 or the store's error */
-int flight_trim(struct flight *f, struct cs_store *st);
+/** Before each commit, after flight_stage: take what the evictions after
+ * the earlier commits did (a file nearing the cap widens the slack) and set
+ * the budget that the next commit evicts to, in the thread that commits:
+ * the oldest blocks go while the live data exceeds the cap less room for
+ * the commits that cannot reuse freed pages yet. @return 0 or the error of
+ * an eviction that failed */
+int flight_evict(struct flight *f, struct cs_store *st);
 
 /** Free. Accepts NULL. */
 void flight_free(struct flight *f);

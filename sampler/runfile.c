@@ -179,6 +179,7 @@ struct committer {
     size_t nops, ops_cap;
     uint8_t *arena;
     size_t arena_len, arena_cap;
+    uint64_t evict_max; /* the store's evict_after when the set was handed over */
 };
 
 struct cs_store {
@@ -194,6 +195,9 @@ struct cs_store {
     int has_agg; /* the agg database is open (cs_store_agg_open) */
     int has_pysample; /* a CS_REC_PYSAMPLE block was staged: format version 3 */
     uint64_t evict_ts_max_ns, evict_blocks, evict_records; /* cs_store_evict totals */
+    uint64_t evict_after;   /* cs_store_evict_after(); 0 = commits evict nothing */
+    struct cs_evict ev_last; /* the newest eviction after a commit */
+    int ev_state; /* under cm.mu once it runs: 0 none since read, 1 one ran, <0 error */
     uint8_t *enc; /* CS_BLK_MAX_BYTES: a compact block being encoded */
     struct itab strings, stacks;
     struct flusher fl;
@@ -591,6 +595,33 @@ static int store_commit_set(struct cs_store *s, const struct stage_op *ops, size
 
 static int commit_wait(struct cs_store *s);
 
+/* Keep what an eviction after a commit did for cs_store_evict_result(); the
+ * first error stays. Called with cm.mu held when the committer runs. */
+static void evict_note(struct cs_store *s, int rc, const struct cs_evict *ev)
+{
+    if (s->ev_state < 0)
+        return;
+    s->ev_state = rc < 0 ? rc : 1;
+    if (rc == 0)
+        s->ev_last = *ev;
+}
+
+/* After a commit of the caller's thread: its eviction, if one is asked. */
+static void commit_evict(struct cs_store *s)
+{
+    struct cs_evict ev;
+    int rc;
+
+    if (s->evict_after == 0)
+        return;
+    rc = cs_store_evict(s, s->evict_after, &ev);
+    if (s->cm.on)
+        pthread_mutex_lock(&s->cm.mu);
+    evict_note(s, rc, &ev);
+    if (s->cm.on)
+        pthread_mutex_unlock(&s->cm.mu);
+}
+
 int cs_store_commit(struct cs_store *s)
 {
     int rc;
@@ -607,7 +638,28 @@ int cs_store_commit(struct cs_store *s)
         return rc;
     s->nops = 0;
     s->arena_len = 0;
+    commit_evict(s);
     return 0;
+}
+
+void cs_store_evict_after(struct cs_store *s, uint64_t live_max_bytes)
+{
+    s->evict_after = live_max_bytes;
+}
+
+int cs_store_evict_result(struct cs_store *s, struct cs_evict *ev)
+{
+    int rc;
+
+    if (s->cm.on)
+        pthread_mutex_lock(&s->cm.mu);
+    rc = s->ev_state;
+    *ev = s->ev_last;
+    if (rc == 1)
+        s->ev_state = 0;
+    if (s->cm.on)
+        pthread_mutex_unlock(&s->cm.mu);
+    return rc;
 }
 
 /* ---- background commit ---- */
@@ -625,7 +677,13 @@ static void *committer_main(void *arg)
             break; /* stop, with nothing left to write */
         pthread_mutex_unlock(&m->mu);
         int rc = store_commit_set(s, m->ops, m->nops, m->arena);
+        /* a capped run's eviction follows its commit here, off the
+         * caller's thread like the commit (it alone deletes: no race) */
+        struct cs_evict ev;
+        int erc = rc == 0 && m->evict_max ? cs_store_evict(s, m->evict_max, &ev) : 1;
         pthread_mutex_lock(&m->mu);
+        if (erc <= 0)
+            evict_note(s, erc, &ev);
         m->err = rc;
         if (rc == 0)
             m->nops = m->arena_len = 0;
@@ -725,6 +783,7 @@ int cs_store_commit_start(struct cs_store *s)
     cap = m->arena_cap, m->arena_cap = s->arena_cap, s->arena_cap = cap;
     m->nops = s->nops;
     m->arena_len = s->arena_len;
+    m->evict_max = s->evict_after;
     s->nops = s->arena_len = 0;
     m->busy = 1;
     pthread_cond_broadcast(&m->cv);

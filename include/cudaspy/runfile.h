@@ -112,7 +112,9 @@ uint64_t cs_store_map_bytes(const struct cs_store *s);
 
 /* ---- flight recorder (record --max-size; policy in sampler/flight.c) ----
  * Usage: cs_store_agg_open once; at every commit cs_store_put_agg the
- * aggregates of what was staged, cs_store_commit, then cs_store_evict. */
+ * aggregates of what was staged, cs_store_evict_after the budget, then
+ * cs_store_commit or cs_store_commit_start: the eviction follows the commit
+ * in the thread that commits; cs_store_evict_result says what it did. */
 
 /** Create the agg database (docs/format.md), for a size-capped run.
  * @return 0, CS_E_LMDB, -ENOSPC, ... */
@@ -139,6 +141,16 @@ struct cs_evict {
  * after this one on). Staged data is neither written nor touched.
  * @return 0, CS_E_LMDB, -ENOSPC, -EIO; @p ev filled in any case */
 int cs_store_evict(struct cs_store *s, uint64_t live_max_bytes, struct cs_evict *ev);
+
+/** From the next commit on, follow each successful commit (the caller's or
+ * the background one's, in its thread) with cs_store_evict(@p live_max_bytes);
+ * 0 = no eviction. A background commit takes the value it was handed over with. */
+void cs_store_evict_after(struct cs_store *s, uint64_t live_max_bytes);
+
+/** What the evictions after commits did since the last call: @p ev the
+ * newest one's result. @return 1 (one or more ran), 0 (none ran), or the
+ * error of one that failed (it stays: recording must stop). */
+int cs_store_evict_result(struct cs_store *s, struct cs_evict *ev);
 
 /** Commit what is staged, sync, close. Idempotent. */
 void cs_store_close(struct cs_store *s);
