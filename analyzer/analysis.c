@@ -772,6 +772,11 @@ const struct steps *analysis_steps(const struct analysis *a, uint32_t *pid, uint
     return &a->steps;
 }
 
+size_t analysis_step_gpu_durations(const struct analysis *a, uint64_t *out, uint64_t *host)
+{
+    return steps_gpu_durations(&a->m, &a->steps, out, host);
+}
+
 int analysis_setup(const struct analysis *a, uint64_t *t0, uint64_t *t1)
 {
     return steps_setup(&a->m, &a->steps, t0, t1);

@@ -75,6 +75,11 @@ struct steps;
  * @return borrowed */
 const struct steps *analysis_steps(const struct analysis *a, uint32_t *pid, uint32_t *tid);
 
+/** The steps' durations as the GPU ran them (steps_gpu_durations) into
+ * @p out, and the host's of the same steps into @p host (NULL, or room for
+ * the steps' count too). @return how many */
+size_t analysis_step_gpu_durations(const struct analysis *a, uint64_t *out, uint64_t *host);
+
 /** The set-up before the first step (steps_setup), absolute ns.
  * @return 1, or 0 when there is none */
 int analysis_setup(const struct analysis *a, uint64_t *t0, uint64_t *t1);

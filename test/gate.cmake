@@ -57,7 +57,7 @@ endif()
 # Gate v2 (issue 24) on real step loops: cause_workload's steps, steps_sync
 # and steps_slowdata modes (fake.cmake, read before this file), 0.3 s each.
 if(TARGET cudaspy-analyze AND TARGET cudaspy_launcher AND TARGET cause_workload)
-  foreach(case steps_sync steps_slowdata steps_rerun)
+  foreach(case steps_sync steps_slowdata steps_rerun steps_ahead)
     add_test(NAME cli.gate_${case}
              COMMAND sh ${CS_GATE_DIR}/gate_steps.sh ${case} $<TARGET_FILE:cudaspy-analyze>
                      $<TARGET_FILE:cudaspy_launcher> $<TARGET_FILE:cause_workload>

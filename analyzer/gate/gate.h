@@ -99,9 +99,16 @@ enum gate_ckind {
     GATE_CK_FINDING    /* a HIGH finding (cause); base/cand 1 when that side has it */
 };
 
+/* gate_crit.name of step time judged on the GPU's side (summary gpu_steps). */
+#define GATE_STEPS_GPU "gpu"
+/* The host runs ahead of the GPU when its step p50 is under this share of
+ * the GPU's over the same steps (a host paced by the GPU: about 1). */
+#define GATE_AHEAD 0.8
+
 struct gate_crit {
     enum gate_ckind kind;
-    const char *name;         /* API or finding cause, borrowed from the summaries; or NULL */
+    const char *name;         /* API or finding cause, borrowed from the summaries;
+                                 GATE_STEPS_GPU for step time on the GPU's side; or NULL */
     uint64_t n_base, n_new;   /* steps, launches or calls behind the values */
     double base, cand;        /* the compared values (unit: see enum gate_ckind) */
     double base_share, new_share; /* GATE_CK_API_TIME: share of each side's window */

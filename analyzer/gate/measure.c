@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "bootstrap.h"
 #include "model/steps.h"
 
 static uint64_t get_u64(json_t *o, const char *key)
@@ -78,6 +79,31 @@ static int gpu_idle(struct summary_run *r, json_t *gpu)
     return 0;
 }
 
+/* The same steps as the GPU ran them, where GPU activity recorded some. */
+static int gpu_steps(struct summary *s, const struct analysis *a, const struct steps *st,
+                     size_t max_samples)
+{
+    char how[96];
+    uint64_t *v = malloc(st->n * sizeof(*v)), *host = malloc(st->n * sizeof(*host));
+    size_t n;
+    int rc;
+
+    if (!v || !host) {
+        free(v);
+        free(host);
+        return -ENOMEM;
+    }
+    n = analysis_step_gpu_durations(a, v, host);
+    snprintf(how, sizeof(how), "GPU side: %zu of %zu steps inside recorded GPU activity", n,
+             st->n);
+    s->run.gpu_steps.host_p50_ns = n ? bootstrap_quantile(host, n, 0.5) : 0;
+    free(host);
+    rc = summary_set_steps(s, 1, steps_source_name(st->source), how, v, n, max_samples);
+    if (n == 0)
+        s->run.gpu_steps.host_p50_ns = 0;
+    return rc;
+}
+
 /* The steps the analysis found (model/steps.h). */
 static int steps(struct summary *s, const struct analysis *a, size_t max_samples)
 {
@@ -89,8 +115,11 @@ static int steps(struct summary *s, const struct analysis *a, size_t max_samples
     if (!v)
         return -ENOMEM;
     steps_durations(st, v);
-    return summary_set_steps(s, steps_source_name(st->source), st->how, v,
-                             st->n, max_samples);
+    int rc = summary_set_steps(s, 0, steps_source_name(st->source), st->how, v,
+                               st->n, max_samples);
+    if (rc < 0)
+        return rc;
+    return gpu_steps(s, a, st, max_samples);
 }
 
 int measure_analysis(const struct analysis *a, json_t *j, size_t max_samples, struct summary *s)

@@ -232,10 +232,10 @@ int summary_from_run(struct cs_run *r, const char *source, size_t max_samples, i
     return 0;
 }
 
-int summary_set_steps(struct summary *s, const char *source, const char *how, uint64_t *v,
-                      size_t n, size_t max_samples)
+int summary_set_steps(struct summary *s, int gpu, const char *source, const char *how,
+                      uint64_t *v, size_t n, size_t max_samples)
 {
-    struct summary_steps *st = &s->run.steps;
+    struct summary_steps *st = gpu ? &s->run.gpu_steps : &s->run.steps;
     int rc = 0;
     if (n && source) {
         st->source = strdup(source);
@@ -286,12 +286,15 @@ static json_t *u64_array(const uint64_t *v, size_t n)
 
 static json_t *steps_to_json(const struct summary_steps *st)
 {
+    json_t *o;
     if (!st->source)
         return json_null();
-    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o}", "source", st->source, "how", st->how,
-                     "count", (json_int_t)st->count, "p50_ns", (json_int_t)st->p50_ns,
-                     "p99_ns", (json_int_t)st->p99_ns, "samples_ns",
-                     u64_array(st->samples_ns, st->nsamples));
+    o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:o}", "source", st->source, "how", st->how,
+                  "count", (json_int_t)st->count, "p50_ns", (json_int_t)st->p50_ns, "p99_ns",
+                  (json_int_t)st->p99_ns, "samples_ns", u64_array(st->samples_ns, st->nsamples));
+    if (o && st->host_p50_ns)
+        json_object_set_new(o, "host_p50_ns", json_integer((json_int_t)st->host_p50_ns));
+    return o;
 }
 
 /* The run part of format 2 into @p o. */
@@ -303,6 +306,8 @@ static void run_to_json(json_t *o, const struct summary_run *r)
     json_object_set_new(o, "window_ns", json_integer((json_int_t)r->window_ns));
     json_object_set_new(o, "launches", json_integer((json_int_t)r->launches));
     json_object_set_new(o, "steps", steps_to_json(&r->steps));
+    if (r->gpu_steps.source)
+        json_object_set_new(o, "gpu_steps", steps_to_json(&r->gpu_steps));
     json_object_set_new(o, "gpu", r->gpu_source ? json_pack("{s:s, s:f}", "source", r->gpu_source,
                                                             "idle_fraction", r->gpu_idle)
                                                 : json_null());
@@ -420,6 +425,8 @@ static int steps_from_json(struct summary_steps *st, json_t *o)
         get_u64(o, "p50_ns", &st->p50_ns) < 0 || get_u64(o, "p99_ns", &st->p99_ns) < 0 ||
         u64s_from_json(json_object_get(o, "samples_ns"), &st->samples_ns, &st->nsamples) < 0)
         return -1;
+    if (json_object_get(o, "host_p50_ns") && get_u64(o, "host_p50_ns", &st->host_p50_ns) < 0)
+        return -1;
     return st->count == 0 || st->nsamples == 0 || st->nsamples > st->count ? -1 : 0;
 }
 
@@ -458,6 +465,10 @@ static int run_from_json(struct summary_run *r, json_t *j, const char **what)
         return -1;
     *what = "steps";
     if (steps_from_json(&r->steps, json_object_get(j, "steps")) < 0)
+        return -1;
+    *what = "gpu_steps"; /* since issue 36; absent: the host's steps alone */
+    json_t *gs = json_object_get(j, "gpu_steps");
+    if (gs && steps_from_json(&r->gpu_steps, gs) < 0)
         return -1;
     *what = "gpu";
     if (gpu_from_json(r, json_object_get(j, "gpu")) < 0)
@@ -583,6 +594,9 @@ void summary_free(struct summary *s)
     free(s->run.steps.source);
     free(s->run.steps.how);
     free(s->run.steps.samples_ns);
+    free(s->run.gpu_steps.source);
+    free(s->run.gpu_steps.how);
+    free(s->run.gpu_steps.samples_ns);
     free(s->run.gpu_source);
     for (size_t i = 0; i < s->run.nhigh; i++)
         free(s->run.high[i]);

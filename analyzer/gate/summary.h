@@ -41,6 +41,7 @@ struct summary_steps {
     char *how;            /* how they were found, one line */
     uint64_t count;       /* steps */
     uint64_t p50_ns, p99_ns; /* exact nearest-rank quantiles of every step's duration */
+    uint64_t host_p50_ns; /* gpu_steps: the host's p50 of the same steps (0: unknown) */
     uint64_t *samples_ns; /* ascending, down-sampled evenly in rank as a group's */
     size_t nsamples;
 };
@@ -50,6 +51,8 @@ struct summary_run {
     uint64_t window_ns;   /* CUDA-active window (analysis "run.active_ns") */
     uint64_t launches;    /* outermost launch calls in it: the unit of work */
     struct summary_steps steps;
+    struct summary_steps gpu_steps; /* the same steps as the GPU ran them
+                                       (steps_gpu_durations); source NULL: none */
     char *gpu_source;     /* "exact" or "sampled"; NULL: no GPU activity recorded */
     double gpu_idle;      /* share (0..1) of the covered time the GPU sat idle */
     char **high;          /* causes of the HIGH findings, sorted */
@@ -100,11 +103,12 @@ json_t *summary_to_json(const struct summary *s);
 const struct summary_group *summary_find(const struct summary *s, const char *api,
                                          const char *kernel);
 
-/** Set the steps of @p s from @p n durations (ns, ascending, consumed:
- * freed on every path), keeping @p max_samples samples. @p source and
- * @p how are copied. @return 0 or -ENOMEM */
-int summary_set_steps(struct summary *s, const char *source, const char *how, uint64_t *v,
-                      size_t n, size_t max_samples);
+/** Set the steps of @p s (@p gpu: their GPU side, run.gpu_steps; else
+ * run.steps) from @p n durations (ns, ascending, consumed: freed on every
+ * path), keeping @p max_samples samples. @p source and @p how are copied.
+ * @return 0 or -ENOMEM */
+int summary_set_steps(struct summary *s, int gpu, const char *source, const char *how,
+                      uint64_t *v, size_t n, size_t max_samples);
 
 /** Free. Accepts NULL. */
 void summary_free(struct summary *s);

@@ -653,12 +653,104 @@ int steps_find(const struct model *m, const struct steps_opts *o, struct steps *
     return steps_inferred(m, o, out);
 }
 
+/* Sort @p n durations ascending. */
+static void sort_u64(uint64_t *v, size_t n)
+{
+    if (stats_sort(v, n, NULL) < 0) /* no memory for the radix sort: a slow one */
+        qsort(v, n, sizeof(*v), cmp_u64);
+}
+
 void steps_durations(const struct steps *s, uint64_t *out)
 {
     for (size_t i = 0; i < s->n; i++)
         out[i] = s->s[i].t_end_ns - s->s[i].t_start_ns;
-    if (stats_sort(out, s->n, NULL) < 0) /* no memory for the radix sort: a slow one */
-        qsort(out, s->n, sizeof(*out), cmp_u64);
+    sort_u64(out, s->n);
+}
+
+/* A GPU record of a call of the steps' thread: its call and its index. */
+struct gpu_of_call {
+    uint64_t call, gi;
+};
+
+static int cmp_goc(const void *a, const void *b)
+{
+    const struct gpu_of_call *x = a, *y = b;
+    if (x->call != y->call)
+        return x->call < y->call ? -1 : 1;
+    return x->gi < y->gi ? -1 : x->gi > y->gi;
+}
+
+/* The GPU records of thread @p thr's calls, by call. @return how many, or
+ * 0 (none, or no memory: the caller's figures then come from the host) */
+static size_t gpu_of_thread(const struct model *m, uint32_t thr, struct gpu_of_call **out)
+{
+    const struct m_thread *t = &m->thr[thr];
+    size_t n = 0;
+
+    *out = NULL;
+    for (uint64_t i = 0; i < m->ngpu; i++)
+        n += m->gpu[i].call != M_CALL_NONE && m->gpu[i].call >= t->first_call &&
+             m->gpu[i].call < t->first_call + t->ncalls;
+    if (n == 0 || !(*out = malloc(n * sizeof(**out))))
+        return 0;
+    n = 0;
+    for (uint64_t i = 0; i < m->ngpu; i++)
+        if (m->gpu[i].call != M_CALL_NONE && m->gpu[i].call >= t->first_call &&
+            m->gpu[i].call < t->first_call + t->ncalls)
+            (*out)[n++] = (struct gpu_of_call){m->gpu[i].call, i};
+    qsort(*out, n, sizeof(**out), cmp_goc);
+    return n;
+}
+
+/* The GPU record of the first call of step @p k that the GPU ran,
+ * @p g[...] of @p ng; M_CALL_NONE when the step enqueued nothing recorded. */
+static uint64_t step_first_gpu(const struct model *m, const struct steps *s, size_t k,
+                               const struct gpu_of_call *g, size_t ng)
+{
+    const struct m_thread *t = &m->thr[s->thr];
+    uint64_t hi = t->first_call + t->ncalls;
+    uint64_t ci = M_FIRST_GE(struct m_call, m->call, t_enter_ns, t->first_call, hi,
+                             s->s[k].t_start_ns);
+    size_t lo = 0, up = ng;
+
+    while (lo < up) {
+        size_t mid = lo + (up - lo) / 2;
+        if (g[mid].call < ci)
+            lo = mid + 1;
+        else
+            up = mid;
+    }
+    if (lo == ng || m->call[g[lo].call].t_enter_ns >= s->s[k].t_end_ns)
+        return M_CALL_NONE;
+    return g[lo].gi;
+}
+
+size_t steps_gpu_durations(const struct model *m, const struct steps *s, uint64_t *out,
+                           uint64_t *host)
+{
+    struct gpu_of_call *g;
+    uint64_t prev = M_CALL_NONE;
+    size_t ng, n = 0;
+
+    if (s->source == STEPS_NONE || s->thr == M_NONE || s->n < 2 || m->ngpu == 0)
+        return 0;
+    ng = gpu_of_thread(m, s->thr, &g);
+    for (size_t k = 0; k < s->n && ng; k++) {
+        uint64_t gi = step_first_gpu(m, s, k, g, ng);
+        if (gi != M_CALL_NONE && prev != M_CALL_NONE &&
+            m->gpu[gi].proc == m->gpu[prev].proc && m->gpu[gi].epoch == m->gpu[prev].epoch &&
+            m->gpu[gi].t_start_ns > m->gpu[prev].t_start_ns) {
+            if (host)
+                host[n] = s->s[k - 1].t_end_ns - s->s[k - 1].t_start_ns;
+            out[n++] = m->gpu[gi].t_start_ns - m->gpu[prev].t_start_ns;
+        }
+        prev = gi;
+    }
+    free(g);
+    sort_u64(out, n);
+    if (host)
+        sort_u64(host, n);
+    return n;
 }
 
 const char *steps_source_name(enum steps_source s)

@@ -52,6 +52,18 @@ int steps_find(const struct model *m, const struct steps_opts *o, struct steps *
 /** Step durations (ns, ascending) into @p out (room for s->n). */
 void steps_durations(const struct steps *s, uint64_t *out);
 
+/** Step durations as the GPU ran them (ns, ascending) into @p out (room for
+ * s->n): from the GPU start of the first work a step enqueued to that of
+ * the next step's, for each pair of steps whose first work the same CUPTI
+ * slice recorded (struct m_gpu.epoch: every enqueue between them was
+ * recorded). The host's own step time runs ahead of the GPU while the
+ * launch queue fills, so two runs of the same loop can differ there and
+ * not here (issue 36). @p host (NULL, or room for s->n) gets the host's
+ * durations of the same steps, ascending. @return how many; 0 without GPU
+ * activity */
+size_t steps_gpu_durations(const struct model *m, const struct steps *s, uint64_t *out,
+                           uint64_t *host);
+
 /* Where the program's set-up ends: its time before the first step, in the
  * process whose thread the steps are on. GPU idle there while that thread
  * ran host code (loading a dataset, building the model) is a one-off a

@@ -42,6 +42,13 @@
  *     steps_sync      the same with a cudaStreamSynchronize each step:
  *               4 ms a step (issue 24's candidate)
  *     steps_slowdata  the same with 1 data worker: 6 ms a step
+ *     ahead     the host runs ahead of the GPU (a loop without a sync, as
+ *               issue 36's .item()-free loop): CAUSE_STEPS steps (else
+ *               300), each an NVTX range "train_step" of 150 us on the
+ *               CPU and 2 kernels of 0.5 ms, one sync at the end: host
+ *               steps of 150 us, GPU steps of 1 ms; exits 77 without nvtx3
+ *     ahead_slowhost  the same at 450 us a host step: the GPU's unchanged
+ *     ahead_slowgpu   the same with the second kernel 1 ms: GPU steps 1.5 ms
  *     nvtx      each step an NVTX range "train_step" (real nvtx3 headers; the
  *               shim's injection records it) holding "forward" and
  *               "backward": 0.5 ms on the CPU, 1 to 3 launches (step % 3),
@@ -425,12 +432,57 @@ static void run_nvtx(double deadline, long *steps)
         nvtxRangePop();
     }
 }
+/* @p n steps (NVTX ranges) of @p host_us on the CPU and two kernels, no
+ * sync but the last. */
+static void ahead_steps(long n, double host_us, long *steps)
+{
+    void *d = NULL;
+    CHECK_RT(cudaMalloc(&d, MIB));
+    for (; *steps < n; (*steps)++) {
+        nvtxRangePushA("train_step");
+        spin_us(host_us);
+        launch((const void *)k_step, 1, d);
+        launch((const void *)k_small, 1, d);
+        nvtxRangePop();
+    }
+    CHECK_RT(cudaStreamSynchronize(stream));
+    CHECK_RT(cudaFree(d));
+}
+
+static long ahead_nsteps(void)
+{
+    const char *env = getenv("CAUSE_STEPS");
+    return env && atol(env) > 0 ? atol(env) : 300;
+}
+
+static void run_ahead(double deadline, long *steps)
+{
+    (void)deadline;
+    ahead_steps(ahead_nsteps(), 150, steps);
+}
+
+static void run_ahead_slowhost(double deadline, long *steps)
+{
+    (void)deadline;
+    ahead_steps(ahead_nsteps(), 450, steps);
+}
+
 #else
 static void run_nvtx(double deadline, long *steps)
 {
     (void)deadline, (void)steps;
     fprintf(stderr, "%s: built without nvtx3 headers\n", NAME);
     exit(77);
+}
+
+static void run_ahead(double deadline, long *steps)
+{
+    run_nvtx(deadline, steps);
+}
+
+static void run_ahead_slowhost(double deadline, long *steps)
+{
+    run_nvtx(deadline, steps);
 }
 #endif
 
@@ -450,12 +502,16 @@ static const struct mode modes[] = {
     {"steps_sync", "k_step=500,k_small=500", NULL, run_gsteps_sync},
     {"steps_slowdata", "k_step=500,k_small=500", NULL, run_gsteps_slowdata},
     {"nvtx", "k_step=300", NULL, run_nvtx},
+    {"ahead", "k_step=500,k_small=500", NULL, run_ahead},
+    {"ahead_slowhost", "k_step=500,k_small=500", NULL, run_ahead_slowhost},
+    {"ahead_slowgpu", "k_step=500,k_small=1000", NULL, run_ahead},
 };
 
 static int usage(void)
 {
     fprintf(stderr, "usage: %s tree|external|starve|pageable|churn|sync|clean|syncstep|"
-                    "hostdata|duty|slowhost|steps|steps_sync|steps_slowdata|nvtx|hog "
+                    "hostdata|duty|slowhost|steps|steps_sync|steps_slowdata|nvtx|ahead|"
+                    "ahead_slowhost|ahead_slowgpu|hog "
                     "[seconds=3]\n", NAME);
     return 2;
 }

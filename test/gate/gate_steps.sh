@@ -11,12 +11,34 @@ case_=$1 analyze=$2 cudaspy=$3 workload=$4 dir=$5
 rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
 . "$(dirname "$0")/../analyzer/shield.sh"
 # 100 steps of 3 ms at the base: 0.3 s of loop a recording
-record() { # OUT MODE
-    CAUSE_STEPS=100 shield "$cudaspy" record -q -o "$1" -- "$workload" "$2" >"$1.log" 2>&1 ||
-        { cat "$1.log" >&2; fail "recording $1"; }
+record() { # OUT MODE [RECORD-OPTION...]
+    out=$1 mode=$2
+    shift 2
+    CAUSE_STEPS=${CAUSE_STEPS:-100} shield "$cudaspy" record -q "$@" -o "$out" -- \
+        "$workload" "$mode" >"$out.log" 2>&1 || { cat "$out.log" >&2; fail "recording $out"; }
 }
-record base.lmdb steps
+[ "$case_" = steps_ahead ] || record base.lmdb steps
 case $case_ in
+steps_ahead)  # issue 36: the host runs ahead of the GPU, whose steps decide
+    # 300 steps (NVTX ranges), the GPU's 1 ms each: the host's 150 us, then
+    # 450 us (the host side alone reads +200 %), then the GPU's 1.5 ms
+    CAUSE_STEPS=300 record base.lmdb ahead --gpu-activity full
+    grep -q "built without nvtx3" base.lmdb.log && { echo "skip: no nvtx3 headers"; exit 77; }
+    CAUSE_STEPS=300 record host.lmdb ahead_slowhost --gpu-activity full
+    CAUSE_STEPS=300 record gpu.lmdb ahead_slowgpu --gpu-activity full
+    expect_rc 0 "$analyze" gate --step train_step --baseline base.lmdb host.lmdb
+    grep -q '^step time p50 (GPU) .* ok' out.txt || fail "GPU step time not judged ok"
+    "$analyze" summary --step train_step --save host.json host.lmdb || fail summary
+    python3 -c "
+import json, sys
+g = json.load(open(sys.argv[1]))['gpu_steps']
+assert g['count'] >= 250 and 950e3 <= g['p50_ns'] <= 1100e3, g
+assert g['host_p50_ns'] < 0.8 * g['p50_ns'], g
+" host.json || fail "gpu_steps of the summary"
+    expect_rc 1 "$analyze" gate --step train_step --baseline base.lmdb host.json gpu.lmdb
+    head -n 1 err.txt | grep -q '^cudaspy-analyze: gate: FAIL: step time p50 (GPU) +[0-9]*% ' ||
+        fail "first line does not name the GPU's step time"
+    ;;
 steps_sync)  # issue 24: 3 ms -> 4 ms a step, the new sync named first
     record sync.lmdb steps_sync
     expect_rc 1 "$analyze" gate --baseline base.lmdb sync.lmdb

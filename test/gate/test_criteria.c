@@ -4,7 +4,8 @@
  * with its interval, too few steps, time per launch without steps, GPU
  * idle, new HIGH findings, --criteria, and a version 1 baseline that holds
  * none of it (issue 24); the noisy verdict of a lower bound short of the
- * limit, per-API p99 included, and several baselines (issue 36). */
+ * limit, per-API p99 included, several baselines, and step time from the
+ * GPU's side where the host runs ahead of the GPU, else the host's (issue 36). */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -23,6 +24,8 @@ struct run {
     double gpu_idle;    /* < 0: no GPU activity */
     const char *high;   /* comma-separated HIGH finding causes, or NULL */
     const char *apis;   /* "name=total_ns,..." */
+    uint64_t gpu_step_ns; /* > 0: gpu_steps, nsteps - 1 of this, +-2 % */
+    uint64_t host_p50_ns; /* their host_p50_ns */
 };
 
 static json_t *steps_json(const struct run *r)
@@ -84,6 +87,13 @@ static struct summary *mk(const struct run *r, int version)
         json_object_set_new(j, "window_ns", json_integer((json_int_t)r->window_ns));
         json_object_set_new(j, "launches", json_integer((json_int_t)r->launches));
         json_object_set_new(j, "steps", steps_json(r));
+        if (r->gpu_step_ns) {
+            struct run g = *r;
+            g.step_ns = r->gpu_step_ns, g.nsteps = r->nsteps - 1;
+            json_t *gs = steps_json(&g);
+            json_object_set_new(gs, "host_p50_ns", json_integer((json_int_t)r->host_p50_ns));
+            json_object_set_new(j, "gpu_steps", gs);
+        }
         json_object_set_new(j, "gpu", r->gpu_idle < 0 ? json_null()
                                                       : json_pack("{s:s, s:f}", "source",
                                                                   "sampled", "idle_fraction",
@@ -205,6 +215,29 @@ static int test_same_steps_pass(void)
     for (size_t i = 0; i < ncrit; i++)
         CHECK(crit[i].verdict != GATE_REGRESSED && crit[i].verdict != GATE_NOT_JUDGED);
     CHECK_EQ(find(GATE_CK_STEP_P99, NULL)->verdict, GATE_OK);
+    return 0;
+}
+
+/* The host runs ahead of the GPU (host steps 1 ms, the GPU's 3 ms): the
+ * host's steps doubling with the GPU's unchanged is no regression; with a
+ * host paced by the GPU the host's steps decide (issue 36). */
+static int test_gpu_steps_where_the_host_runs_ahead(void)
+{
+    struct run b = base, c = base;
+    b.step_ns = b.host_p50_ns = 1000000, b.gpu_step_ns = 3000000;
+    c.step_ns = c.host_p50_ns = 2000000, c.gpu_step_ns = 3000000;
+    CHECK_OK(judge(&b, &c, 2, 0));
+    const struct gate_crit *k = find(GATE_CK_STEP_P50, GATE_STEPS_GPU);
+    CHECK(k != NULL);
+    CHECK_EQ(k->verdict, GATE_OK);
+    c.gpu_step_ns = 4000000; /* the GPU's steps 33 % slower */
+    CHECK_OK(judge(&b, &c, 2, 0));
+    CHECK_EQ(find(GATE_CK_STEP_P50, GATE_STEPS_GPU)->verdict, GATE_REGRESSED);
+    b.step_ns = b.host_p50_ns = c.gpu_step_ns = b.gpu_step_ns; /* paced: not ahead */
+    c.step_ns = c.host_p50_ns = 4000000;
+    CHECK_OK(judge(&b, &c, 2, 0));
+    CHECK(find(GATE_CK_STEP_P50, GATE_STEPS_GPU) == NULL);
+    CHECK_EQ(find(GATE_CK_STEP_P50, NULL)->verdict, GATE_REGRESSED);
     return 0;
 }
 
@@ -440,6 +473,7 @@ int main(void)
     RUN(test_api_time_needs_both_the_ratio_and_the_share);
     RUN(test_same_steps_pass);
     RUN(test_few_steps_are_not_judged);
+    RUN(test_gpu_steps_where_the_host_runs_ahead);
     RUN(test_p99_needs_steps_to_regress);
     RUN(test_without_steps_time_per_launch);
     RUN(test_gpu_idle_rise);
