@@ -301,7 +301,8 @@ static int host_ahead(const struct summary_run *r)
 /* Step time on the GPU's side where the host runs ahead of the GPU in any
  * run (its enqueue cadence until the launch queue fills, which differs
  * between reruns of the same loop where the GPU's does not) and every run
- * has --min-steps recorded by GPU activity; else on the host's, which
+ * has --min-steps recorded by GPU activity (with fewer: not judged); else
+ * on the host's, which
  * counts every step (sampled GPU activity records a tenth of them, in a
  * few slices that one burst of outside load can cover: a GPU paced by the
  * host is better judged on the host's side). */
@@ -315,10 +316,17 @@ static int steps_crits(struct crits *l, const struct summary *const *b, size_t n
         gpu = gpu && b[i]->run.gpu_steps.count >= o->min_steps;
         ahead = ahead || host_ahead(&b[i]->run);
     }
+    int blind = ahead && !gpu; /* the host's steps mislead, the GPU's are too few */
     gpu = gpu && ahead;
-    if ((rc = step_crit(l, b, nb, &c->run, gpu, o, GATE_CK_STEP_P50)) < 0)
+    if ((rc = step_crit(l, b, nb, &c->run, gpu, o, GATE_CK_STEP_P50)) < 0 ||
+        (rc = step_crit(l, b, nb, &c->run, gpu, o, GATE_CK_STEP_P99)) < 0)
         return rc;
-    return step_crit(l, b, nb, &c->run, gpu, o, GATE_CK_STEP_P99);
+    for (size_t i = l->n - 2; blind && i < l->n; i++) {
+        l->c[i].verdict = GATE_NOT_JUDGED;
+        l->c[i].why = "the host runs ahead of the GPU, and GPU activity recorded too few "
+                      "steps (record with --gpu-activity full, or more steps)";
+    }
+    return 0;
 }
 
 /* ---- API time ---- */

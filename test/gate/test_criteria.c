@@ -233,6 +233,11 @@ static int test_gpu_steps_where_the_host_runs_ahead(void)
     c.gpu_step_ns = 4000000; /* the GPU's steps 33 % slower */
     CHECK_OK(judge(&b, &c, 2, 0));
     CHECK_EQ(find(GATE_CK_STEP_P50, GATE_STEPS_GPU)->verdict, GATE_REGRESSED);
+    c.nsteps = 15; /* ahead, but too few steps on the GPU's side: not judged */
+    CHECK_OK(judge(&b, &c, 2, 0));
+    CHECK_EQ(find(GATE_CK_STEP_P50, NULL)->verdict, GATE_NOT_JUDGED);
+    CHECK(strstr(note(find(GATE_CK_STEP_P50, NULL)), "runs ahead of the GPU") != NULL);
+    c.nsteps = b.nsteps;
     b.step_ns = b.host_p50_ns = c.gpu_step_ns = b.gpu_step_ns; /* paced: not ahead */
     c.step_ns = c.host_p50_ns = 4000000;
     CHECK_OK(judge(&b, &c, 2, 0));
