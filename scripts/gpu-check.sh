@@ -9,7 +9,7 @@
 # Usage: scripts/gpu-check.sh [PART...]
 #   parts: smoke seed suite profiler ddp overhead faults seedov ddpov ddpdiag
 #   ddppin ddpduty ddpdutysplit ddpdutyvar seedpairs pfab perf quick launchshared
-#   launchduty seedconc truth steps scale slicecost accuracy
+#   launchduty seedconc truth steps scale slicecost accuracy gate
 #   (default: seed suite)
 #   overhead: the shim's cost per call on this host (bench_shim, fake driver)
 #        and the empty-kernel launch loop (static and shared runtime), traced
@@ -56,6 +56,11 @@
 #        workers must fail, a rerun must pass) and each run's steps against
 #        the program's (torch.cuda.nvtx ranges for the nvtx loop); writes
 #        $OUT/steps/summary.json, runs.jsonl;
+#        gate: issue 36's gate proof (scripts/gpu/gate_real.py): four
+#        programs, each recorded 4 times identically and once with a planted
+#        regression; every identical rerun gated against the other three
+#        must pass, the regression against all four must fail; writes
+#        $OUT/gate/summary.json, runs.jsonl (GATE_BUDGET_S, GATE_PROGRAMS);
 #        accuracy: issue 30's accuracy proof (scripts/gpu/accuracy/run.py):
 #        each case of scripts/gpu/accuracy/cases.json (ACC_MANIFEST) run
 #        untraced and recorded, interleaved (an A/B case's cmd_without
@@ -677,6 +682,11 @@ part_accuracy() { # issue 30: findings and their impact against the programs' ow
         "$PY" "$top/scripts/accuracy.py" --manifest "$m" --build "$B" --count "${ACC_COUNT:-1}" \
             --summary "$OUT/accuracy/summary-scorer.json" 2>>"$LOG"
     fi
+}
+
+part_gate() { # issue 36: the gate on real programs: identical reruns pass, planted regressions fail
+    CS_PIN=${CS_PIN:-$(gpu_local_cpus 6)} "$PY" "$here/gpu/gate_real.py" "$B" "$OUT/gate" \
+        "$RUNS/gate" 2>>"$LOG"
 }
 
 part_scale() { # issue 25 on this host: the collector, bytes a record, one record a launch
