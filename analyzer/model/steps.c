@@ -711,15 +711,8 @@ static uint64_t step_first_gpu(const struct model *m, const struct steps *s, siz
     uint64_t hi = t->first_call + t->ncalls;
     uint64_t ci = M_FIRST_GE(struct m_call, m->call, t_enter_ns, t->first_call, hi,
                              s->s[k].t_start_ns);
-    size_t lo = 0, up = ng;
+    uint64_t lo = M_FIRST_GE(struct gpu_of_call, g, call, 0, ng, ci);
 
-    while (lo < up) {
-        size_t mid = lo + (up - lo) / 2;
-        if (g[mid].call < ci)
-            lo = mid + 1;
-        else
-            up = mid;
-    }
     if (lo == ng || m->call[g[lo].call].t_enter_ns >= s->s[k].t_end_ns)
         return M_CALL_NONE;
     return g[lo].gi;

@@ -27,6 +27,8 @@ import subprocess
 import sys
 import time
 
+from steps import Steps
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXTRUN = os.path.join(HERE, "accuracy", "extrun.py")
 W = os.path.join(HERE, "workloads.py")
@@ -59,20 +61,13 @@ PROGRAMS = [
 ]
 
 
-class Gates:
-    def __init__(self, build, out, runs):
-        self.b, self.out, self.runs = build, out, runs
-        self.py = os.environ.get("PYTHON", "python3")
-        self.pin = os.environ.get("CS_PIN", "")
-        self.an = os.path.join(build, "cudaspy-analyze")
-        os.makedirs(out, exist_ok=True)
-        os.makedirs(runs, exist_ok=True)
-        self.log = open(os.path.join(out, "runs.jsonl"), "a")
+class Gates(Steps):
+    """Steps' set-up (build, out, runs, PYTHON, CS_PIN) and its note()."""
+    tag = "gate"
 
-    def note(self, row):
-        self.log.write(json.dumps(row) + "\n")
-        self.log.flush()
-        print("gate: " + json.dumps(row)[:300], file=sys.stderr)
+    def __init__(self, build, out, runs):
+        super().__init__(build, out, runs)
+        self.an = os.path.join(build, "cudaspy-analyze")
 
     def record(self, prog, name, cmd, opts):
         """Record one run and save its summary. @return the summary's path or None."""

@@ -30,6 +30,8 @@ SEED_ENV = {"N": "2000000", "B": "32768"}  # 62 batches: steps enough for the ga
 
 
 class Steps:
+    tag = "steps"  # what note() prints before each row on stderr
+
     def __init__(self, build, out, runs):
         self.b, self.out, self.runs = build, out, runs
         self.py = os.environ.get("PYTHON", "python3")
@@ -41,7 +43,7 @@ class Steps:
     def note(self, row):
         self.log.write(json.dumps(row) + "\n")
         self.log.flush()
-        print("steps: " + json.dumps(row)[:300], file=sys.stderr)
+        print(f"{self.tag}: " + json.dumps(row)[:300], file=sys.stderr)
 
     def record(self, name, args, env=None):
         """Record one run; its row with the analyzer's steps."""
