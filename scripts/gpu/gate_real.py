@@ -97,10 +97,11 @@ class Gates(Steps):
                            gpu_steps=gs.get("count"), gpu_step_p50_ns=gs.get("p50_ns"),
                            gpu_host_p50_ns=gs.get("host_p50_ns"), how=st.get("how"))
         self.note(row)
-        try:
-            os.unlink(path)  # the summaries are what the gates read
-        except OSError:
-            pass
+        for f in (path, path + "-lock"):  # the summaries are what the gates read
+            try:
+                os.unlink(f)
+            except OSError:
+                pass
         return summ if row.get("summary_rc") == 0 else None
 
     def gate(self, prog, kind, bases, cand, want):
