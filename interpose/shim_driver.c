@@ -506,7 +506,8 @@ SHIM_FN_TYPE_(10) SHIM_FN_TYPE_(11)
         const uint64_t a[] = {L##n 0};                                                \
         drv_pre(rp, CS_API_##base, CS_VAR_##var, a);                                  \
         const int corr_ = SHIM_ENQ_##kind && SHIM_UNLIKELY(atomic_load_explicit(       \
-                              &shim_hot_.gpu_corr, memory_order_relaxed));             \
+                              &shim_hot_.gpu_corr, memory_order_relaxed)) &&           \
+                          shim_t_.rt_depth == 0; /* else the runtime call pushed */    \
         if (corr_)                                                                    \
             shim_gpu_corr_push(rp);                                                   \
         SHIM_ST(st1_ = __rdtsc();)                                                    \

@@ -229,6 +229,11 @@ static void rtx_cudaFreeAsync(RX, void *p, cudaStream_t s)
 
 static void *rt_resolve_slow(int i) SHIM_COLD;
 
+/* Does runtime API @p api put work on a stream (a constant per wrapper)? */
+#define SHIM_RT_ENQ(api)                                                               \
+    (shim_fam(api) == CS_FAM_LAUNCH || shim_fam(api) == CS_FAM_COPY ||                 \
+     shim_fam(api) == CS_FAM_MEMSET)
+
 /* Nesting: driver records made while this call runs point at its seq; the
  * first driver call of its family folds into its record instead, when it
  * is outermost (shim.h). errno: as the driver wrappers (shim.h). */
@@ -256,9 +261,18 @@ static void *rt_resolve_slow(int i) SHIM_COLD;
         t->rt_seq = r.seq;                                                             \
         if (outer == 0)                                                                \
             shim_fold_open(&r, shim_fam(CS_API_##base));                               \
+        /* a kernel the runtime launches carries the runtime call's CUPTI  \
+         * correlation id, so the id is pushed here, not in the driver */  \
+        const int corr_ = outer == 0 && SHIM_RT_ENQ(CS_API_##base) &&                  \
+                          SHIM_UNLIKELY(atomic_load_explicit(&shim_hot_.gpu_corr,      \
+                                                             memory_order_relaxed));   \
+        if (corr_)                                                                     \
+            shim_gpu_corr_push(&r);                                                    \
         SHIM_ST(st1_ = __rdtsc();)                                                     \
         rc = real args;                                                                \
         SHIM_ST(st2_ = __rdtsc();)                                                     \
+        if (corr_)                                                                     \
+            shim_gpu_corr_pop();                                                       \
         t->rt_depth--;                                                                 \
         t->rt_seq = outer;                                                             \
         t->fold = NULL;                                                                \

@@ -8,7 +8,10 @@
  * back full from a worker thread of the library's own, or at
  * cuptiActivityFlushAll (flag 0: only buffers whose records all ended;
  * CUPTI_ACTIVITY_FLAG_FLUSH_FORCED: every one); an external correlation
- * record (CUSTOM0) precedes the record of work enqueued under a pushed id;
+ * record (CUSTOM0) precedes the record of work enqueued under a pushed id,
+ * only while an API kind (DRIVER, RUNTIME) is on, as the real one writes
+ * them with API records (the API records themselves are not written: the
+ * shim reads none);
  * timestamps are CLOCK_REALTIME unless the client registers a timestamp
  * callback; one subscriber at a time (cuptiSubscribe); cuptiFinalize
  * detaches and forgets the client's callbacks, and any later call attaches
@@ -114,6 +117,8 @@ static size_t rec_size(CUpti_ActivityKind k)
     case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
         return sizeof(CUpti_ActivityExternalCorrelation);
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+    case CUPTI_ACTIVITY_KIND_RUNTIME: return sizeof(CUpti_ActivityAPI);
     default: return 0;
     }
 }
@@ -227,7 +232,10 @@ static void on_activity(const struct fakecuda_act *a)
     off = clock_offset();
     start = a->start_ns + (uint64_t)off;
     end = a->end_ns + (uint64_t)off;
-    if (g.on[CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION] && ext_n > 0) {
+    /* as the real one (H100, CUDA 13): an external correlation record goes
+     * with an API record, so none without an API kind on */
+    if (g.on[CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION] && ext_n > 0 &&
+        (g.on[CUPTI_ACTIVITY_KIND_DRIVER] || g.on[CUPTI_ACTIVITY_KIND_RUNTIME])) {
         CUpti_ActivityExternalCorrelation *x = room(sizeof(*x));
         if (x) {
             memset(x, 0, sizeof(*x));

@@ -4,6 +4,7 @@ truth line from the program's own output (gpu-check.sh accuracy).
 
     extrun.py --case NAME --planted CAUSE [--fakedata OLD:NEW,...]
               [--corpus TRAIN,VALID,TEST,VOCAB] [--item-sync on|off]
+              [--host-ms MS]
               PROGRAM [--] ARGS...
 
 PROGRAM is a folder of ext/ (imagenet, dcgan, word_language_model); its
@@ -26,7 +27,8 @@ running main.py with runpy:
   {:5.2f} and math.exp(): a 0-dim tensor's __format__ and __float__ call
   .item(), so it syncs there only). Both values check that the line is
   there exactly once, and run the same way: an A/B pair differing in that
-  line alone.
+  line alone. --host-ms MS (with --item-sync) makes that line wait MS ms on
+  the host as well: a planted regression for the gate's proof (gate_real.py).
 --corpus writes a synthetic corpus (Zipf-distributed words w0..wVOCAB-1,
 20 tokens a line with <eos>) of at least that many tokens to ./corpus for
 word_language_model (no network here, and the upstream snapshot lacks
@@ -111,15 +113,20 @@ ITEM_SYNC = "total_loss += loss.item()"  # word_language_model/main.py, train()
 ITEM_SYNC_OFF = "total_loss += loss.detach()"
 
 
-def item_sync_source(script, mode):
+def item_sync_source(script, mode, host_ms=""):
     """main.py's source, its one `total_loss += loss.item()` line kept (on)
-    or made `total_loss += loss.detach()` (off)."""
+    or made `total_loss += loss.detach()` (off); with @host_ms, that line
+    then waits that many ms on the host each batch (a planted regression:
+    a blocking metrics write, say)."""
     with open(script, encoding="utf-8") as f:
         src = f.read()
     n = src.count(ITEM_SYNC)
     if n != 1:
         raise SystemExit(f"extrun: --item-sync: {script} holds {ITEM_SYNC!r} {n} times, not once")
-    return src if mode == "on" else src.replace(ITEM_SYNC, ITEM_SYNC_OFF)
+    line = ITEM_SYNC if mode == "on" else ITEM_SYNC_OFF
+    if host_ms:
+        line += f"; __import__('time').sleep({float(host_ms)} / 1000)"
+    return src.replace(ITEM_SYNC, line)
 
 
 def run_source(script, src):
@@ -147,7 +154,7 @@ def child(prog_dir, args):
     if os.environ.get("EXTRUN_FAKEDATA"):
         patch_fakedata(os.environ["EXTRUN_FAKEDATA"])
     sync = os.environ.get("EXTRUN_ITEM_SYNC")
-    src = item_sync_source(script, sync) if sync else None
+    src = item_sync_source(script, sync, os.environ.get("EXTRUN_HOST_MS", "")) if sync else None
     meter_waits()
     if src is not None:
         run_source(script, src)
@@ -236,7 +243,8 @@ def truth_line(case, planted, prog, lines, waits):
 
 
 def parse_args(argv):
-    opts = {"case": None, "planted": None, "fakedata": "", "corpus": "", "item-sync": ""}
+    opts = {"case": None, "planted": None, "fakedata": "", "corpus": "", "item-sync": "",
+            "host-ms": ""}
     i = 0
     while i < len(argv) and argv[i].startswith("--") and argv[i] != "--":
         key = argv[i][2:]
@@ -252,6 +260,8 @@ def parse_args(argv):
                               or prog != "word_language_model"):
         raise SystemExit("extrun: --item-sync: on or off, for word_language_model only\n"
                          + __doc__)
+    if opts["host-ms"] and not opts["item-sync"]:
+        raise SystemExit("extrun: --host-ms needs --item-sync\n" + __doc__)
     if rest[:1] == ["--"]:
         rest = rest[1:]
     return opts, prog, rest
@@ -264,7 +274,7 @@ def parent(argv):
         if opts["corpus"]:
             write_corpus(os.path.join(tmp, "corpus"), opts["corpus"])
         env = dict(os.environ, PYTHONUNBUFFERED="1", EXTRUN_FAKEDATA=opts["fakedata"],
-                   EXTRUN_ITEM_SYNC=opts["item-sync"])
+                   EXTRUN_ITEM_SYNC=opts["item-sync"], EXTRUN_HOST_MS=opts["host-ms"])
         cmd = [sys.executable, os.path.abspath(__file__), "--child", os.path.join(EXT, prog)] + args
         p = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, text=True, bufsize=1)
         lines, waits = [], []

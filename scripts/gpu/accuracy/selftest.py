@@ -152,6 +152,23 @@ STUBS = {
 }
 
 
+def test_item_sync_source():
+    """--item-sync and --host-ms rewrite main.py's one line, and only it."""
+    with tempfile.TemporaryDirectory() as d:
+        script = os.path.join(d, "main.py")
+        with open(script, "w") as f:
+            f.write("total_loss = 0\nfor loss in xs:\n    total_loss += loss.item()\n")
+        on, off = extrun.item_sync_source(script, "on"), extrun.item_sync_source(script, "off")
+        slow = extrun.item_sync_source(script, "off", "8")
+        check("item-sync: on keeps the line", "total_loss += loss.item()\n" in on, on)
+        check("item-sync: off keeps the sum on the GPU", "loss.detach()\n" in off, off)
+        check("host-ms: the line then waits 8 ms",
+              "loss.detach(); __import__('time').sleep(8.0 / 1000)\n" in slow, slow)
+        ns = {"xs": [], "__builtins__": __builtins__}
+        exec(compile(slow, script, "exec"), ns)
+        check("host-ms: the source still runs", ns["total_loss"] == 0, ns)
+
+
 def test_extrun():
     with tempfile.TemporaryDirectory() as d:
         for name, text in STUBS.items():
@@ -367,6 +384,7 @@ def test_manifest():
 def main():
     test_parsers()
     test_corpus()
+    test_item_sync_source()
     test_extrun()
     test_runner()
     test_manifest()
