@@ -1,6 +1,6 @@
 /* flight.c: the flight recorder (flight.h). Owns the in-memory aggregates
  * of the windows still receiving records and the eviction budget; the agg
- * database and the deletion of blocks are runfile.c's (cs_store_put_agg,
+ * database and the deletion of blocks are store/runfile_write.c's (cs_store_put_agg,
  * cs_store_evict), when to call us is the collector's.
  *
  * Aggregates are exact counts and sums; latency is a log-linear histogram
