@@ -25,7 +25,7 @@
 
 #include "clock.h"
 #include "collector_priv.h"
-#include "flight.h"
+#include "flight_rec.h"
 #include "pysample.h"
 #include "cudaspy/grow.h"
 #include "cudaspy/ring.h"
@@ -144,7 +144,7 @@ struct collector {
     int backlog; /* a sub-ring still had data when its budget ran out */
     void (*on_reg)(void *arg, pid_t pid);
     void *on_reg_arg;
-    struct flight *fl; /* o.max_size_bytes: the flight recorder (flight.h) */
+    struct flight *fl; /* o.max_size_bytes: the flight recorder (flight_rec.h) */
     uint64_t py_samples, py_failed, py_trunc; /* Python samples taken, dropped, cut short */
     uint64_t py_cpu_ns;  /* this thread's CPU time in the reads, written or not */
     uint32_t py_threads, py_threads_last; /* threads sampled in this pass and the last */
