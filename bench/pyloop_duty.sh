@@ -23,7 +23,7 @@ for i in $(seq 1 "$pairs"); do
         python3 "$root/bench/pyloop.py" "$steps" "$work" >"$w/t$i.out"
     "$B/cudaspy-analyze" --json --until 0.001 "$w/t$i.lmdb" >"$w/t$i.meta.json"
 done
-python3 - "$root/scripts/gpu" "$w" "$pairs" <<'PY'
+python3 - "$root/bench/gpu" "$w" "$pairs" <<'PY'
 import statistics, sys
 sys.path.insert(0, sys.argv[1])
 import collect as C

@@ -32,7 +32,7 @@ for i in $(seq 1 "$rounds"); do
     if [ $((i % 2)) -eq 1 ]; then one 0 "$i"; one "$hz" "$i"
     else one "$hz" "$i"; one 0 "$i"; fi
 done
-python3 - "$root/scripts/gpu" "$w" "$rounds" "$hz" <<'PY'
+python3 - "$root/bench/gpu" "$w" "$rounds" "$hz" <<'PY'
 import statistics, sys
 sys.path.insert(0, sys.argv[1])
 import collect as C

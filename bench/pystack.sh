@@ -29,7 +29,7 @@ for mode in sync launch; do
         else one $mode 1 "$i"; one $mode 0 "$i"; fi
     done
 done
-python3 - "$root/scripts/gpu" "$w" "$rounds" <<'PY'
+python3 - "$root/bench/gpu" "$w" "$rounds" <<'PY'
 import statistics, sys
 sys.path.insert(0, sys.argv[1])
 import collect as C

@@ -25,7 +25,8 @@
 
 #include "clock.h"
 #include "collector_priv.h"
-#include "flight.h"
+#include "flight_rec.h"
+#include "procfs.h"
 #include "pysample.h"
 #include "cudaspy/grow.h"
 #include "cudaspy/ring.h"
@@ -144,7 +145,7 @@ struct collector {
     int backlog; /* a sub-ring still had data when its budget ran out */
     void (*on_reg)(void *arg, pid_t pid);
     void *on_reg_arg;
-    struct flight *fl; /* o.max_size_bytes: the flight recorder (flight.h) */
+    struct flight *fl; /* o.max_size_bytes: the flight recorder (flight_rec.h) */
     uint64_t py_samples, py_failed, py_trunc; /* Python samples taken, dropped, cut short */
     uint64_t py_cpu_ns;  /* this thread's CPU time in the reads, written or not */
     uint32_t py_threads, py_threads_last; /* threads sampled in this pass and the last */
@@ -241,65 +242,6 @@ static void idx_free(struct idx_map *m)
     memset(m, 0, sizeof(*m));
 }
 
-/* ---- /proc helpers ---- */
-
-/* State char and start ticks of @p pid from /proc/<pid>/stat; -1 if gone. */
-static int proc_stat(uint32_t pid, char *state, uint64_t *ticks)
-{
-    char path[64], buf[1024], *p;
-    int fd, field = 3;
-    ssize_t n;
-
-    snprintf(path, sizeof(path), "/proc/%" PRIu32 "/stat", pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    p = strrchr(buf, ')');
-    if (p == NULL || p[1] != ' ')
-        return -1;
-    *state = p[2];
-    for (p += 2; *p && field < 22; p++)
-        if (*p == ' ')
-            field++;
-    *ticks = strtoull(p, NULL, 10);
-    return 0;
-}
-
-/* Is @p pid (started at @p ticks, 0 = any) alive and not a zombie? */
-static int pid_alive(uint32_t pid, uint64_t ticks)
-{
-    char state;
-    uint64_t t;
-
-    if (proc_stat(pid, &state, &t) < 0)
-        return 0;
-    if (state == 'Z' || state == 'X' || state == 'x')
-        return 0;
-    return ticks == 0 || t == ticks;
-}
-
-/* Boot-relative clock ticks to CLOCK_MONOTONIC ns. */
-static uint64_t ticks_to_mono_ns(uint64_t ticks)
-{
-    struct timespec b, m;
-    long hz = sysconf(_SC_CLK_TCK);
-    uint64_t boot_ns, mono_ns, t_ns;
-
-    if (ticks == 0 || hz <= 0)
-        return 0;
-    clock_gettime(CLOCK_BOOTTIME, &b);
-    clock_gettime(CLOCK_MONOTONIC, &m);
-    boot_ns = (uint64_t)b.tv_sec * NS_PER_S + (uint64_t)b.tv_nsec;
-    mono_ns = (uint64_t)m.tv_sec * NS_PER_S + (uint64_t)m.tv_nsec;
-    t_ns = ticks * (NS_PER_S / (uint64_t)hz);
-    return t_ns > boot_ns - mono_ns ? t_ns - (boot_ns - mono_ns) : 1;
-}
-
 /* ---- process and thread tables (collector.h) ---- */
 
 static void proc_merge(struct cs_proc *d, const struct cs_proc *p)
@@ -328,8 +270,7 @@ int collector_proc(struct collector *c, const struct cs_proc *p)
 {
     uint32_t i = idx_get(&c->proc_idx, p->pid);
     struct proc_row *r;
-    char state;
-    uint64_t ticks;
+    struct procfs_stat st;
 
     if (i) {
         r = &c->procs[i - 1];
@@ -347,8 +288,8 @@ int collector_proc(struct collector *c, const struct cs_proc *p)
     r->p.comm[sizeof(r->p.comm) - 1] = '\0';
     if (!(p->flags & CS_PF_EXITED))
         r->p.exit_status = -1;
-    if (r->p.start_ns == 0 && proc_stat(p->pid, &state, &ticks) == 0)
-        r->p.start_ns = ticks_to_mono_ns(ticks);
+    if (r->p.start_ns == 0 && procfs_stat_read((pid_t)p->pid, 0, &st) == 0)
+        r->p.start_ns = procfs_ticks_to_mono_ns(st.start_ticks);
     r->dirty = 1;
     if (idx_put(&c->proc_idx, p->pid, (uint32_t)++c->nprocs) < 0)
         return -ENOMEM;
@@ -1002,7 +943,7 @@ static void conn_end(struct collector *c, size_t i, uint64_t now_ns, int final)
         k->fd = -1;
     }
     k->state = CONN_DETACHED;
-    if (!final && k->pid && pid_alive(k->pid, k->start_ticks)) {
+    if (!final && k->pid && procfs_pid_alive((pid_t)k->pid, k->start_ticks)) {
         conn_drain(c, k, now_ns, 0);
         k->next_check_ns = now_ns + CS_BLK_MAX_AGE_NS;
         return;
@@ -1016,7 +957,7 @@ static void conn_end(struct collector *c, size_t i, uint64_t now_ns, int final)
     conn_drain(c, k, now_ns, 1);
     /* at the end, a process can be gone before its socket's close was read
      * (its parent reaped it, not we): gone is exited */
-    if (k->pid && (!final || !pid_alive(k->pid, k->start_ticks)))
+    if (k->pid && (!final || !procfs_pid_alive((pid_t)k->pid, k->start_ticks)))
         collector_exited(c, (pid_t)k->pid, -1, now_ns);
     conn_free(k);
     c->conns[i] = c->conns[--c->nconns];
@@ -1052,7 +993,7 @@ static int on_hello(struct collector *c, struct conn *k, const uint8_t *b, size_
     k->clock = h.clock;
     p.pid = k->pid;
     p.ppid = h.ppid;
-    p.start_ns = ticks_to_mono_ns(h.start_ticks);
+    p.start_ns = procfs_ticks_to_mono_ns(h.start_ticks);
     p.flags = CS_PF_CUDA;
     p.rank = h.rank;
     p.exit_status = -1;

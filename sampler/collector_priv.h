@@ -23,7 +23,7 @@ struct collector_opts {
     uint64_t max_map_bytes; /* the map never grows past this; 0 = no limit */
     uint64_t duty_ns;      /* > 0: record in phases this long, on and off in
                             * turn from t_start_ns (record --duty) */
-    uint64_t max_size_bytes; /* > 0: cap the run file (record --max-size; flight.h) */
+    uint64_t max_size_bytes; /* > 0: cap the run file (record --max-size; flight_rec.h) */
 };
 
 /* Totals for the end-of-run line and meta. */

@@ -1,6 +1,6 @@
-/* flight.c: the flight recorder (flight.h). Owns the in-memory aggregates
+/* flight.c: the flight recorder (flight_rec.h). Owns the in-memory aggregates
  * of the windows still receiving records and the eviction budget; the agg
- * database and the deletion of blocks are runfile.c's (cs_store_put_agg,
+ * database and the deletion of blocks are store/runfile_write.c's (cs_store_put_agg,
  * cs_store_evict), when to call us is the collector's.
  *
  * Aggregates are exact counts and sums; latency is a log-linear histogram
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "cudaspy/flight.h"
-#include "flight.h"
+#include "flight_rec.h"
 
 #define RETAIN_WINDOWS 60
 #define OCTAVES        (CS_HIST_BUCKETS / CS_HIST_SUB)

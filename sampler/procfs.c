@@ -1,5 +1,6 @@
-/* procfs.c: /proc reads for the host sampler: tree walk, per-task stat,
- * status and schedstat parsing, command lines, /proc/stat and PSI.
+/* procfs.c: /proc reads for the host sampler and the collector: tree walk,
+ * per-task stat, status and schedstat parsing, command lines, /proc/stat
+ * and PSI, whether a process is still the one that started, start times.
  * Files are read with one read/pread each; nothing here keeps state. */
 #include "procfs.h"
 
@@ -12,6 +13,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#define NS_PER_S 1000000000ull
 
 int procfs_pids_has(const struct procfs_pids *l, pid_t pid)
 {
@@ -265,12 +268,28 @@ uint64_t procfs_now_ns(void)
 
 uint64_t procfs_ticks_to_mono_ns(uint64_t ticks)
 {
-    struct timespec b;
+    struct timespec b, m;
     long hz = sysconf(_SC_CLK_TCK);
-    uint64_t boot_ns, start_ns = ticks * (1000000000ull / (uint64_t)(hz > 0 ? hz : 100));
+    uint64_t boot_ns, mono_ns, t_ns;
 
+    if (ticks == 0 || hz <= 0)
+        return 0;
     clock_gettime(CLOCK_BOOTTIME, &b);
-    boot_ns = (uint64_t)b.tv_sec * 1000000000ull + (uint64_t)b.tv_nsec;
+    clock_gettime(CLOCK_MONOTONIC, &m);
+    boot_ns = (uint64_t)b.tv_sec * NS_PER_S + (uint64_t)b.tv_nsec;
+    mono_ns = (uint64_t)m.tv_sec * NS_PER_S + (uint64_t)m.tv_nsec;
+    t_ns = ticks * (NS_PER_S / (uint64_t)hz);
     /* boottime = monotonic + time suspended; shift by the current gap. */
-    return start_ns - (boot_ns - procfs_now_ns());
+    return t_ns > boot_ns - mono_ns ? t_ns - (boot_ns - mono_ns) : 1;
+}
+
+int procfs_pid_alive(pid_t pid, uint64_t start_ticks)
+{
+    struct procfs_stat st;
+
+    if (procfs_stat_read(pid, 0, &st) < 0)
+        return 0;
+    if (st.state == 'Z' || st.state == 'X' || st.state == 'x')
+        return 0;
+    return start_ticks == 0 || st.start_ticks == start_ticks;
 }

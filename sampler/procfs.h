@@ -1,6 +1,7 @@
-/* procfs.h: the /proc reads the host sampler needs: the tree walk used to
- * seed the tracked set, per-task stat/status/schedstat, command lines, and
- * system-wide /proc/stat and /proc/pressure/cpu. No state beyond kept-open
+/* procfs.h: the /proc reads the host sampler and the collector need: the
+ * tree walk used to seed the tracked set, per-task stat/status/schedstat,
+ * command lines, system-wide /proc/stat and /proc/pressure/cpu, and start
+ * times (the collector's process table, its check that a process lives). No state beyond kept-open
  * fds owned by the caller; what the numbers mean is sched_fsm.c's business. */
 #ifndef CUDASPY_SAMPLER_PROCFS_H
 #define CUDASPY_SAMPLER_PROCFS_H
@@ -75,8 +76,14 @@ struct procfs_sys {
  * @p psi_fd (-1 = skip). @return 0 or -errno */
 int procfs_sys_read(int stat_fd, int psi_fd, struct procfs_sys *s);
 
-/** CLOCK_MONOTONIC ns of a start time in USER_HZ ticks since boot. */
+/** CLOCK_MONOTONIC ns of a start time in USER_HZ ticks since boot.
+ * @return 0 for @p ticks 0 (unknown); 1 for a start before the monotonic
+ * clock's origin (the time suspended since) */
 uint64_t procfs_ticks_to_mono_ns(uint64_t ticks);
+
+/** Is process @p pid alive and not a zombie, and (unless @p start_ticks is
+ * 0) the one that started at @p start_ticks (stat field 22)? */
+int procfs_pid_alive(pid_t pid, uint64_t start_ticks);
 
 /** Current CLOCK_MONOTONIC ns. */
 uint64_t procfs_now_ns(void);

@@ -49,7 +49,7 @@ recording lacked that sampler tier.
 Examples:
     scripts/accuracy.py --build build --count 3
     scripts/accuracy.py --cases pipe_fork,healthy --keep /tmp/acc --summary acc.json
-    scripts/accuracy.py --manifest scripts/gpu/accuracy/cases.json --python python3
+    scripts/accuracy.py --manifest bench/gpu/accuracy/cases.json --python python3
 """
 import argparse
 import json

@@ -1,4 +1,4 @@
-# Storage and collector tests (sampler/runfile.c, sampler/collector.c,
+# Storage and collector tests (store/runfile_*.c, sampler/collector.c,
 # interpose/shim_ring.c): real files, real cudaspy-sampler processes.
 add_executable(test_runfile ${CMAKE_CURRENT_LIST_DIR}/unit/test_runfile.c)
 target_include_directories(test_runfile PRIVATE ${CMAKE_CURRENT_LIST_DIR})
@@ -6,7 +6,7 @@ target_link_libraries(test_runfile PRIVATE cs_runfile)
 add_test(NAME unit.runfile COMMAND test_runfile)
 set_tests_properties(unit.runfile PROPERTIES LABELS unit TIMEOUT 120)
 
-# The compact CUDA block encoding alone (sampler/cudablk.c).
+# The compact CUDA block encoding alone (store/cudablk.c).
 add_executable(test_cudablk ${CMAKE_CURRENT_LIST_DIR}/unit/test_cudablk.c)
 target_include_directories(test_cudablk PRIVATE ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(test_cudablk PRIVATE cs_runfile)

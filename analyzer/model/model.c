@@ -1,5 +1,5 @@
 /* model/model.c: loads run files into struct model (model.h). Reads every block
- * through the run-file reader (sampler/runfile.c) twice: once to count
+ * through the run-file reader (store/runfile_read.c) twice: once to count
  * records per thread, once to place them, so the big arrays are allocated
  * exactly once and never copied. Statistics are the other files' job. */
 #include <errno.h>

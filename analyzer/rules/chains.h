@@ -41,12 +41,6 @@ uint64_t chains_rel(const struct model *m, uint32_t run, uint64_t t);
 void chains_tl_add(json_t *tl, const struct model *m, uint32_t run, uint64_t t, const char *layer,
                    const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
-/** @p ns as "812 ns", "3.4 us", "12.5 ms" or "1.25 s" into @p buf. @return buf */
-const char *chains_fmt_ns(char *buf, size_t n, uint64_t ns);
-
-/** Append a printf-formatted string (at most 767 bytes) to JSON array @p arr. */
-void chains_jaddf(json_t *arr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
 /** Severity for @p impact_ns out of @p wall_ns. */
 int chains_severity(uint64_t impact_ns, uint64_t wall_ns);
 

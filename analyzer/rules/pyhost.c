@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chains.h"
+#include "fmt.h"
 #include "model/pystack.h"
 #include "pyhost.h"
 
@@ -131,7 +131,7 @@ static json_t *site_json(const struct pyhost *h, const struct model *m, uint32_t
     json_t *o = pystack_site_json(m, &s->site);
 
     pystack_site_text(m, &s->site, site, sizeof(site));
-    chains_fmt_ns(d, sizeof(d), ns);
+    fmt_ns(d, sizeof(d), ns);
     snprintf(text, sizeof(text), "%s of %s while the host ran %s (%.0f %%; %" PRIu64 " samples)",
              d, what, site, share * 100, s->samples);
     json_object_set_new(o, "ns", json_integer((json_int_t)ns));

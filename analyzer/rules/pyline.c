@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chains.h"
+#include "fmt.h"
 #include "cudaspy/api.h"
 #include "model/stats.h"
 #include "pyline.h"
@@ -413,7 +413,7 @@ static json_t *site_json(const struct pyline *p, const struct model *m, const st
     json_t *o = pystack_site_json(m, &row->site);
 
     pystack_site_text(m, &row->site, site, sizeof(site));
-    chains_fmt_ns(d, sizeof(d), w);
+    fmt_ns(d, sizeof(d), w);
     if (by_gaps(fl->w)) {
         int n = snprintf(text, sizeof(text), "%s of GPU idle%s after the %s at %s (%.0f %%)", d,
                          fl->w == W_STARVE ? " waiting for the data pipeline" : "",

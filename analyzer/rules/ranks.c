@@ -11,14 +11,13 @@
 #include "chains.h"
 #include "cudaspy/api.h"
 #include "cudaspy/grow.h"
+#include "fmt.h"
 #include "ranks.h"
 #include "model/procs.h"
 #include "model/stats.h"
 
 #define US 1000ull
 #define MS 1000000ull
-#define fmt_ns chains_fmt_ns /* shared with chains.c */
-#define jaddf chains_jaddf
 #define RK_MAX_PROCS 8
 #define RK_NOTABLE_NS (100 * US) /* a step counts when skew and loss both reach this */
 #define RK_MIN_STEPS 2           /* straggled steps needed for a finding */
@@ -405,8 +404,8 @@ static void holder_note(struct rk_rank *s, uint32_t pid, uint64_t ns)
 
 /* The runnable tail of sleep or D interval @p o inside [a, b): woken, kept
  * off the CPU by other processes, which cost the straggler that time just
- * as a preemption would (chains.c's wake-up waits). Counted as preemption
- * by the outside's share of the CPU meanwhile. @return its start, or @p b
+ * as a preemption would (chains_evidence.c's wake-up waits). Counted as
+ * preemption by the outside's share of the CPU meanwhile. @return its start, or @p b
  * when no system window says who had the CPU. */
 static uint64_t wake_wait(const struct rk_ctx *x, struct rk_rank *s, const struct m_off *o,
                           uint64_t a, uint64_t b)

@@ -1,6 +1,6 @@
 /* cudablk.h: the compact encoding of a cuda_blk block (run-file format 2),
  * shared by the writer (cs_store) and the reader (cs_cursor) in
- * sampler/runfile.c, and by the tests and the fuzz target of the decoder.
+ * store/runfile_*.c, and by the tests and the fuzz target of the decoder.
  * A compact block is a struct cs_blk_hdr with CS_BF_COMPACT in flags, a
  * CRC32C and varint-coded records, each delta-coded against the previous
  * record of its thread in the block; docs/format.md ("Compact CUDA blocks")

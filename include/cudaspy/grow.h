@@ -1,5 +1,5 @@
 /* grow.h: the growable-array helper the collector and the run-file code
- * share (written once in sampler/cs_grow.c, part of cs_core). */
+ * share (written once in store/cs_grow.c, part of cs_core). */
 #ifndef CUDASPY_GROW_H
 #define CUDASPY_GROW_H
 

@@ -1,5 +1,5 @@
 /* fuzz_cudablk.c: libFuzzer target for the compact CUDA block decoder
- * (sampler/cudablk.c, cs_cudablk_decode()). The input is one block value:
+ * (store/cudablk.c, cs_cudablk_decode()). The input is one block value:
  * the CRC32C is made right before decoding (a mutated block would nearly
  * always stop at the CRC check, libpng's fuzzers do the same), so the
  * mutations reach the varints, thread table and field checks. A block that

@@ -1,4 +1,4 @@
-/* fuzz_runfile.c: libFuzzer target for the run-file reader (sampler/runfile.c)
+/* fuzz_runfile.c: libFuzzer target for the run-file reader (store/runfile_read.c)
  * and the analysis built on it (analyzer/analysis.c). The input is a whole
  * run file: the seed is a small recorded run, so mutations hit both the
  * records (block headers, cs_rec_cuda fields, process rows, strings, stacks)

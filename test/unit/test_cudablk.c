@@ -1,4 +1,4 @@
-/* test_cudablk.c: the compact CUDA block encoding (sampler/cudablk.c) on
+/* test_cudablk.c: the compact CUDA block encoding (store/cudablk.c) on
  * its own: lossless round trips of random and PyTorch-like records, the
  * limits that end a block, CRC32C's check value, and blocks cut at every
  * byte or with a byte flipped, which must decode to CS_E_CORRUPT (or, with

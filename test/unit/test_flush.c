@@ -1,5 +1,5 @@
 /* test_flush.c: the run file reaches the disk from a thread of the store's
- * own (sampler/runfile.c, cs_store_flush_start), so that a slow disk never
+ * own (store/runfile_commit.c, cs_store_flush_start), so that a slow disk never
  * holds up the collector's loop, which must drain the shims' rings before
  * they fill: a 90-100 ms fdatasync() on the dev VM dropped 0.7 % of a
  * 300k calls/s loop's records. fdatasync() here is this file's: the real one

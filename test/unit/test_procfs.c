@@ -1,7 +1,8 @@
 /* test_procfs.c: /proc parsing and the tree walk (sampler/procfs.c) and
  * the tracefs format reader (sampler/pe_tracefs.c): a comm with spaces and
- * parentheses, status and schedstat texts, this process's children, and
- * the sched_switch field offsets of the running kernel. */
+ * parentheses, status and schedstat texts, this process's children, a
+ * zombie and a start time that does not match, and the sched_switch field
+ * offsets of the running kernel. */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -79,6 +80,30 @@ static int test_tree_finds_children_and_grandchildren(void)
     return 0;
 }
 
+/* The collector's checks, folded in from collector.c (issue 36): a live
+ * process is alive only as the one that started when it did, a zombie is
+ * gone, and an unknown start time (0) stays unknown. */
+static int test_pid_alive_knows_a_zombie_and_a_reused_pid(void)
+{
+    struct procfs_stat st;
+    pid_t child;
+
+    CHECK_OK(procfs_stat_read(getpid(), 0, &st));
+    CHECK(procfs_pid_alive(getpid(), 0));
+    CHECK(procfs_pid_alive(getpid(), st.start_ticks));
+    CHECK(!procfs_pid_alive(getpid(), st.start_ticks + 1));
+    child = fork();
+    if (child == 0)
+        _exit(0);
+    for (int i = 0; i < 1000 && procfs_pid_alive(child, 0); i++)
+        usleep(1000); /* until it is a zombie: not reaped yet */
+    CHECK(!procfs_pid_alive(child, 0));
+    waitpid(child, NULL, 0);
+    CHECK_EQ(procfs_ticks_to_mono_ns(0), 0);
+    CHECK(procfs_ticks_to_mono_ns(st.start_ticks) <= procfs_now_ns());
+    return 0;
+}
+
 static int test_tracefs_offsets_of_sched_switch(void)
 {
     struct pe_tracefs tf;
@@ -102,6 +127,7 @@ int main(void)
     RUN(test_stat_parse_survives_odd_comm);
     RUN(test_status_and_schedstat_parse);
     RUN(test_tree_finds_children_and_grandchildren);
+    RUN(test_pid_alive_knows_a_zombie_and_a_reused_pid);
     RUN(test_tracefs_offsets_of_sched_switch);
     return check_status();
 }

@@ -1,4 +1,4 @@
-/* test_runfile.c: cs_store and cs_run (sampler/runfile.c) on real files:
+/* test_runfile.c: cs_store and cs_run (store/runfile_*.c) on real files:
  * round trip of every record kind and table, time windows, map growth
  * within limits, and clean errors for missing, truncated, random,
  * newer-version and corrupt files. */

@@ -1,7 +1,7 @@
 """ddp.py: a small DistributedDataParallel training loop for the multi-GPU
 check (issue 10, docs/multigpu.md), launched by torchrun:
 
-  torchrun --standalone --nproc_per_node=2 scripts/gpu/ddp.py [--straggle] [--steps 1000]
+  torchrun --standalone --nproc_per_node=2 bench/gpu/ddp.py [--straggle] [--steps 1000]
 
 Every rank trains the same MLP on its own synthetic batches; DDP all-reduces
 the gradients with NCCL and every step ends with torch.cuda.synchronize()

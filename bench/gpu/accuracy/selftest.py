@@ -1,5 +1,5 @@
 """selftest.py: what of gpu-check.sh accuracy can be checked without a GPU
-or torch (run it anywhere: python3 scripts/gpu/accuracy/selftest.py):
+or torch (run it anywhere: python3 bench/gpu/accuracy/selftest.py):
 
 1. extrun.py's parsers on output written with each program's own format
    strings (ext/*/main.py), and the truth line they make;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""conc_pairs.py: the seed W=4's tracing overhead from scripts/gpu-check.sh's
+"""conc_pairs.py: the seed W=4's tracing overhead from bench/gpu-check.sh's
 seedconc part, where each round ran two copies at once on disjoint CPU sets
 (sides a and b), one traced, the traced side swapping every round, and the
 placebo rounds ran both untraced.
@@ -7,7 +7,7 @@ placebo rounds ran both untraced.
 Usage: conc_pairs.py DIR [DIR...]
   DIR holds one call's runs.jsonl with its .out files (paths are looked up
   by file name in DIR), or is FILE:callN, call N of a campaign's compact
-  file bench/results/<campaign>/data.jsonl (scripts/results_compact.py);
+  file bench/results/<campaign>/data.jsonl (bench/results_compact.py);
   rounds of several DIRs are pooled.
 
 Prints, over the rounds (modes conc-a and conc-b, same rep): each round's

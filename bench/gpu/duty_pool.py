@@ -5,7 +5,7 @@ Usage: duty_pool.py DIR[:MODE,MODE...] ...
        duty_pool.py FILE:callN[:MODE,MODE...] ...
   DIR holds one call's runs.jsonl with its .out, .steps and .meta.json files
   (paths are looked up by file name in DIR). FILE is a campaign's compact
-  file, bench/results/<campaign>/data.jsonl (scripts/results_compact.py),
+  file, bench/results/<campaign>/data.jsonl (bench/results_compact.py),
   which keeps the same runs of each call N, with phase sums in place of
   the step logs. MODEs pick the run modes (e.g. duty-s4000-base); default
   every traced mode. The untraced runs of the modes named give the placebo:

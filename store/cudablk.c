@@ -1,6 +1,6 @@
 /* cudablk.c: the compact encoding of cuda_blk blocks (cudablk.h), and
  * CRC32C. Owns the byte layout only; where blocks are cut, staged and read
- * is runfile.c's business. docs/format.md describes the same bytes.
+ * is runfile_*.c's business. docs/format.md describes the same bytes.
  *
  * Each record is coded against the previous record of its thread in the
  * block (a zero record with t_enter = the header's ts_first_ns for a

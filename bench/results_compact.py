@@ -6,12 +6,12 @@ data.jsonl, one JSON object a line, in this order:
   {"kind": "campaign", "name": ..., "format": 1}
   {"kind": "run", "call": N, "run": {...}, "out": [...], "meta": {...},
    "phases": {...}}
-      one line of a call's runs.jsonl, as scripts/gpu-check.sh wrote it
+      one line of a call's runs.jsonl, as bench/gpu-check.sh wrote it
       (paths are the device's); `out`: the lines of the run's .out file;
       `meta`: its .meta.json; `phases`: its step log (.steps) reduced to
       what the `record --duty` measure reads: `sums`, per phase k of a
       grid of period_ns from t0_ns, [k, ns, steps] of the steps that start
-      and end in k (scripts/gpu/collect.py's phase_sums); the median of
+      and end in k (bench/gpu/collect.py's phase_sums); the median of
       those steps in on (even) and off (odd) phases, on_median_ns and
       off_median_ns; steps, first_ns, last_ns of the whole log. Traced runs
       are on their duty grid, untraced ones on a grid of the same period
@@ -23,7 +23,7 @@ data.jsonl, one JSON object a line, in this order:
   {"kind": "file", "path": ..., "text": ...}
       a small file of the campaign kept word for word: logs, what
       collect.py and the pooling scripts printed, reports, patches.
-scripts/gpu/collect.py, duty_pool.py and conc_pairs.py read a call of it as
+bench/gpu/collect.py, duty_pool.py and conc_pairs.py read a call of it as
 FILE:callN, in place of the folder of raw outputs that call came back with.
 
 Usage: results_compact.py build DIR      write DIR/data.jsonl from DIR's raw files
@@ -318,7 +318,7 @@ def quoted_commands(path, rec):
         calls = [m.group(1)] if m.group(1) else \
             sorted({str(r["call"]) for r in load(path) if r["kind"] == "run" and
                     r["run"].get("mode", "").startswith("conc-")})
-        return [("scripts/gpu/conc_pairs.py " + " ".join(f"{path}:call{c}" for c in calls),
+        return [("bench/gpu/conc_pairs.py " + " ".join(f"{path}:call{c}" for c in calls),
                  rec["text"])]
     return re.findall(r"^\$ (.*(?:duty_pool|conc_pairs)\.py .*)\n((?:(?!\$ |#|\n).*\n)*)",
                       rec["text"], re.M)

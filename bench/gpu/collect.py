@@ -1,10 +1,10 @@
-"""collect.py: turn scripts/gpu-check.sh's runs.jsonl into results.json and
+"""collect.py: turn bench/gpu-check.sh's runs.jsonl into results.json and
 results.md (one row per workload: planted cause, top finding, overhead,
 outputs identical), and copy the seed reports. Numbers come only from the
 runs listed; nothing is filled in.
 Usage: python3 collect.py RUNS.jsonl OUTDIR BUILDDIR
   RUNS.jsonl may also be a campaign's compact file with a call,
-  bench/results/<campaign>/data.jsonl:callN (scripts/results_compact.py):
+  bench/results/<campaign>/data.jsonl:callN (bench/results_compact.py):
   its runs carry their output lines, meta and phase sums in place of the
   files. The analyses behind the findings columns are not kept there."""
 import json
@@ -233,7 +233,7 @@ def duty_stats(plain, traced):
 
 
 def load_compact(path, call=None):
-    """The runs of compact results file @path (scripts/results_compact.py),
+    """The runs of compact results file @path (bench/results_compact.py),
     of call @call only when given, in their order, as runs.jsonl lists them;
     each carries its output lines (`out`), summary (`meta`) and phase sums
     (`phases`) in place of the files, and its `call`."""

@@ -1,7 +1,7 @@
 """planted.py: PyTorch workloads with one planted cause each and their own
 meter of what it cost (issue 30, gpu-check.sh accuracy). One workload per
 process, chosen by name; each prints, last on stdout, the truth line of the
-accuracy contract (scripts/gpu/accuracy/README.md):
+accuracy contract (bench/gpu/accuracy/README.md):
 
     cudaspy-truth: {"case":..., "planted":..., "truth_ns":..., "loop_ns":...,
                     "steps":..., "setup_ns":..., "gpu_ns":...}

@@ -1,4 +1,4 @@
-/* flight.h: the flight recorder of a size-capped run (record --max-size,
+/* flight_rec.h: the flight recorder of a size-capped run (record --max-size,
  * CUDASPY_MAX_SIZE), driven by the collector. It counts every block the
  * collector stages into per-window aggregates (struct cs_agg_*, the agg
  * database), writes them in the commit that writes the blocks, and after
@@ -6,8 +6,8 @@
  * the cap's budget. Runs on the collector's thread only.
  * Usage: flight_new -> flight_open -> { [flight_block per staged block];
  *        flight_stage; flight_evict; cs_store_commit[_start] } -> flight_free */
-#ifndef CUDASPY_SAMPLER_FLIGHT_H
-#define CUDASPY_SAMPLER_FLIGHT_H
+#ifndef CUDASPY_SAMPLER_FLIGHT_REC_H
+#define CUDASPY_SAMPLER_FLIGHT_REC_H
 
 #include <stdint.h>
 

@@ -1,5 +1,5 @@
 """workloads.py: GPU workloads with known, planted causes (and their controls)
-for scripts/gpu-check.sh. One workload per process, chosen by name, so each
+for bench/gpu-check.sh. One workload per process, chosen by name, so each
 traced run holds exactly one. Every workload prints `result: <checksum>`
 (identical traced and untraced) and `elapsed: <seconds>` on stdout.
 

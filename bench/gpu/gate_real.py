@@ -9,7 +9,7 @@ each saved as a summary (`cudaspy-analyze summary --save`). Then:
 - `gate --baseline b1 b2 b3 b4 x`: the planted regression must exit 1;
 - for the record only: b_i against b_(i-1) alone (what one baseline says).
 
-The programs: three real training programs nobody here wrote (scripts/gpu/
+The programs: three real training programs nobody here wrote (bench/gpu/
 accuracy/ext, run by extrun.py as the accuracy proof runs them) and the
 .item()-free loop that failed identical reruns on the H200 (workloads.py
 itemstep noitem: the host enqueues ahead of the GPU).

@@ -1,7 +1,7 @@
 """named.py: the share of kernel launches that carry a kernel name in one run,
 per layer (issue 3 asks for >= 99 %), from the analyzer's JSON:
 
-  cudaspy-analyze --json --by kernel RUN.lmdb | python3 scripts/gpu/named.py [LABEL]
+  cudaspy-analyze --json --by kernel RUN.lmdb | python3 bench/gpu/named.py [LABEL]
 
 Prints `named: LABEL driver N/M (P %) runtime N/M (P %)`; exits 1 when a
 layer with launches is under 99 %."""

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # gpu-check.sh: the GPU proof of cudaspy, run on a machine with an NVIDIA GPU
-# (the lent H200 here). Runs every workload of scripts/gpu/ untraced and traced,
+# (the lent H200 here). Runs every workload of bench/gpu/ untraced and traced,
 # interleaved, analyses each traced run, and writes results under $OUT:
 #   results.json, results.md     per workload: planted cause, top finding,
 #                                overhead, outputs identical, API families seen
 #   report-*.txt                 full analyzer reports of the seed runs
 #   seed-w4.html                 HTML report of the seed run (W=4)
-# Usage: scripts/gpu-check.sh [PART...]
+# Usage: bench/gpu-check.sh [PART...]
 #   parts: smoke seed suite profiler ddp overhead faults seedov ddpov ddpdiag
 #   ddppin ddpduty ddpdutysplit ddpdutyvar seedpairs pfab perf quick launchshared
 #   launchduty seedconc truth steps scale slicecost accuracy gate
@@ -32,14 +32,14 @@
 #        words hostonly and nohost split host sampling from the shim,
 #        schednormal runs the collector on the normal policy, pinned pins
 #        one variant's ranks; DDP_PIN=1 pins every variant as ddppin does;
-#        scripts/gpu/duty_pool.py pools several calls' runs);
+#        bench/gpu/duty_pool.py pools several calls' runs);
 #        quick: five suite workloads once each (a changed shim's check);
 #        launchshared: overhead's pinned launch loop, shared runtime only;
 #        launchduty: the launch loops (LAUNCH_RTS, static shared) measured
 #        as ddpduty does, steps of 500 launches, LAUNCH_DUTY_REPS rounds of
 #        untraced, traced, and traced with each shim or sampler of
 #        SHIM_VARIANTS and as its words nohost and hostonly say;
-#        truth: issue 22's proof (scripts/gpu/truth.py): the two misses of
+#        truth: issue 22's proof (bench/gpu/truth.py): the two misses of
 #        the host lower bound planted in PyTorch and found HIGH, controls,
 #        sampled vs full GPU activity on a known duty cycle, and what GPU
 #        activity costs a launch-bound loop against torch.profiler; writes
@@ -48,21 +48,21 @@
 #        at 8 x 500k records/s, bytes a record of traced PyTorch runs, and
 #        the launch loops folded and not (launchduty); writes $OUT/scale.tgz;
 #        slicecost: issue 22's cost point inside each process
-#        (scripts/gpu/slicecost.py): the launch loop in chunks, each chunk
+#        (bench/gpu/slicecost.py): the launch loop in chunks, each chunk
 #        inside a sampled slice, outside or across a switch, SLICE_ROUNDS (3)
 #        of record-off and sampled; writes $OUT/slicecost/summary.json;
-#        steps: issue 24's and 23's proof (scripts/gpu/steps.py): the gate on three
+#        steps: issue 24's and 23's proof (bench/gpu/steps.py): the gate on three
 #        PyTorch pairs (a .item() added each step and fewer DataLoader
 #        workers must fail, a rerun must pass) and each run's steps against
 #        the program's (torch.cuda.nvtx ranges for the nvtx loop); writes
 #        $OUT/steps/summary.json, runs.jsonl;
-#        gate: issue 36's gate proof (scripts/gpu/gate_real.py): four
+#        gate: issue 36's gate proof (bench/gpu/gate_real.py): four
 #        programs, each recorded 4 times identically and once with a planted
 #        regression; every identical rerun gated against the other three
 #        must pass, the regression against all four must fail; writes
 #        $OUT/gate/summary.json, runs.jsonl (GATE_BUDGET_S, GATE_PROGRAMS);
-#        accuracy: issue 30's accuracy proof (scripts/gpu/accuracy/run.py):
-#        each case of scripts/gpu/accuracy/cases.json (ACC_MANIFEST) run
+#        accuracy: issue 30's accuracy proof (bench/gpu/accuracy/run.py):
+#        each case of bench/gpu/accuracy/cases.json (ACC_MANIFEST) run
 #        untraced and recorded, interleaved (an A/B case's cmd_without
 #        recorded too: the truth is the difference of the two recorded
 #        loops), each recording analysed and scored as the accuracy
@@ -81,7 +81,7 @@
 #        round, SEED_CONC_REPS (12) rounds, among them SEED_CONC_PLACEBO (4)
 #        rounds both untraced (the sides' asymmetry and the design's noise); the
 #        traced side's recorder and collector stay off the other side's CPUs
-#        (SEED_CONC_FENCE=0: anywhere); scripts/gpu/conc_pairs.py reads them;
+#        (SEED_CONC_FENCE=0: anywhere); bench/gpu/conc_pairs.py reads them;
 #        perf: system-wide `perf record` (PERF, PERF_LIB) around an untraced and a
 #        traced DDP run: CPU by process and library, the shim's hot instructions
 # Env: CS_RECORD_FLAGS extra `cudaspy record` options; CS_SAMPLER_ARGS extra
@@ -374,7 +374,7 @@ part_pfab() { # the ring's next-entry prefetch on and off: bench_shim, pinned la
     done
 }
 
-# 2-rank DDP under torchrun (scripts/gpu/ddp.py), one GPU per rank
+# 2-rank DDP under torchrun (bench/gpu/ddp.py), one GPU per rank
 TRUN=("$PY" -m torch.distributed.run --standalone --nproc_per_node=2 "$here/gpu/ddp.py")
 
 # ddp_lengths MODE ENV...: the clean DDP loop at each of DDP_OV_STEPS

@@ -10,7 +10,7 @@
  * With $CS_STEP_LOG set, every CHUNK (500) launches of the timed loops is a
  * "step": the file gets CLOCK_MONOTONIC ns at the first loop's start, then at
  * each step's end, as ddp.py's step log, for the in-run measure of
- * `cudaspy record --duty` (scripts/gpu/collect.py). No sync ends a step: a
+ * `cudaspy record --duty` (bench/gpu/collect.py). No sync ends a step: a
  * step is the host's time to enqueue its launches, as in the plain loop. */
 #include <algorithm>
 #include <chrono>
