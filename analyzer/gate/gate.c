@@ -314,7 +314,7 @@ static void print_table(const struct gate_result *g, FILE *f)
     fprintf(f, "%s\n", baselines_line(g));
 }
 
-static const char *const noise_names[] = {NULL, "interval", "bound", "spread"};
+static const char *const noise_names[] = {NULL, "interval", "bound", "spread", "few"};
 
 /* "limit", "spread", "lower_bound" and "noise" of a judged row or criterion. */
 static void margin_json(json_t *o, const struct gate_margin *m, int judged)

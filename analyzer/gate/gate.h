@@ -62,7 +62,8 @@ enum gate_noise {
     GATE_NOISE_NONE = 0,
     GATE_NOISE_INTERVAL, /* the ratio is past the limit, its interval's lower bound is not */
     GATE_NOISE_BOUND,    /* too few values to bound the quantile by order statistics */
-    GATE_NOISE_SPREAD    /* past the limit, not past the limit times the baselines' spread */
+    GATE_NOISE_SPREAD,   /* past the limit, not past the limit times the baselines' spread */
+    GATE_NOISE_FEW       /* API time: too few calls a side for an interval of their mean */
 };
 
 /* The limit a verdict was judged against, and what stood between a ratio
@@ -98,6 +99,14 @@ enum gate_ckind {
     GATE_CK_GPU_IDLE,  /* GPU idle share of the covered time (0..1) */
     GATE_CK_FINDING    /* a HIGH finding (cause); base/cand 1 when that side has it */
 };
+
+/* API time regresses only with this many calls a side (else noisy): fewer
+ * have no interval worth the name. A new API is judged by its share alone. */
+#define GATE_API_MIN_CALLS 20
+
+/* GPU idle is judged only where GPU activity covered this much of each
+ * run: ten of the default sampling's 100 ms slices. */
+#define GATE_IDLE_MIN_COVERED_NS 1000000000ull
 
 /* gate_crit.name of step time judged on the GPU's side (summary gpu_steps). */
 #define GATE_STEPS_GPU "gpu"

@@ -76,6 +76,7 @@ static int gpu_idle(struct summary_run *r, json_t *gpu)
     if (!(r->gpu_source = strdup(src)))
         return -ENOMEM;
     r->gpu_idle = busy >= 1.0 ? 0.0 : busy <= 0.0 ? 1.0 : 1.0 - busy;
+    r->gpu_covered_ns = get_u64(gpu, "covered_ns");
     return 0;
 }
 

@@ -308,9 +308,11 @@ static void run_to_json(json_t *o, const struct summary_run *r)
     json_object_set_new(o, "steps", steps_to_json(&r->steps));
     if (r->gpu_steps.source)
         json_object_set_new(o, "gpu_steps", steps_to_json(&r->gpu_steps));
-    json_object_set_new(o, "gpu", r->gpu_source ? json_pack("{s:s, s:f}", "source", r->gpu_source,
-                                                            "idle_fraction", r->gpu_idle)
-                                                : json_null());
+    json_object_set_new(o, "gpu", r->gpu_source
+                                      ? json_pack("{s:s, s:f, s:I}", "source", r->gpu_source,
+                                                  "idle_fraction", r->gpu_idle, "covered_ns",
+                                                  (json_int_t)r->gpu_covered_ns)
+                                      : json_null());
     json_object_set_new(o, "high_findings", high);
 }
 
@@ -439,6 +441,8 @@ static int gpu_from_json(struct summary_run *r, json_t *o)
         !(r->gpu_source = strdup(json_string_value(src))))
         return -1;
     r->gpu_idle = json_number_value(idle);
+    if (json_object_get(o, "covered_ns") && get_u64(o, "covered_ns", &r->gpu_covered_ns) < 0)
+        return -1;
     return r->gpu_idle >= 0 && r->gpu_idle <= 1 ? 0 : -1;
 }
 

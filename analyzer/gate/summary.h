@@ -55,6 +55,7 @@ struct summary_run {
                                        (steps_gpu_durations); source NULL: none */
     char *gpu_source;     /* "exact" or "sampled"; NULL: no GPU activity recorded */
     double gpu_idle;      /* share (0..1) of the covered time the GPU sat idle */
+    uint64_t gpu_covered_ns; /* the time GPU activity covered (0: unknown, an older summary) */
     char **high;          /* causes of the HIGH findings, sorted */
     size_t nhigh;
 };

@@ -14,6 +14,7 @@
  *                  more than 0, less than its duration (one thread)
  *   top_in=A,B     the first chain's cause is one of these
  *   top_sev=SEV    the first chain has severity SEV
+ *   high_in=A,B    some chain of one of these causes is HIGH
  *   gpu=SOURCE     gpu.source is SOURCE (exact, sampled, host_lower_bound)
  *   busy=LO:HI     gpu.busy_pct lies in [LO, HI]
  *   busy_ext=LO:HI gpu.busy_pct plus the impact_pct of cpu_contention_external
@@ -202,6 +203,28 @@ static int check_gpu(const json_t *j, const char *arg)
     return 1;
 }
 
+/* high_in=A,B,...: a chain of one of them is HIGH. */
+static int check_high_in(const json_t *chains, const char *list, const char *causes)
+{
+    const json_t *c;
+    size_t i;
+
+    json_array_foreach(chains, i, c) {
+        const char *cause = json_string_value(json_object_get(c, "cause"));
+        const char *sev = json_string_value(json_object_get(c, "severity"));
+        size_t n = cause ? strlen(cause) : 0;
+        for (const char *p = list; cause && sev && strcmp(sev, "HIGH") == 0 && *p;) {
+            const char *e = strchr(p, ',');
+            size_t len = e ? (size_t)(e - p) : strlen(p);
+            if (len == n && strncmp(p, cause, n) == 0)
+                return 0;
+            p += len + (e != NULL);
+        }
+    }
+    fprintf(stderr, "json_expect: none of %s is HIGH (chains: %s)\n", list, causes);
+    return 1;
+}
+
 /* top_in=A,B,...: the first chain's cause is one of them. */
 static int check_top_in(const json_t *chains, const char *list, const char *causes)
 {
@@ -338,6 +361,8 @@ static int check(const json_t *j, const char *arg, const char *causes)
         return check_collector_cpu(j);
     if (strncmp(arg, "top_in=", 7) == 0)
         return check_top_in(chains, arg + 7, causes);
+    if (strncmp(arg, "high_in=", 8) == 0)
+        return check_high_in(chains, arg + 8, causes);
     if (strncmp(arg, "top_sev=", 8) == 0) {
         const char *sev =
             json_string_value(json_object_get(json_array_get(chains, 0), "severity"));

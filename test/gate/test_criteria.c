@@ -24,6 +24,7 @@ struct run {
     double gpu_idle;    /* < 0: no GPU activity */
     const char *high;   /* comma-separated HIGH finding causes, or NULL */
     const char *apis;   /* "name=total_ns,..." */
+    uint64_t gpu_covered_ns; /* gpu.covered_ns, 0: absent (an older summary) */
     uint64_t gpu_step_ns; /* > 0: gpu_steps, nsteps - 1 of this, +-2 % */
     uint64_t host_p50_ns; /* their host_p50_ns */
 };
@@ -58,7 +59,8 @@ static json_t *list_json(const char *csv)
     return a;
 }
 
-/* One group per "name=total" of @p apis: 200 calls of total/200 each. */
+/* One group per "name=total[/count]" of @p apis: count (200) calls of
+ * total/count each. */
 static json_t *groups_json(const char *apis)
 {
     json_t *gs = json_array();
@@ -67,10 +69,12 @@ static json_t *groups_json(const char *apis)
     for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(t, '=');
         *eq = '\0';
-        json_int_t total = strtoll(eq + 1, NULL, 10), d = total / 200;
+        char *slash = strchr(eq + 1, '/');
+        int count = slash ? atoi(slash + 1) : 200;
+        json_int_t total = strtoll(eq + 1, NULL, 10), d = total / count;
         json_array_append_new(
             gs, json_pack("{s:s, s:n, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:[I]}", "api", t,
-                          "kernel", "count", 200, "min_ns", d, "max_ns", d, "p50_ns", d,
+                          "kernel", "count", count, "min_ns", d, "max_ns", d, "p50_ns", d,
                           "p90_ns", d, "p99_ns", d, "p999_ns", d, "total_ns", total,
                           "samples_ns", d));
     }
@@ -98,6 +102,9 @@ static struct summary *mk(const struct run *r, int version)
                                                       : json_pack("{s:s, s:f}", "source",
                                                                   "sampled", "idle_fraction",
                                                                   r->gpu_idle));
+        if (r->gpu_covered_ns && r->gpu_idle >= 0)
+            json_object_set_new(json_object_get(j, "gpu"), "covered_ns",
+                                json_integer((json_int_t)r->gpu_covered_ns));
         json_object_set_new(j, "high_findings", list_json(r->high));
     } else {
         for (size_t i = 0; i < json_array_size(json_object_get(j, "groups")); i++)
@@ -305,6 +312,33 @@ static int test_gpu_idle_rise(void)
     CHECK_OK(judge(&base, &c, 2, 0));
     CHECK_EQ(find(GATE_CK_GPU_IDLE, NULL)->verdict, GATE_NOT_JUDGED);
     CHECK_STR(note(find(GATE_CK_GPU_IDLE, NULL)), "no GPU activity in the candidate");
+    struct run b = base; /* issue 36: 0.3 s covered a side is a moment, not the run */
+    c.gpu_idle = 0.85;
+    b.gpu_covered_ns = c.gpu_covered_ns = 300000000;
+    CHECK_OK(judge(&b, &c, 2, 0));
+    CHECK_EQ(find(GATE_CK_GPU_IDLE, NULL)->verdict, GATE_NOT_JUDGED);
+    b.gpu_covered_ns = c.gpu_covered_ns = 1200000000;
+    CHECK_OK(judge(&b, &c, 2, 0));
+    CHECK_EQ(find(GATE_CK_GPU_IDLE, NULL)->verdict, GATE_REGRESSED);
+    return 0;
+}
+
+/* Issue 36: an API called once a run (cuInit 0.0 % -> 5.5 % of the window
+ * in one of 20 identical recordings under load) has no interval: noisy,
+ * and 20 calls a side would settle it; with 200 calls it regresses. */
+static int test_api_time_with_few_calls_is_noisy(void)
+{
+    struct run b = base, c = base;
+    b.apis = "cuInit=300000/1,cudaLaunchKernel=3000000";
+    c.apis = "cuInit=16500000/1,cudaLaunchKernel=3000000";
+    CHECK_OK(judge(&b, &c, 2, 0));
+    const struct gate_crit *k = find(GATE_CK_API_TIME, "cuInit");
+    CHECK_EQ(k->verdict, GATE_NOISY);
+    CHECK(strstr(note(k), "too few calls to bound their time: 20 or more a side") != NULL);
+    b.apis = "cuInit=300000,cudaLaunchKernel=3000000";
+    c.apis = "cuInit=16500000,cudaLaunchKernel=3000000";
+    CHECK_OK(judge(&b, &c, 2, 0));
+    CHECK_EQ(find(GATE_CK_API_TIME, "cuInit")->verdict, GATE_REGRESSED);
     return 0;
 }
 
@@ -482,6 +516,7 @@ int main(void)
     RUN(test_p99_needs_steps_to_regress);
     RUN(test_without_steps_time_per_launch);
     RUN(test_gpu_idle_rise);
+    RUN(test_api_time_with_few_calls_is_noisy);
     RUN(test_new_high_finding_fails);
     RUN(test_criteria_selects);
     RUN(test_version_1_baseline_judges_nothing_else);
