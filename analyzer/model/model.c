@@ -824,7 +824,10 @@ static int load_grouped(struct model *m, unsigned kind, block_fn fn, void **arr,
     pl.pass = 1;
     pl.last_thr = M_NONE;
     pl.last_proc = M_NONE;
-    rc = each_block(m, kind, 0, fn, &pl, err);
+    /* nothing to place (off-CPU intervals, none of a CUDA thread): the
+     * second read of every block, gigabytes at scale, would only skip them */
+    if (sum > 0)
+        rc = each_block(m, kind, 0, fn, &pl, err);
 out:
     free(pl.pos - 1);
     free(pl.end);
