@@ -187,6 +187,13 @@ int mcp_keep_load(const char *path, const struct mcp_keep_stamp *st, json_t **ou
         *why = "not a regular file";
         goto out;
     }
+    /* what it says is served as the analysis: only from a file that no one
+     * but this user could have written (its checksums are no signature) */
+    if (s.st_uid != geteuid() || (s.st_mode & (S_IWGRP | S_IWOTH))) {
+        rc = MCP_KEEP_CORRUPT;
+        *why = "another user could have written it";
+        goto out;
+    }
     if (read_all(fd, &h, sizeof(h)) < 0) {
         rc = MCP_KEEP_CORRUPT;
         *why = "shorter than its header";

@@ -82,6 +82,15 @@ $INIT"
     cmp -s good.keep run.lmdb-analysis || { echo "keep-3.$c: not rewritten whole"; fail=1; }
 done
 
+# mcp_keep-3.5: one that another user could have written is not trusted
+chmod go+w run.lmdb-analysis
+serve
+same_answers keep-3.5
+want_err "cudaspy-analyze: mcp: ./run.lmdb-analysis: corrupt kept analysis (another user could have written it): not used
+cudaspy-analyze: mcp: run 0 run.lmdb: analysed
+cudaspy-analyze: mcp: run 0 run.lmdb: analysis kept in ./run.lmdb-analysis
+$INIT"
+
 # mcp_keep-4: a read-only run folder: kept in the cache folder, then read
 # from there. Root writes anywhere, so it gets a read-only bind mount.
 mkdir ro && cp run.lmdb ro/ && touch -d '2002-02-02' ro/run.lmdb
