@@ -29,7 +29,7 @@ const char *model_reading(void)
 /* ---- big arrays ---- */
 
 /* A big array is anonymous memory, or, when the model would not fit in the
- * memory this process may use (model_scratch_plan()), a shared mapping of
+ * memory this process may use (scratch_plan()), a shared mapping of
  * an unlinked file in a scratch folder: its pages are then page cache, which
  * the kernel (and a memory cgroup) can write back and drop instead of
  * killing us, and which is thrown away unwritten-back when we unmap it. */
@@ -127,9 +127,9 @@ void model_free_big(void *p)
 }
 
 /* Start writing back what the scratch files hold dirty, without waiting:
- * a memory cgroup v1 reclaims clean page cache at once but dirty pages only
- * once written, and 8 GB filled faster than the flusher's 5 s wake-ups
- * would otherwise end in its OOM killer. */
+ * reclaim drops a clean page at once but a dirty one only once written, and
+ * a cgroup v1 has no dirty limit of its own, so gigabytes filled between
+ * the flusher's wake-ups would leave a 4 GB cgroup little it can drop. */
 void model_scratch_flush(void)
 {
     for (int i = 0; i < SCRATCH_MAX; i++)
