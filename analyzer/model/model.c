@@ -137,6 +137,122 @@ void model_scratch_flush(void)
             sync_file_range(scratch_live[i]->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 }
 
+/* ---- where the big arrays go ---- */
+
+/* Bytes of memory the model's arrays are planned for per CUDA call: the
+ * call (40), step inference's symbol and time (12), a seq or stack id
+ * while loading (4); and per off-CPU interval of a CUDA thread. Step
+ * inference's anchor positions and signatures (16 a call) are touched only
+ * for one anchor's occurrences, and not counted. */
+#define PLAN_CALL_BYTES 56
+#define PLAN_OFF_BYTES 40
+
+/* The first number in file @p path, 0 if none ("max" has none). */
+static uint64_t read_u64_file(const char *path)
+{
+    unsigned long long v = 0;
+    FILE *f = fopen(path, "r");
+
+    if (f && fscanf(f, "%llu", &v) != 1)
+        v = 0;
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/* Memory this process may fill: MemAvailable, or less if its memory cgroup
+ * (v1 or v2) is limited to less. */
+static uint64_t mem_allowed(void)
+{
+    char line[4352], path[4400];
+    uint64_t avail = 0, lim;
+    FILE *f = fopen("/proc/meminfo", "r");
+
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "MemAvailable: %" SCNu64, &avail) == 1) {
+            avail *= 1024;
+            break;
+        }
+    if (f)
+        fclose(f);
+    if ((f = fopen("/proc/self/cgroup", "r")) == NULL)
+        return avail;
+    while (fgets(line, sizeof(line), f)) {
+        char *cg = strstr(line, ":memory:"), *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        if (cg)
+            snprintf(path, sizeof(path), "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", cg + 8);
+        else if (strncmp(line, "0::", 3) == 0)
+            snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", line + 3);
+        else
+            continue;
+        lim = read_u64_file(path);
+        if (lim && lim < avail)
+            avail = lim;
+    }
+    fclose(f);
+    return avail;
+}
+
+/* Can scratch files live in @p dir: an unlinked file can be made there, on
+ * a file system that is not memory itself (tmpfs pages are never dropped)? */
+static int scratch_ok(const char *dir)
+{
+    struct statfs fs;
+    int fd;
+
+    if (dir == NULL || dir[0] == '\0' || statfs(dir, &fs) < 0 || fs.f_type == 0x01021994 ||
+        fs.f_type == 0x858458f6) /* TMPFS_MAGIC, RAMFS_MAGIC */
+        return 0;
+    if ((fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0)
+        return 0;
+    close(fd);
+    return 1;
+}
+
+/* Choose where the big arrays go (see model_alloc_big()) for a model of
+ * @p need bytes (PLAN_*_BYTES): anonymous memory while they fit in three
+ * quarters of what this process may use; else scratch files in the first
+ * run's folder, $TMPDIR or /var/tmp, the first that takes one. Called as
+ * each kind's first pass has counted what the model keeps of it; once
+ * files, files for the rest of the load. CUDASPY_SCRATCH=off never uses a
+ * file, =on always does, =DIR always does, in DIR. */
+static void scratch_plan(const struct model *m, uint64_t need)
+{
+    const char *env = getenv("CUDASPY_SCRATCH"), *tmp = getenv("TMPDIR");
+    const char *first_path = m->nruns > 0 ? m->runs[0].path : NULL, *slash;
+    char dir[sizeof(scratch_dir)];
+
+    scratch_min = env && *env ? 0 : BIG_FILE_MIN; /* told to: every array, to test them */
+    if (scratch_dir[0] || (env && strcmp(env, "off") == 0))
+        return;
+    if (!(env && *env) && need <= mem_allowed() / 4 * 3)
+        return;
+    if (env && *env && strcmp(env, "on") != 0) {
+        if (scratch_ok(env))
+            snprintf(scratch_dir, sizeof(scratch_dir), "%s", env);
+        return;
+    }
+    slash = first_path ? strrchr(first_path, '/') : NULL;
+    if (slash == NULL)
+        snprintf(dir, sizeof(dir), ".");
+    else
+        snprintf(dir, sizeof(dir), "%.*s", slash == first_path ? 1 : (int)(slash - first_path),
+                 first_path);
+    if (scratch_ok(dir))
+        snprintf(scratch_dir, sizeof(scratch_dir), "%s", dir);
+    else if (scratch_ok(tmp))
+        snprintf(scratch_dir, sizeof(scratch_dir), "%s", tmp);
+    else if (scratch_ok("/var/tmp"))
+        snprintf(scratch_dir, sizeof(scratch_dir), "/var/tmp");
+}
+
+const char *model_scratch_dir(void)
+{
+    return scratch_dir[0] ? scratch_dir : NULL;
+}
+
 /* ---- a small open-addressing map u64 -> u32 ---- */
 
 struct m_hash {
@@ -807,6 +923,8 @@ static int load_grouped(struct model *m, unsigned kind, block_fn fn, void **arr,
         }
         sum += n;
     }
+    scratch_plan(m, kind == CS_REC_CUDA ? sum * PLAN_CALL_BYTES
+                                        : m->ncall * PLAN_CALL_BYTES + sum * PLAN_OFF_BYTES);
     *arr = model_alloc_big(sum ? sum * size : 1);
     rc = *arr ? 0 : -ENOMEM;
     if (rc == 0 && kind == CS_REC_CUDA && want_seq(m) &&
@@ -1281,124 +1399,6 @@ static int wait_writer(struct m_run *r, const char *path, struct cs_err *err)
     return 0;
 }
 
-/* ---- where the big arrays go ---- */
-
-/* Bytes of memory the model's arrays are planned for per CUDA call: the
- * call (40), step inference's symbol and time (12), its anchor positions
- * and signatures (16, touched only for the anchor's occurrences: counted
- * half), a seq or stack id while loading (4). */
-#define PLAN_CALL_BYTES 64
-#define PLAN_OFF_BYTES 40
-
-/* The first number in file @p path, 0 if none ("max" has none). */
-static uint64_t read_u64_file(const char *path)
-{
-    unsigned long long v = 0;
-    FILE *f = fopen(path, "r");
-
-    if (f && fscanf(f, "%llu", &v) != 1)
-        v = 0;
-    if (f)
-        fclose(f);
-    return v;
-}
-
-/* Memory this process may fill: MemAvailable, or less if its memory cgroup
- * (v1 or v2) is limited to less. */
-static uint64_t mem_allowed(void)
-{
-    char line[4352], path[4400];
-    uint64_t avail = 0, lim;
-    FILE *f = fopen("/proc/meminfo", "r");
-
-    while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "MemAvailable: %" SCNu64, &avail) == 1) {
-            avail *= 1024;
-            break;
-        }
-    if (f)
-        fclose(f);
-    if ((f = fopen("/proc/self/cgroup", "r")) == NULL)
-        return avail;
-    while (fgets(line, sizeof(line), f)) {
-        char *cg = strstr(line, ":memory:"), *nl = strchr(line, '\n');
-        if (nl)
-            *nl = '\0';
-        if (cg)
-            snprintf(path, sizeof(path), "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", cg + 8);
-        else if (strncmp(line, "0::", 3) == 0)
-            snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", line + 3);
-        else
-            continue;
-        lim = read_u64_file(path);
-        if (lim && lim < avail)
-            avail = lim;
-    }
-    fclose(f);
-    return avail;
-}
-
-/* Can scratch files live in @p dir: an unlinked file can be made there, on
- * a file system that is not memory itself (tmpfs pages are never dropped)? */
-static int scratch_ok(const char *dir)
-{
-    struct statfs fs;
-    int fd;
-
-    if (dir == NULL || dir[0] == '\0' || statfs(dir, &fs) < 0 || fs.f_type == 0x01021994 ||
-        fs.f_type == 0x858458f6) /* TMPFS_MAGIC, RAMFS_MAGIC */
-        return 0;
-    if ((fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0)
-        return 0;
-    close(fd);
-    return 1;
-}
-
-/* Choose where the big arrays go (see model_alloc_big()): anonymous memory
- * while they fit in half of what this process may use; else scratch files
- * in the first run's folder, $TMPDIR or /var/tmp, the first that takes one.
- * CUDASPY_SCRATCH=off never uses a file, =on always does, =DIR always
- * does, in DIR. */
-static void scratch_plan(const struct model *m, const char *first_path)
-{
-    const char *env = getenv("CUDASPY_SCRATCH"), *tmp = getenv("TMPDIR");
-    char dir[sizeof(scratch_dir)];
-    uint64_t need = 0;
-    const char *slash;
-
-    scratch_dir[0] = '\0';
-    scratch_min = env && *env ? 0 : BIG_FILE_MIN; /* told to: every array, to test them */
-    if (env && strcmp(env, "off") == 0)
-        return;
-    for (int i = 0; i < m->nruns; i++)
-        need += m->runs[i].counts[CS_REC_CUDA] * PLAN_CALL_BYTES +
-                m->runs[i].counts[CS_REC_OFFCPU] * PLAN_OFF_BYTES;
-    if (!(env && *env) && need <= mem_allowed() / 2)
-        return;
-    if (env && *env && strcmp(env, "on") != 0) {
-        if (scratch_ok(env))
-            snprintf(scratch_dir, sizeof(scratch_dir), "%s", env);
-        return;
-    }
-    slash = first_path ? strrchr(first_path, '/') : NULL;
-    if (slash == NULL)
-        snprintf(dir, sizeof(dir), ".");
-    else
-        snprintf(dir, sizeof(dir), "%.*s", slash == first_path ? 1 : (int)(slash - first_path),
-                 first_path);
-    if (scratch_ok(dir))
-        snprintf(scratch_dir, sizeof(scratch_dir), "%s", dir);
-    else if (scratch_ok(tmp))
-        snprintf(scratch_dir, sizeof(scratch_dir), "%s", tmp);
-    else if (scratch_ok("/var/tmp"))
-        snprintf(scratch_dir, sizeof(scratch_dir), "/var/tmp");
-}
-
-const char *model_scratch_dir(void)
-{
-    return scratch_dir[0] ? scratch_dir : NULL;
-}
-
 /* ---- runs ---- */
 
 static int open_run(struct model *m, int i, const char *path, struct cs_err *err)
@@ -1487,7 +1487,7 @@ int model_load(struct model *m, const char *const *paths, int n, const struct an
         if ((rc = open_run(m, i, paths[i], err)) < 0)
             return rc;
     link_parents(m);
-    scratch_plan(m, n > 0 ? paths[0] : NULL);
+    scratch_dir[0] = '\0'; /* planned by load_grouped(), kind by kind */
     rc = load_grouped(m, CS_REC_CUDA, call_block, (void **)&m->call, sizeof(*m->call), &m->ncall,
                       err);
     if (rc == 0)
