@@ -4,11 +4,16 @@
  * waits for every run to load), spawn to the first tools/call answer
  * (issue 25: <= 10 s on 200 M + 100 M), then each tool's first call and the
  * p50/max of repeated calls, driven over pipes as a client would.
+ * REPEAT 0 times only the first answer (get_causal_chains), twice: from a
+ * start without the analysis kept beside the run (which keeps it), then
+ * from a start that reads it (mcp_keep.c): at 200 M + 100 M the index the
+ * other tools need does not fit in memory.
  * Usage: bench_mcp CUDASPY_ANALYZE GEN_RUN WORKDIR [EVENTS] [REPEAT] [HOST_EVENTS] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mcp/mcp_pipe.h"
 
@@ -127,6 +132,54 @@ static void header(int argc, char **argv)
     printf("\"\n");
 }
 
+/* Spawn to the initialize answer and to the first get_causal_chains answer
+ * of one server, printed as @p label. @return 0 or -1 */
+static int first_answer(const char *bin, const char *run, const char *label,
+                        unsigned long long events, unsigned long long hosts)
+{
+    struct mcp_pipe *p = malloc(sizeof(*p));
+    double t = now_ms(), load1 = 0;
+    int rc = -1;
+
+    if (!p || mcp_pipe_start(p, bin, run, 2) < 0) {
+        free(p);
+        return -1;
+    }
+    json_t *r =
+        mcp_pipe_send(p, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+                         "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                         "\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}") == 0
+            ? mcp_pipe_recv(p, 600000)
+            : NULL;
+    if (json_object_get(r, "result")) {
+        printf("mcp.startup.%-21s load        %9.2f  s      cuda=%llu host=%llu\n", label,
+               (now_ms() - t) / 1e3, events, hosts);
+        rc = timed_call(p, &cases[first_cases[0]], 1) < 0 ? -1 : 0;
+        getloadavg(&load1, 1);
+        printf("mcp.first_answer.%-16s %-9s %9.2f  s      load1=%.1f tool=%s\n", label,
+               rc < 0 ? "failed" : "spawn", (now_ms() - t) / 1e3, load1,
+               cases[first_cases[0]].tool);
+    }
+    json_decref(r);
+    if (mcp_pipe_stop(p) != 0)
+        rc = -1;
+    free(p);
+    return rc;
+}
+
+/* REPEAT 0: the first answer without, then with the analysis kept. */
+static int first_answers(const char *bin, const char *run, unsigned long long events,
+                         unsigned long long hosts)
+{
+    char kept[4200];
+
+    snprintf(kept, sizeof(kept), "%s-analysis", run);
+    unlink(kept);
+    if (first_answer(bin, run, "analysed", events, hosts) < 0)
+        return 1;
+    return first_answer(bin, run, "kept", events, hosts) < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
@@ -142,9 +195,11 @@ int main(int argc, char **argv)
         snprintf(run, sizeof(run), "%s/mcp-big-%llu.lmdb", argv[3], events);
     else
         snprintf(run, sizeof(run), "%s/mcp-big-%llu_%llu.lmdb", argv[3], events, hosts);
-    if (repeat < 1 || ensure_run(argv[2], run, events, hosts) < 0)
+    if (repeat < 0 || ensure_run(argv[2], run, events, hosts) < 0)
         return 2;
     header(argc, argv);
+    if (repeat == 0)
+        return first_answers(argv[1], run, events, hosts);
     struct mcp_pipe *p = malloc(sizeof(*p));
     double t = now_ms();
     if (!p || mcp_pipe_start(p, argv[1], run, 2) < 0)

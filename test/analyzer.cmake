@@ -61,7 +61,7 @@ set_tests_properties(unit.pystack PROPERTIES LABELS unit)
 
 # cli.analyze_<case>: test/cli/analyze_<case>.sh ANALYZE GEN_RUN WORKDIR
 foreach(case missing_file random_bytes truncated corrupt corrupt_hang corrupt_cycle corrupt_id corrupt_meta
-        future_version empty_run no_sampler usage help fail_on degraded)
+        future_version empty_run no_sampler usage help fail_on degraded scratch)
   add_test(NAME cli.analyze_${case}
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cli/analyze_${case}.sh
                    $<TARGET_FILE:cudaspy-analyze> $<TARGET_FILE:gen_run> ${CS_AN_WORK}/cli_${case})

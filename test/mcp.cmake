@@ -42,3 +42,11 @@ if(TARGET cudaspy_launcher AND TARGET client_rt_shared)
   set_tests_properties(cli.mcp_e2e_real PROPERTIES LABELS slow TIMEOUT 300 SKIP_RETURN_CODE 77
                        RESOURCE_LOCK mcp_client_npm)
 endif()
+
+# cli.mcp_keep: the analysis kept beside a run is reused, passed over when
+# stale or corrupt, and kept in the cache folder when the run's folder is
+# read-only (test/cli/mcp_keep.sh).
+add_test(NAME cli.mcp_keep
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/cli/mcp_keep.sh $<TARGET_FILE:cudaspy-analyze>
+                 $<TARGET_FILE:gen_run> ${CS_MCP_DIR}/keep)
+set_tests_properties(cli.mcp_keep PROPERTIES LABELS unit TIMEOUT 120 SKIP_RETURN_CODE 77)

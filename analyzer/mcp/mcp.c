@@ -1,12 +1,16 @@
 /* mcp/mcp.c: `cudaspy-analyze mcp RUN.lmdb...`, the Model Context Protocol
- * server. Owns the command line and the startup: each run file is analysed
- * once at startup (analysis and its JSON), its query index and gate summary
- * built by the first tool that needs them, and every request is answered
- * from memory. The protocol is mcp_proto.c's, the tools
+ * server. Owns the command line and the startup: each run file's analysis
+ * JSON is read from the analysis an earlier start kept beside it
+ * (mcp_keep.c), or the run is analysed once at startup and its JSON kept;
+ * the analysis itself (when the JSON was kept), the query index and the
+ * gate summary are built by the first tool that needs them, and every
+ * request is answered from memory. The protocol is mcp_proto.c's, the tools
  * mcp_tools.c's and mcp_query.c's. Logs go to stderr; stdout carries only
  * protocol messages. */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -62,22 +66,114 @@ static void server_free(struct mcp_server *s)
     free(s->names);
 }
 
-/* Load run @p i: its analysis and JSON, into @p took seconds (the startup
- * cost stated in docs/mcp.md). The index and the gate summary wait for the
- * first tool that needs them (mcp_server_index(), mcp_server_summary()):
- * each reads the run again, and several tools need neither. */
-static int server_load_run(struct mcp_server *s, int i, double *took, struct cs_err *err)
+/* See mcp.h. */
+int mcp_server_analysis(struct mcp_server *s, int i)
 {
     struct analysis_opts o;
+    struct cs_err err = {""};
+    double t = now_s();
+    int rc;
+
+    if (s->an[i])
+        return 0;
     analysis_opts_init(&o);
     o.top = 0;
-    double t = now_s();
-    int rc = analysis_load(&s->paths[i], 1, &o, &s->an[i], err);
-    if (rc < 0)
+    rc = analysis_load(&s->paths[i], 1, &o, &s->an[i], &err);
+    if (rc == 0 && s->aj[i] == NULL && (s->aj[i] = analysis_json(s->an[i])) == NULL)
+        rc = -ENOMEM;
+    if (rc < 0) {
+        fprintf(stderr, "cudaspy-analyze: %s: %s\n", s->paths[i],
+                err.msg[0] ? err.msg : cs_strerror(rc));
+        analysis_free(s->an[i]);
+        s->an[i] = NULL;
         return rc;
-    if (!(s->aj[i] = analysis_json(s->an[i])))
-        return -ENOMEM;
-    *took = now_s() - t;
+    }
+    fprintf(stderr, "cudaspy-analyze: mcp: run %d %s: analysed in %.2f s\n", i, s->names[i],
+            now_s() - t);
+    return 0;
+}
+
+/* Is the analysis kept beside the run (or in the cache folder)? Keeping is
+ * on unless CUDASPY_KEEP=off. */
+static int keep_on(void)
+{
+    const char *env = getenv("CUDASPY_KEEP");
+    return !(env && strcmp(env, "off") == 0);
+}
+
+/* Run @p i's JSON from its kept analysis, beside the run first, then in the
+ * cache folder. A stale or corrupt one is said and passed over.
+ * @return 1 when read, else 0 */
+static int keep_read(struct mcp_server *s, int i, const struct mcp_keep_stamp *st)
+{
+    char path[PATH_MAX + 64];
+    double t = now_s();
+
+    for (int where = MCP_KEEP_BESIDE; where <= MCP_KEEP_CACHE; where++) {
+        const char *why = "";
+        int rc = mcp_keep_path(s->paths[i], where, path, sizeof(path));
+        if (rc == 0)
+            rc = mcp_keep_load(path, st, &s->aj[i], &why);
+        if (rc == 0) {
+            fprintf(stderr, "cudaspy-analyze: mcp: run %d %s: analysis read from %s in %.2f s\n",
+                    i, s->names[i], path, now_s() - t);
+            return 1;
+        }
+        if (rc == MCP_KEEP_STALE || rc == MCP_KEEP_CORRUPT)
+            fprintf(stderr, "cudaspy-analyze: mcp: %s: %s kept analysis (%s): not used\n", path,
+                    rc == MCP_KEEP_STALE ? "stale" : "corrupt", why);
+    }
+    return 0;
+}
+
+/* Keep run @p i's JSON for the next start: beside the run, else in the
+ * cache folder; not at all when the run changed while it was analysed
+ * (stamp @p st taken before). Says where, or why not. */
+static void keep_write(struct mcp_server *s, int i, const struct mcp_keep_stamp *st)
+{
+    char path[PATH_MAX + 64], first[PATH_MAX + 64] = "";
+    struct mcp_keep_stamp now;
+    int rc = mcp_keep_stamp(s->paths[i], &now), rc0 = 0;
+
+    if (rc < 0 || !mcp_keep_stamp_same(st, &now)) {
+        fprintf(stderr, "cudaspy-analyze: mcp: %s: changed while it was analysed: analysis not "
+                        "kept\n", s->paths[i]);
+        return;
+    }
+    for (int where = MCP_KEEP_BESIDE; where <= MCP_KEEP_CACHE; where++) {
+        rc = mcp_keep_path(s->paths[i], where, path, sizeof(path));
+        if (rc == 0)
+            rc = mcp_keep_store(path, st, s->aj[i]);
+        if (rc == 0) {
+            fprintf(stderr, "cudaspy-analyze: mcp: run %d %s: analysis kept in %s\n", i,
+                    s->names[i], path);
+            return;
+        }
+        if (where == MCP_KEEP_BESIDE) {
+            snprintf(first, sizeof(first), "%s", path);
+            rc0 = rc;
+        }
+    }
+    fprintf(stderr, "cudaspy-analyze: mcp: %s: analysis not kept (%s; cache folder: %s)\n", first,
+            cs_strerror(rc0), cs_strerror(rc));
+}
+
+/* Load run @p i: its JSON, from the analysis kept by an earlier start when
+ * it is there and valid, else from an analysis, which is then kept. The
+ * index and the gate summary wait for the first tool that needs them
+ * (mcp_server_index(), mcp_server_summary()): each reads the run again, and
+ * several tools need neither. */
+static int server_load_run(struct mcp_server *s, int i)
+{
+    struct mcp_keep_stamp st;
+    int keep = keep_on() && mcp_keep_stamp(s->paths[i], &st) == 0, rc;
+
+    if (keep && keep_read(s, i, &st))
+        return 0;
+    if ((rc = mcp_server_analysis(s, i)) < 0)
+        return rc;
+    if (keep)
+        keep_write(s, i, &st);
     return 0;
 }
 
@@ -90,6 +186,8 @@ int mcp_server_index(struct mcp_server *s, int i)
 
     if (s->idx[i])
         return 0;
+    if ((rc = mcp_server_analysis(s, i)) < 0)
+        return rc;
     rc = mcp_index_build(analysis_run(s->an[i], 0), analysis_t0(s->an[i], 0), &s->idx[i], &err);
     if (rc < 0) {
         fprintf(stderr, "cudaspy-analyze: mcp: %s: index: %s\n", s->paths[i],
@@ -114,6 +212,8 @@ int mcp_server_summary(struct mcp_server *s, int i)
 
     if (s->sum[i])
         return 0;
+    if ((rc = mcp_server_analysis(s, i)) < 0)
+        return rc;
     rc = summary_from_run(analysis_run(s->an[i], 0), s->names[i], SUMMARY_SAMPLES_DEFAULT, 0,
                           &s->sum[i], &err);
     if (rc == 0)
@@ -152,16 +252,9 @@ static int server_load(struct mcp_server *s, int n, char **paths)
                         paths[i], j, i);
     }
     for (int i = 0; i < n; i++) {
-        struct cs_err err = {""};
-        double took = 0;
-        int rc = server_load_run(s, i, &took, &err);
-        if (rc < 0) {
-            fprintf(stderr, "cudaspy-analyze: %s: %s\n", paths[i],
-                    err.msg[0] ? err.msg : cs_strerror(rc));
+        int rc = server_load_run(s, i);
+        if (rc < 0)
             return rc;
-        }
-        fprintf(stderr, "cudaspy-analyze: mcp: run %d %s: analysed in %.2f s\n", i, s->names[i],
-                took);
     }
     return 0;
 }

@@ -2,8 +2,9 @@
  * and the loaded runs; mcp_proto.c the stdio framing, JSON-RPC and the MCP
  * lifecycle (legacy handshake and stateless 2026-07-28 requests);
  * mcp_tools.c the tools and the `investigate` prompt; mcp_index.c the
- * per-run in-memory indexes the tools answer from. Nothing here is used
- * outside analyzer/mcp/. */
+ * per-run in-memory indexes the tools answer from; mcp_keep.c the analysis
+ * kept beside a run for the next start. Nothing here is used outside
+ * analyzer/mcp/. */
 #ifndef CUDASPY_ANALYZER_MCP_H
 #define CUDASPY_ANALYZER_MCP_H
 
@@ -36,11 +37,17 @@ struct mcp_server {
     int nruns;
     const char **paths;     /* borrowed from argv */
     const char **names;     /* basenames, borrowed from argv */
-    struct analysis **an;   /* per run */
-    json_t **aj;            /* per run: analysis_json(), built once; owned */
+    struct analysis **an;   /* per run; NULL until a tool needs it when aj was kept */
+    json_t **aj;            /* per run: analysis_json(), built or read once; owned */
     struct mcp_index **idx; /* per run, NULL until a tool needs it */
     struct summary **sum;   /* per run: gate summary (compare_runs), NULL until asked */
 };
+
+/** Analyse run @p i unless it is analysed: at startup its JSON may come
+ * from the kept analysis (mcp_keep.c), and the few tools that read more
+ * than the JSON (and the index and the gate summary) call this first. A
+ * failure is logged to stderr. @return 0, -ENOMEM or a run-file error */
+int mcp_server_analysis(struct mcp_server *s, int i);
 
 /** Build run @p i's index unless it is built (the first tool that reads
  * it pays: it reads the run again). A failure is logged to stderr.
@@ -181,6 +188,51 @@ int mcp_index_window_stats(const struct mcp_index *x, unsigned k, uint32_t pid, 
 /** Statistics of @p n durations in any order; reorders @p v (selection,
  * linear time, no full sort). */
 void mcp_stats_unsorted(uint64_t *v, size_t n, struct mcp_stats *st);
+
+/* ---- mcp_keep.c ----
+ * Usage: mcp_keep_stamp() before the analysis; mcp_keep_load() from
+ * mcp_keep_path(run, MCP_KEEP_BESIDE), then MCP_KEEP_CACHE; on a miss,
+ * analyse, take a second stamp, and mcp_keep_store() only if both stamps
+ * are the same (a run still being written is not kept). */
+
+/* What identifies the run as analysed, and the analyzer that analysed it. */
+struct mcp_keep_stamp {
+    uint64_t run_size, run_mtime_ns, run_ctime_ns, run_ino, run_dev;
+    uint64_t exe_size, exe_mtime_ns;
+};
+
+#define MCP_KEEP_BESIDE 0 /* RUN.lmdb-analysis */
+#define MCP_KEEP_CACHE 1  /* CUDASPY_CACHE_DIR, $XDG_CACHE_HOME/cudaspy or ~/.cache/cudaspy */
+
+/* mcp_keep_load() misses, each a reason to analyse again */
+#define MCP_KEEP_NONE 1    /* no such file */
+#define MCP_KEEP_STALE 2   /* another run, cudaspy version, build or format */
+#define MCP_KEEP_CORRUPT 3 /* bad magic, checksum, size or JSON */
+
+/** Stamp of run @p path (its data.mdb if it is a folder) and of this
+ * executable into @p st. @return 0 or -errno (stat) */
+int mcp_keep_stamp(const char *path, struct mcp_keep_stamp *st);
+
+/** Whether two stamps are of the same run and analyzer. */
+int mcp_keep_stamp_same(const struct mcp_keep_stamp *a, const struct mcp_keep_stamp *b);
+
+/** Where run @p run's analysis is kept, @p where MCP_KEEP_BESIDE or
+ * MCP_KEEP_CACHE, into @p out. @return 0, or -errno / -ENOENT (no cache
+ * folder can be named) */
+int mcp_keep_path(const char *run, int where, char *out, size_t n);
+
+/** Read the analysis kept in @p path for stamp @p st.
+ * @param out  the JSON object (new reference) on 0, else NULL
+ * @param why  on a miss other than MCP_KEEP_NONE: static text saying why
+ * @return 0, MCP_KEEP_NONE, MCP_KEEP_STALE, MCP_KEEP_CORRUPT, -ENOMEM or
+ *         -errno (open) */
+int mcp_keep_load(const char *path, const struct mcp_keep_stamp *st, json_t **out,
+                  const char **why);
+
+/** Keep @p aj for stamp @p st in @p path: a temporary file renamed over
+ * it, so a reader sees the old file or the new one whole; makes a missing
+ * cache folder. @return 0, -ENOMEM or -errno (EACCES, EROFS: read-only) */
+int mcp_keep_store(const char *path, const struct mcp_keep_stamp *st, const json_t *aj);
 
 /* ---- mcp_proto.c ---- */
 

@@ -813,6 +813,8 @@ static json_t *by_idle(json_t *rows, size_t top)
 
 int mcp_q_hotspots(struct mcp_call_ctx *c, json_t **out)
 {
+    if (mcp_server_analysis(c->s, c->run) < 0)
+        return mcp_bad(c, "cannot analyse the run (see the server's log)");
     json_t *py = analysis_pylines(c->s->an[c->run]), *o;
     json_t *rows = json_object_get(py, "rows");
     size_t top = (size_t)mcp_arg_u64(c, "top", 10), total;
@@ -881,6 +883,8 @@ int mcp_q_steps(struct mcp_call_ctx *c, json_t **out)
 
 int mcp_q_gpu_timeline(struct mcp_call_ctx *c, json_t **out)
 {
+    if (mcp_server_analysis(c->s, c->run) < 0)
+        return mcp_bad(c, "cannot analyse the run (see the server's log)");
     json_t *g = json_object_get(q_aj(c), "gpu"), *devs = json_array(), *bins = json_array(), *v;
     uint32_t pid = (uint32_t)mcp_arg_u64(c, "pid", 0);
     int nb = (int)mcp_arg_u64(c, "bins", 50), full;

@@ -3,12 +3,14 @@
  * records per thread, once to place them, so the big arrays are allocated
  * exactly once and never copied. Statistics are the other files' job. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,40 +28,229 @@ const char *model_reading(void)
 
 /* ---- big arrays ---- */
 
-#define BIG_HDR 64 /* keeps the length; the array stays 64-byte aligned */
+/* A big array is anonymous memory, or, when the model would not fit in the
+ * memory this process may use (scratch_plan()), a shared mapping of
+ * an unlinked file in a scratch folder: its pages are then page cache, which
+ * the kernel (and a memory cgroup) can write back and drop instead of
+ * killing us, and which is thrown away unwritten-back when we unmap it. */
+
+#define BIG_HDR 64 /* keeps the length and how it was taken; the array stays 64-byte aligned */
 
 /* Below this a big array is just malloc'd (a latency row of a few calls). */
 #define BIG_MIN (1u << 20)
 
+/* Below this an array stays anonymous even with a scratch folder. */
+#define BIG_FILE_MIN (64u << 20)
+
+enum big_kind { BIG_MALLOC = 1, BIG_ANON = 2, BIG_FILE = 3 };
+
+struct big_hdr {
+    size_t len;  /* of the whole block, header included */
+    int kind;    /* enum big_kind */
+    int fd;      /* BIG_FILE: the unlinked scratch file, kept for model_scratch_flush() */
+};
+_Static_assert(sizeof(struct big_hdr) <= BIG_HDR, "big_hdr fits its header");
+
+/* Scratch folder ("" = none), the smallest array put there, and the files
+ * open in it. The analyzer is one thread; model_load() sets them. */
+static char scratch_dir[4096];
+static size_t scratch_min = BIG_FILE_MIN;
+#define SCRATCH_MAX 64
+static struct big_hdr *scratch_live[SCRATCH_MAX];
+
+static void *big_file(size_t len)
+{
+    struct big_hdr *h;
+    int fd = open(scratch_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600), slot = -1;
+
+    for (int i = 0; i < SCRATCH_MAX && slot < 0; i++)
+        slot = scratch_live[i] == NULL ? i : -1;
+    /* blocks reserved now: a full disk is an error here, not a SIGBUS later */
+    if (fd < 0 || slot < 0 || fallocate(fd, 0, 0, (off_t)len) < 0) {
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    h = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (h == MAP_FAILED) {
+        close(fd);
+        return NULL;
+    }
+    madvise(h, len, MADV_HUGEPAGE); /* huge folios: one fault and one read per 2 MB */
+    h->fd = fd;
+    scratch_live[slot] = h;
+    return h;
+}
+
 void *model_alloc_big(size_t bytes)
 {
     size_t len = bytes + BIG_HDR;
-    uint8_t *p;
+    struct big_hdr *h = NULL;
+    int kind = BIG_FILE;
 
-    if (len < BIG_MIN) {
-        if ((p = malloc(len)) == NULL)
+    if (len >= scratch_min && scratch_dir[0])
+        h = big_file(len);
+    if (h == NULL && len < BIG_MIN) {
+        kind = BIG_MALLOC;
+        if ((h = malloc(len)) == NULL)
             return NULL;
-    } else {
-        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED)
+    } else if (h == NULL) {
+        kind = BIG_ANON;
+        h = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (h == MAP_FAILED)
             return NULL;
-        madvise(p, len, MADV_HUGEPAGE); /* advice only: fine if refused */
+        madvise(h, len, MADV_HUGEPAGE); /* advice only: fine if refused */
     }
-    memcpy(p, &len, sizeof(len));
-    return p + BIG_HDR;
+    h->len = len;
+    h->kind = kind;
+    return (uint8_t *)h + BIG_HDR;
 }
 
 void model_free_big(void *p)
 {
-    size_t len;
+    struct big_hdr *h;
 
     if (p == NULL)
         return;
-    memcpy(&len, (uint8_t *)p - BIG_HDR, sizeof(len));
-    if (len < BIG_MIN)
-        free((uint8_t *)p - BIG_HDR);
+    h = (struct big_hdr *)((uint8_t *)p - BIG_HDR);
+    if (h->kind == BIG_MALLOC) {
+        free(h);
+        return;
+    }
+    if (h->kind == BIG_FILE) {
+        for (int i = 0; i < SCRATCH_MAX; i++)
+            if (scratch_live[i] == h)
+                scratch_live[i] = NULL;
+        close(h->fd); /* the mapping keeps the file until munmap, then it is gone */
+    }
+    munmap(h, h->len);
+}
+
+/* Start writing back what the scratch files hold dirty, without waiting:
+ * reclaim drops a clean page at once but a dirty one only once written, and
+ * a cgroup v1 has no dirty limit of its own, so gigabytes filled between
+ * the flusher's wake-ups would leave a 4 GB cgroup little it can drop. */
+void model_scratch_flush(void)
+{
+    for (int i = 0; i < SCRATCH_MAX; i++)
+        if (scratch_live[i])
+            sync_file_range(scratch_live[i]->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+}
+
+/* ---- where the big arrays go ---- */
+
+/* Bytes of memory the model's arrays are planned for per CUDA call: the
+ * call (40), step inference's symbol and time (12), a seq or stack id
+ * while loading (4); and per off-CPU interval of a CUDA thread. Step
+ * inference's anchor positions and signatures (16 a call) are touched only
+ * for one anchor's occurrences, and not counted. */
+#define PLAN_CALL_BYTES 56
+#define PLAN_OFF_BYTES 40
+
+/* The first number in file @p path, 0 if none ("max" has none). */
+static uint64_t read_u64_file(const char *path)
+{
+    unsigned long long v = 0;
+    FILE *f = fopen(path, "r");
+
+    if (f && fscanf(f, "%llu", &v) != 1)
+        v = 0;
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/* Memory this process may fill: MemAvailable, or less if its memory cgroup
+ * (v1 or v2) is limited to less. */
+static uint64_t mem_allowed(void)
+{
+    char line[4352], path[4400];
+    uint64_t avail = 0, lim;
+    FILE *f = fopen("/proc/meminfo", "r");
+
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "MemAvailable: %" SCNu64, &avail) == 1) {
+            avail *= 1024;
+            break;
+        }
+    if (f)
+        fclose(f);
+    if ((f = fopen("/proc/self/cgroup", "r")) == NULL)
+        return avail;
+    while (fgets(line, sizeof(line), f)) {
+        char *cg = strstr(line, ":memory:"), *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        if (cg)
+            snprintf(path, sizeof(path), "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", cg + 8);
+        else if (strncmp(line, "0::", 3) == 0)
+            snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", line + 3);
+        else
+            continue;
+        lim = read_u64_file(path);
+        if (lim && lim < avail)
+            avail = lim;
+    }
+    fclose(f);
+    return avail;
+}
+
+/* Can scratch files live in @p dir: an unlinked file can be made there, on
+ * a file system that is not memory itself (tmpfs pages are never dropped)? */
+static int scratch_ok(const char *dir)
+{
+    struct statfs fs;
+    int fd;
+
+    if (dir == NULL || dir[0] == '\0' || statfs(dir, &fs) < 0 || fs.f_type == 0x01021994 ||
+        fs.f_type == 0x858458f6) /* TMPFS_MAGIC, RAMFS_MAGIC */
+        return 0;
+    if ((fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0)
+        return 0;
+    close(fd);
+    return 1;
+}
+
+/* Choose where the big arrays go (see model_alloc_big()) for a model of
+ * @p need bytes (PLAN_*_BYTES): anonymous memory while they fit in three
+ * quarters of what this process may use; else scratch files in the first
+ * run's folder, $TMPDIR or /var/tmp, the first that takes one. Called as
+ * each kind's first pass has counted what the model keeps of it; once
+ * files, files for the rest of the load. CUDASPY_SCRATCH=off never uses a
+ * file, =on always does, =DIR always does, in DIR. */
+static void scratch_plan(const struct model *m, uint64_t need)
+{
+    const char *env = getenv("CUDASPY_SCRATCH"), *tmp = getenv("TMPDIR");
+    const char *first_path = m->nruns > 0 ? m->runs[0].path : NULL, *slash;
+    char dir[sizeof(scratch_dir)];
+
+    scratch_min = env && *env ? 0 : BIG_FILE_MIN; /* told to: every array, to test them */
+    if (scratch_dir[0] || (env && strcmp(env, "off") == 0))
+        return;
+    if (!(env && *env) && need <= mem_allowed() / 4 * 3)
+        return;
+    if (env && *env && strcmp(env, "on") != 0) {
+        if (scratch_ok(env))
+            snprintf(scratch_dir, sizeof(scratch_dir), "%s", env);
+        return;
+    }
+    slash = first_path ? strrchr(first_path, '/') : NULL;
+    if (slash == NULL)
+        snprintf(dir, sizeof(dir), ".");
     else
-        munmap((uint8_t *)p - BIG_HDR, len);
+        snprintf(dir, sizeof(dir), "%.*s", slash == first_path ? 1 : (int)(slash - first_path),
+                 first_path);
+    if (scratch_ok(dir))
+        snprintf(scratch_dir, sizeof(scratch_dir), "%s", dir);
+    else if (scratch_ok(tmp))
+        snprintf(scratch_dir, sizeof(scratch_dir), "%s", tmp);
+    else if (scratch_ok("/var/tmp"))
+        snprintf(scratch_dir, sizeof(scratch_dir), "/var/tmp");
+}
+
+const char *model_scratch_dir(void)
+{
+    return scratch_dir[0] ? scratch_dir : NULL;
 }
 
 /* ---- a small open-addressing map u64 -> u32 ---- */
@@ -302,6 +493,9 @@ typedef int (*block_fn)(struct model *m, uint32_t run, const struct cs_blk_hdr *
                         const void *recs, void *arg);
 typedef int (*run_fn)(uint32_t run, const struct cs_blk_hdr *h, const void *recs, void *arg);
 
+/* Records read between two model_scratch_flush() calls: about 40 MB of calls. */
+#define SCRATCH_FLUSH_RECS (1u << 20)
+
 /* Calls fn on every well-formed block of @p kind in run @p r's window. The
  * pass hands back the pages it has read (cs_cursor_release_pages()), so
  * peak RSS stays near the model's own size instead of model + file.
@@ -314,6 +508,7 @@ static int scan_run(const struct model *m, int r, unsigned kind, run_fn fn, void
     const struct cs_blk_hdr *h;
     const void *recs;
     int whole = kind == CS_REC_GPUCOV; /* a span says why, whenever it was written */
+    uint64_t nrec = 0;
     int rc;
 
     reading = mr->path;
@@ -325,6 +520,10 @@ static int scan_run(const struct model *m, int r, unsigned kind, run_fn fn, void
         if (h->kind != kind || h->rec_size != cs_rec_size(kind))
             continue;
         rc = fn((uint32_t)r, h, recs, arg);
+        if ((nrec += h->n) >= SCRATCH_FLUSH_RECS) {
+            model_scratch_flush();
+            nrec = 0;
+        }
     }
     cs_cursor_close(c);
     reading = NULL;
@@ -637,20 +836,19 @@ static void permute_u32(uint32_t *v, const uint64_t *ix, uint64_t n, uint32_t *t
 static int sort_calls_with(struct model *m, const struct m_thread *th)
 {
     struct m_call *c = m->call + th->first_call, *tc;
-    uint64_t n = th->ncalls, *ix = malloc((n + 1) * sizeof(*ix));
+    uint64_t n = th->ncalls, *ix;
     uint32_t *ts;
     int sorted = 1;
 
     for (uint64_t i = 1; i < n && sorted; i++)
         sorted = c[i].t_enter_ns >= c[i - 1].t_enter_ns;
-    if (sorted) {
-        free(ix);
+    if (sorted)
         return 0;
-    }
-    tc = malloc((n + 1) * sizeof(*tc));
-    ts = malloc((n + 1) * sizeof(*ts));
+    ix = model_alloc_big((n + 1) * sizeof(*ix));
+    tc = model_alloc_big((n + 1) * sizeof(*tc));
+    ts = model_alloc_big((n + 1) * sizeof(*ts));
     if (ix == NULL || tc == NULL || ts == NULL) {
-        free(ix), free(tc), free(ts);
+        model_free_big(ix), model_free_big(tc), model_free_big(ts);
         return -ENOMEM;
     }
     for (uint64_t i = 0; i < n; i++)
@@ -663,7 +861,7 @@ static int sort_calls_with(struct model *m, const struct m_thread *th)
         permute_u32(m->call_seq + th->first_call, ix, n, ts);
     if (m->call_stack)
         permute_u32(m->call_stack + th->first_call, ix, n, ts);
-    free(ix), free(tc), free(ts);
+    model_free_big(ix), model_free_big(tc), model_free_big(ts);
     return 0;
 }
 
@@ -725,6 +923,8 @@ static int load_grouped(struct model *m, unsigned kind, block_fn fn, void **arr,
         }
         sum += n;
     }
+    scratch_plan(m, kind == CS_REC_CUDA ? sum * PLAN_CALL_BYTES
+                                        : m->ncall * PLAN_CALL_BYTES + sum * PLAN_OFF_BYTES);
     *arr = model_alloc_big(sum ? sum * size : 1);
     rc = *arr ? 0 : -ENOMEM;
     if (rc == 0 && kind == CS_REC_CUDA && want_seq(m) &&
@@ -742,7 +942,10 @@ static int load_grouped(struct model *m, unsigned kind, block_fn fn, void **arr,
     pl.pass = 1;
     pl.last_thr = M_NONE;
     pl.last_proc = M_NONE;
-    rc = each_block(m, kind, 0, fn, &pl, err);
+    /* nothing to place (off-CPU intervals, none of a CUDA thread): the
+     * second read of every block, gigabytes at scale, would only skip them */
+    if (sum > 0)
+        rc = each_block(m, kind, 0, fn, &pl, err);
 out:
     free(pl.pos - 1);
     free(pl.end);
@@ -1284,6 +1487,7 @@ int model_load(struct model *m, const char *const *paths, int n, const struct an
         if ((rc = open_run(m, i, paths[i], err)) < 0)
             return rc;
     link_parents(m);
+    scratch_dir[0] = '\0'; /* planned by load_grouped(), kind by kind */
     rc = load_grouped(m, CS_REC_CUDA, call_block, (void **)&m->call, sizeof(*m->call), &m->ncall,
                       err);
     if (rc == 0)

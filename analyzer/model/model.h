@@ -208,12 +208,23 @@ uint32_t m_hash_get(const struct m_hash *h, uint64_t key);
 int m_hash_put(struct m_hash *h, uint64_t key, uint32_t val); /* 0 or -ENOMEM */
 
 /** Allocate @p bytes for a big array: anonymous pages advised as huge pages,
- * so filling 10 M records costs a few thousand page faults, not millions.
+ * so filling 10 M records costs a few thousand page faults, not millions;
+ * or, once model_load() has found that the model would not fit in memory,
+ * a shared mapping of an unlinked scratch file (reclaimable page cache).
  * @return the memory, or NULL; release with model_free_big(). */
 void *model_alloc_big(size_t bytes);
 
 /** Free what model_alloc_big() returned. Accepts NULL. */
 void model_free_big(void *p);
+
+/** Start writing back the dirty pages of the big arrays that live in
+ * scratch files (model_alloc_big()), without waiting. A pass that fills
+ * gigabytes of them calls it every few hundred MB. */
+void model_scratch_flush(void);
+
+/** The folder the big arrays of the last model_load() go to as scratch
+ * files, NULL when they are anonymous memory. @return borrowed */
+const char *model_scratch_dir(void);
 
 /** Open and load @p n run files. @return 0, a run-file error (@p err says
  * which file), -ENOMEM */

@@ -284,8 +284,8 @@ struct seq {
 
 static void seq_free(struct seq *s)
 {
-    free(s->sym);
-    free(s->t);
+    model_free_big(s->sym);
+    model_free_big(s->t);
     free(s->sym_key);
     free(s->count);
 }
@@ -297,8 +297,9 @@ static int seq_build(const struct model *m, const struct steps_opts *o, uint32_t
     uint64_t cap = 64;
 
     memset(s, 0, sizeof(*s));
-    s->sym = malloc(n * sizeof(*s->sym));
-    s->t = malloc(n * sizeof(*s->t));
+    /* 12 bytes a call: 2.4 GB at 200 M calls, scratch files when the model is */
+    s->sym = model_alloc_big(n * sizeof(*s->sym));
+    s->t = model_alloc_big(n * sizeof(*s->t));
     s->sym_key = malloc(cap * sizeof(*s->sym_key));
     s->count = malloc(cap * sizeof(*s->count));
     if (!h || !s->sym || !s->t || !s->sym_key || !s->count)
@@ -610,7 +611,7 @@ static int steps_inferred(const struct model *m, const struct steps_opts *o, str
     }
     if ((rc = seq_build(m, o, thr, n, &s)) < 0)
         return rc;
-    buf = malloc(2 * (s.n + 2) * sizeof(*buf));
+    buf = model_alloc_big(2 * (s.n + 2) * sizeof(*buf));
     if (buf == NULL) {
         seq_free(&s);
         return -ENOMEM;
@@ -620,7 +621,7 @@ static int steps_inferred(const struct model *m, const struct steps_opts *o, str
     else
         snprintf(out->how, sizeof(out->how), "none: no call of thread %u repeats regularly",
                  m->thr[thr].tid);
-    free(buf);
+    model_free_big(buf);
     seq_free(&s);
     return rc;
 }

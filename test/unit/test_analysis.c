@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "analysis.h"
+#include "model/model.h"
 #include "check.h"
 #include "cudaspy/api.h"
 
@@ -315,6 +317,60 @@ static int test_run_without_end_ends_at_last_record(void)
     return 0;
 }
 
+/* Mappings of /proc/self/maps under the scratch folder @p d: the unlinked
+ * scratch files the model holds. */
+static int scratch_maps(const char *d)
+{
+    char line[4608];
+    int n = 0;
+    FILE *f = fopen("/proc/self/maps", "r");
+
+    while (f && fgets(line, sizeof(line), f))
+        n += strstr(line, d) != NULL && strstr(line, "(deleted)") != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* CUDASPY_SCRATCH=DIR (issue 36): the big arrays are unlinked files in DIR
+ * while the analysis lives, gone after it, and the JSON is the same. */
+static int test_scratch_files_hold_the_model(void)
+{
+    struct analysis_opts o;
+    const char *paths[] = {run_a};
+    struct analysis *a;
+    char *anon, *file;
+    struct statfs fs;
+    json_t *j;
+
+    if (statfs(dir, &fs) == 0 && fs.f_type == 0x01021994) { /* tmpfs: never scratch */
+        printf("skip test_scratch_files_hold_the_model: %s is tmpfs\n", dir);
+        return 0;
+    }
+    analysis_opts_init(&o);
+    setenv("CUDASPY_SCRATCH", "off", 1);
+    CHECK(a = load(paths, 1, &o));
+    CHECK(model_scratch_dir() == NULL);
+    anon = json_dumps(j = analysis_json(a), JSON_COMPACT);
+    json_decref(j);
+    analysis_free(a);
+    setenv("CUDASPY_SCRATCH", dir, 1);
+    a = load(paths, 1, &o);
+    unsetenv("CUDASPY_SCRATCH");
+    CHECK(a);
+    CHECK_STR(model_scratch_dir(), dir);
+    CHECK(scratch_maps(dir) >= 1);
+    file = json_dumps(j = analysis_json(a), JSON_COMPACT);
+    json_decref(j);
+    analysis_free(a);
+    CHECK_EQ(scratch_maps(dir), 0);
+    CHECK(anon && file);
+    CHECK_STR(file, anon);
+    free(anon);
+    free(file);
+    return 0;
+}
+
 int main(void)
 {
     if (mkdtemp(dir) == NULL)
@@ -333,6 +389,7 @@ int main(void)
     RUN(test_no_sampler_says_what_is_missing);
     RUN(test_run_without_end_ends_at_last_record);
     RUN(test_split_tables);
+    RUN(test_scratch_files_hold_the_model);
     unlink(run_a);
     unlink(run_b);
     unlink(run_c);
