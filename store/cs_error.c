@@ -1,6 +1,6 @@
 /* cs_error.c: cs_strerror() and cs_err_set(), declared in cudaspy/error.h.
  * Owns the text of every CS_E_* code; LMDB codes are translated to CS_E_*
- * by runfile_write.c's lmdb_rc() before they get here. */
+ * by runfile_write.c's store_lmdb_rc() before they get here. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>

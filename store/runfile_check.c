@@ -111,7 +111,7 @@ static int run_truncated(const char *path, uint32_t psize, uint64_t pgno, int64_
 
 /* Check the file before LMDB maps it: magic, page size, and that it holds
  * every page its newest meta page counts (else touching them is SIGBUS). */
-int run_precheck(struct cs_run *r, const char *path, struct cs_err *err)
+int store_run_precheck(struct cs_run *r, const char *path, struct cs_err *err)
 {
     struct lm_meta m;
     struct stat st;
@@ -218,7 +218,8 @@ static int lm_named(struct lm_walk *w, uint64_t pgno, const uint8_t *nd, unsigne
     if ((lm_u16(nd, 4) & LM_F_BIGDATA) || dsize != LM_DB_BYTES)
         return lm_bad(w, pgno, "database record of %u bytes, flags 0x%x", dsize, lm_u16(nd, 4));
     for (int i = 0; i < DB_COUNT; i++)
-        if (strlen(db_names[i]) == ksize && memcmp(nd + LM_NODEHDR, db_names[i], ksize) == 0) {
+        if (strlen(store_db_names[i]) == ksize &&
+            memcmp(nd + LM_NODEHDR, store_db_names[i], ksize) == 0) {
             lm_db_parse(nd + LM_NODEHDR + ksize, &w->named[i]);
             w->found[i] = 1;
         }
@@ -371,7 +372,7 @@ static int lm_check(struct cs_run *r, const struct lm_meta *m, struct cs_err *er
     rc = lm_db_check(&w, &m->main_db, ~0u, 1);
     w.is_main = 0;
     for (int i = 0; rc == 0 && i < DB_COUNT; i++) {
-        w.tree = db_names[i];
+        w.tree = store_db_names[i];
         if (w.found[i]) /* a missing one: run_load() says so */
             rc = lm_db_check(&w, &w.named[i], db_flags[i], i != DB_CUDA && i != DB_HOST);
     }
@@ -382,7 +383,7 @@ static int lm_check(struct cs_run *r, const struct lm_meta *m, struct cs_err *er
 /* lm_check() the snapshot LMDB is about to open. A live writer may reuse an
  * older snapshot's pages while we read them, so a failure counts only if
  * the newest meta is still the one checked; else check the newer one. */
-int run_check_tree(struct cs_run *r, struct cs_err *err)
+int store_run_check_tree(struct cs_run *r, struct cs_err *err)
 {
     struct lm_meta m, now;
     int rc = 0;
@@ -402,7 +403,7 @@ int run_check_tree(struct cs_run *r, struct cs_err *err)
 }
 
 /* The same check through LMDB's own view, after it opened the env. */
-int run_check_pages(struct cs_run *r, struct cs_err *err)
+int store_run_check_pages(struct cs_run *r, struct cs_err *err)
 {
     MDB_envinfo info;
     MDB_stat st;

@@ -70,7 +70,7 @@ static int committer_start(struct cs_store *s)
 /* Wait until the committer is idle; then write here the set a failed
  * background commit left (the caller's staging comes after it).
  * @return 0 or that set's error. */
-int commit_wait(struct cs_store *s)
+int store_commit_wait(struct cs_store *s)
 {
     struct committer *m = &s->cm;
     int rc;
@@ -90,7 +90,7 @@ int commit_wait(struct cs_store *s)
     return rc;
 }
 
-void committer_stop(struct cs_store *s)
+void store_committer_stop(struct cs_store *s)
 {
     struct committer *m = &s->cm;
 
@@ -160,7 +160,7 @@ int cs_store_sync(struct cs_store *s)
     if (s->env == NULL)
         return -EBADF;
     cs_store_readers_check(s);
-    return lmdb_rc(mdb_env_sync(s->env, 1));
+    return store_lmdb_rc(mdb_env_sync(s->env, 1));
 }
 
 /* ---- background flush ---- */
@@ -237,7 +237,7 @@ int cs_store_flush_error(const struct cs_store *s)
 }
 
 /* Stop and join the flusher, if any. */
-void flush_stop(struct cs_store *s)
+void store_flush_stop(struct cs_store *s)
 {
     struct flusher *f = &s->fl;
 

@@ -23,7 +23,7 @@ enum db_id { DB_META, DB_PROCS, DB_THREADS, DB_CUDA, DB_HOST, DB_STRINGS, DB_STA
 #define DB_REQUIRED DB_AGG
 
 /* Database names and flags, by enum db_id (runfile_write.c). */
-extern const char *const db_names[DB_COUNT];
+extern const char *const store_db_names[DB_COUNT];
 extern const unsigned db_flags[DB_COUNT];
 
 #define STORE_DEFAULT_MAP (1ull << 30)
@@ -149,10 +149,10 @@ struct cs_run {
 
 /* runfile_write.c */
 /* LMDB codes to ours; errno values pass through negated. */
-int lmdb_rc(int rc);
+int store_lmdb_rc(int rc);
 /* A new MDB_env sized for our databases and readers, its map @p map_bytes
  * (0: the file's own); returns an LMDB code, *env NULL on failure. */
-int env_create(MDB_env **env, uint64_t map_bytes);
+int store_env_create(MDB_env **env, uint64_t map_bytes);
 /* Commit one staged set, growing the map as needed (one thread at a time). */
 int store_commit_set(struct cs_store *s, const struct stage_op *ops, size_t nops, uint8_t *arena);
 
@@ -163,18 +163,18 @@ void store_evict_note(struct cs_store *s, int rc, const struct cs_evict *ev);
 
 /* runfile_commit.c */
 /* Wait until the committer is idle; write here the set a failed one left. */
-int commit_wait(struct cs_store *s);
+int store_commit_wait(struct cs_store *s);
 /* Stop and join the committer, if any. */
-void committer_stop(struct cs_store *s);
+void store_committer_stop(struct cs_store *s);
 /* Stop and join the flusher, if any. */
-void flush_stop(struct cs_store *s);
+void store_flush_stop(struct cs_store *s);
 
 /* runfile_check.c */
 /* Before LMDB maps @p path: magic, page size, every page the newest meta counts. */
-int run_precheck(struct cs_run *r, const char *path, struct cs_err *err);
+int store_run_precheck(struct cs_run *r, const char *path, struct cs_err *err);
 /* The pages LMDB walks on open, on the newest meta's snapshot. */
-int run_check_tree(struct cs_run *r, struct cs_err *err);
+int store_run_check_tree(struct cs_run *r, struct cs_err *err);
 /* The file holds every page, through LMDB's own view after the env opened. */
-int run_check_pages(struct cs_run *r, struct cs_err *err);
+int store_run_check_pages(struct cs_run *r, struct cs_err *err);
 
 #endif

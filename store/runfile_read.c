@@ -57,14 +57,14 @@ struct cs_run *cs_run_new(void)
 static int run_env_open(struct cs_run *r, struct cs_err *err)
 {
     unsigned flags = MDB_RDONLY | MDB_NOSUBDIR | MDB_NOTLS;
-    int rc = env_create(&r->env, 0);
+    int rc = store_env_create(&r->env, 0);
 
     if (rc == 0) {
         rc = mdb_env_open(r->env, r->path, flags, 0600);
         if (rc == EACCES || rc == EROFS || rc == EPERM) {
             /* no lock file possible here (read-only media or directory) */
             mdb_env_close(r->env);
-            rc = env_create(&r->env, 0);
+            rc = store_env_create(&r->env, 0);
             if (rc == 0)
                 rc = mdb_env_open(r->env, r->path, flags | MDB_NOLOCK, 0600);
         }
@@ -81,7 +81,7 @@ static int run_env_open(struct cs_run *r, struct cs_err *err)
     if (rc == ENOMEM) /* mmap of the size the header asks for (fault.analyze_cut_and_flip) */
         return cs_err_set(err, CS_E_CORRUPT, "%s: cannot map it (%s): a corrupt header, or "
                           "too little address space", r->path, mdb_strerror(rc));
-    return cs_err_set(err, lmdb_rc(rc), "%s: cannot open (%s)", r->path, mdb_strerror(rc));
+    return cs_err_set(err, store_lmdb_rc(rc), "%s: cannot open (%s)", r->path, mdb_strerror(rc));
 }
 
 /* Begin a read txn; adopt a map the writer grew meanwhile. */
@@ -165,7 +165,7 @@ static int run_in_file(struct cs_run *r, const MDB_val *k, const MDB_val *v)
 static int run_past_end(struct cs_run *r, unsigned db, struct cs_err *err)
 {
     return cs_err_set(err, CS_E_CORRUPT, "%s: %s: corrupt run file (an entry points past the "
-                      "end of the file, %" PRIu64 " bytes)", r->path, db_names[db],
+                      "end of the file, %" PRIu64 " bytes)", r->path, store_db_names[db],
                       r->file_bytes);
 }
 
@@ -179,7 +179,7 @@ static int run_each(struct cs_run *r, MDB_txn *txn, unsigned db,
     int rc = mdb_cursor_open(txn, r->dbi[db], &cur);
 
     if (rc)
-        return cs_err_set(err, lmdb_rc(rc), "%s: %s: %s", r->path, db_names[db],
+        return cs_err_set(err, store_lmdb_rc(rc), "%s: %s: %s", r->path, store_db_names[db],
                           mdb_strerror(rc));
     for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
          rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
@@ -191,7 +191,7 @@ static int run_each(struct cs_run *r, MDB_txn *txn, unsigned db,
     }
     mdb_cursor_close(cur);
     if (rc != MDB_NOTFOUND)
-        return cs_err_set(err, lmdb_rc(rc), "%s: %s: %s", r->path, db_names[db],
+        return cs_err_set(err, store_lmdb_rc(rc), "%s: %s: %s", r->path, store_db_names[db],
                           mdb_strerror(rc));
     return 0;
 }
@@ -222,7 +222,7 @@ static int set_id_max(struct cs_run *r, MDB_txn *txn, unsigned db, struct cs_err
     int rc = mdb_stat(txn, r->dbi[db], &st);
 
     if (rc)
-        return cs_err_set(err, lmdb_rc(rc), "%s: %s: %s", r->path, db_names[db],
+        return cs_err_set(err, store_lmdb_rc(rc), "%s: %s: %s", r->path, store_db_names[db],
                           mdb_strerror(rc));
     r->id_max = 2 * (uint64_t)st.ms_entries + 1024;
     if (r->id_max > r->file_bytes / 8 + 1024)
@@ -236,7 +236,7 @@ static int check_id(struct cs_run *r, unsigned db, uint32_t id, struct cs_err *e
     if (id <= r->id_max)
         return 0;
     return cs_err_set(err, CS_E_CORRUPT, "%s: %s: id %u past the table's range (%" PRIu64 ")",
-                      r->path, db_names[db], id, r->id_max);
+                      r->path, store_db_names[db], id, r->id_max);
 }
 
 static int load_string(struct cs_run *r, const MDB_val *k, const MDB_val *v, struct cs_err *err)
@@ -295,7 +295,7 @@ static int load_row(struct cs_run *r, unsigned db, const MDB_val *k, const MDB_v
 
     if (k->mv_size != klen || v->mv_size != vlen)
         return cs_err_set(err, CS_E_CORRUPT, "%s: %s: row of %zu bytes, want %zu", r->path,
-                          db_names[db], v->mv_size, vlen);
+                          store_db_names[db], v->mv_size, vlen);
     if (cs_grow(arr, &cap, *n + 1, vlen) < 0)
         return cs_err_set(err, -ENOMEM, "%s: out of memory", r->path);
     memcpy((char *)*arr + *n * vlen, v->mv_data, vlen);
@@ -345,9 +345,9 @@ static int run_load(struct cs_run *r, struct cs_err *err)
     int rc = run_txn_begin(r, &txn);
 
     if (rc)
-        return cs_err_set(err, lmdb_rc(rc), "%s: %s", r->path, mdb_strerror(rc));
+        return cs_err_set(err, store_lmdb_rc(rc), "%s: %s", r->path, mdb_strerror(rc));
     for (int i = 0; i < DB_COUNT; i++) {
-        rc = mdb_dbi_open(txn, db_names[i], db_flags[i], &r->dbi[i]);
+        rc = mdb_dbi_open(txn, store_db_names[i], db_flags[i], &r->dbi[i]);
         if (rc == MDB_NOTFOUND && i >= DB_REQUIRED) {
             r->has_db[i] = 0;
             rc = 0;
@@ -359,8 +359,8 @@ static int run_load(struct cs_run *r, struct cs_err *err)
             if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE)
                 return cs_err_set(err, CS_E_BADMAGIC,
                                   "%s: not a cudaspy run file (no %s database)", r->path,
-                                  db_names[i]);
-            return cs_err_set(err, lmdb_rc(rc), "%s: %s", r->path, mdb_strerror(rc));
+                                  store_db_names[i]);
+            return cs_err_set(err, store_lmdb_rc(rc), "%s: %s", r->path, mdb_strerror(rc));
         }
     }
     rc = run_each(r, txn, DB_META, load_meta, err);
@@ -379,7 +379,7 @@ static int run_load(struct cs_run *r, struct cs_err *err)
         return rc;
     }
     rc = mdb_txn_commit(txn); /* keeps the dbi handles */
-    return rc ? cs_err_set(err, lmdb_rc(rc), "%s: %s", r->path, mdb_strerror(rc)) : 0;
+    return rc ? cs_err_set(err, store_lmdb_rc(rc), "%s: %s", r->path, mdb_strerror(rc)) : 0;
 }
 
 static void run_close(struct cs_run *r)
@@ -418,13 +418,13 @@ int cs_run_open(struct cs_run *r, const char *path, struct cs_err *err)
     r->path = strdup(path);
     if (r->path == NULL)
         return cs_err_set(err, -ENOMEM, "%s: out of memory", path);
-    rc = run_precheck(r, path, err);
+    rc = store_run_precheck(r, path, err);
     if (rc == 0)
-        rc = run_check_tree(r, err);
+        rc = store_run_check_tree(r, err);
     if (rc == 0)
         rc = run_env_open(r, err);
     if (rc == 0)
-        rc = run_check_pages(r, err);
+        rc = store_run_check_pages(r, err);
     if (rc == 0)
         rc = run_load(r, err);
     if (rc)
@@ -552,7 +552,7 @@ int cs_run_agg_each(struct cs_run *r, cs_agg_fn *fn, void *arg, struct cs_err *e
     if (!cs_run_has_agg(r))
         return 0;
     if ((rc = run_txn_begin(r, &txn)) != 0)
-        return cs_err_set(err, lmdb_rc(rc), "%s: agg: %s", r->path, mdb_strerror(rc));
+        return cs_err_set(err, store_lmdb_rc(rc), "%s: agg: %s", r->path, mdb_strerror(rc));
     if ((rc = mdb_cursor_open(txn, r->dbi[DB_AGG], &cur)) == 0) {
         for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0 && e == 0;
              rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
@@ -563,7 +563,7 @@ int cs_run_agg_each(struct cs_run *r, cs_agg_fn *fn, void *arg, struct cs_err *e
     if (e < 0)
         return e;
     if (rc && rc != MDB_NOTFOUND)
-        return cs_err_set(err, lmdb_rc(rc), "%s: agg: %s", r->path, mdb_strerror(rc));
+        return cs_err_set(err, store_lmdb_rc(rc), "%s: agg: %s", r->path, mdb_strerror(rc));
     return 0;
 }
 
@@ -599,7 +599,7 @@ static int cursor_open(struct cs_run *r, unsigned kind, uint64_t since_ns, uint6
     }
     if (rc) {
         free(c);
-        return lmdb_rc(rc);
+        return store_lmdb_rc(rc);
     }
     r->ncursors++;
     *out = c;
@@ -612,7 +612,7 @@ void cs_cursor_release_pages(struct cs_cursor *c)
 }
 
 #define BLK_FMT "%s: %s: block ts=%" PRIu64 " seq=%" PRIu32 ": "
-#define BLK_ARGS(c, k) (c)->r->path, db_names[(c)->db], cs_be64_get((k)->mv_data), \
+#define BLK_ARGS(c, k) (c)->r->path, store_db_names[(c)->db], cs_be64_get((k)->mv_data), \
                        cs_be32_get((uint8_t *)(k)->mv_data + 12)
 
 /* A compact block's header (cudablk.h): its body is checked as it is
@@ -659,7 +659,7 @@ static int cursor_decode(struct cs_cursor *c, const MDB_val *k, const struct cs_
 static int cursor_check(struct cs_cursor *c, const MDB_val *k, const MDB_val *v,
                         const struct cs_blk_hdr *h, struct cs_err *err)
 {
-    const char *db = db_names[c->db];
+    const char *db = store_db_names[c->db];
     unsigned rs;
 
     if (k->mv_size != BLK_KEY_BYTES || v->mv_size < sizeof(*h))
@@ -745,7 +745,8 @@ int cs_cursor_next(struct cs_cursor *c, const struct cs_blk_hdr **hdr, const voi
         if (rc == MDB_NOTFOUND)
             return 0;
         if (rc)
-            return cs_err_set(err, lmdb_rc(rc), "%s: %s: %s", c->r->path, db_names[c->db],
+            return cs_err_set(err, store_lmdb_rc(rc), "%s: %s: %s", c->r->path,
+                              store_db_names[c->db],
                               mdb_strerror(rc));
         if (!run_in_file(c->r, &k, &v))
             return run_past_end(c->r, c->db, err);
@@ -757,7 +758,7 @@ int cs_cursor_next(struct cs_cursor *c, const struct cs_blk_hdr **hdr, const voi
             return cs_err_set(err, -ENOMEM, "%s: out of memory", c->r->path);
         if (h == NULL)
             return cs_err_set(err, rc, "%s: %s: cannot read a block (%s)", c->r->path,
-                              db_names[c->db], cs_strerror(rc));
+                              store_db_names[c->db], cs_strerror(rc));
         rc = cursor_check(c, &k, &v, h, err);
         if (rc)
             return rc;

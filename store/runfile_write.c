@@ -17,12 +17,12 @@
 #include "cudaspy/version.h"
 #include "runfile_priv.h"
 
-const char *const db_names[DB_COUNT] = {"meta",     "procs",   "threads", "cuda_blk",
+const char *const store_db_names[DB_COUNT] = {"meta",     "procs",   "threads", "cuda_blk",
                                                "host_blk", "strings", "stacks",  "agg"};
 const unsigned db_flags[DB_COUNT] = {0, 0, 0, 0, 0, MDB_INTEGERKEY, MDB_INTEGERKEY, 0};
 
 /* LMDB codes to ours; errno values pass through negated. */
-int lmdb_rc(int rc)
+int store_lmdb_rc(int rc)
 {
     switch (rc) {
     case 0: return 0;
@@ -178,7 +178,7 @@ static int stage_copy(struct cs_store *s, unsigned db, const void *key, size_t k
     return rc;
 }
 
-int env_create(MDB_env **env, uint64_t map_bytes)
+int store_env_create(MDB_env **env, uint64_t map_bytes)
 {
     int rc = mdb_env_create(env);
 
@@ -205,7 +205,7 @@ static int store_open_dbs(struct cs_store *s)
     if (rc)
         return rc;
     for (int i = 0; i < DB_REQUIRED && rc == 0; i++)
-        rc = mdb_dbi_open(txn, db_names[i], MDB_CREATE | db_flags[i], &s->dbi[i]);
+        rc = mdb_dbi_open(txn, store_db_names[i], MDB_CREATE | db_flags[i], &s->dbi[i]);
     if (rc) {
         mdb_txn_abort(txn);
         return rc;
@@ -239,7 +239,7 @@ int cs_store_open(struct cs_store *s, const char *path, const struct cs_store_op
         s->map_bytes = STORE_MIN_MAP;
     s->max_map_bytes = o ? o->max_map_bytes : 0;
     store_unlink(path);
-    rc = env_create(&s->env, s->map_bytes);
+    rc = store_env_create(&s->env, s->map_bytes);
     if (rc == 0) {
         rc = mdb_env_open(s->env, path, MDB_NOSUBDIR | MDB_NOSYNC | MDB_NOMETASYNC, 0600);
         if (rc)
@@ -247,7 +247,7 @@ int cs_store_open(struct cs_store *s, const char *path, const struct cs_store_op
     }
     if (rc) {
         s->env = NULL;
-        return cs_err_set(err, lmdb_rc(rc), "%s: cannot create run file (%s)", path,
+        return cs_err_set(err, store_lmdb_rc(rc), "%s: cannot create run file (%s)", path,
                           mdb_strerror(rc));
     }
     s->path = strdup(path);
@@ -266,7 +266,7 @@ int cs_store_open(struct cs_store *s, const char *path, const struct cs_store_op
         return 0;
     }
     cs_store_close(s);
-    return cs_err_set(err, lmdb_rc(rc), "%s: cannot create run file (%s)", path,
+    return cs_err_set(err, store_lmdb_rc(rc), "%s: cannot create run file (%s)", path,
                       mdb_strerror(rc));
 }
 
@@ -445,7 +445,7 @@ static int store_grow(struct cs_store *s)
     }
     rc = mdb_env_set_mapsize(s->env, (size_t)want);
     if (rc)
-        return rc == ENOMEM ? CS_E_MAPFULL : lmdb_rc(rc);
+        return rc == ENOMEM ? CS_E_MAPFULL : store_lmdb_rc(rc);
     s->map_bytes = want;
     return 0;
 }
@@ -493,7 +493,7 @@ int store_commit_set(struct cs_store *s, const struct stage_op *ops, size_t nops
         if (rc)
             return rc;
     }
-    return rc ? lmdb_rc(rc) : 0;
+    return rc ? store_lmdb_rc(rc) : 0;
 }
 
 void store_evict_note(struct cs_store *s, int rc, const struct cs_evict *ev)
@@ -527,7 +527,7 @@ int cs_store_commit(struct cs_store *s)
 
     if (s->env == NULL)
         return -EBADF;
-    rc = commit_wait(s); /* a set the committer could not write goes first */
+    rc = store_commit_wait(s); /* a set the committer could not write goes first */
     if (rc < 0)
         return rc;
     if (s->nops == 0)
@@ -569,7 +569,7 @@ int cs_store_readers_check(struct cs_store *s)
         return -EBADF;
     /* a reader killed inside a txn (analyzer, MCP) pins old pages and makes
      * the file grow: clear its slot */
-    return lmdb_rc(mdb_reader_check(s->env, &dead));
+    return store_lmdb_rc(mdb_reader_check(s->env, &dead));
 }
 
 size_t cs_store_pending(const struct cs_store *s)
@@ -586,9 +586,9 @@ void cs_store_close(struct cs_store *s)
 {
     if (s == NULL || s->env == NULL)
         return;
-    flush_stop(s);
+    store_flush_stop(s);
     cs_store_commit(s);
-    committer_stop(s);
+    store_committer_stop(s);
     mdb_env_sync(s->env, 1);
     mdb_env_close(s->env);
     s->env = NULL;
@@ -622,16 +622,17 @@ int cs_store_agg_open(struct cs_store *s)
         return -EBADF;
     rc = mdb_txn_begin(s->env, NULL, 0, &txn);
     if (rc == 0)
-        rc = mdb_dbi_open(txn, db_names[DB_AGG], MDB_CREATE | db_flags[DB_AGG], &s->dbi[DB_AGG]);
+        rc = mdb_dbi_open(txn, store_db_names[DB_AGG], MDB_CREATE | db_flags[DB_AGG],
+                          &s->dbi[DB_AGG]);
     if (rc) {
         if (txn)
             mdb_txn_abort(txn);
-        return lmdb_rc(rc);
+        return store_lmdb_rc(rc);
     }
     rc = mdb_txn_commit(txn);
     if (rc == 0)
         s->has_agg = 1;
-    return lmdb_rc(rc);
+    return store_lmdb_rc(rc);
 }
 
 int cs_store_put_agg(struct cs_store *s, const void *key, size_t klen, const void *val,
@@ -752,7 +753,7 @@ int cs_store_evict(struct cs_store *s, uint64_t live_max_bytes, struct cs_evict 
     if (s->env == NULL)
         return -EBADF;
     if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0)
-        return lmdb_rc(rc);
+        return store_lmdb_rc(rc);
     live = txn_live_bytes(txn, s->dbi, s->has_agg);
     mdb_env_stat(s->env, &st);
     if (live > live_max_bytes)
@@ -767,5 +768,5 @@ int cs_store_evict(struct cs_store *s, uint64_t live_max_bytes, struct cs_evict 
         rc = mdb_txn_commit(txn);
     ev->live_bytes = live;
     ev->file_bytes = store_used_bytes(s);
-    return rc ? lmdb_rc(rc) : 0;
+    return rc ? store_lmdb_rc(rc) : 0;
 }

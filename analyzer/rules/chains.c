@@ -12,7 +12,7 @@
 #include "chains_priv.h"
 #include "fmt.h"
 
-const char *const cause_names[C_COUNT] = {
+const char *const chains_cause_names[C_COUNT] = {
     "data_pipeline_starvation", "cpu_contention_tree", "cpu_contention_external",
     "page_alloc_pressure", "pageable_memcpy", "sync_per_iteration", "alloc_churn",
     "launch_bound", "io_wait", "gpu_bound", "host_bound", "worker_startup"};
@@ -20,7 +20,7 @@ const char *const cause_names[C_COUNT] = {
 /* The account's cause (account.h) behind each finding: its impact is the
  * time the account's buckets of that cause hold; AC_NONE: not a view of
  * the account (page_alloc_pressure, read from outlier calls; gpu_bound). */
-const int cause_acct[C_COUNT] = {
+const int chains_cause_acct[C_COUNT] = {
     [C_PIPE] = AC_PIPE,     [C_TREE] = AC_TREE,   [C_EXT] = AC_EXT,       [C_PAGE] = AC_NONE,
     [C_PAGEABLE] = AC_PAGEABLE, [C_SYNC] = AC_SYNC, [C_CHURN] = AC_CHURN, [C_LAUNCH] = AC_LAUNCH,
     [C_IO] = AC_IO,         [C_GPU] = AC_NONE,    [C_HOST] = AC_HOST,     [C_START] = AC_START};
@@ -73,8 +73,8 @@ static json_t *owns_json(int cause)
 {
     json_t *arr = json_array();
 
-    for (int b = 0; cause_acct[cause] != AC_NONE && b < AB_COUNT; b++)
-        if (account_owner(b) == cause_acct[cause])
+    for (int b = 0; chains_cause_acct[cause] != AC_NONE && b < AB_COUNT; b++)
+        if (account_owner(b) == chains_cause_acct[cause])
             json_array_append_new(arr, json_string(account_bucket_name(b)));
     return arr;
 }
@@ -101,9 +101,9 @@ static json_t *whatif_json(const struct ctx *x, const struct finding *f)
     const char *how = "steps";
     char a[32], b[32], c[32], d[32], line[200];
 
-    if (cause_acct[f->cause] == AC_NONE || n == 0)
+    if (chains_cause_acct[f->cause] == AC_NONE || n == 0)
         return json_null();
-    if (!account_whatif(x->ac, cause_acct[f->cause], &w)) {
+    if (!account_whatif(x->ac, chains_cause_acct[f->cause], &w)) {
         uint64_t *dur = malloc(n * sizeof(*dur)), sum = 0;
         double keep = x->wall_ns ? 1.0 - (double)f->impact_ns / (double)x->wall_ns : 1.0;
         if (dur == NULL)
@@ -140,9 +140,9 @@ static json_t *finding_json(const struct ctx *x, const struct finding *f)
         const struct examples *e = f->tail ? &f->tail->ex[f->cause] : &x->run_ex[f->cause];
         if (f->tail == NULL && e->ns[0] == 0)
             e = &x->run_ex[f->cause];
-        ex = ex_json(m, e);
+        ex = chains_ex_json(m, e);
         if (tl == NULL && e->ns[0])
-            tl = tl_for_call(x, x->t, e->call[0]);
+            tl = chains_tl_for_call(x, x->t, e->call[0]);
     } else {
         json_incref(ex);
     }
@@ -154,8 +154,9 @@ static json_t *finding_json(const struct ctx *x, const struct finding *f)
         stats_row_name(r, n, sizeof(n));
     json_t *o = json_pack(
         "{s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:I, s:f, s:f, s:s, s:O, s:o, s:o, s:s}", "severity",
-        chains_sev_name(f->cause == C_GPU ? CHAIN_LOW : chains_severity(f->impact_lo_ns, x->wall_ns)),
-        "cause", cause_names[f->cause], "api", n, "count", (json_int_t)(r ? r->s.count : 0),
+        chains_sev_name(f->cause == C_GPU ? CHAIN_LOW
+                                            : chains_severity(f->impact_lo_ns, x->wall_ns)),
+        "cause", chains_cause_names[f->cause], "api", n, "count", (json_int_t)(r ? r->s.count : 0),
         "p50_ns", (json_int_t)(r ? r->s.p50_ns : 0), "p99_ns", (json_int_t)(r ? r->s.p99_ns : 0),
         "ratio", r && r->s.p50_ns ? (double)r->s.p99_ns / (double)r->s.p50_ns : 0.0, "impact_ns",
         (json_int_t)f->impact_ns, "impact_pct", pct(f->impact_ns, x->wall_ns), "outlier_share",
@@ -200,7 +201,7 @@ static void page_cap(struct ctx *x)
     if (f->evidence == NULL)
         return;
     for (int k = 0; k < C_COUNT; k++)
-        if (x->fnd[k].evidence && cause_acct[k] != AC_NONE)
+        if (x->fnd[k].evidence && chains_cause_acct[k] != AC_NONE)
             taken += x->fnd[k].impact_ns;
     if (f->impact_ns + taken > x->wall_ns)
         f->impact_ns = x->wall_ns > taken ? x->wall_ns - taken : 0;
@@ -223,21 +224,23 @@ json_t *chains_build(const struct model *m, struct stats_table *t, const struct 
     x->g = g;
     x->ac = ac;
     x->wall_ns = wall_ns;
-    if (tails(x) < 0)
+    if (chains_tails(x) < 0)
         goto out;
-    run_host(x);
-    run_wake(x);
+    chains_run_host(x);
+    chains_run_wake(x);
     for (int k = 0; k < 2; k++)
-        qsort(x->holders[k], HOLDERS, sizeof(x->holders[k][0]), cmp_holder);
+        qsort(x->holders[k], HOLDERS, sizeof(x->holders[k][0]), chains_cmp_holder);
     for (int k = 0; k < C_COUNT; k++) {
         static void (*const build[C_COUNT])(struct ctx *) = {
-            [C_PIPE] = f_pipe, [C_TREE] = f_tree,     [C_EXT] = f_ext,     [C_PAGEABLE] = f_pageable,
-            [C_SYNC] = f_sync, [C_CHURN] = f_churn,   [C_LAUNCH] = f_launch, [C_IO] = f_io,
-            [C_HOST] = f_host, [C_START] = f_start};
-        if (build[k] && worth(x, owned(x, k, NULL, NULL)))
+            [C_PIPE] = chains_f_pipe,   [C_TREE] = chains_f_tree,
+            [C_EXT] = chains_f_ext,     [C_PAGEABLE] = chains_f_pageable,
+            [C_SYNC] = chains_f_sync,   [C_CHURN] = chains_f_churn,
+            [C_LAUNCH] = chains_f_launch, [C_IO] = chains_f_io,
+            [C_HOST] = chains_f_host, [C_START] = chains_f_start};
+        if (build[k] && worth(x, chains_owned(x, k, NULL, NULL)))
             build[k](x);
     }
-    f_page(x);
+    chains_f_page(x);
     page_cap(x);
     for (int k = 0; k < C_COUNT; k++) {
         struct finding *fd = &x->fnd[k];
@@ -248,7 +251,7 @@ json_t *chains_build(const struct model *m, struct stats_table *t, const struct 
             memset(fd, 0, sizeof(*fd));
         }
     }
-    f_gpu(x);
+    chains_f_gpu(x);
     for (int k = 0; k < C_COUNT; k++)
         if (x->fnd[k].evidence)
             order[n++] = &x->fnd[k];

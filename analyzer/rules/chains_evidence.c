@@ -38,7 +38,7 @@ void chains_tl_add(json_t *tl, const struct model *m, uint32_t run, uint64_t t, 
                                         (double)r / 1e9, "layer", layer, "text", buf));
 }
 
-void ex_keep(struct examples *e, uint64_t call, uint64_t ns)
+void chains_ex_keep(struct examples *e, uint64_t call, uint64_t ns)
 {
     int i = TOP_EX;
 
@@ -74,13 +74,13 @@ static void holder_add(struct holder *h, uint32_t run, uint32_t pid, uint32_t pr
         h[small] = (struct holder){run, pid, proc, ns, 1};
 }
 
-int cmp_holder(const void *a, const void *b)
+int chains_cmp_holder(const void *a, const void *b)
 {
     const struct holder *x = a, *y = b;
     return x->ns > y->ns ? -1 : x->ns < y->ns;
 }
 
-const char *api_name(const struct m_call *c, char *buf, size_t n)
+const char *chains_api_name(const struct m_call *c, char *buf, size_t n)
 {
     return cs_api_display((enum cs_api)c->api, (enum cs_variant)c->variant, buf, n);
 }
@@ -172,9 +172,9 @@ static void outlier(struct ctx *x, struct tail *tl, uint64_t ci)
     }
     for (int k = 0; k < C_COUNT; k++) {
         tl->cause_ns[k] += cz[k];
-        ex_keep(&tl->ex[k], ci, cz[k]);
+        chains_ex_keep(&tl->ex[k], ci, cz[k]);
     }
-    ex_keep(&tl->ex[C_GPU], ci, dur); /* C_GPU slot: worst calls overall */
+    chains_ex_keep(&tl->ex[C_GPU], ci, dur); /* C_GPU slot: worst calls overall */
 }
 
 static int heavy(const struct analysis_opts *o, struct stats_row *r)
@@ -184,7 +184,7 @@ static int heavy(const struct analysis_opts *o, struct stats_row *r)
     return (double)r->s.p99_ns >= o->tail_ratio * (double)r->s.p50_ns;
 }
 
-int tails(struct ctx *x)
+int chains_tails(struct ctx *x)
 {
     const struct model *m = x->m;
 
@@ -226,7 +226,7 @@ static uint64_t call_at(const struct model *m, uint32_t t, uint64_t ts)
     return ~0ull;
 }
 
-void run_host(struct ctx *x)
+void chains_run_host(struct ctx *x)
 {
     const struct model *m = x->m;
 
@@ -245,7 +245,7 @@ void run_host(struct ctx *x)
                 x->run_disk += d;
                 x->run_disk_n++;
                 if ((ci = call_at(m, t, o->t_start_ns)) != ~0ull)
-                    ex_keep(&x->run_ex[C_IO], ci, d);
+                    chains_ex_keep(&x->run_ex[C_IO], ci, d);
                 continue;
             }
             if (o->cls != CS_OFF_PREEMPT)
@@ -259,7 +259,7 @@ void run_host(struct ctx *x)
             else
                 x->run_pre_anon[k] += d;
             if ((ci = call_at(m, t, o->t_start_ns)) != ~0ull)
-                ex_keep(&x->run_ex[k ? C_EXT : C_TREE], ci, d);
+                chains_ex_keep(&x->run_ex[k ? C_EXT : C_TREE], ci, d);
         }
     }
 }
@@ -328,7 +328,7 @@ static void wake_rec(struct ctx *x, uint32_t run, const struct cs_rec_runq *r)
         else
             x->run_pre_anon[k] += part;
         if (ci != ~0ull)
-            ex_keep(&x->run_ex[k ? C_EXT : C_TREE], ci, part);
+            chains_ex_keep(&x->run_ex[k ? C_EXT : C_TREE], ci, part);
     }
 }
 
@@ -340,7 +340,7 @@ static int wake_block(uint32_t run, const void *recs, uint32_t n, void *arg)
 }
 
 /* The runq records of every run (the model does not keep them). */
-void run_wake(struct ctx *x)
+void chains_run_wake(struct ctx *x)
 {
     model_scan(x->m, CS_REC_RUNQ, wake_block, x);
 }
@@ -360,7 +360,7 @@ static int cmp_tl(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-json_t *tl_sorted(json_t *tl)
+json_t *chains_tl_sorted(json_t *tl)
 {
     size_t n = json_array_size(tl);
     json_t **v = malloc((n + 1) * sizeof(*v)), *out = json_array();
@@ -376,7 +376,7 @@ json_t *tl_sorted(json_t *tl)
     return out;
 }
 
-void tl_system(json_t *tl, const struct model *m, uint32_t run, uint64_t t0, uint64_t t1)
+void chains_tl_system(json_t *tl, const struct model *m, uint32_t run, uint64_t t0, uint64_t t1)
 {
     uint64_t end = m->runs[run].first_sys + m->runs[run].nsys, bx = 0, bn = 0, ext = 0;
     uint32_t top = 0, running = 0;
@@ -406,7 +406,7 @@ void tl_system(json_t *tl, const struct model *m, uint32_t run, uint64_t t0, uin
            fmt_ns(b, 32, top_ns));
 }
 
-void tl_host(json_t *tl, const struct model *m, uint32_t thr, uint64_t t0, uint64_t t1)
+void chains_tl_host(json_t *tl, const struct model *m, uint32_t thr, uint64_t t0, uint64_t t1)
 {
     const struct m_thread *th = &m->thr[thr];
     const struct m_proc *p = &m->proc[th->proc];
@@ -438,21 +438,23 @@ void tl_host(json_t *tl, const struct model *m, uint32_t thr, uint64_t t0, uint6
                    "%s tid %u in uninterruptible sleep (D) %s", p->comm, th->tid,
                    fmt_ns(a, 32, d));
         else
-            chains_tl_add(tl, m, p->run, o->t_start_ns, "[HOST]", "%s tid %u asleep %s; woken by %s",
+            chains_tl_add(tl, m, p->run, o->t_start_ns, "[HOST]",
+                          "%s tid %u asleep %s; woken by %s",
                    p->comm, th->tid, fmt_ns(a, 32, d), other ? who : "an unknown thread");
     }
 }
 
-void tl_call(json_t *tl, const struct model *m, uint64_t ci, const struct stats_row *row)
+void chains_tl_call(json_t *tl, const struct model *m, uint64_t ci, const struct stats_row *row)
 {
     const struct m_call *c = &m->call[ci];
     const struct m_proc *p = model_call_proc(m, c);
     char n[96], a[32], b[32];
 
     chains_tl_add(tl, m, p->run, c->t_enter_ns, "[CUDA]", "%s entered (pid %u tid %u)",
-           api_name(c, n, sizeof(n)), p->pid, m->thr[c->thr].tid);
+           chains_api_name(c, n, sizeof(n)), p->pid, m->thr[c->thr].tid);
     if (row && row->s.p50_ns)
-        chains_tl_add(tl, m, p->run, c->t_exit_ns, "[CUDA]", "%s returned after %s (%.0fx p50 %s)", n,
+        chains_tl_add(tl, m, p->run, c->t_exit_ns, "[CUDA]",
+                      "%s returned after %s (%.0fx p50 %s)", n,
                fmt_ns(a, 32, model_dur(c)), (double)model_dur(c) / (double)row->s.p50_ns,
                fmt_ns(b, 32, row->s.p50_ns));
     else
@@ -494,17 +496,17 @@ static void tl_pages(json_t *tl, const struct ctx *x, const struct m_call *c)
 }
 
 /* The full timeline around the worst example call: system, host, CUDA. */
-json_t *tl_for_call(const struct ctx *x, const struct stats_table *t, uint64_t ci)
+json_t *chains_tl_for_call(const struct ctx *x, const struct stats_table *t, uint64_t ci)
 {
     const struct model *m = x->m;
     json_t *tl = json_array();
     const struct m_call *c = &m->call[ci];
 
-    tl_system(tl, m, model_call_proc(m, c)->run, c->t_enter_ns, c->t_exit_ns);
+    chains_tl_system(tl, m, model_call_proc(m, c)->run, c->t_enter_ns, c->t_exit_ns);
     tl_pages(tl, x, c);
-    tl_host(tl, m, c->thr, c->t_enter_ns, c->t_exit_ns);
-    tl_call(tl, m, ci, stats_table_row(t, c));
-    return tl_sorted(tl);
+    chains_tl_host(tl, m, c->thr, c->t_enter_ns, c->t_exit_ns);
+    chains_tl_call(tl, m, ci, stats_table_row(t, c));
+    return chains_tl_sorted(tl);
 }
 
 /* What thread of call @p ci did in its window, in a few words. */
@@ -526,7 +528,7 @@ static void call_note(const struct model *m, uint64_t ci, char *buf, size_t n)
     }
 }
 
-json_t *ex_json(const struct model *m, const struct examples *e)
+json_t *chains_ex_json(const struct model *m, const struct examples *e)
 {
     json_t *arr = json_array();
     char n[96], note[256];
@@ -539,7 +541,7 @@ json_t *ex_json(const struct model *m, const struct examples *e)
         json_array_append_new(
             arr, json_pack("{s:I, s:f, s:I, s:s, s:i, s:i, s:I, s:s}", "t_ns", (json_int_t)r, "t_s",
                            (double)r / 1e9, "dur_ns", (json_int_t)model_dur(c), "api",
-                           api_name(c, n, sizeof(n)), "pid", (int)p->pid, "tid",
+                           chains_api_name(c, n, sizeof(n)), "pid", (int)p->pid, "tid",
                            (int)m->thr[c->thr].tid, "cause_ns", (json_int_t)e->ns[i], "note",
                            note));
     }
@@ -547,7 +549,7 @@ json_t *ex_json(const struct model *m, const struct examples *e)
 }
 
 /* A GPU-idle gap as an example: the enqueue it delayed, the gap's length. */
-json_t *gap_json(const struct model *m, const struct feed_gap *g)
+json_t *chains_gap_json(const struct model *m, const struct feed_gap *g)
 {
     const struct m_call *c = &m->call[g->next_call];
     const struct m_proc *p = model_call_proc(m, c);
@@ -565,7 +567,7 @@ json_t *gap_json(const struct model *m, const struct feed_gap *g)
              s.waker[top].pid, fmt_ns(d, 32, s.oncpu_ns));
     return json_pack("{s:I, s:f, s:I, s:s, s:i, s:i, s:I, s:s}", "t_ns", (json_int_t)r, "t_s",
                      (double)r / 1e9, "dur_ns", (json_int_t)(g->t1_ns - g->t0_ns), "api",
-                     api_name(c, n, sizeof(n)), "pid", (int)p->pid, "tid",
+                     chains_api_name(c, n, sizeof(n)), "pid", (int)p->pid, "tid",
                      (int)m->thr[c->thr].tid, "cause_ns", (json_int_t)g->sleep_worker_ns, "note",
                      note);
 }

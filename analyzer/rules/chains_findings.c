@@ -15,9 +15,9 @@
 /* ---- findings ---- */
 
 /* A view of the account: what its cause owns, with its interval. */
-uint64_t owned(const struct ctx *x, int cause, uint64_t *lo, uint64_t *hi)
+uint64_t chains_owned(const struct ctx *x, int cause, uint64_t *lo, uint64_t *hi)
 {
-    return account_cause(x->ac, cause_acct[cause], lo, hi);
+    return account_cause(x->ac, chains_cause_acct[cause], lo, hi);
 }
 
 /* A new finding; a view of the account gets the account's impact, the
@@ -28,8 +28,8 @@ static struct finding *fnew(struct ctx *x, int cause, uint64_t impact)
 
     f->cause = cause;
     f->impact_ns = f->impact_lo_ns = f->impact_hi_ns = impact;
-    if (cause_acct[cause] != AC_NONE)
-        f->impact_ns = owned(x, cause, &f->impact_lo_ns, &f->impact_hi_ns);
+    if (chains_cause_acct[cause] != AC_NONE)
+        f->impact_ns = chains_owned(x, cause, &f->impact_lo_ns, &f->impact_hi_ns);
     f->evidence = json_array();
     return f;
 }
@@ -139,7 +139,7 @@ static void holders_evidence(struct finding *f, const struct ctx *x, int k)
     }
 }
 
-void f_tree(struct ctx *x)
+void chains_f_tree(struct ctx *x)
 {
     const struct model *m = x->m;
     uint32_t run = x->holders[0][0].n ? x->holders[0][0].run : 0;
@@ -175,7 +175,7 @@ void f_tree(struct ctx *x)
                  "priority (nice -n 10) so they stop preempting it");
 }
 
-void f_ext(struct ctx *x)
+void chains_f_ext(struct ctx *x)
 {
     struct finding *f = fnew(x, C_EXT, contention(x, 1));
     char a[32], b[32], pids[128] = "";
@@ -201,7 +201,7 @@ void f_ext(struct ctx *x)
              "or stop them while training", pids[0] ? pids : "?");
 }
 
-void f_io(struct ctx *x)
+void chains_f_io(struct ctx *x)
 {
     struct finding *f = fnew(x, C_IO, x->run_disk);
     char a[32];
@@ -218,7 +218,7 @@ void f_io(struct ctx *x)
              "processes instead of the main thread; checkpoint asynchronously");
 }
 
-void f_page(struct ctx *x)
+void chains_f_page(struct ctx *x)
 {
     const struct tail *t = tail_for(x, C_PAGE);
     struct finding *f;
@@ -287,7 +287,7 @@ static uint64_t proc_idle(const struct ctx *x, const struct feed_proc *fp)
     return measured(x, fp->proc) ? account_idle(x->ac, fp->proc) : fp->idle_ns;
 }
 
-void f_pipe(struct ctx *x)
+void chains_f_pipe(struct ctx *x)
 {
     const struct model *m = x->m;
     uint64_t idle = 0, wait = 0, gaps = 0;
@@ -391,15 +391,16 @@ void f_pipe(struct ctx *x)
         const struct feed_gap *g = &worst->starved[i];
         const struct m_call *c = &m->call[g->next_call];
         if (i == 0) {
-            tl_system(f->timeline, m, model_call_proc(m, c)->run, g->t0_ns, g->t1_ns);
-            tl_call(f->timeline, m, g->drain_call, NULL);
-            tl_host(f->timeline, m, c->thr, g->t0_ns, g->t1_ns);
+            chains_tl_system(f->timeline, m, model_call_proc(m, c)->run, g->t0_ns, g->t1_ns);
+            chains_tl_call(f->timeline, m, g->drain_call, NULL);
+            chains_tl_host(f->timeline, m, c->thr, g->t0_ns, g->t1_ns);
             chains_tl_add(f->timeline, m, model_call_proc(m, c)->run, c->t_enter_ns, "[CUDA]",
-                   "%s: next enqueue, GPU idle %s since the sync returned", api_name(c, a, 32),
+                   "%s: next enqueue, GPU idle %s since the sync returned",
+                   chains_api_name(c, a, 32),
                    fmt_ns(b, 32, g->t1_ns - g->t0_ns));
         }
-        json_array_append_new(f->examples, gap_json(m, g));
-    }    f->timeline = tl_sorted(f->timeline);
+        json_array_append_new(f->examples, chains_gap_json(m, g));
+    }    f->timeline = chains_tl_sorted(f->timeline);
 }
 
 /* What the account left of the GPU's pageable copy time to a copy from
@@ -438,7 +439,7 @@ static void pinned_evidence(const struct ctx *x, struct finding *f)
  * With no pinned copy to compare: all of it for async calls (from pinned
  * memory they return once enqueued), half of it for synchronous ones (they
  * would still wait for the transfer). */
-void f_pageable(struct ctx *x)
+void chains_f_pageable(struct ctx *x)
 {
     const struct model *m = x->m;
     uint64_t pg_b = 0, pg_ns = 0, pg_cpu = 0, pg_n = 0, pin_b = 0, pin_ns = 0, ex_ = 0;
@@ -460,7 +461,7 @@ void f_pageable(struct ctx *x)
             pg_cpu += sp.oncpu_ns;
             pg_cpu_sync += cs_api_table[c->api].is_sync ? sp.oncpu_ns : 0;
             pg_n++;
-            ex_keep(&e, i, sp.oncpu_ns);
+            chains_ex_keep(&e, i, sp.oncpu_ns);
         } else if (c->flags & CS_CF_PINNED) {
             pin_b += model_bytes(c);
             pin_ns += model_dur(c);
@@ -505,9 +506,9 @@ void f_pageable(struct ctx *x)
              "DataLoader(pin_memory=True), tensor.pin_memory()) or register them once with "
              "cudaHostRegister; %s then returns at once and overlaps with compute",
              f->row ? stats_row_name(f->row, n, sizeof(n)) : "the copy");
-    f->examples = ex_json(m, &e);
+    f->examples = chains_ex_json(m, &e);
     if (e.ns[0])
-        f->timeline = tl_for_call(x, x->t, e.call[0]);
+        f->timeline = chains_tl_for_call(x, x->t, e.call[0]);
 }
 
 static int is_churn_api(unsigned api)
@@ -516,7 +517,7 @@ static int is_churn_api(unsigned api)
     return fam == CS_FAM_ALLOC || fam == CS_FAM_FREE;
 }
 
-void f_churn(struct ctx *x)
+void chains_f_churn(struct ctx *x)
 {
     const struct model *m = x->m;
     uint64_t na = 0, nf = 0, ns = 0, bytes = 0;
@@ -536,7 +537,7 @@ void f_churn(struct ctx *x)
             nf++;
         }
         ns += model_dur(c);
-        ex_keep(&e, i, model_dur(c));
+        chains_ex_keep(&e, i, model_dur(c));
     }
     if (na + nf == 0 || secs <= 0)
         return;
@@ -558,9 +559,9 @@ void f_churn(struct ctx *x)
              "allocate once and reuse the buffers across steps, or use the stream-ordered "
              "allocator (cudaMallocAsync/cudaFreeAsync with a memory pool) or a caching "
              "allocator; in PyTorch avoid torch.cuda.empty_cache() in the loop");
-    f->examples = ex_json(m, &e);
+    f->examples = chains_ex_json(m, &e);
     if (e.ns[0])
-        f->timeline = tl_for_call(x, x->t, e.call[0]);
+        f->timeline = chains_tl_for_call(x, x->t, e.call[0]);
 }
 
 /* The outermost synchronisation API with the most calls: what a per-step
@@ -599,7 +600,7 @@ static uint64_t sync_share(const struct ctx *x, const struct feed_proc *fp)
     return fp->idle_ns + fp->relaunch_ns - fp->setup_idle_ns - fp->setup_relaunch_ns;
 }
 
-void f_sync(struct ctx *x)
+void chains_f_sync(struct ctx *x)
 {
     const struct model *m = x->m;
     const struct feed_proc *worst = NULL;
@@ -661,7 +662,7 @@ void f_sync(struct ctx *x)
     f->examples = json_array();
     for (int i = 0; i < FEED_TOP_GAPS && worst->longest[i].t1_ns; i++) {
         struct examples e = {{worst->longest[i].drain_call}, {1}};
-        json_t *one = ex_json(m, &e);
+        json_t *one = chains_ex_json(m, &e);
         json_array_extend(f->examples, one);
         json_decref(one);
     }
@@ -669,11 +670,12 @@ void f_sync(struct ctx *x)
         const struct feed_gap *g = &worst->longest[0];
         const struct m_call *c = &m->call[g->next_call];
         f->timeline = json_array();
-        tl_call(f->timeline, m, g->drain_call, stats_table_row(x->t, &m->call[g->drain_call]));
+        chains_tl_call(f->timeline, m, g->drain_call,
+                       stats_table_row(x->t, &m->call[g->drain_call]));
         chains_tl_add(f->timeline, m, model_call_proc(m, c)->run, c->t_enter_ns, "[CUDA]",
-               "%s enqueued after the GPU sat idle %s", api_name(c, a, 32),
+               "%s enqueued after the GPU sat idle %s", chains_api_name(c, a, 32),
                fmt_ns(b, 32, g->t1_ns - g->t0_ns));
-        f->timeline = tl_sorted(f->timeline);
+        f->timeline = chains_tl_sorted(f->timeline);
     }
     f->row = busiest_sync_row(x->t);
 }
@@ -722,7 +724,7 @@ static void launch_measured(struct ctx *x, struct finding *f, const struct feed_
              "batch size");
 }
 
-void f_launch(struct ctx *x)
+void chains_f_launch(struct ctx *x)
 {
     const struct feed_proc *worst = NULL;
     struct finding *f;
@@ -811,7 +813,7 @@ static void host_text(struct finding *f, uint64_t own, uint32_t nw);
 static void host_lower_bound(struct ctx *x, struct finding *f, const struct feed_proc *fp,
                              uint32_t nw);
 
-void f_host(struct ctx *x)
+void chains_f_host(struct ctx *x)
 {
     const struct model *m = x->m;
     const struct feed_proc *worst = NULL;
@@ -868,12 +870,12 @@ void f_host(struct ctx *x)
         f->timeline = json_array();
         chains_tl_add(f->timeline, m, p->run, st->t0_ns, "[CUDA]",
                       "GPU %u of %s (pid %u) ran out of work", dev->device, p->comm, p->pid);
-        tl_host(f->timeline, m, st->thr, st->t0_ns, st->t1_ns);
+        chains_tl_host(f->timeline, m, st->thr, st->t0_ns, st->t1_ns);
         chains_tl_add(f->timeline, m, p->run, st->t0_ns, "[HOST]",
                       "%s tid %u ran host code; the GPU waited %s", p->comm, m->thr[st->thr].tid,
                       fmt_ns(a, 32, st->t1_ns - st->t0_ns));
         chains_tl_add(f->timeline, m, p->run, st->t1_ns, "[CUDA]", "next GPU work started");
-        f->timeline = tl_sorted(f->timeline);
+        f->timeline = chains_tl_sorted(f->timeline);
     }
 }
 
@@ -953,7 +955,7 @@ static void f_gpu_measured(struct ctx *x, uint64_t busy, uint64_t covered)
 }
 
 /* Healthy: the host mostly waits for the GPU and is otherwise on CPU. */
-void f_gpu(struct ctx *x)
+void chains_f_gpu(struct ctx *x)
 {
     const struct model *m = x->m;
     uint64_t sync = 0, busy = 0, covered = 0;
@@ -999,7 +1001,7 @@ void f_gpu(struct ctx *x)
 
 /* DataLoader workers started anew (each epoch, persistent_workers=False):
  * the feeding thread waited for each worker's first batch. */
-void f_start(struct ctx *x)
+void chains_f_start(struct ctx *x)
 {
     const struct model *m = x->m;
     uint32_t nw = 0, late = 0, run = 0;

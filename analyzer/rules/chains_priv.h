@@ -22,8 +22,8 @@ enum cause {
 };
 
 /* By enum cause (chains.c): the JSON name, and the account's cause behind it. */
-extern const char *const cause_names[C_COUNT];
-extern const int cause_acct[C_COUNT];
+extern const char *const chains_cause_names[C_COUNT];
+extern const int chains_cause_acct[C_COUNT];
 
 /* A process that held the CPU while a CUDA thread waited for it. */
 struct holder {
@@ -87,34 +87,34 @@ static inline double pct(uint64_t part, uint64_t whole)
 /* ---- calls between the files ---- */
 
 /* chains_evidence.c: outliers, the whole run's waits, timelines, examples */
-void ex_keep(struct examples *e, uint64_t call, uint64_t ns);
-int cmp_holder(const void *a, const void *b);
-const char *api_name(const struct m_call *c, char *buf, size_t n);
-int tails(struct ctx *x);
-void run_host(struct ctx *x);
-void run_wake(struct ctx *x);
+void chains_ex_keep(struct examples *e, uint64_t call, uint64_t ns);
+int chains_cmp_holder(const void *a, const void *b);
+const char *chains_api_name(const struct m_call *c, char *buf, size_t n);
+int chains_tails(struct ctx *x);
+void chains_run_host(struct ctx *x);
+void chains_run_wake(struct ctx *x);
 uint64_t contention(const struct ctx *x, int k);
-json_t *tl_sorted(json_t *tl);
-void tl_system(json_t *tl, const struct model *m, uint32_t run, uint64_t t0, uint64_t t1);
-void tl_host(json_t *tl, const struct model *m, uint32_t thr, uint64_t t0, uint64_t t1);
-void tl_call(json_t *tl, const struct model *m, uint64_t ci, const struct stats_row *row);
-json_t *tl_for_call(const struct ctx *x, const struct stats_table *t, uint64_t ci);
-json_t *ex_json(const struct model *m, const struct examples *e);
-json_t *gap_json(const struct model *m, const struct feed_gap *g);
+json_t *chains_tl_sorted(json_t *tl);
+void chains_tl_system(json_t *tl, const struct model *m, uint32_t run, uint64_t t0, uint64_t t1);
+void chains_tl_host(json_t *tl, const struct model *m, uint32_t thr, uint64_t t0, uint64_t t1);
+void chains_tl_call(json_t *tl, const struct model *m, uint64_t ci, const struct stats_row *row);
+json_t *chains_tl_for_call(const struct ctx *x, const struct stats_table *t, uint64_t ci);
+json_t *chains_ex_json(const struct model *m, const struct examples *e);
+json_t *chains_gap_json(const struct model *m, const struct feed_gap *g);
 
-/* chains_findings.c: one builder per cause; owned() is the account's view */
-uint64_t owned(const struct ctx *x, int cause, uint64_t *lo, uint64_t *hi);
-void f_tree(struct ctx *x);
-void f_ext(struct ctx *x);
-void f_io(struct ctx *x);
-void f_page(struct ctx *x);
-void f_pipe(struct ctx *x);
-void f_pageable(struct ctx *x);
-void f_churn(struct ctx *x);
-void f_sync(struct ctx *x);
-void f_launch(struct ctx *x);
-void f_host(struct ctx *x);
-void f_gpu(struct ctx *x);
-void f_start(struct ctx *x);
+/* chains_findings.c: one builder per cause; chains_owned() is the account's view */
+uint64_t chains_owned(const struct ctx *x, int cause, uint64_t *lo, uint64_t *hi);
+void chains_f_tree(struct ctx *x);
+void chains_f_ext(struct ctx *x);
+void chains_f_io(struct ctx *x);
+void chains_f_page(struct ctx *x);
+void chains_f_pipe(struct ctx *x);
+void chains_f_pageable(struct ctx *x);
+void chains_f_churn(struct ctx *x);
+void chains_f_sync(struct ctx *x);
+void chains_f_launch(struct ctx *x);
+void chains_f_host(struct ctx *x);
+void chains_f_gpu(struct ctx *x);
+void chains_f_start(struct ctx *x);
 
 #endif

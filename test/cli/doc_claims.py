@@ -7,7 +7,7 @@ leave the other behind:
           of `mcp --help`'s Tools: line, and every "N tools" or "N read-only
           tools" in README.md and docs/mcp.md says how many there are;
   causes  docs/json.md's `cause` row names every finding cause the analyzer
-          can emit (cause_names in analyzer/rules/chains.c, and each
+          can emit (chains_cause_names in analyzer/rules/chains.c, and each
           `"cause", "NAME"` literal in analyzer/rules/*.c), and no other;
   buckets docs/json.md's bucket table names exactly the account's buckets
           (bucket_names in analyzer/rules/account.c);
@@ -138,7 +138,7 @@ def check_mcp(src, analyze, run):
 
 
 def check_causes(src):
-    code = set(c_strings(src, "analyzer/rules/chains.c", "cause_names"))
+    code = set(c_strings(src, "analyzer/rules/chains.c", "chains_cause_names"))
     rules = os.path.join(src, "analyzer", "rules")
     for f in sorted(os.listdir(rules)):
         if f.endswith(".c"):  # a finding made outside chains.c: ranks.c's rank_straggler
