@@ -132,6 +132,16 @@ static void header(int argc, char **argv)
     printf("\"\n");
 }
 
+/* The MCP handshake on @p p: the server's answer, or NULL (10 min at most). */
+static json_t *initialize(struct mcp_pipe *p)
+{
+    return mcp_pipe_send(p, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+                            "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                            "\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}") == 0
+               ? mcp_pipe_recv(p, 600000)
+               : NULL;
+}
+
 /* Spawn to the initialize answer and to the first get_causal_chains answer
  * of one server, printed as @p label. @return 0 or -1 */
 static int first_answer(const char *bin, const char *run, const char *label,
@@ -145,12 +155,7 @@ static int first_answer(const char *bin, const char *run, const char *label,
         free(p);
         return -1;
     }
-    json_t *r =
-        mcp_pipe_send(p, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
-                         "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
-                         "\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}") == 0
-            ? mcp_pipe_recv(p, 600000)
-            : NULL;
+    json_t *r = initialize(p);
     if (json_object_get(r, "result")) {
         printf("mcp.startup.%-21s load        %9.2f  s      cuda=%llu host=%llu\n", label,
                (now_ms() - t) / 1e3, events, hosts);
@@ -166,6 +171,7 @@ static int first_answer(const char *bin, const char *run, const char *label,
     free(p);
     return rc;
 }
+
 
 /* REPEAT 0: the first answer without, then with the analysis kept. */
 static int first_answers(const char *bin, const char *run, unsigned long long events,
@@ -204,12 +210,7 @@ int main(int argc, char **argv)
     double t = now_ms();
     if (!p || mcp_pipe_start(p, argv[1], run, 2) < 0)
         return 3;
-    json_t *r =
-        mcp_pipe_send(p, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
-                         "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
-                         "\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}") == 0
-            ? mcp_pipe_recv(p, 600000)
-            : NULL;
+    json_t *r = initialize(p);
     if (!json_object_get(r, "result")) {
         fprintf(stderr, "bench_mcp: %s: no initialize answer\n", run);
         return 3;
