@@ -10,6 +10,7 @@
 #   parts: smoke seed suite profiler ddp overhead faults seedov ddpov ddpdiag
 #   ddppin ddpduty ddpdutysplit ddpdutyvar seedpairs pfab perf quick launchshared
 #   launchduty seedconc truth steps scale slicecost accuracy gate
+#   memory-graphs
 #   (default: seed suite)
 #   overhead: the shim's cost per call on this host (bench_shim, fake driver)
 #        and the empty-kernel launch loop (static and shared runtime), traced
@@ -56,6 +57,14 @@
 #        workers must fail, a rerun must pass) and each run's steps against
 #        the program's (torch.cuda.nvtx ranges for the nvtx loop); writes
 #        $OUT/steps/summary.json, runs.jsonl;
+#        memory-graphs: issue 31's proof (bench/gpu/memgraph.py): peak
+#        memory against torch.cuda.max_memory_reserved() (plain and
+#        expandable segments), allocator retries found HIGH (PyTorch's
+#        num_alloc_retries as truth), an OutOfMemoryError's line named,
+#        torch.compile(mode="reduce-overhead") seen inside its graphs with
+#        no HIGH, and re-recorded on a changing shape: graph_recapture
+#        HIGH; writes $OUT/memory-graphs/summary.json, runs.jsonl,
+#        reports.txt (MG_CASES: a comma-separated subset);
 #        gate: issue 36's gate proof (bench/gpu/gate_real.py): four
 #        programs, each recorded 4 times identically and once with a planted
 #        regression; every identical rerun gated against the other three
@@ -687,6 +696,11 @@ part_accuracy() { # issue 30: findings and their impact against the programs' ow
 part_gate() { # issue 36: the gate on real programs: identical reruns pass, planted regressions fail
     CS_PIN=${CS_PIN:-$(gpu_local_cpus 6)} "$PY" "$here/gpu/gate_real.py" "$B" "$OUT/gate" \
         "$RUNS/gate" 2>>"$LOG"
+}
+
+part_memory-graphs() { # issue 31: GPU memory, OOM, allocator retries, CUDA graphs on PyTorch
+    CS_PIN=${CS_PIN:-$(gpu_local_cpus 6)} "$PY" "$here/gpu/memgraph.py" "$B" \
+        "$OUT/memory-graphs" "$RUNS/memory-graphs" 2>>"$LOG"
 }
 
 part_scale() { # issue 25 on this host: the collector, bytes a record, one record a launch

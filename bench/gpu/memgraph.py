@@ -1,0 +1,332 @@
+"""memgraph.py: issue 31's GPU proof (gpu-check.sh memory-graphs): GPU memory
+and CUDA graphs on real PyTorch programs, each recorded once with
+`cudaspy record --gpu-activity full` and analysed with `--json`.
+
+Cases (each a child of this file, `memgraph.py child MODE`, printing one
+`memgraph-truth: {...}` line with PyTorch's own figures):
+- train, train_expandable: an MLP training loop (the second with
+  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True): the process's peak
+  device memory must be within 2 % of torch.cuda.max_memory_reserved();
+- retries: a tensor that grows each step (from half the free memory): the
+  block cached from the step before cannot serve it and both do not fit,
+  so each step's cudaMalloc fails, the allocator frees its cache
+  (synchronising) and retries. Truth: memory_stats()'s num_alloc_retries.
+  `allocator_retries` must be HIGH; its impact is set, for the record,
+  against the A/B difference with retries_without (the same loop emptying
+  the cache each step: the same frees and allocations, no retry);
+- oom: tensors of 1 GiB appended until torch.cuda.OutOfMemoryError ends the
+  program (exit 1): `oom` must be there and name the allocating line;
+- compile_static: torch.compile(mode="reduce-overhead") on one shape: its
+  kernels run inside CUDA graphs and must be seen there (GPU records with a
+  graph id), no HIGH finding;
+- compile_dynamic: the same model on a batch size that changes every step:
+  cudagraph trees record a new graph for each new shape: `graph_recapture`
+  must be HIGH.
+
+Writes OUT/summary.json ({"cases": [...], "passed", "failed"}) and
+OUT/runs.jsonl (each run: truth, memory, findings, checks).
+
+Usage: python3 memgraph.py BUILD OUT RUNS   (env PYTHON, CS_PIN,
+       MG_CASES: a comma-separated subset)
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+TAG = "memgraph-truth: "
+MIB = 1 << 20
+
+
+# ---- the children: PyTorch programs with their own meters ---------------
+
+def truth(**kw):
+    print(TAG + json.dumps(kw), flush=True)
+
+
+def mlp(torch, width=4096, depth=4):
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(depth):
+        layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers).cuda()
+
+
+def c_train(torch):
+    """MLP forward/backward/step: the caching allocator's segments."""
+    m = mlp(torch)
+    opt = torch.optim.SGD(m.parameters(), lr=1e-3)
+    x = torch.randn(2048, 4096, device="cuda")
+    t0 = time.monotonic_ns()
+    steps = 150
+    for _ in range(steps):
+        opt.zero_grad(set_to_none=True)
+        m(x).square().mean().backward()
+        opt.step()
+    torch.cuda.synchronize()
+    truth(case="train", steps=steps, loop_ns=time.monotonic_ns() - t0,
+          max_reserved=torch.cuda.max_memory_reserved(),
+          max_allocated=torch.cuda.max_memory_allocated(),
+          conf=os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""))
+
+
+def c_retries(torch, fit=False):
+    """A batch that grows each step (50 % of the free memory, then 1.5 %
+    more a step): the block cached from the step before cannot serve the
+    new size, and both do not fit, so each step's cudaMalloc fails, the
+    allocator frees its cache (synchronising the device) and retries. With
+    `fit` (the A/B control) the loop calls torch.cuda.empty_cache() after
+    each step: the same frees and allocations, no failed call, no retry."""
+    torch.empty(1, device="cuda")
+    free, total = torch.cuda.mem_get_info()
+    steps = 24
+    sizes = [free * (500 + 15 * i) // 1000 // MIB * MIB for i in range(steps)]
+    t0 = time.monotonic_ns()
+    s = 0.0
+    for n in sizes:
+        x = torch.empty(n, dtype=torch.uint8, device="cuda")
+        x[: 64 * MIB].fill_(1)
+        s += float(x[: 64 * MIB].sum(dtype=torch.float32).item())
+        del x
+        if fit:
+            torch.cuda.empty_cache()
+    torch.cuda.synchronize()
+    st = torch.cuda.memory_stats()
+    truth(case="retries_without" if fit else "retries", steps=steps,
+          loop_ns=time.monotonic_ns() - t0, sizes=[sizes[0], sizes[-1]], free=free,
+          total=total, num_alloc_retries=st.get("num_alloc_retries", 0),
+          num_ooms=st.get("num_ooms", 0), max_reserved=torch.cuda.max_memory_reserved(),
+          checksum=s)
+
+
+def c_oom(torch):
+    """Allocate 1 GiB tensors until the device is full: the program dies."""
+    torch.empty(1, device="cuda")
+    free, total = torch.cuda.mem_get_info()
+    line = sys._getframe().f_lineno + 4
+    truth(case="oom", line=line, file=os.path.basename(__file__), free=free, total=total)
+    xs = []
+    while True:
+        xs.append(torch.empty(1 << 30, dtype=torch.uint8, device="cuda"))
+
+
+def compiled(torch, batches):
+    m = mlp(torch, width=1024, depth=6)
+    f = torch.compile(m, mode="reduce-overhead")
+    ys = 0.0
+    t0 = time.monotonic_ns()
+    with torch.no_grad():
+        for n in batches:
+            x = torch.randn(n, 1024, device="cuda")
+            ys += float(f(x).sum().item())
+    torch.cuda.synchronize()
+    return time.monotonic_ns() - t0, ys
+
+
+def c_compile_static(torch):
+    steps = 300
+    loop, ys = compiled(torch, [256] * steps)
+    truth(case="compile_static", steps=steps, loop_ns=loop, shapes=1, checksum=ys)
+
+
+def c_compile_dynamic(torch):
+    steps = 60
+    batches = [256 + 8 * i for i in range(steps)]
+    loop, ys = compiled(torch, batches)
+    truth(case="compile_dynamic", steps=steps, loop_ns=loop, shapes=len(set(batches)),
+          checksum=ys)
+
+
+CHILDREN = {"train": c_train, "retries": c_retries,
+            "retries_without": lambda torch: c_retries(torch, fit=True),
+            "oom": c_oom, "compile_static": c_compile_static,
+            "compile_dynamic": c_compile_dynamic}
+
+
+# ---- the driver ----------------------------------------------------------
+
+# name, child mode, extra environment
+CASES = [
+    ("train", "train", {}),
+    ("train_expandable", "train", {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
+    ("retries", "retries", {}),
+    ("retries_without", "retries_without", {}),
+    ("oom", "oom", {}),
+    ("compile_static", "compile_static", {}),
+    ("compile_dynamic", "compile_dynamic", {}),
+]
+
+
+def findings(j):
+    return j.get("chains") or []
+
+
+def finding(j, cause):
+    return next((f for f in findings(j) if f.get("cause") == cause), None)
+
+
+def high(j):
+    return [f.get("cause") for f in findings(j) if f.get("severity") == "HIGH"]
+
+
+def peak_bytes(j):
+    """The largest per-process peak of the run's `memory` (docs/json.md)."""
+    best = None
+    for p in (j.get("memory") or {}).get("processes", []):
+        for d in p.get("devices", [p]):
+            v = d.get("peak_bytes")
+            if v is not None and (best is None or v > best):
+                best = v
+    return best
+
+
+def graph_kernels(j):
+    g = j.get("graphs") or {}
+    return g.get("kernels", g.get("gpu_kernels"))
+
+
+class Run:
+    def __init__(self, build, out, runs):
+        self.b, self.out, self.runs = build, out, runs
+        self.py = os.environ.get("PYTHON", "python3")
+        self.pin = os.environ.get("CS_PIN", "")
+        os.makedirs(out, exist_ok=True)
+        os.makedirs(runs, exist_ok=True)
+        self.log = open(os.path.join(out, "runs.jsonl"), "a")
+        self.reports = open(os.path.join(out, "reports.txt"), "a")
+
+    def note(self, row):
+        self.log.write(json.dumps(row) + "\n")
+        self.log.flush()
+        print("memgraph: " + json.dumps(row)[:400], file=sys.stderr)
+
+    def record(self, name, mode, env):
+        path = os.path.join(self.runs, f"mg-{name}.lmdb")
+        cmd = [os.path.join(self.b, "cudaspy"), "record", "-q", "-o", path,
+               "--gpu-activity", "full", "--", self.py, os.path.abspath(__file__),
+               "child", mode]
+        if self.pin:
+            cmd = ["taskset", "-c", self.pin] + cmd
+        e = dict(os.environ, PYTHONUNBUFFERED="1", CUDASPY_QUIET="1", **env)
+        t0 = time.time()
+        try:
+            p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=400)
+            rc, out, err = p.returncode, p.stdout, p.stderr
+        except subprocess.TimeoutExpired as ex:
+            rc, out, err = -1, ex.stdout or "", "timeout"
+            out = out.decode() if isinstance(out, bytes) else out
+        row = {"case": name, "rc": rc, "wall_s": round(time.time() - t0, 2),
+               "stderr_tail": err[-600:]}
+        for line in out.splitlines():
+            if line.startswith(TAG):
+                row["truth"] = json.loads(line[len(TAG):])
+        a = subprocess.run([os.path.join(self.b, "cudaspy-analyze"), "--json", path],
+                           capture_output=True, text=True, timeout=300)
+        t = subprocess.run([os.path.join(self.b, "cudaspy-analyze"), path],
+                           capture_output=True, text=True, timeout=300)
+        self.reports.write(f"==== {name} (rc {rc}) ====\n{t.stdout}{t.stderr[-400:]}\n")
+        self.reports.flush()
+        try:
+            j = json.loads(a.stdout)
+        except ValueError:
+            j = None
+            row["analyze_error"] = a.stderr[-400:]
+        for f in (path, path + "-lock"):
+            try:
+                os.unlink(f)
+            except OSError:
+                pass
+        return row, j
+
+
+def check(name, row, j, rows):
+    """The acceptance checks of one case: {check: bool}."""
+    tr, c = row.get("truth") or {}, {}
+    if j is None:
+        return {"analysed": False}
+    row["high"] = high(j)
+    row["findings"] = [{k: f.get(k) for k in ("cause", "severity", "impact_ns", "impact_pct",
+                                               "count", "per_step", "python", "line")}
+                       for f in findings(j)[:6]]
+    if name.startswith("train"):
+        pk, want = peak_bytes(j), tr.get("max_reserved")
+        row["peak_bytes"], row["max_reserved"] = pk, want
+        c["peak_within_2pct"] = bool(pk and want and abs(pk - want) <= 0.02 * want)
+    elif name == "retries":
+        f = finding(j, "allocator_retries")
+        row["retry_finding"] = f
+        c["allocator_retries_high"] = bool(f and f.get("severity") == "HIGH")
+        c["truth_has_retries"] = tr.get("num_alloc_retries", 0) >= tr.get("steps", 0) - 1
+        pk, want = peak_bytes(j), tr.get("max_reserved")
+        row["peak_bytes"], row["max_reserved"] = pk, want
+        c["peak_within_2pct"] = bool(pk and want and abs(pk - want) <= 0.02 * want)
+    elif name == "retries_without":
+        c["no_retry_finding"] = finding(j, "allocator_retries") is None
+        c["truth_no_retries"] = tr.get("num_alloc_retries", 1) == 0
+    elif name == "oom":
+        f = finding(j, "oom")
+        row["oom_finding"] = f
+        c["program_died"] = row["rc"] != 0
+        c["oom_found"] = f is not None
+        s = json.dumps(f or {})
+        c["oom_names_line"] = bool(f and tr.get("file", "?") in s and str(tr.get("line")) in s)
+    elif name == "compile_static":
+        row["graph_kernels"] = graph_kernels(j)
+        row["graphs"] = j.get("graphs")
+        c["kernels_in_graphs"] = bool(row["graph_kernels"])
+        c["no_high"] = not row["high"]
+        c["no_recapture_finding"] = finding(j, "graph_recapture") is None or \
+            finding(j, "graph_recapture").get("severity") == "LOW"
+    elif name == "compile_dynamic":
+        f = finding(j, "graph_recapture")
+        row["recapture_finding"] = f
+        row["graphs"] = j.get("graphs")
+        c["graph_recapture_high"] = bool(f and f.get("severity") == "HIGH")
+    return c
+
+
+def ab_retries(rows):
+    """The A/B truth of the retries: loop(with) - loop(without), against the impact."""
+    w = rows.get("retries", {}).get("truth") or {}
+    wo = rows.get("retries_without", {}).get("truth") or {}
+    f = rows.get("retries", {}).get("retry_finding") or {}
+    if not w.get("loop_ns") or not wo.get("loop_ns"):
+        return None
+    d = w["loop_ns"] - wo["loop_ns"]
+    imp = f.get("impact_ns")
+    return {"ab_ns": d, "impact_ns": imp,
+            "error_pct": round(100.0 * (imp - d) / d, 1) if imp is not None and d > 0 else None}
+
+
+def main():
+    if len(sys.argv) >= 3 and sys.argv[1] == "child":
+        import torch
+        CHILDREN[sys.argv[2]](torch)
+        return 0
+    if len(sys.argv) != 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    r = Run(*sys.argv[1:4])
+    only = set(filter(None, os.environ.get("MG_CASES", "").split(",")))
+    rows, cases = {}, []
+    for name, mode, env in CASES:
+        if only and name not in only:
+            continue
+        row, j = r.record(name, mode, env)
+        row["checks"] = check(name, row, j, rows)
+        rows[name] = row
+        r.note(row)
+        cases.append({"case": name, "rc": row["rc"], "checks": row["checks"],
+                      "passed": bool(row["checks"]) and all(row["checks"].values())})
+    ab = ab_retries(rows)
+    summary = {"cases": cases, "retries_ab": ab,
+               "passed": sum(c["passed"] for c in cases),
+               "failed": [c["case"] for c in cases if not c["passed"]]}
+    json.dump(summary, open(os.path.join(r.out, "summary.json"), "w"), indent=1)
+    print(json.dumps(summary), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
