@@ -186,9 +186,13 @@ def peak_bytes(j):
     return best
 
 
+def graphs(j):
+    """gpu.graphs: what graph replays ran, from GPU records with a graph id."""
+    return (j.get("gpu") or {}).get("graphs") or j.get("graphs") or {}
+
+
 def graph_kernels(j):
-    g = j.get("graphs") or {}
-    return g.get("kernels", g.get("gpu_kernels"))
+    return graphs(j).get("kernels")
 
 
 class Run:
@@ -252,7 +256,7 @@ def check(name, row, j, rows):
         return {"analysed": False}
     row["high"] = high(j)
     row["findings"] = [{k: f.get(k) for k in ("cause", "severity", "impact_ns", "impact_pct",
-                                               "count", "per_step", "python", "line")}
+                                               "count", "retries", "oom", "evidence")}
                        for f in findings(j)[:6]]
     if name.startswith("train"):
         pk, want = peak_bytes(j), tr.get("max_reserved")
@@ -263,6 +267,9 @@ def check(name, row, j, rows):
         row["retry_finding"] = f
         c["allocator_retries_high"] = bool(f and f.get("severity") == "HIGH")
         c["truth_has_retries"] = tr.get("num_alloc_retries", 0) >= tr.get("steps", 0) - 1
+        ep = ((f or {}).get("retries") or {}).get("episodes")
+        row["episodes"] = ep
+        c["episodes_match_num_alloc_retries"] = ep == tr.get("num_alloc_retries")
         pk, want = peak_bytes(j), tr.get("max_reserved")
         row["peak_bytes"], row["max_reserved"] = pk, want
         c["peak_within_2pct"] = bool(pk and want and abs(pk - want) <= 0.02 * want)
@@ -278,7 +285,7 @@ def check(name, row, j, rows):
         c["oom_names_line"] = bool(f and tr.get("file", "?") in s and str(tr.get("line")) in s)
     elif name == "compile_static":
         row["graph_kernels"] = graph_kernels(j)
-        row["graphs"] = j.get("graphs")
+        row["graphs"] = graphs(j)
         c["kernels_in_graphs"] = bool(row["graph_kernels"])
         c["no_high"] = not row["high"]
         c["no_recapture_finding"] = finding(j, "graph_recapture") is None or \
@@ -286,7 +293,7 @@ def check(name, row, j, rows):
     elif name == "compile_dynamic":
         f = finding(j, "graph_recapture")
         row["recapture_finding"] = f
-        row["graphs"] = j.get("graphs")
+        row["graphs"] = graphs(j)
         c["graph_recapture_high"] = bool(f and f.get("severity") == "HIGH")
     return c
 
@@ -332,7 +339,7 @@ def main():
         per = {"static_step_ns": st["loop_ns"] // st["steps"],
                "dynamic_step_ns": dy["loop_ns"] // dy["steps"],
                "finding": {k: (rows["compile_dynamic"].get("recapture_finding") or {}).get(k)
-                           for k in ("impact_ns", "impact_pct", "count", "per_step")}}
+                           for k in ("impact_ns", "impact_pct", "count", "evidence")}}
     summary = {"cases": cases, "retries_ab": ab, "recapture_ab": per,
                "passed": sum(c["passed"] for c in cases),
                "failed": [c["case"] for c in cases if not c["passed"]]}
