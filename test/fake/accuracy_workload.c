@@ -59,6 +59,13 @@
  *   two_causes       pipe_fork's workers (slower) feeding pageable copies
  *                    (4 MiB, 2 GB/s). Truths: the pipe wait, and the time
  *                    the pageable copies held the host beyond a pinned copy
+ *   retries          a caching allocator near capacity: each step's cudaMalloc
+ *                    fails out of memory, the cached block is freed (cudaFree,
+ *                    1.5 ms, synchronises) and the allocation retried (1 ms),
+ *                    then 3 x 1 ms kernels, sync. Truth: the episodes
+ *   oom              steps of 2 x 1 ms kernels with 96 MiB held, then a
+ *                    512 MiB cudaMalloc on a 256 MiB device; the program
+ *                    prints its truth and _exits (variant abort: aborts)
  *   hog              spin on one CPU for `seconds` (no CUDA): outside load
  * Every meter leaves out the run-queue delay inside what it times (struct
  * span): an exclusive account gives that slice to CPU contention.
@@ -131,6 +138,7 @@ struct acc {
     uint64_t rq0_ns;     /* run-queue delay at the loop's start */
     uint64_t runq_ns;    /* the main thread's run-queue delay in the loop */
     double tree_share;   /* contention_tree: the spinners' share of runq_ns */
+    uint64_t oom_bytes, held_bytes; /* oom: the size asked, what the process held */
 };
 
 static cudaStream_t stream;
@@ -647,6 +655,65 @@ static void run_churn(struct acc *a)
         CHECK_RT(cudaFree(d));
 }
 
+/* PyTorch's caching allocator near the device's capacity (issue 31): each
+ * step needs a block the cache cannot serve (sizes alternate) and the
+ * device cannot fit beside the block the cache holds, so cudaMalloc fails
+ * out of memory; the allocator frees its cached block (cudaFree
+ * synchronises the device) and tries again. The new block stays cached.
+ * Truth: the episodes, from the failed cudaMalloc to the retry's return.
+ * nocause: a device large enough, so both sizes stay cached and reused. */
+static void run_retries(struct acc *a)
+{
+    void *weights = dev_alloc(64 * MIB), *cache[2] = {NULL, NULL};
+    loop_begin(a);
+    for (; loop_more(a); a->steps++) {
+        size_t want = (a->steps % 2 ? 136 : 128) * MIB;
+        void **mine = &cache[a->steps % 2], **other = &cache[1 - a->steps % 2];
+        struct span s = span_begin();
+        cudaError_t rc = *mine ? cudaSuccess : cudaMalloc(mine, want);
+        if (rc == cudaErrorMemoryAllocation && *other) {
+            (void)cudaGetLastError(); /* as PyTorch clears the error before retrying */
+            CHECK_RT(cudaFree(*other));
+            *other = NULL;
+            rc = cudaMalloc(mine, want);
+            a->truth_ns += span_end(&s);
+        }
+        CHECK_RT(rc);
+        launch(K_MS, 3);
+        sync_stream();
+    }
+    loop_end(a);
+    for (int i = 0; i < 2; i++)
+        if (cache[i])
+            CHECK_RT(cudaFree(cache[i]));
+    CHECK_RT(cudaFree(weights));
+}
+
+/* A program that dies of out-of-memory (issue 31): steps of a kernel and a
+ * sync with 96 MiB held, then one cudaMalloc of 512 MiB on a 256 MiB
+ * device (FAKECUDA_MEM_LIMIT). It prints its truth line and leaves at once
+ * with _exit (variant "abort": abort()), as a Python program that
+ * torch.cuda.OutOfMemoryError ends does, without freeing anything.
+ * Truth: 0 ns (the finding is HIGH whatever its impact); oom_bytes the
+ * size asked, held_bytes what the process held. */
+static void run_oom(struct acc *a)
+{
+    void *weights = dev_alloc(96 * MIB), *big = NULL;
+    loop_begin(a);
+    for (; loop_more(a); a->steps++) {
+        launch(K_MS, 2);
+        sync_stream();
+    }
+    loop_end(a);
+    if (cudaMalloc(&big, 512 * MIB) != cudaErrorMemoryAllocation) {
+        fprintf(stderr, "%s: oom: cudaMalloc of 512 MiB did not fail\n", NAME);
+        exit(3);
+    }
+    (void)weights;
+    a->oom_bytes = 512 * MIB;
+    a->held_bytes = 96 * MIB;
+}
+
 /* The CPU-contention loop: 2 ms of CPU work, 3 short kernels, sync.
  * Truth: the main thread's run-queue delay over the loop. */
 static void cpu_steps(struct acc *a)
@@ -1057,6 +1124,9 @@ static const struct mode modes[] = {
     {"setup_heavy", "setup", NULL, 0, run_setup_heavy},
     {"healthy", "none", NULL, 0, run_healthy},
     {"two_causes", "data_pipeline_starvation", NULL, 0, run_two_causes},
+    {"retries", "allocator_retries", "cuMemAlloc_v2=1000000,cuMemFree_v2=1500000", 1,
+     run_retries},
+    {"oom", "oom", NULL, 0, run_oom},
 };
 
 static void print_truth(const struct acc *a)
@@ -1078,6 +1148,9 @@ static void print_truth(const struct acc *a)
         printf(",\"wait_ns\":%llu", (unsigned long long)a->wait_ns);
     if (a->tree_share > 0)
         printf(",\"tree_share_pct\":%.1f", a->tree_share * 100);
+    if (a->oom_bytes)
+        printf(",\"oom_bytes\":%llu,\"held_bytes\":%llu", (unsigned long long)a->oom_bytes,
+               (unsigned long long)a->held_bytes);
     if (strcmp(a->mode, "two_causes") == 0)
         printf(",\"causes\":[{\"planted\":\"data_pipeline_starvation\",\"truth_ns\":%llu},"
                "{\"planted\":\"pageable_memcpy\",\"truth_ns\":%llu}]",
@@ -1097,6 +1170,10 @@ static void set_env(const struct mode *m)
     setenv("FAKECUDA_SIM", "1", 1);
     setenv("FAKECUDA_KERNEL_US", us, 1);
     setenv("FAKECUDA_PAGEABLE_GBPS", PAGEABLE_GBPS, 0);
+    if (m->run == run_retries && !is_nocause) /* 64 MiB + 2 blocks of 128-136 MiB: no fit */
+        setenv("FAKECUDA_MEM_LIMIT", "335544320", 1); /* 320 MiB */
+    if (m->run == run_oom)
+        setenv("FAKECUDA_MEM_LIMIT", "268435456", 1); /* 256 MiB */
     if (m->lat_ns && !is_nocause) {
         setenv("FAKECUDA_LAT_NS", m->lat_ns, 0);
         setenv("FAKECUDA_LAT_MODE", m->is_lat_sleep ? "sleep" : "busy", 0);
@@ -1138,6 +1215,12 @@ int main(int argc, char **argv)
         CHECK_RT(fakert_register_kernel((const void *)kernels[k].fn, kernels[k].name));
     CHECK_RT(cudaStreamCreate(&stream));
     m->run(&a);
+    if (a.oom_bytes) { /* died of it: no clean-up */
+        print_truth(&a);
+        if (strcmp(a.variant, "abort") == 0)
+            abort();
+        _exit(0);
+    }
     CHECK_RT(cudaStreamDestroy(stream));
     print_truth(&a);
     return 0;
