@@ -788,6 +788,11 @@ int analysis_setup(const struct analysis *a, uint64_t *t0, uint64_t *t1)
     return steps_setup(&a->m, &a->steps, t0, t1);
 }
 
+const struct memory *analysis_memory(const struct analysis *a)
+{
+    return &a->mem;
+}
+
 int analysis_account_window(const struct analysis *a, size_t i, uint32_t *pid, uint16_t *device,
                             uint64_t *t0, uint64_t *t1)
 {

@@ -151,6 +151,7 @@ static int track_of(struct replay *x, uint32_t proc, uint16_t device, uint32_t *
     mm->tr = t;
     memset(&t[mm->ntr], 0, sizeof(*t));
     t[mm->ntr].proc = proc;
+    t[mm->ntr].pid = x->m->proc[proc].pid;
     t[mm->ntr].device = device;
     *out = (uint32_t)mm->ntr++;
     return 0;

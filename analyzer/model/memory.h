@@ -69,7 +69,7 @@ struct mem_fail {
 
 /* One process on one device. */
 struct mem_track {
-    uint32_t proc;
+    uint32_t proc, pid;
     uint16_t device;
     uint64_t peak_bytes, peak_ns;
     uint64_t end_bytes;       /* held at the end of the window */

@@ -18,6 +18,7 @@
 #include "cudaspy/record.h"
 #include "cudaspy/runfile.h"
 #include "cudaspy/version.h"
+#include "model/memory.h"
 #include "model/pystack.h"
 #include "model/steps.h"
 
@@ -930,6 +931,38 @@ static int write_account(struct exporter *x, const struct analysis *a)
     return 0;
 }
 
+/* ---- device memory (model/memory.h) ---- */
+
+/* Each process's held device memory as a counter per GPU, a point per
+ * change, and the device's free memory at each reading. */
+static void write_memory(struct exporter *x, const struct analysis *a)
+{
+    const struct memory *mm = analysis_memory(a);
+    char name[48];
+
+    for (size_t i = 0; i < mm->ntr; i++) {
+        const struct mem_track *t = &mm->tr[i];
+        uint32_t pid = t->pid;
+        snprintf(name, sizeof(name), "GPU %u memory held", (unsigned)t->device);
+        ensure_named(x, pid, NAMED_PROC);
+        for (size_t k = 0; k < t->npt; k++) {
+            if (t->pt[k].t_ns < x->since || t->pt[k].t_ns >= x->until)
+                continue;
+            ev_begin(x, "C", pid, 0, t->pt[k].t_ns);
+            fprintf(x->out, ",\"name\":\"%s\",\"args\":{\"bytes\":%" PRIu64 "}}", name,
+                    t->pt[k].held_bytes);
+        }
+        snprintf(name, sizeof(name), "GPU %u memory free", (unsigned)t->device);
+        for (size_t k = 0; k < t->nrd; k++) {
+            if (t->rd[k].t_ns < x->since || t->rd[k].t_ns >= x->until)
+                continue;
+            ev_begin(x, "C", pid, 0, t->rd[k].t_ns);
+            fprintf(x->out, ",\"name\":\"%s\",\"args\":{\"bytes\":%" PRIu64 "}}", name,
+                    t->rd[k].free_bytes);
+        }
+    }
+}
+
 /* What needs the analysis (the model of the run): steps and the account. */
 static int write_analysed(struct exporter *x, const char *path)
 {
@@ -942,6 +975,7 @@ static int write_analysed(struct exporter *x, const char *path)
     if ((rc = analysis_load(paths, 1, &o, &a, &x->err)) < 0)
         return rc;
     write_steps(x, a);
+    write_memory(x, a);
     rc = write_account(x, a);
     analysis_free(a);
     return rc;

@@ -57,9 +57,9 @@ async function toolsAndSchemas(client) {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
   const want = ['compare_runs', 'get_account', 'get_api_latency', 'get_causal_chains', 'get_gpu_feed',
-    'get_gpu_timeline', 'get_hotspots', 'get_per_process_breakdown', 'get_steps', 'get_timeline',
-    'get_top_stalls', 'get_trace_stats'];
-  check('tools/list has the 12 tools', isDeepStrictEqual(names, want), names.join(','));
+    'get_gpu_timeline', 'get_hotspots', 'get_memory', 'get_per_process_breakdown', 'get_steps',
+    'get_timeline', 'get_top_stalls', 'get_trace_stats'];
+  check('tools/list has the 13 tools', isDeepStrictEqual(names, want), names.join(','));
   for (const t of tools) {
     let err = null;
     try {

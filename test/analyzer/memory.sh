@@ -1,0 +1,70 @@
+#!/bin/sh
+# memory.sh CASE CUDASPY WORKLOAD DIR: cli.memory_<CASE> (issue 31), real
+# recordings (launcher, sampler, shim, fake driver with FAKECUDA_MEM_LIMIT)
+# of test/fake/accuracy_workload's memory modes, checked against the fake's
+# own numbers:
+#   oom      the program's 512 MiB cudaMalloc fails on a 256 MiB device with
+#            96 MiB held and it aborts right after: the run still holds the
+#            failure (the collector outlives the program), `oom` is the first
+#            finding, HIGH, with the size, what was held, the device's free
+#            and total memory as the shim read them after the failure.
+#   retries  a caching allocator's retry every step: HIGH allocator_retries,
+#            its episodes counted, no alloc_churn above LOW, and the peak
+#            exactly the fake's: 64 MiB of weights + a 136 MiB block.
+# Needs CS_ANALYZE and python3.
+set -u
+case_=$1 cudaspy=$2 workload=$3 dir=$4
+rm -rf "$dir" && mkdir -p "$dir" || exit 1
+cd "$dir" || exit 1
+fail() { echo "FAIL memory_$case_: $*" >&2; exit 1; }
+case $case_ in
+oom) "$cudaspy" record -q -o run.lmdb --gpu-activity full -- "$workload" oom 0.3 abort \
+        >out.txt 2>err.txt
+    rc=$?
+    [ "$rc" -ne 0 ] || fail "the workload should have aborted (exit $rc)" ;;
+retries) "$cudaspy" record -q -o run.lmdb --gpu-activity full -- "$workload" retries 1.5 \
+        >out.txt 2>err.txt || { cat err.txt >&2; fail "record failed"; } ;;
+*) echo "memory.sh: $case_: unknown case" >&2; exit 2 ;;
+esac
+"$CS_ANALYZE" --json run.lmdb >report.json 2>analyze.err || { cat analyze.err >&2; fail analyze; }
+python3 - "$case_" <<'PY' || fail "report does not match (report.json in $PWD)"
+import json, sys
+case, d = sys.argv[1], json.load(open("report.json"))
+MIB = 1 << 20
+chains, mem = d["chains"], d["memory"]
+def need(cond, what):
+    if not cond:
+        print("memory_%s: %s" % (case, what), file=sys.stderr)
+        sys.exit(1)
+procs = mem["processes"]
+need(len(procs) == 1, "one process/device row, got %d" % len(procs))
+p = procs[0]
+if case == "oom":
+    need(chains and chains[0]["cause"] == "oom", "oom first, got %s" % [c["cause"] for c in chains])
+    f = chains[0]
+    need(f["severity"] == "HIGH", "oom HIGH, got %s" % f["severity"])
+    o = f["oom"]
+    need(o["api"] == "cudaMalloc" and o["bytes"] == 512 * MIB, "asked 512 MiB: %s" % o)
+    need(o["held_bytes"] == 96 * MIB, "held 96 MiB: %s" % o["held_bytes"])
+    need(o["total_bytes"] == 256 * MIB and o["free_bytes"] == 160 * MIB,
+         "device 256 MiB, 160 MiB free: %s" % o)
+    need(o["top_holders"] and o["top_holders"][0]["bytes"] == 96 * MIB, "holders: %s" % o)
+    need(p["peak_bytes"] == 96 * MIB and p["failures"] == 1 and p["retries"] == 0, "row: %s" % p)
+    whys = [r["why"] for r in p["readings"]]
+    need(whys == ["first_allocation", "out_of_memory"], "readings: %s" % whys)
+    need(not any(a["api"] == "cuMemGetInfo_v2" for a in d["apis"]),
+         "the tracer's readings are not the program's calls")
+else:
+    top = [c for c in chains if c["cause"] != "gpu_bound"][0]
+    need(top["cause"] == "allocator_retries" and top["severity"] == "HIGH",
+         "top allocator_retries HIGH, got %s %s" % (top["cause"], top["severity"]))
+    need(top["owns"] == ["alloc_retry"], "owns: %s" % top["owns"])
+    steps = d["steps"]["count"]
+    need(p["retries"] >= steps - 3 and mem["retry_episodes"] == p["retries"],
+         "a retry a step: %s retries, %s steps" % (p["retries"], steps))
+    need(p["peak_bytes"] == 200 * MIB, "peak 200 MiB exactly, got %d" % p["peak_bytes"])
+    need(p["total_bytes"] == 320 * MIB, "device 320 MiB: %s" % p["total_bytes"])
+    churn = [c for c in chains if c["cause"] == "alloc_churn"]
+    need(not churn or churn[0]["severity"] == "LOW", "churn counted twice: %s" % churn)
+    need(not any(c["cause"] == "oom" for c in chains), "retried failures are no oom")
+PY
