@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cudaspy/api.h"
+#include "cudaspy/grow.h"
 #include "cudaspy/record.h"
 #include "memory.h"
 
@@ -84,13 +85,8 @@ static int scan_block(uint32_t run, const void *recs, uint32_t n, void *arg)
         p = model_find_proc(s->m, run, r->pid);
         if (p == M_NONE || !s->m->proc[p].selected)
             continue;
-        if (s->n == s->cap) {
-            size_t c = s->cap ? s->cap * 2 : 256;
-            struct ev *e = realloc(s->ev, c * sizeof(*e));
-            if (e == NULL)
-                return -ENOMEM;
-            s->ev = e, s->cap = c;
-        }
+        if (cs_grow((void **)&s->ev, &s->cap, s->n + 1, sizeof(*s->ev)) < 0)
+            return -ENOMEM;
         s->ev[s->n++] = (struct ev){
             .t0_ns = r->t_enter_ns, .t1_ns = r->t_exit_ns < r->t_enter_ns ? r->t_enter_ns
                                                                           : r->t_exit_ns,
@@ -142,9 +138,12 @@ static int track_of(struct replay *x, uint32_t proc, uint16_t device, uint32_t *
     struct memory *mm = x->mm;
     struct mem_track *t;
 
-    for (size_t i = 0; i < mm->ntr; i++)
-        if (mm->tr[i].proc == proc && mm->tr[i].device == device)
-            return (int)(*out = (uint32_t)i), 0;
+    for (size_t i = 0; i < mm->ntr; i++) {
+        if (mm->tr[i].proc == proc && mm->tr[i].device == device) {
+            *out = (uint32_t)i;
+            return 0;
+        }
+    }
     t = realloc(mm->tr, (mm->ntr + 1) * sizeof(*t));
     if (t == NULL)
         return -ENOMEM;
@@ -157,28 +156,13 @@ static int track_of(struct replay *x, uint32_t proc, uint16_t device, uint32_t *
     return 0;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    size_t c = *cap ? *cap : 64;
-    void *q;
-
-    if (need <= *cap)
-        return 0;
-    while (c < need)
-        c *= 2;
-    if ((q = realloc(*p, c * size)) == NULL)
-        return -ENOMEM;
-    *p = q, *cap = c;
-    return 0;
-}
-
 static int point(struct mem_track *t, uint64_t at, uint64_t held)
 {
     if (t->npt && t->pt[t->npt - 1].t_ns == at) {
         t->pt[t->npt - 1].held_bytes = held;
         return 0;
     }
-    if (grow((void **)&t->pt, &t->cap_pt, t->npt + 1, sizeof(*t->pt)) < 0)
+    if (cs_grow((void **)&t->pt, &t->cap_pt, t->npt + 1, sizeof(*t->pt)) < 0)
         return -ENOMEM;
     t->pt[t->npt++] = (struct mem_point){at, held};
     return 0;
@@ -227,7 +211,7 @@ static int on_alloc(struct replay *x, const struct ev *e)
     if (e->device != CS_DEVICE_UNKNOWN)
         x->dev_of_proc[e->proc] = e->device;
     if (track_of(x, e->proc, x->dev_of_proc[e->proc], &tr) < 0 ||
-        grow((void **)&x->live, &x->cap_live, x->nlive + 1, sizeof(*x->live)) < 0 ||
+        cs_grow((void **)&x->live, &x->cap_live, x->nlive + 1, sizeof(*x->live)) < 0 ||
         m_hash_put(x->ix, k, (uint32_t)x->nlive) < 0)
         return -ENOMEM;
     x->live[x->nlive++] = (struct live){e->key, e->bytes, tr, {e->run, e->stack_id}};
@@ -276,7 +260,7 @@ static int on_read(struct replay *x, const struct ev *e)
     if (track_of(x, e->proc, d, &tr) < 0)
         return -ENOMEM;
     t = &x->mm->tr[tr];
-    if (grow((void **)&t->rd, &t->cap_rd, t->nrd + 1, sizeof(*t->rd)) < 0)
+    if (cs_grow((void **)&t->rd, &t->cap_rd, t->nrd + 1, sizeof(*t->rd)) < 0)
         return -ENOMEM;
     t->rd[t->nrd++] = (struct mem_reading){e->t1_ns, e->bytes, e->total, e->why};
     return 0;

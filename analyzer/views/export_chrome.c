@@ -398,9 +398,11 @@ static int write_gpu(struct exporter *x)
     return rc;
 }
 
+/* The tracer's own memory readings (CS_CF_TRACER) are drawn as counters
+ * (write_memory), not as calls the program made. */
 static int call_valid(const struct cs_rec_cuda *c)
 {
-    return c->api != CS_API_NONE && c->api < CS_API_COUNT;
+    return c->api != CS_API_NONE && c->api < CS_API_COUNT && !(c->flags & CS_CF_TRACER);
 }
 
 static int write_calls(struct exporter *x)
@@ -933,33 +935,30 @@ static int write_account(struct exporter *x, const struct analysis *a)
 
 /* ---- device memory (model/memory.h) ---- */
 
+/* One point of counter "GPU <dev> memory <what>" of process @p pid. */
+static void mem_point(struct exporter *x, uint32_t pid, unsigned dev, const char *what,
+                      uint64_t t, uint64_t bytes)
+{
+    if (t < x->since || t >= x->until)
+        return;
+    ev_begin(x, "C", pid, 0, t);
+    fprintf(x->out, ",\"name\":\"GPU %u memory %s\",\"args\":{\"bytes\":%" PRIu64 "}}", dev,
+            what, bytes);
+}
+
 /* Each process's held device memory as a counter per GPU, a point per
  * change, and the device's free memory at each reading. */
 static void write_memory(struct exporter *x, const struct analysis *a)
 {
     const struct memory *mm = analysis_memory(a);
-    char name[48];
 
     for (size_t i = 0; i < mm->ntr; i++) {
         const struct mem_track *t = &mm->tr[i];
-        uint32_t pid = t->pid;
-        snprintf(name, sizeof(name), "GPU %u memory held", (unsigned)t->device);
-        ensure_named(x, pid, NAMED_PROC);
-        for (size_t k = 0; k < t->npt; k++) {
-            if (t->pt[k].t_ns < x->since || t->pt[k].t_ns >= x->until)
-                continue;
-            ev_begin(x, "C", pid, 0, t->pt[k].t_ns);
-            fprintf(x->out, ",\"name\":\"%s\",\"args\":{\"bytes\":%" PRIu64 "}}", name,
-                    t->pt[k].held_bytes);
-        }
-        snprintf(name, sizeof(name), "GPU %u memory free", (unsigned)t->device);
-        for (size_t k = 0; k < t->nrd; k++) {
-            if (t->rd[k].t_ns < x->since || t->rd[k].t_ns >= x->until)
-                continue;
-            ev_begin(x, "C", pid, 0, t->rd[k].t_ns);
-            fprintf(x->out, ",\"name\":\"%s\",\"args\":{\"bytes\":%" PRIu64 "}}", name,
-                    t->rd[k].free_bytes);
-        }
+        ensure_named(x, t->pid, NAMED_PROC);
+        for (size_t k = 0; k < t->npt; k++)
+            mem_point(x, t->pid, t->device, "held", t->pt[k].t_ns, t->pt[k].held_bytes);
+        for (size_t k = 0; k < t->nrd; k++)
+            mem_point(x, t->pid, t->device, "free", t->rd[k].t_ns, t->rd[k].free_bytes);
     }
 }
 

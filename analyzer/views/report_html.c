@@ -141,7 +141,7 @@ static void tl_record(struct timeline *t, unsigned kind, const void *rec)
 {
     if (kind == CS_REC_CUDA) {
         const struct cs_rec_cuda *c = rec;
-        struct tl_proc *p = (c->flags & CS_CF_NESTED) ? NULL : tl_proc(t, c->pid);
+        struct tl_proc *p = (c->flags & (CS_CF_NESTED | CS_CF_TRACER)) ? NULL : tl_proc(t, c->pid);
         if (p)
             tl_add(t, p->v[TL_CUDA], c->t_enter_ns, c->t_exit_ns, 1);
     } else if (kind == CS_REC_OFFCPU) {

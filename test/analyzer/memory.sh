@@ -11,6 +11,10 @@
 #   retries  a caching allocator's retry every step: HIGH allocator_retries,
 #            its episodes counted, no alloc_churn above LOW, and the peak
 #            exactly the fake's: 64 MiB of weights + a 136 MiB block.
+#   vmm      PyTorch's expandable segments: physical pages created, mapped,
+#            unmapped and released every step through the driver entry
+#            points; the peak is exactly the workload's own (cuMemCreate
+#            sizes; cuMemMap places them and is not counted again).
 # Needs CS_ANALYZE and python3.
 set -u
 case_=$1 cudaspy=$2 workload=$3 dir=$4
@@ -23,6 +27,8 @@ oom) "$cudaspy" record -q -o run.lmdb --gpu-activity full -- "$workload" oom 0.3
     rc=$?
     [ "$rc" -ne 0 ] || fail "the workload should have aborted (exit $rc)" ;;
 retries) "$cudaspy" record -q -o run.lmdb --gpu-activity full -- "$workload" retries 1.5 \
+        >out.txt 2>err.txt || { cat err.txt >&2; fail "record failed"; } ;;
+vmm) "$cudaspy" record -q -o run.lmdb --gpu-activity full -- "$workload" vmm 0.5 \
         >out.txt 2>err.txt || { cat err.txt >&2; fail "record failed"; } ;;
 *) echo "memory.sh: $case_: unknown case" >&2; exit 2 ;;
 esac
@@ -54,6 +60,12 @@ if case == "oom":
     need(whys == ["first_allocation", "out_of_memory"], "readings: %s" % whys)
     need(not any(a["api"] == "cuMemGetInfo_v2" for a in d["apis"]),
          "the tracer's readings are not the program's calls")
+elif case == "vmm":
+    truth = json.loads([l for l in open("out.txt") if l.startswith("cudaspy-truth: ")][-1][15:])
+    need(p["peak_bytes"] == truth["peak_bytes"],
+         "peak %d, the workload's %d" % (p["peak_bytes"], truth["peak_bytes"]))
+    need(p["held_end_bytes"] == 0 and p["allocations"] == p["frees"] > 0, "row: %s" % p)
+    need(not any(c["cause"] in ("oom", "allocator_retries") for c in chains), "no failures")
 else:
     top = [c for c in chains if c["cause"] != "gpu_bound"][0]
     need(top["cause"] == "allocator_retries" and top["severity"] == "HIGH",

@@ -66,6 +66,9 @@
  *   oom              steps of 2 x 1 ms kernels with 96 MiB held, then a
  *                    512 MiB cudaMalloc on a 256 MiB device; the program
  *                    prints its truth and _exits (variant abort: aborts)
+ *   vmm              expandable segments: 8-15 physical 2 MiB pages mapped a
+ *                    step (cuMemCreate/cuMemMap), 2 x 1 ms kernels, sync, all
+ *                    but 4 unmapped and released. Truth: none; peak_bytes
  *   hog              spin on one CPU for `seconds` (no CUDA): outside load
  * Every meter leaves out the run-queue delay inside what it times (struct
  * span): an exclusive account gives that slice to CPU contention.
@@ -76,6 +79,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* O_DIRECT, O_TMPFILE */
 #endif
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include "fake_client.h"
@@ -139,6 +143,7 @@ struct acc {
     uint64_t runq_ns;    /* the main thread's run-queue delay in the loop */
     double tree_share;   /* contention_tree: the spinners' share of runq_ns */
     uint64_t oom_bytes, held_bytes; /* oom: the size asked, what the process held */
+    uint64_t peak_bytes; /* vmm: the most physical memory held */
 };
 
 static cudaStream_t stream;
@@ -689,6 +694,79 @@ static void run_retries(struct acc *a)
     CHECK_RT(cudaFree(weights));
 }
 
+/* PyTorch's expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True):
+ * one reserved range that grows by 2 MiB physical pages (cuMemCreate,
+ * cuMemMap, cuMemSetAccess) and shrinks again (cuMemUnmap, cuMemRelease),
+ * the driver reached through cudaGetDriverEntryPointByVersion as PyTorch
+ * reaches it. Step k maps 8 + k % 8 pages, runs 2 x 1 ms kernels, syncs
+ * and gives back all but 4. Truth: 0 ns (healthy); peak_bytes, the most
+ * physical memory held, which the report's peak must equal. */
+#define VMM_PAGE (2 * MIB)
+#define VMM_PAGES 16
+struct vmm_api {
+    CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+    CUresult (*addr_free)(CUdeviceptr, size_t);
+    CUresult (*create)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *,
+                       unsigned long long);
+    CUresult (*release)(CUmemGenericAllocationHandle);
+    CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+                    unsigned long long);
+    CUresult (*unmap)(CUdeviceptr, size_t);
+    CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+};
+
+static void vmm_get(const char *name, void **fn)
+{
+    enum cudaDriverEntryPointQueryResult st;
+    CHECK_RT(cudaGetDriverEntryPointByVersion(name, fn, 12000, cudaEnableDefault, &st));
+    if (*fn == NULL || st != cudaDriverEntryPointSuccess)
+        CHECK_RT(cudaErrorSymbolNotFound);
+}
+
+#define CHECK_CU(call) CHECK_RT((cudaError_t)(call))
+
+static void run_vmm(struct acc *a)
+{
+    struct vmm_api v;
+    CUmemGenericAllocationHandle h[VMM_PAGES];
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    CUmemAccessDesc acc = {.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    CUdeviceptr va;
+    int mapped = 0;
+    vmm_get("cuMemAddressReserve", (void **)&v.reserve);
+    vmm_get("cuMemAddressFree", (void **)&v.addr_free);
+    vmm_get("cuMemCreate", (void **)&v.create);
+    vmm_get("cuMemRelease", (void **)&v.release);
+    vmm_get("cuMemMap", (void **)&v.map);
+    vmm_get("cuMemUnmap", (void **)&v.unmap);
+    vmm_get("cuMemSetAccess", (void **)&v.access);
+    CHECK_CU(v.reserve(&va, VMM_PAGES * VMM_PAGE, 0, 0, 0));
+    loop_begin(a);
+    for (; loop_more(a); a->steps++) {
+        for (int want = 8 + (int)(a->steps % 8); mapped < want; mapped++) {
+            CUdeviceptr at = va + (CUdeviceptr)mapped * VMM_PAGE;
+            CHECK_CU(v.create(&h[mapped], VMM_PAGE, &prop, 0));
+            CHECK_CU(v.map(at, VMM_PAGE, 0, h[mapped], 0));
+            CHECK_CU(v.access(at, VMM_PAGE, &acc, 1));
+        }
+        a->peak_bytes = (uint64_t)mapped * VMM_PAGE > a->peak_bytes
+                            ? (uint64_t)mapped * VMM_PAGE : a->peak_bytes;
+        launch(K_MS, 2);
+        sync_stream();
+        for (; mapped > 4; mapped--) {
+            CHECK_CU(v.unmap(va + (CUdeviceptr)(mapped - 1) * VMM_PAGE, VMM_PAGE));
+            CHECK_CU(v.release(h[mapped - 1]));
+        }
+    }
+    loop_end(a);
+    for (; mapped > 0; mapped--) {
+        CHECK_CU(v.unmap(va + (CUdeviceptr)(mapped - 1) * VMM_PAGE, VMM_PAGE));
+        CHECK_CU(v.release(h[mapped - 1]));
+    }
+    CHECK_CU(v.addr_free(va, VMM_PAGES * VMM_PAGE));
+}
+
 /* A program that dies of out-of-memory (issue 31): steps of a kernel and a
  * sync with 96 MiB held, then one cudaMalloc of 512 MiB on a 256 MiB
  * device (FAKECUDA_MEM_LIMIT). It prints its truth line and leaves at once
@@ -1127,6 +1205,7 @@ static const struct mode modes[] = {
     {"retries", "allocator_retries", "cuMemAlloc_v2=1000000,cuMemFree_v2=1500000", 1,
      run_retries},
     {"oom", "oom", NULL, 0, run_oom},
+    {"vmm", "none", NULL, 0, run_vmm},
 };
 
 static void print_truth(const struct acc *a)
@@ -1148,6 +1227,8 @@ static void print_truth(const struct acc *a)
         printf(",\"wait_ns\":%llu", (unsigned long long)a->wait_ns);
     if (a->tree_share > 0)
         printf(",\"tree_share_pct\":%.1f", a->tree_share * 100);
+    if (a->peak_bytes)
+        printf(",\"peak_bytes\":%llu", (unsigned long long)a->peak_bytes);
     if (a->oom_bytes)
         printf(",\"oom_bytes\":%llu,\"held_bytes\":%llu", (unsigned long long)a->oom_bytes,
                (unsigned long long)a->held_bytes);
