@@ -148,7 +148,7 @@ if(TARGET cudaspy_launcher AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fake/cause_wor
   endforeach()
   # device memory (issue 31): oom after which the program dies, allocator
   # retries every step, peak exact against the fake's (test/analyzer/memory.sh)
-  foreach(case oom retries vmm)
+  foreach(case oom retries vmm many)
     add_test(NAME cli.memory_${case}
              COMMAND sh ${CS_AN_DIR}/memory.sh ${case} $<TARGET_FILE:cudaspy_launcher>
                      $<TARGET_FILE:accuracy_workload> ${CS_AN_WORK}/memory_${case})

@@ -128,6 +128,15 @@ struct replay {
     uint16_t *dev_of_proc; /* the device of each process's last allocation */
 };
 
+/* A freed allocation's value in replay.ix: a tombstone, since m_hash has
+ * no delete and an empty slot (M_NONE) would end other keys' probes. */
+#define LIVE_DEAD (M_NONE - 1)
+
+static int is_live(uint32_t i)
+{
+    return i != M_NONE && i != LIVE_DEAD;
+}
+
 static uint64_t live_key(uint32_t proc, uint64_t key)
 {
     return (key ^ ((uint64_t)proc * 0x9e3779b97f4a7c15ull)) | 1; /* never 0 */
@@ -206,7 +215,7 @@ static int on_alloc(struct replay *x, const struct ev *e)
     struct mem_track *t;
     uint32_t tr;
 
-    if (m_hash_get(x->ix, k) != M_NONE)
+    if (is_live(m_hash_get(x->ix, k)))
         return 0; /* the runtime call and its driver call: one allocation */
     if (e->device != CS_DEVICE_UNKNOWN)
         x->dev_of_proc[e->proc] = e->device;
@@ -235,14 +244,14 @@ static int on_free(struct replay *x, const struct ev *e)
     struct mem_track *t;
     struct live *l;
 
-    if (i == M_NONE)
+    if (!is_live(i))
         return 0; /* freed twice (runtime and driver), or allocated before the window */
     l = &x->live[i];
     t = &x->mm->tr[l->track];
     t->nfree++;
     if (point(t, e->t1_ns, held_now(t) - l->bytes) < 0)
         return -ENOMEM;
-    m_hash_put(x->ix, k, M_NONE);
+    m_hash_put(x->ix, k, LIVE_DEAD); /* its slot exists: no allocation */
     if (i != x->nlive - 1) { /* the last one takes its place */
         *l = x->live[x->nlive - 1];
         m_hash_put(x->ix, live_key(x->mm->tr[l->track].proc, l->key), i);

@@ -15,6 +15,10 @@
 #            unmapped and released every step through the driver entry
 #            points; the peak is exactly the workload's own (cuMemCreate
 #            sizes; cuMemMap places them and is not counted again).
+#   many     2500 allocations live at once at most, freed out of order: the
+#            peak is exactly the workload's and nothing is left held (each
+#            free is found by its pointer, collisions in the replay's table
+#            and freed entries among them).
 # Needs CS_ANALYZE and python3.
 set -u
 case_=$1 cudaspy=$2 workload=$3 dir=$4
@@ -27,6 +31,8 @@ oom) "$cudaspy" record -q -o run.lmdb --gpu-activity full -- "$workload" oom 0.3
     rc=$?
     [ "$rc" -ne 0 ] || fail "the workload should have aborted (exit $rc)" ;;
 retries) "$cudaspy" record -q -o run.lmdb --gpu-activity full -- "$workload" retries 1.5 \
+        >out.txt 2>err.txt || { cat err.txt >&2; fail "record failed"; } ;;
+many) "$cudaspy" record -q -o run.lmdb --gpu-activity full -- "$workload" many 1 \
         >out.txt 2>err.txt || { cat err.txt >&2; fail "record failed"; } ;;
 vmm) "$cudaspy" record -q -o run.lmdb --gpu-activity full -- "$workload" vmm 0.5 \
         >out.txt 2>err.txt || { cat err.txt >&2; fail "record failed"; } ;;
@@ -60,7 +66,7 @@ if case == "oom":
     need(whys == ["first_allocation", "out_of_memory"], "readings: %s" % whys)
     need(not any(a["api"] == "cuMemGetInfo_v2" for a in d["apis"]),
          "the tracer's readings are not the program's calls")
-elif case == "vmm":
+elif case in ("vmm", "many"):
     truth = json.loads([l for l in open("out.txt") if l.startswith("cudaspy-truth: ")][-1][15:])
     need(p["peak_bytes"] == truth["peak_bytes"],
          "peak %d, the workload's %d" % (p["peak_bytes"], truth["peak_bytes"]))

@@ -66,9 +66,11 @@
  *   oom              steps of 2 x 1 ms kernels with 96 MiB held, then a
  *                    512 MiB cudaMalloc on a 256 MiB device; the program
  *                    prints its truth and _exits (variant abort: aborts)
- *   vmm              expandable segments: 8-15 physical 2 MiB pages mapped a
+ *   vmm              expandable segments: 32-63 physical 2 MiB pages mapped a
  *                    step (cuMemCreate/cuMemMap), 2 x 1 ms kernels, sync, all
  *                    but 4 unmapped and released. Truth: none; peak_bytes
+ *   many             2000 allocations, a third freed, 500 more, all freed
+ *                    from the last. Truth: none; peak_bytes
  *   hog              spin on one CPU for `seconds` (no CUDA): outside load
  * Every meter leaves out the run-queue delay inside what it times (struct
  * span): an exclusive account gives that slice to CPU contention.
@@ -698,11 +700,11 @@ static void run_retries(struct acc *a)
  * one reserved range that grows by 2 MiB physical pages (cuMemCreate,
  * cuMemMap, cuMemSetAccess) and shrinks again (cuMemUnmap, cuMemRelease),
  * the driver reached through cudaGetDriverEntryPointByVersion as PyTorch
- * reaches it. Step k maps 8 + k % 8 pages, runs 2 x 1 ms kernels, syncs
+ * reaches it. Step k maps 32 + k % 32 pages, runs 2 x 1 ms kernels, syncs
  * and gives back all but 4. Truth: 0 ns (healthy); peak_bytes, the most
  * physical memory held, which the report's peak must equal. */
 #define VMM_PAGE (2 * MIB)
-#define VMM_PAGES 16
+#define VMM_PAGES 64
 struct vmm_api {
     CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
     CUresult (*addr_free)(CUdeviceptr, size_t);
@@ -744,7 +746,7 @@ static void run_vmm(struct acc *a)
     CHECK_CU(v.reserve(&va, VMM_PAGES * VMM_PAGE, 0, 0, 0));
     loop_begin(a);
     for (; loop_more(a); a->steps++) {
-        for (int want = 8 + (int)(a->steps % 8); mapped < want; mapped++) {
+        for (int want = 32 + (int)(a->steps % 32); mapped < want; mapped++) {
             CUdeviceptr at = va + (CUdeviceptr)mapped * VMM_PAGE;
             CHECK_CU(v.create(&h[mapped], VMM_PAGE, &prop, 0));
             CHECK_CU(v.map(at, VMM_PAGE, 0, h[mapped], 0));
@@ -765,6 +767,45 @@ static void run_vmm(struct acc *a)
         CHECK_CU(v.release(h[mapped - 1]));
     }
     CHECK_CU(v.addr_free(va, VMM_PAGES * VMM_PAGE));
+}
+
+/* Many live allocations freed out of order (issue 31): 2000 cudaMalloc of
+ * 4 KiB + 256 B x i, every third freed, 500 more, then all freed from the
+ * last; a kernel and a sync between the rounds. Truth: 0 ns; peak_bytes,
+ * what the workload held at most, which the report's peak must equal
+ * (every free found by its pointer, however the replay's table collides). */
+#define MANY 2500
+static void run_many(struct acc *a)
+{
+    static void *p[MANY];
+    uint64_t held = 0;
+    size_t sz[MANY];
+    int n = 0;
+    loop_begin(a);
+    for (; n < 2000; n++) {
+        sz[n] = 4 * KIB + 256 * (size_t)n;
+        CHECK_RT(cudaMalloc(&p[n], sz[n]));
+        held += sz[n];
+    }
+    a->peak_bytes = held;
+    for (int i = 0; i < n; i += 3) {
+        CHECK_RT(cudaFree(p[i]));
+        p[i] = NULL;
+        held -= sz[i];
+    }
+    launch(K_MS, 1);
+    sync_stream();
+    for (; n < MANY; n++) {
+        sz[n] = 4 * KIB + 256 * (size_t)n;
+        CHECK_RT(cudaMalloc(&p[n], sz[n]));
+        held += sz[n];
+        a->peak_bytes = held > a->peak_bytes ? held : a->peak_bytes;
+    }
+    while (n-- > 0)
+        if (p[n])
+            CHECK_RT(cudaFree(p[n]));
+    a->steps = 1;
+    loop_end(a);
 }
 
 /* A program that dies of out-of-memory (issue 31): steps of a kernel and a
@@ -1206,6 +1247,7 @@ static const struct mode modes[] = {
      run_retries},
     {"oom", "oom", NULL, 0, run_oom},
     {"vmm", "none", NULL, 0, run_vmm},
+    {"many", "none", NULL, 0, run_many},
 };
 
 static void print_truth(const struct acc *a)
