@@ -23,7 +23,7 @@ static const char *site_text(const struct model *m, struct pystack_ref ref, char
     struct pystack_site s;
 
     if (ref.id == 0) {
-        snprintf(buf, n, "no stack");
+        snprintf(buf, n, "a call site without a stack");
         return buf;
     }
     pystack_ref_site(m, ref, &s);
@@ -86,7 +86,8 @@ void chains_f_retry(struct ctx *x)
     jaddf(f->evidence, "GPU idle %s while the feeding thread retried allocations",
           fmt_ns(a, 32, f->impact_ns));
     jaddf(f->evidence, "%" PRIu64 " allocations failed out of memory and succeeded when retried "
-                       "(%.1f per step over %zu steps), %s from each failure to its retry (mean %s)",
+                       "(%.1f per step over %zu steps), %s from each failure to its retry "
+                       "(mean %s)",
           n, x->ac->nstep ? (double)n / (double)x->ac->nstep : 0.0, x->ac->nstep,
           fmt_ns(a, 32, ns), fmt_ns(b, 32, ns / n));
     jaddf(f->evidence, "%" PRIu64 " frees in between: the allocator released its cached blocks, "

@@ -10,7 +10,10 @@
 #            and total memory as the shim read them after the failure.
 #   retries  a caching allocator's retry every step: HIGH allocator_retries,
 #            its episodes counted, no alloc_churn above LOW, and the peak
-#            exactly the fake's: 64 MiB of weights + a 136 MiB block.
+#            exactly the fake's: 64 MiB of weights + a 136 MiB block. The
+#            Perfetto export has the held-bytes counter up to that peak and
+#            the free-memory readings; the HTML report's GPU memory section
+#            renders (headless Chromium, when installed).
 #   vmm      PyTorch's expandable segments: physical pages created, mapped,
 #            unmapped and released every step through the driver entry
 #            points; the peak is exactly the workload's own (cuMemCreate
@@ -86,3 +89,18 @@ else:
     need(not churn or churn[0]["severity"] == "LOW", "churn counted twice: %s" % churn)
     need(not any(c["cause"] == "oom" for c in chains), "retried failures are no oom")
 PY
+[ "$case_" = retries ] || exit 0
+"$CS_ANALYZE" export --chrome trace.json run.lmdb 2>export.err || { cat export.err >&2; fail export; }
+held=$(grep -c '"name":"GPU 0 memory held"' trace.json)
+[ "$held" -ge 100 ] || fail "export: $held points of the held-memory counter"
+grep -q '"name":"GPU 0 memory held","args":{"bytes":209715200}' trace.json ||
+    fail "export: no point at the 200 MiB peak"
+grep -q '"name":"GPU 0 memory free"' trace.json || fail "export: no free-memory reading"
+"$CS_ANALYZE" report --html r.html run.lmdb 2>html.err || { cat html.err >&2; fail "html report"; }
+command -v chromium >/dev/null || exit 0
+timeout 90 chromium --headless=new --disable-gpu --no-sandbox --no-first-run \
+    --user-data-dir="$dir/profile" --dump-dom "file://$dir/r.html" >dom.html 2>chromium.log ||
+    fail "chromium --dump-dom failed"
+grep -q '<title>cudaspy report: ok</title>' dom.html || fail "the page did not finish rendering"
+grep -q 'GPU memory</h2>' dom.html || fail "no GPU memory section"
+grep -q 'peak 200.0 MiB' dom.html || fail "the GPU memory section does not give the peak"
