@@ -63,12 +63,14 @@ void chains_f_retry(struct ctx *x)
 {
     const struct memory *mm = x->mem;
     const struct mem_fail *first = NULL;
-    uint64_t n = 0, ns = 0, freed = 0;
+    uint64_t n = 0, ns = 0, freed = 0, tries = 0;
     struct finding *f;
     char a[32], b[32], s[160];
 
     for (size_t i = 0; mm && i < mm->nfail; i++) {
         const struct mem_fail *e = &mm->fail[i];
+        if (e->chained && selected(x, e->proc))
+            tries++;
         if (!e->retried || e->chained || !selected(x, e->proc))
             continue;
         first = first ? first : e;
@@ -83,6 +85,10 @@ void chains_f_retry(struct ctx *x)
     f->impact_ns = chains_owned(x, C_RETRY, &f->impact_lo_ns, &f->impact_hi_ns);
     f->evidence = json_array();
     f->examples = json_array();
+    f->detail = json_pack("{s:{s:I, s:I, s:f, s:I, s:I}}", "retries", "episodes", (json_int_t)n,
+                          "failed_calls", (json_int_t)(n + tries), "per_step",
+                          x->ac->nstep ? (double)n / (double)x->ac->nstep : 0.0, "episodes_ns",
+                          (json_int_t)ns, "frees", (json_int_t)freed);
     jaddf(f->evidence, "GPU idle %s while the feeding thread retried allocations",
           fmt_ns(a, 32, f->impact_ns));
     jaddf(f->evidence, "%" PRIu64 " allocations failed out of memory and succeeded when retried "
@@ -167,9 +173,12 @@ void chains_f_oom(struct ctx *x)
     jaddf(f->evidence, "%s of %.1f MiB failed out of memory at %s", cs_api_table[e->api].name,
           mib(e->bytes), s);
     jaddf(f->evidence, "the process held %.1f MiB on device %u", mib(e->held_bytes), e->device);
-    if (e->has_free)
-        jaddf(f->evidence, "the device had %.1f MiB free of %.1f MiB (other processes and the "
-                           "context hold the rest)", mib(e->free_bytes), mib(e->total_bytes));
+    if (e->has_free) /* the reading follows the failure: the process held what it held */
+        jaddf(f->evidence, "the device had %.1f MiB free of %.1f MiB; other processes and the "
+                           "CUDA context held %.1f MiB", mib(e->free_bytes), mib(e->total_bytes),
+              mib(e->total_bytes > e->free_bytes + e->held_bytes
+                      ? e->total_bytes - e->free_bytes - e->held_bytes
+                      : 0));
     if (e->top[0].bytes)
         jaddf(f->evidence, "largest holders: %s", holders_text(x->m, e->top, h, sizeof(h)));
     if (n > 1)
