@@ -28,6 +28,7 @@ struct ev {
     uint16_t device, api;
     uint8_t kind, nested, tracer;
     uint8_t why; /* readings: enum mem_why */
+    uint32_t track; /* allocations: memory.tr, set by the first pass */
 };
 
 struct scan {
@@ -126,6 +127,7 @@ struct replay {
     size_t nlive, cap_live;
     struct m_hash *ix;     /* (proc, key) -> index in live */
     uint16_t *dev_of_proc; /* the device of each process's last allocation */
+    size_t at;             /* the event being replayed */
 };
 
 /* A freed allocation's value in replay.ix: a tombstone, since m_hash has
@@ -209,21 +211,57 @@ static void holders(const struct replay *x, uint32_t tr, struct mem_holder *top)
     }
 }
 
-static int on_alloc(struct replay *x, const struct ev *e)
+/* Allocation @p e into the live set, on track @p tr. @return 1 added, 0 the
+ * pointer is live already (the runtime call and its driver call: one
+ * allocation), -ENOMEM */
+static int live_add(struct replay *x, const struct ev *e, uint32_t tr)
 {
     uint64_t k = live_key(e->proc, e->key);
-    struct mem_track *t;
-    uint32_t tr;
 
     if (is_live(m_hash_get(x->ix, k)))
-        return 0; /* the runtime call and its driver call: one allocation */
-    if (e->device != CS_DEVICE_UNKNOWN)
-        x->dev_of_proc[e->proc] = e->device;
-    if (track_of(x, e->proc, x->dev_of_proc[e->proc], &tr) < 0 ||
-        cs_grow((void **)&x->live, &x->cap_live, x->nlive + 1, sizeof(*x->live)) < 0 ||
+        return 0;
+    if (cs_grow((void **)&x->live, &x->cap_live, x->nlive + 1, sizeof(*x->live)) < 0 ||
         m_hash_put(x->ix, k, (uint32_t)x->nlive) < 0)
         return -ENOMEM;
     x->live[x->nlive++] = (struct live){e->key, e->bytes, tr, {e->run, e->stack_id}};
+    return 1;
+}
+
+/* Free @p e out of the live set into *@p gone. @return 1, or 0 when its
+ * pointer is not live (freed twice, runtime and driver; allocated before
+ * the window) */
+static int live_del(struct replay *x, const struct ev *e, struct live *gone)
+{
+    uint64_t k = live_key(e->proc, e->key);
+    uint32_t i = m_hash_get(x->ix, k);
+    struct live *l;
+
+    if (!is_live(i))
+        return 0;
+    l = &x->live[i];
+    *gone = *l;
+    m_hash_put(x->ix, k, LIVE_DEAD); /* its slot exists: no allocation */
+    if (i != x->nlive - 1) { /* the last one takes its place */
+        *l = x->live[x->nlive - 1];
+        m_hash_put(x->ix, live_key(x->mm->tr[l->track].proc, l->key), i);
+    }
+    x->nlive--;
+    return 1;
+}
+
+static int on_alloc(struct replay *x, struct ev *e)
+{
+    struct mem_track *t;
+    uint32_t tr;
+    int rc;
+
+    if (e->device != CS_DEVICE_UNKNOWN)
+        x->dev_of_proc[e->proc] = e->device;
+    if (track_of(x, e->proc, x->dev_of_proc[e->proc], &tr) < 0)
+        return -ENOMEM;
+    e->track = tr;
+    if ((rc = live_add(x, e, tr)) <= 0)
+        return rc;
     t = &x->mm->tr[tr];
     t->nalloc++;
     t->alloc_bytes += e->bytes;
@@ -232,35 +270,24 @@ static int on_alloc(struct replay *x, const struct ev *e)
     if (held_now(t) > t->peak_bytes) {
         t->peak_bytes = held_now(t);
         t->peak_ns = e->t1_ns;
-        holders(x, tr, t->top);
+        t->peak_ev = x->at;
     }
     return 0;
 }
 
-static int on_free(struct replay *x, const struct ev *e)
+static int on_free(struct replay *x, struct ev *e)
 {
-    uint64_t k = live_key(e->proc, e->key);
-    uint32_t i = m_hash_get(x->ix, k);
     struct mem_track *t;
-    struct live *l;
+    struct live l;
 
-    if (!is_live(i))
-        return 0; /* freed twice (runtime and driver), or allocated before the window */
-    l = &x->live[i];
-    t = &x->mm->tr[l->track];
+    if (!live_del(x, e, &l))
+        return 0;
+    t = &x->mm->tr[l.track];
     t->nfree++;
-    if (point(t, e->t1_ns, held_now(t) - l->bytes) < 0)
-        return -ENOMEM;
-    m_hash_put(x->ix, k, LIVE_DEAD); /* its slot exists: no allocation */
-    if (i != x->nlive - 1) { /* the last one takes its place */
-        *l = x->live[x->nlive - 1];
-        m_hash_put(x->ix, live_key(x->mm->tr[l->track].proc, l->key), i);
-    }
-    x->nlive--;
-    return 0;
+    return point(t, e->t1_ns, held_now(t) - l.bytes);
 }
 
-static int on_read(struct replay *x, const struct ev *e)
+static int on_read(struct replay *x, struct ev *e)
 {
     uint16_t d = e->device != CS_DEVICE_UNKNOWN ? e->device : x->dev_of_proc[e->proc];
     struct mem_track *t;
@@ -283,7 +310,7 @@ static uint32_t thr_of(const struct model *m, uint32_t proc, uint32_t tid)
     return M_NONE;
 }
 
-static int on_fail(struct replay *x, const struct ev *e)
+static int on_fail(struct replay *x, struct ev *e)
 {
     struct memory *mm = x->mm;
     struct mem_fail *f;
@@ -291,11 +318,9 @@ static int on_fail(struct replay *x, const struct ev *e)
 
     if (track_of(x, e->proc, x->dev_of_proc[e->proc], &tr) < 0)
         return -ENOMEM;
-    f = realloc(mm->fail, (mm->nfail + 1) * sizeof(*f));
-    if (f == NULL)
+    if (cs_grow((void **)&mm->fail, &mm->cap_fail, mm->nfail + 1, sizeof(*mm->fail)) < 0)
         return -ENOMEM;
-    mm->fail = f;
-    f = &f[mm->nfail++];
+    f = &mm->fail[mm->nfail++];
     memset(f, 0, sizeof(*f));
     f->t_ns = e->t0_ns, f->t_end_ns = e->t1_ns;
     f->proc = e->proc;
@@ -305,18 +330,19 @@ static int on_fail(struct replay *x, const struct ev *e)
     f->bytes = e->bytes;
     f->held_bytes = held_now(&mm->tr[tr]);
     f->ref = (struct pystack_ref){e->run, e->stack_id};
-    holders(x, tr, f->top);
+    f->track = tr;
+    f->ev = x->at;
     mm->tr[tr].nfail++;
     return 0;
 }
 
-static int replay(struct replay *x, const struct ev *ev, size_t n)
+static int replay(struct replay *x, struct ev *ev, size_t n)
 {
-    static int (*const on[])(struct replay *, const struct ev *) = {
+    static int (*const on[])(struct replay *, struct ev *) = {
         [EV_ALLOC] = on_alloc, [EV_FREE] = on_free, [EV_FAIL] = on_fail, [EV_READ] = on_read};
 
-    for (size_t i = 0; i < n; i++)
-        if (on[ev[i].kind](x, &ev[i]) < 0)
+    for (x->at = 0; x->at < n; x->at++)
+        if (on[ev[x->at].kind](x, &ev[x->at]) < 0)
             return -ENOMEM;
     for (size_t i = 0; i < x->mm->ntr; i++)
         x->mm->tr[i].end_bytes = held_now(&x->mm->tr[i]);
@@ -405,6 +431,40 @@ static int episodes(struct memory *mm, const struct ev *ev, size_t n)
     return 0;
 }
 
+/* ---- who held the memory ---- */
+
+/* The largest holders at each track's peak and at the failures that need
+ * them, from a second pass over the events: holders() walks the live set,
+ * so doing it at every new peak of a growing program would be quadratic. */
+static int tops(struct replay *x, const struct ev *ev, size_t n)
+{
+    struct memory *mm = x->mm;
+    size_t fi = 0;
+    struct live gone;
+
+    m_hash_free(x->ix);
+    x->nlive = 0;
+    if ((x->ix = m_hash_new()) == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const struct ev *e = &ev[i];
+        if (e->kind == EV_ALLOC) {
+            if (live_add(x, e, e->track) < 0)
+                return -ENOMEM;
+        } else if (e->kind == EV_FREE) {
+            live_del(x, e, &gone);
+        } else if (e->kind == EV_FAIL) {
+            struct mem_fail *f = &mm->fail[fi++];
+            if (!f->retried || fi <= MEM_FAIL_TOPS)
+                holders(x, f->track, f->top);
+        }
+        for (size_t t = 0; t < mm->ntr; t++)
+            if (mm->tr[t].peak_ev == i && mm->tr[t].peak_bytes)
+                holders(x, (uint32_t)t, mm->tr[t].top);
+    }
+    return 0;
+}
+
 int memory_compute(struct memory *mm, const struct model *m)
 {
     struct scan s = {.m = m};
@@ -420,6 +480,8 @@ int memory_compute(struct memory *mm, const struct model *m)
     rc = x.ix && x.dev_of_proc ? replay(&x, s.ev, s.n) : -ENOMEM;
     if (rc == 0)
         rc = episodes(mm, s.ev, s.n);
+    if (rc == 0)
+        rc = tops(&x, s.ev, s.n);
 out:
     free(s.ev);
     free(x.live);

@@ -64,14 +64,19 @@ struct mem_fail {
     uint32_t nfree;           /* frees the thread made in the episode */
     uint64_t retry_end_ns;    /* retried: the successful allocation's return */
     struct pystack_ref ref;   /* the failed call's stack */
-    struct mem_holder top[MEM_TOP]; /* largest holders then, by site */
+    struct mem_holder top[MEM_TOP]; /* largest holders then, by site (errors, and the
+                                       first MEM_FAIL_TOPS failures; else empty) */
+    uint32_t track;           /* index in memory.tr */
+    size_t ev;                /* the replay's event (memory.c) */
 };
+#define MEM_FAIL_TOPS 50 /* retried failures that get their holders */
 
 /* One process on one device. */
 struct mem_track {
     uint32_t proc, pid;
     uint16_t device;
     uint64_t peak_bytes, peak_ns;
+    size_t peak_ev;           /* the replay's event that reached the peak (memory.c) */
     uint64_t end_bytes;       /* held at the end of the window */
     uint64_t nalloc, nfree, alloc_bytes;
     uint32_t nfail, nretry;   /* failures out of memory; of which retry episodes */
@@ -92,7 +97,7 @@ struct memory {
     struct mem_track *tr;
     size_t ntr;
     struct mem_fail *fail; /* in time order */
-    size_t nfail;
+    size_t nfail, cap_fail;
     struct mem_episode *ep; /* by thread, then time */
     size_t nep;
 };

@@ -74,6 +74,9 @@ elif case in ("vmm", "many"):
     need(p["peak_bytes"] == truth["peak_bytes"],
          "peak %d, the workload's %d" % (p["peak_bytes"], truth["peak_bytes"]))
     need(p["held_end_bytes"] == 0 and p["allocations"] == p["frees"] > 0, "row: %s" % p)
+    # no stacks: one site held all of it at the peak
+    need([h["bytes"] for h in p["top_holders"]] == [p["peak_bytes"]],
+         "holders at the peak: %s" % p["top_holders"])
     need(not any(c["cause"] in ("oom", "allocator_retries") for c in chains), "no failures")
 else:
     top = [c for c in chains if c["cause"] != "gpu_bound"][0]
