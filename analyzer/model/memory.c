@@ -427,7 +427,8 @@ static int episodes(struct memory *mm, const struct ev *ev, size_t n)
             if (mm->tr[t].proc == f->proc && mm->tr[t].device == f->device)
                 mm->tr[t].nretry++;
     }
-    qsort(mm->ep, mm->nep, sizeof(*mm->ep), cmp_ep);
+    if (mm->nep)
+        qsort(mm->ep, mm->nep, sizeof(*mm->ep), cmp_ep);
     return 0;
 }
 
@@ -474,7 +475,8 @@ int memory_compute(struct memory *mm, const struct model *m)
     memset(mm, 0, sizeof(*mm));
     if ((rc = model_scan(m, CS_REC_CUDA, scan_block, &s)) < 0)
         goto out;
-    qsort(s.ev, s.n, sizeof(*s.ev), cmp_ev);
+    if (s.n)
+        qsort(s.ev, s.n, sizeof(*s.ev), cmp_ev);
     x.ix = m_hash_new();
     x.dev_of_proc = calloc(m->nproc + 1, sizeof(*x.dev_of_proc));
     rc = x.ix && x.dev_of_proc ? replay(&x, s.ev, s.n) : -ENOMEM;
