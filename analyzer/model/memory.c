@@ -102,13 +102,36 @@ static int scan_block(uint32_t run, const void *recs, uint32_t n, void *arg)
     return 0;
 }
 
+/* By return; at one time a reading after the allocation it follows. */
 static int cmp_ev(const void *a, const void *b)
 {
     const struct ev *x = a, *y = b;
 
     if (x->t1_ns != y->t1_ns)
         return x->t1_ns < y->t1_ns ? -1 : 1;
+    if ((x->kind == EV_READ) != (y->kind == EV_READ))
+        return x->kind == EV_READ ? 1 : -1;
     return x->t0_ns < y->t0_ns ? -1 : x->t0_ns > y->t0_ns;
+}
+
+/* The tracer reads the device's memory inside the allocation call that
+ * prompted it (the allocation has returned, its wrapper has not): its
+ * reading belongs at that call's return, after the allocation. */
+static void readings_at_return(struct ev *ev, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].kind != EV_READ || !ev[i].tracer)
+            continue;
+        for (size_t k = i + 1; k < n && k < i + 64; k++) {
+            const struct ev *c = &ev[k];
+            if (c->tid == ev[i].tid && c->proc == ev[i].proc && c->t0_ns <= ev[i].t0_ns &&
+                (c->kind == EV_ALLOC || c->kind == EV_FAIL)) {
+                ev[i].t1_ns = c->t1_ns;
+                break;
+            }
+        }
+    }
+    qsort(ev, n, sizeof(*ev), cmp_ev);
 }
 
 /* ---- the replay ---- */
@@ -298,7 +321,7 @@ static int on_read(struct replay *x, struct ev *e)
     t = &x->mm->tr[tr];
     if (cs_grow((void **)&t->rd, &t->cap_rd, t->nrd + 1, sizeof(*t->rd)) < 0)
         return -ENOMEM;
-    t->rd[t->nrd++] = (struct mem_reading){e->t1_ns, e->bytes, e->total, e->why};
+    t->rd[t->nrd++] = (struct mem_reading){e->t1_ns, e->bytes, e->total, held_now(t), e->why};
     return 0;
 }
 
@@ -475,8 +498,10 @@ int memory_compute(struct memory *mm, const struct model *m)
     memset(mm, 0, sizeof(*mm));
     if ((rc = model_scan(m, CS_REC_CUDA, scan_block, &s)) < 0)
         goto out;
-    if (s.n)
+    if (s.n) {
         qsort(s.ev, s.n, sizeof(*s.ev), cmp_ev);
+        readings_at_return(s.ev, s.n);
+    }
     x.ix = m_hash_new();
     x.dev_of_proc = calloc(m->nproc + 1, sizeof(*x.dev_of_proc));
     rc = x.ix && x.dev_of_proc ? replay(&x, s.ev, s.n) : -ENOMEM;

@@ -33,6 +33,7 @@ enum mem_why { MEM_READ_PROGRAM = 0, MEM_READ_FIRST = 1, MEM_READ_OOM = 2 };
 struct mem_reading {
     uint64_t t_ns;
     uint64_t free_bytes, total_bytes;
+    uint64_t held_bytes; /* what the process held on the device then */
     uint8_t why; /* enum mem_why */
 };
 

@@ -47,11 +47,17 @@ static json_t *readings_json(const struct model *m, const struct mem_track *t)
 {
     json_t *arr = json_array();
 
-    for (size_t i = 0; i < t->nrd; i++)
+    for (size_t i = 0; i < t->nrd; i++) {
+        const struct mem_reading *r = &t->rd[i];
+        uint64_t others = r->total_bytes > r->free_bytes + r->held_bytes
+                              ? r->total_bytes - r->free_bytes - r->held_bytes
+                              : 0;
         json_array_append_new(
-            arr, json_pack("{s:I, s:I, s:I, s:s}", "t_ns", rel(m, t->proc, t->rd[i].t_ns),
-                           "free_bytes", (json_int_t)t->rd[i].free_bytes, "total_bytes",
-                           (json_int_t)t->rd[i].total_bytes, "why", why_name(t->rd[i].why)));
+            arr, json_pack("{s:I, s:I, s:I, s:I, s:s}", "t_ns", rel(m, t->proc, r->t_ns),
+                           "free_bytes", (json_int_t)r->free_bytes, "total_bytes",
+                           (json_int_t)r->total_bytes, "others_bytes", (json_int_t)others,
+                           "why", why_name(r->why)));
+    }
     return arr;
 }
 

@@ -67,6 +67,8 @@ if case == "oom":
     need(p["peak_bytes"] == 96 * MIB and p["failures"] == 1 and p["retries"] == 0, "row: %s" % p)
     whys = [r["why"] for r in p["readings"]]
     need(whys == ["first_allocation", "out_of_memory"], "readings: %s" % whys)
+    need(all(r["others_bytes"] == 0 for r in p["readings"]),
+         "the fake device has nothing else on it: %s" % p["readings"])
     need(not any(a["api"] == "cuMemGetInfo_v2" for a in d["apis"]),
          "the tracer's readings are not the program's calls")
 elif case in ("vmm", "many"):
