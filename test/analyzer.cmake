@@ -149,9 +149,9 @@ if(TARGET cudaspy_launcher AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fake/cause_wor
   # device memory (issue 31): oom after which the program dies, allocator
   # retries every step, peak exact against the fake's (test/analyzer/memory.sh).
   # Only retries is a timing (HIGH): nosan; the others run under ASan too.
-  foreach(case oom retries vmm many)
+  foreach(case oom retries twice vmm many)
     set(labels "slow;notsan")
-    if(case STREQUAL "retries")
+    if(case STREQUAL "retries" OR case STREQUAL "twice")
       set(labels "slow;nosan")
     endif()
     add_test(NAME cli.memory_${case}

@@ -14,6 +14,9 @@
 #            Perfetto export has the held-bytes counter up to that peak and
 #            the free-memory readings; the HTML report's GPU memory section
 #            renders (headless Chromium, when installed).
+#   twice    the same with PyTorch's two stages: a first retry after freeing
+#            a small block fails too, the second after freeing the big one
+#            succeeds: one episode a step, two failed calls in it.
 #   vmm      PyTorch's expandable segments: physical pages created, mapped,
 #            unmapped and released every step through the driver entry
 #            points; the peak is exactly the workload's own (cuMemCreate
@@ -33,8 +36,8 @@ oom) "$cudaspy" record -q -o run.lmdb --gpu-activity full -- "$workload" oom 0.3
         >out.txt 2>err.txt
     rc=$?
     [ "$rc" -ne 0 ] || fail "the workload should have aborted (exit $rc)" ;;
-retries) "$cudaspy" record -q -o run.lmdb --gpu-activity full -- "$workload" retries 1.5 \
-        >out.txt 2>err.txt || { cat err.txt >&2; fail "record failed"; } ;;
+retries|twice) "$cudaspy" record -q -o run.lmdb --gpu-activity full -- "$workload" retries \
+        1.5 ${case_#retries} >out.txt 2>err.txt || { cat err.txt >&2; fail "record failed"; } ;;
 many) "$cudaspy" record -q -o run.lmdb --gpu-activity full -- "$workload" many 1 \
         >out.txt 2>err.txt || { cat err.txt >&2; fail "record failed"; } ;;
 vmm) "$cudaspy" record -q -o run.lmdb --gpu-activity full -- "$workload" vmm 0.5 \
@@ -81,17 +84,24 @@ elif case in ("vmm", "many"):
          "holders at the peak: %s" % p["top_holders"])
     need(not any(c["cause"] in ("oom", "allocator_retries") for c in chains), "no failures")
 else:
+    truth = json.loads([l for l in open("out.txt") if l.startswith("cudaspy-truth: ")][-1][15:])
     top = [c for c in chains if c["cause"] != "gpu_bound"][0]
     need(top["cause"] == "allocator_retries" and top["severity"] == "HIGH",
          "top allocator_retries HIGH, got %s %s" % (top["cause"], top["severity"]))
     need(top["owns"] == ["alloc_retry"], "owns: %s" % top["owns"])
     steps = d["steps"]["count"]
-    need(p["retries"] >= steps - 3 and mem["retry_episodes"] == p["retries"],
-         "a retry a step: %s retries, %s steps" % (p["retries"], steps))
-    need(p["peak_bytes"] == 200 * MIB, "peak 200 MiB exactly, got %d" % p["peak_bytes"])
+    need(p["retries"] == truth["episodes"] and mem["retry_episodes"] == p["retries"],
+         "%s episodes, the workload's %s" % (p["retries"], truth["episodes"]))
+    r = top["retries"]
+    need(r["episodes"] == truth["episodes"] and
+         r["failed_calls"] == truth["episodes"] * (2 if case == "twice" else 1),
+         "retries: %s, the workload's %d episodes" % (r, truth["episodes"]))
+    need(p["peak_bytes"] == (208 if case == "twice" else 200) * MIB,
+         "peak exactly the fake's, got %d" % p["peak_bytes"])
     need(p["total_bytes"] == 320 * MIB, "device 320 MiB: %s" % p["total_bytes"])
     churn = [c for c in chains if c["cause"] == "alloc_churn"]
-    need(not churn or churn[0]["severity"] == "LOW", "churn counted twice: %s" % churn)
+    need(case == "twice" or not churn or churn[0]["severity"] == "LOW",
+         "churn counted twice: %s" % churn)
     need(not any(c["cause"] == "oom" for c in chains), "retried failures are no oom")
 PY
 [ "$case_" = retries ] || exit 0

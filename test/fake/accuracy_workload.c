@@ -145,7 +145,8 @@ struct acc {
     uint64_t runq_ns;    /* the main thread's run-queue delay in the loop */
     double tree_share;   /* contention_tree: the spinners' share of runq_ns */
     uint64_t oom_bytes, held_bytes; /* oom: the size asked, what the process held */
-    uint64_t peak_bytes; /* vmm: the most physical memory held */
+    uint64_t peak_bytes; /* vmm, many: the most device memory held */
+    long episodes;       /* retries: failed-then-retried allocations */
 };
 
 static cudaStream_t stream;
@@ -668,24 +669,38 @@ static void run_churn(struct acc *a)
  * out of memory; the allocator frees its cached block (cudaFree
  * synchronises the device) and tries again. The new block stays cached.
  * Truth: the episodes, from the failed cudaMalloc to the retry's return.
- * nocause: a device large enough, so both sizes stay cached and reused. */
+ * nocause: a device large enough, so both sizes stay cached and reused.
+ * twice: PyTorch's two stages: the cache also holds an 8 MiB block, which
+ * alone is freed first (release_available_cached_blocks) and the retry
+ * fails again; then the big block (release_cached_blocks), and the second
+ * retry succeeds. A fresh 8 MiB block is allocated after each step. */
 static void run_retries(struct acc *a)
 {
-    void *weights = dev_alloc(64 * MIB), *cache[2] = {NULL, NULL};
+    void *weights = dev_alloc(64 * MIB), *cache[2] = {NULL, NULL}, *small = NULL;
+    int is_twice = strcmp(a->variant, "twice") == 0;
     loop_begin(a);
     for (; loop_more(a); a->steps++) {
         size_t want = (a->steps % 2 ? 136 : 128) * MIB;
         void **mine = &cache[a->steps % 2], **other = &cache[1 - a->steps % 2];
         struct span s = span_begin();
         cudaError_t rc = *mine ? cudaSuccess : cudaMalloc(mine, want);
+        if (rc == cudaErrorMemoryAllocation && small) {
+            (void)cudaGetLastError();
+            CHECK_RT(cudaFree(small));
+            small = NULL;
+            rc = cudaMalloc(mine, want);
+        }
         if (rc == cudaErrorMemoryAllocation && *other) {
             (void)cudaGetLastError(); /* as PyTorch clears the error before retrying */
             CHECK_RT(cudaFree(*other));
             *other = NULL;
             rc = cudaMalloc(mine, want);
             a->truth_ns += span_end(&s);
+            a->episodes++;
         }
         CHECK_RT(rc);
+        if (is_twice && small == NULL)
+            CHECK_RT(cudaMalloc(&small, 8 * MIB));
         launch(K_MS, 3);
         sync_stream();
     }
@@ -693,6 +708,8 @@ static void run_retries(struct acc *a)
     for (int i = 0; i < 2; i++)
         if (cache[i])
             CHECK_RT(cudaFree(cache[i]));
+    if (small)
+        CHECK_RT(cudaFree(small));
     CHECK_RT(cudaFree(weights));
 }
 
@@ -1271,6 +1288,8 @@ static void print_truth(const struct acc *a)
         printf(",\"tree_share_pct\":%.1f", a->tree_share * 100);
     if (a->peak_bytes)
         printf(",\"peak_bytes\":%llu", (unsigned long long)a->peak_bytes);
+    if (a->episodes)
+        printf(",\"episodes\":%ld", a->episodes);
     if (a->oom_bytes)
         printf(",\"oom_bytes\":%llu,\"held_bytes\":%llu", (unsigned long long)a->oom_bytes,
                (unsigned long long)a->held_bytes);
