@@ -114,6 +114,14 @@ async function slices(client, want) {
 
   await account(client, want);
 
+  r = await call(client, 'get_memory', {});
+  const m = r.structuredContent;
+  check('get_memory equals --json memory', !r.isError && want.memory !== undefined &&
+    isDeepStrictEqual(m.processes, want.memory.processes) &&
+    isDeepStrictEqual(m.failures, want.memory.failures) &&
+    m.failures_total === want.memory.failures_total &&
+    m.retry_episodes === want.memory.retry_episodes, JSON.stringify(m).slice(0, 300));
+
   r = await call(client, 'get_per_process_breakdown', {});
   check('get_per_process_breakdown equals --json processes',
     isDeepStrictEqual(r.structuredContent.processes, want.processes.slice(0, 50)));
