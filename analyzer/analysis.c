@@ -20,6 +20,7 @@
 #include "rules/pyline.h"
 #include "rules/ranks.h"
 #include "rules/steptime.h"
+#include "model/memory.h"
 #include "model/stats.h"
 
 struct dur_cache;
@@ -31,6 +32,7 @@ struct analysis {
     struct feed feed;
     struct gpu_truth gpu;
     struct account acct; /* rules/account.h: every ns of the window, once */
+    struct memory mem;   /* model/memory.h: device memory over time, failures */
     struct steps steps;
     struct pyline py; /* call sites of the calls with stacks */
     /* The CUDA-active windows (or the user's): the account's whole. Findings'
@@ -177,9 +179,12 @@ static int derive(struct analysis *a)
     }
     walls(m, &longest, &sum);
     a->active_ns = active_sum(m);
-    if ((rc = account_compute(&a->acct, m, &a->feed, &a->gpu, &a->steps, &su, a->active_ns)) < 0)
+    if ((rc = memory_compute(&a->mem, m)) < 0)
         return rc;
-    a->chains = chains_build(m, &a->api, &a->feed, &a->gpu, &a->acct, steady_ns(a));
+    if ((rc = account_compute(&a->acct, m, &a->feed, &a->gpu, &a->steps, &su, &a->mem,
+                              a->active_ns)) < 0)
+        return rc;
+    a->chains = chains_build(m, &a->api, &a->feed, &a->gpu, &a->acct, &a->mem, steady_ns(a));
     if (a->chains == NULL)
         return -ENOMEM;
     rc = ranks_build(m, steady_ns(a), a->chains, &a->ranks);
@@ -633,6 +638,7 @@ json_t *analysis_json(const struct analysis *a)
     json_object_set_new(o, "gpu_feed", feed_json(&a->feed, &a->m));
     json_object_set_new(o, "gpu", gpu_json(&a->gpu, &a->m));
     json_object_set_new(o, "account", account_json(&a->acct, &a->m));
+    json_object_set_new(o, "memory", memory_json(&a->mem, &a->m));
     json_object_set_new(o, "steps", steptime_json(&a->steps, &a->m, &a->gpu, a->chains,
                                                   a->m.nruns ? a->m.runs[0].t0_ns : 0));
     json_object_set_new(o, "chains", json_deep_copy(a->chains));
@@ -782,6 +788,11 @@ int analysis_setup(const struct analysis *a, uint64_t *t0, uint64_t *t1)
     return steps_setup(&a->m, &a->steps, t0, t1);
 }
 
+const struct memory *analysis_memory(const struct analysis *a)
+{
+    return &a->mem;
+}
+
 int analysis_account_window(const struct analysis *a, size_t i, uint32_t *pid, uint16_t *device,
                             uint64_t *t0, uint64_t *t1)
 {
@@ -815,6 +826,7 @@ void analysis_free(struct analysis *a)
     feed_exit(&a->feed);
     gpu_exit(&a->gpu);
     account_exit(&a->acct);
+    memory_exit(&a->mem);
     steps_free(&a->steps);
     pyline_exit(&a->py);
     json_decref(a->chains);

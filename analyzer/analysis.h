@@ -90,6 +90,12 @@ int analysis_setup(const struct analysis *a, uint64_t *t0, uint64_t *t1);
 int analysis_account_window(const struct analysis *a, size_t i, uint32_t *pid, uint16_t *device,
                             uint64_t *t0, uint64_t *t1);
 
+struct memory;
+
+/** Device memory per process and device over time (model/memory.h).
+ * @return borrowed */
+const struct memory *analysis_memory(const struct analysis *a);
+
 /** Free. Accepts NULL. */
 void analysis_free(struct analysis *a);
 

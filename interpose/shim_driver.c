@@ -82,7 +82,8 @@
     SHIM_PTSZ(X, cuStreamBeginCapture_v2, 2, capture_begin) \
     SHIM_PTSZ(X, cuStreamEndCapture, 2, capture_end)     \
     SHIM_ONE(X, cuModuleUnload, 1, unload)               \
-    SHIM_ONE(X, cuLibraryUnload, 1, unload)
+    SHIM_ONE(X, cuLibraryUnload, 1, unload)              \
+    SHIM_ONE(X, cuMemGetInfo_v2, 2, meminfo)
 
 /* Initialisation: wrapped where the gateways hand out pointers, but not
  * exported: a program may look cuInit up with dlsym(RTLD_DEFAULT) to learn
@@ -335,6 +336,22 @@ static inline void ex_wait_event(EX_ARGS)
     r->aux = a[1];
 }
 
+/* The device's free and total memory, read by the shim itself
+ * (docs/memory.md): once a process, after its first device allocation
+ * succeeded, and after each that failed out of memory. Off the hot path:
+ * an allocation tests one word. */
+#define SHIM_CUDA_ERROR_OUT_OF_MEMORY 2
+static _Atomic uint32_t mem_read_pid; /* the process that has its first reading */
+static void shim_mem_read_slow(int alloc_rc) SHIM_COLD;
+
+static inline void mem_note(int rc)
+{
+    if (SHIM_UNLIKELY(rc == SHIM_CUDA_ERROR_OUT_OF_MEMORY ||
+                      (rc == 0 && atomic_load_explicit(&mem_read_pid, memory_order_relaxed) !=
+                                      shim_pid_)))
+        shim_mem_read_slow(rc);
+}
+
 /* (ptr out, bytes, ...): cuMemAlloc_v2, cuMemAllocManaged, cuMemCreate
  * (handle out); the _async forms end with the stream. */
 static inline void ex_alloc(EX_ARGS)
@@ -342,6 +359,15 @@ static inline void ex_alloc(EX_ARGS)
     EX_UNUSED;
     r->bytes = a[1];
     r->aux = deref_u64(a[0], rc);
+    mem_note(rc);
+}
+
+/* cuMemGetInfo_v2(free out, total out) */
+static inline void ex_meminfo(EX_ARGS)
+{
+    EX_UNUSED;
+    r->bytes = deref_u64(a[0], rc);
+    r->aux = deref_u64(a[1], rc);
 }
 
 static inline void ex_alloc_async(EX_ARGS)
@@ -371,6 +397,7 @@ static inline void ex_alloc_pitch(EX_ARGS)
     EX_UNUSED;
     r->aux = deref_u64(a[0], rc);
     r->bytes = deref_u64(a[1], rc) * a[3];
+    mem_note(rc);
 }
 
 static inline void ex_range(EX_ARGS)
@@ -455,6 +482,7 @@ static inline void ex_unload(EX_ARGS)
 #define SHIM_ENQ_capture_begin 0
 #define SHIM_ENQ_capture_end 0
 #define SHIM_ENQ_unload 0
+#define SHIM_ENQ_meminfo 0
 
 static void *shim_drv_resolve_slow(int i) SHIM_COLD;
 
@@ -568,6 +596,42 @@ static void *shim_drv_resolve_slow(int i)
     if (!atomic_compare_exchange_strong(&shim_drv_real[i], &expect, (uintptr_t)p))
         return (void *)expect;
     return p;
+}
+
+/* A tracer-made record (CS_CF_TRACER, seq 0) of the real cuMemGetInfo_v2,
+ * after an allocation that returned @p alloc_rc. errno as it was. */
+static void shim_mem_read_slow(int alloc_rc)
+{
+    typedef int (*meminfo_fn)(uint64_t *free_bytes, uint64_t *total_bytes);
+    meminfo_fn real = (meminfo_fn)atomic_load_explicit(
+        &shim_drv_real[SHIM_IDX_cuMemGetInfo_v2], memory_order_acquire);
+    uint64_t fr = 0, tot = 0;
+    struct cs_rec_cuda r;
+    int e = errno;
+
+    if (alloc_rc == 0)
+        atomic_store_explicit(&mem_read_pid, shim_pid_, memory_order_relaxed);
+    if (real == NULL && (real = (meminfo_fn)shim_drv_resolve_slow(
+                             SHIM_IDX_cuMemGetInfo_v2)) == NULL) {
+        errno = e;
+        return;
+    }
+    shim_rec_zero(&r);
+    r.api = CS_API_cuMemGetInfo_v2;
+    r.flags = CS_CF_TRACER | shim_static_rt_;
+    r.t_enter_ns = shim_ring_now();
+    r.result = real(&fr, &tot);
+    r.t_exit_ns = shim_ring_now();
+    r.bytes = r.result == 0 ? fr : 0;
+    r.aux = r.result == 0 ? tot : 0;
+    r.grid[0] = (uint32_t)alloc_rc; /* why: 0 the first allocation, 2 one out of memory */
+    r.device = alloc_rc == 0                     ? shim_device()
+               : (shim_t_.dev & SHIM_DEV_READ) ? (uint16_t)shim_t_.dev
+                                               : CS_DEVICE_UNKNOWN;
+    r.pid = SHIM_LIKELY(shim_pid_ != 0) ? shim_pid_ : shim_pid_slow();
+    r.tid = shim_ring_tid();
+    shim_ring_push_cuda(&r);
+    errno = e;
 }
 
 int shim_driver_index(const char *name)

@@ -51,7 +51,8 @@
     RT_ONE(X, cudaHostRegister, (void *p, size_t n, unsigned int fl), (p, n, fl))         \
     RT_ONE(X, cudaHostUnregister, (void *p), (p))                                         \
     RT_PTSZ(X, cudaMallocAsync, (void **p, size_t n, cudaStream_t s), (p, n, s))          \
-    RT_PTSZ(X, cudaFreeAsync, (void *p, cudaStream_t s), (p, s))
+    RT_PTSZ(X, cudaFreeAsync, (void *p, cudaStream_t s), (p, s))                          \
+    RT_ONE(X, cudaMemGetInfo, (size_t *fr, size_t *tot), (fr, tot))
 
 enum shim_rt_index {
 #define RT_IDX_(name, base, var, params, args) RT_IDX_##name,
@@ -223,6 +224,14 @@ static void rtx_cudaFreeAsync(RX, void *p, cudaStream_t s)
     RX_UNUSED;
     r->aux = u64(p);
     shim_rec_stream(r, u64(s));
+}
+
+/* free bytes in bytes, total in aux (as cuMemGetInfo_v2, which folds in) */
+static void rtx_cudaMemGetInfo(RX, size_t *fr, size_t *tot)
+{
+    RX_UNUSED;
+    r->bytes = rc == cudaSuccess && fr ? *fr : 0;
+    r->aux = rc == cudaSuccess && tot ? *tot : 0;
 }
 
 /* ---- the wrappers ---- */

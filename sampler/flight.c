@@ -184,6 +184,8 @@ static struct fl_ent *ent_get(struct flight *f, uint64_t t_ns, uint8_t kind, uin
 
 static void add_cuda(struct flight *f, const struct cs_rec_cuda *r)
 {
+    if (r->flags & CS_CF_TRACER) /* the tracer's own memory reading: not the program's */
+        return;
     uint64_t d = r->t_exit_ns > r->t_enter_ns ? r->t_exit_ns - r->t_enter_ns : 0;
     uint8_t variant = r->variant < 3 ? r->variant : 0;
     uint32_t sub = (uint32_t)r->api << 16 | (uint32_t)variant << 8 | !!(r->flags & CS_CF_NESTED);

@@ -146,6 +146,20 @@ if(TARGET cudaspy_launcher AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fake/cause_wor
       RUN_SERIAL TRUE SKIP_RETURN_CODE 77
       ENVIRONMENT "CS_ANALYZE=$<TARGET_FILE:cudaspy-analyze>;CS_JSON_EXPECT=$<TARGET_FILE:json_expect>")
   endforeach()
+  # device memory (issue 31): oom after which the program dies, allocator
+  # retries every step, peak exact against the fake's (test/analyzer/memory.sh).
+  # Only retries is a timing (HIGH): nosan; the others run under ASan too.
+  foreach(case oom retries twice vmm many)
+    set(labels "slow;notsan")
+    if(case STREQUAL "retries" OR case STREQUAL "twice")
+      set(labels "slow;nosan")
+    endif()
+    add_test(NAME cli.memory_${case}
+             COMMAND sh ${CS_AN_DIR}/memory.sh ${case} $<TARGET_FILE:cudaspy_launcher>
+                     $<TARGET_FILE:accuracy_workload> ${CS_AN_WORK}/memory_${case})
+    set_tests_properties(cli.memory_${case} PROPERTIES LABELS "${labels}" TIMEOUT 60
+      RUN_SERIAL TRUE ENVIRONMENT "CS_ANALYZE=$<TARGET_FILE:cudaspy-analyze>")
+  endforeach()
   # steps inferred from the repeating calls count the loop's steps (steps.c)
   add_test(NAME cli.steps_count
            COMMAND sh ${CS_AN_DIR}/steps_count.sh $<TARGET_FILE:cudaspy_launcher>

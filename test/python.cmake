@@ -33,6 +33,10 @@ foreach(py ${CS_PYTHONS})
     endif()
     set_tests_properties(cli.python_${mode}_${pyname} PROPERTIES LABELS "${labels}" TIMEOUT 240)
   endforeach()
+  # cli.python_oom_py<version>: an out-of-memory error names its Python line (issue 31)
+  add_test(NAME cli.python_oom_${pyname}
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli/python_oom.sh ${CMAKE_BINARY_DIR} ${py})
+  set_tests_properties(cli.python_oom_${pyname} PROPERTIES LABELS cli TIMEOUT 120)
   # cli.python_samples_<mode>_py<version>: the collector's samples of host
   # code (hostwork: its hot spots named; stress: frames torn down while
   # read; off: CUDASPY_PYSAMPLE_HZ=0)

@@ -95,8 +95,8 @@ static void acc_free(struct acc_table *t)
 static int add_block(struct acc_table *t, const struct cs_rec_cuda *c, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++, c++) {
-        if (c->api == CS_API_NONE || c->api >= CS_API_COUNT)
-            continue;
+        if (c->api == CS_API_NONE || c->api >= CS_API_COUNT || (c->flags & CS_CF_TRACER))
+            continue; /* the tracer's own readings are not the program's calls */
         uint64_t d = c->t_exit_ns > c->t_enter_ns ? c->t_exit_ns - c->t_enter_ns : 0;
         uint64_t key = (uint64_t)c->api << 32;
         if (acc_add(t, key, d) < 0)

@@ -31,7 +31,7 @@ static const char mcp_usage[] =
     "the files named here, by index (0 = first) or basename. Logs go to stderr.\n"
     "Tools: get_trace_stats, get_causal_chains, get_account, get_per_process_breakdown,\n"
     "get_api_latency, get_gpu_feed, get_gpu_timeline, get_steps, get_hotspots, get_timeline,\n"
-    "get_top_stalls, compare_runs.\n"
+    "get_top_stalls, compare_runs, get_memory.\n"
     "Prompt: investigate. Details and client configuration: docs/mcp.md.\n"
     "\n"
     "Exit status: 0 when stdin ends, 2 usage or unreadable run file, 3 system failure.\n"

@@ -302,6 +302,7 @@ typedef int (*mcp_tool_fn)(struct mcp_call_ctx *c, json_t **out);
 int mcp_q_trace_stats(struct mcp_call_ctx *c, json_t **out);
 int mcp_q_causal_chains(struct mcp_call_ctx *c, json_t **out);
 int mcp_q_account(struct mcp_call_ctx *c, json_t **out);
+int mcp_q_memory(struct mcp_call_ctx *c, json_t **out);
 int mcp_q_per_process(struct mcp_call_ctx *c, json_t **out);
 int mcp_q_api_latency(struct mcp_call_ctx *c, json_t **out);
 int mcp_q_gpu_feed(struct mcp_call_ctx *c, json_t **out);

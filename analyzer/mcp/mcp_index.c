@@ -158,6 +158,8 @@ static int read_calls(struct mcp_index *x, int pass, uint32_t *cap, struct cs_er
     while ((rc = cs_cursor_next(cur, &h, &recs, err)) == 1) {
         const struct cs_rec_cuda *c = recs;
         for (uint32_t i = 0; i < h->n; i++, c++) {
+            if (c->flags & CS_CF_TRACER)
+                continue; /* the tracer's own memory readings: not the program's calls */
             if (pass == 1) {
                 if ((rc = pid_add(x, cap, c->pid, &memo)) < 0)
                     break;

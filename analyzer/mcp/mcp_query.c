@@ -1284,3 +1284,64 @@ int mcp_q_compare_runs(struct mcp_call_ctx *c, json_t **out)
     *out = o;
     return 0;
 }
+
+/* ---- device memory (issue 31) ---- */
+
+static void text_memory_proc(struct mcp_text *t, json_t *v)
+{
+    json_t *tot = json_object_get(v, "total_bytes");
+
+    mcp_text_printf(t, "process %lld GPU %lld: peak %.1f MiB at %s, held at the end %.1f MiB, "
+                       "%lld allocations, %lld frees, %lld out-of-memory failures (%lld retried)",
+                    (long long)json_integer_value(json_object_get(v, "pid")),
+                    (long long)json_integer_value(json_object_get(v, "device")),
+                    (double)json_integer_value(json_object_get(v, "peak_bytes")) / 1048576.0,
+                    NS((uint64_t)json_integer_value(json_object_get(v, "peak_t_ns"))),
+                    (double)json_integer_value(json_object_get(v, "held_end_bytes")) / 1048576.0,
+                    (long long)json_integer_value(json_object_get(v, "allocations")),
+                    (long long)json_integer_value(json_object_get(v, "frees")),
+                    (long long)json_integer_value(json_object_get(v, "failures")),
+                    (long long)json_integer_value(json_object_get(v, "retries")));
+    if (json_is_integer(tot))
+        mcp_text_printf(t, "; device %.1f MiB, %.1f MiB free at the last reading",
+                        (double)json_integer_value(tot) / 1048576.0,
+                        (double)json_integer_value(json_object_get(v, "free_bytes")) /
+                            1048576.0);
+    mcp_text_printf(t, "\n");
+}
+
+int mcp_q_memory(struct mcp_call_ctx *c, json_t **out)
+{
+    json_t *mem = json_object_get(q_aj(c), "memory"), *procs = json_array(), *fails = json_array();
+    uint32_t pid = (uint32_t)mcp_arg_u64(c, "pid", 0);
+    json_t *v, *o;
+    size_t i;
+
+    json_array_foreach(json_object_get(mem, "processes"), i, v)
+        if (pid == 0 || (uint32_t)json_integer_value(json_object_get(v, "pid")) == pid)
+            json_array_append(procs, v);
+    json_array_foreach(json_object_get(mem, "failures"), i, v)
+        if (pid == 0 || (uint32_t)json_integer_value(json_object_get(v, "pid")) == pid)
+            json_array_append(fails, v);
+    q_text_head(c, "Device memory per process and GPU (what its allocator held)");
+    json_array_foreach(procs, i, v)
+        text_memory_proc(c->t, v);
+    if (json_array_size(procs) == 0)
+        mcp_text_printf(c->t, "no device allocation recorded%s\n", pid ? " for this process" : "");
+    json_array_foreach(fails, i, v)
+        mcp_text_printf(c->t, "%s of %.1f MiB failed out of memory at %s (%s), %.1f MiB held%s\n",
+                        json_string_value(json_object_get(v, "api")),
+                        (double)json_integer_value(json_object_get(v, "bytes")) / 1048576.0,
+                        NS((uint64_t)json_integer_value(json_object_get(v, "t_ns"))),
+                        json_string_value(json_object_get(v, "site")) ?: "no stack",
+                        (double)json_integer_value(json_object_get(v, "held_bytes")) / 1048576.0,
+                        json_is_true(json_object_get(v, "retried")) ? "; retried" : "");
+    o = q_head(c);
+    json_object_set_new(o, "filter", q_filter_json(c));
+    json_object_set_new(o, "processes", procs);
+    json_object_set_new(o, "failures", fails);
+    json_object_set(o, "failures_total", json_object_get(mem, "failures_total"));
+    json_object_set(o, "retry_episodes", json_object_get(mem, "retry_episodes"));
+    *out = o;
+    return 0;
+}

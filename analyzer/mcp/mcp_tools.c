@@ -61,6 +61,8 @@ static const struct param p_chains[] = {P_RUN_ARG, P_TOP_ARG(10), P_END};
 static const struct param p_account[] = {
     P_RUN_ARG, P_PID_ARG("Only this process's account(s) (one per GPU it fed); the totals stay."),
     P_END};
+static const struct param p_memory[] = {
+    P_RUN_ARG, P_PID_ARG("Only this process (one row per GPU it allocated on)."), P_END};
 static const struct param p_procs[] = {P_RUN_ARG, P_PID_ARG("Only this process."), P_TOP_ARG(50),
                                        P_END};
 static const struct param p_latency[] = {
@@ -191,6 +193,13 @@ static const struct tool tools[] = {
      "and new HIGH findings (criteria), and per API the chosen statistic of each run, their "
      "ratio with a bootstrap interval; pass/fail.",
      p_compare, req_compare, mcp_q_compare_runs, 1, 0},
+    {"get_memory", "Device memory over time and out-of-memory failures",
+     "Per process and GPU what its allocator held (segments from cudaMalloc/cuMemAlloc, "
+     "stream-ordered pools, cuMemCreate handles of expandable segments): peak and when, held "
+     "at the end, the device's total and free memory at each reading, the largest holders by "
+     "call site; and each allocation that failed out of memory (size asked, what the process "
+     "held, device free, site, holders, whether the allocator freed its cache and retried).",
+     p_memory, NULL, mcp_q_memory, 0, 0},
 };
 #define NTOOLS (sizeof(tools) / sizeof(tools[0]))
 
@@ -635,7 +644,8 @@ static const char investigate_text[] =
     "latency symptom to the host events behind it; python_sites, where present, name the "
     "lines of the user's code responsible (get_hotspots ranks every such line). "
     "get_account shows where every ns of the window went; each finding's impact is the "
-    "buckets it owns, so impacts never overlap.\n"
+    "buckets it owns, so impacts never overlap. An oom or allocator_retries finding: "
+    "get_memory gives the peak, the device's free memory and the largest holders.\n"
     "3. get_per_process_breakdown: which process runs the CUDA work, which are workers, "
     "how much each was off CPU, preempted or waiting in the run queue, and their page "
     "allocations and context switches.\n"

@@ -676,8 +676,8 @@ static int call_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
         int rc;
         if (r->t_enter_ns < mr->win_lo_ns || r->t_enter_ns >= mr->win_hi_ns)
             continue;
-        if (r->api == CS_API_NONE || r->api >= CS_API_COUNT)
-            continue;
+        if (r->api == CS_API_NONE || r->api >= CS_API_COUNT || (r->flags & CS_CF_TRACER))
+            continue; /* the tracer's own readings: model/memory.c's */
         t = place_thr(m, pl, run, r->pid, r->tid);
         if (t != M_NONE && !m->proc[m->thr[t].proc].selected)
             continue; /* --pid: only that process and its descendants */

@@ -25,12 +25,12 @@
 /* What one feeding thread did at a moment, in the order that decides which
  * thread the GPU waited for (a lower value explains the wait better). */
 enum st {
-    ST_LAUNCH, ST_PAGEABLE, ST_HOST, ST_ALLOC, ST_OTHER, ST_PRE_TREE, ST_PRE_EXT, ST_PRE_ANY,
-    ST_DISK, ST_SYNC, ST_DATA, ST_START, ST_SLEEP, ST_FEEDWAIT, ST_UNKNOWN, ST_COUNT
+    ST_LAUNCH, ST_PAGEABLE, ST_HOST, ST_RETRY, ST_ALLOC, ST_OTHER, ST_PRE_TREE, ST_PRE_EXT,
+    ST_PRE_ANY, ST_DISK, ST_SYNC, ST_DATA, ST_START, ST_SLEEP, ST_FEEDWAIT, ST_UNKNOWN, ST_COUNT
 };
 
 static const int st_bucket[ST_COUNT] = {
-    AB_LAUNCH,      AB_PAGEABLE,    AB_HOST_CODE,   AB_ALLOC,     AB_CUDA_OTHER,
+    AB_LAUNCH,      AB_PAGEABLE,    AB_HOST_CODE,   AB_ALLOC_RETRY, AB_ALLOC,     AB_CUDA_OTHER,
     AB_PREEMPT_TREE, AB_PREEMPT_EXT, AB_PREEMPT_TREE, AB_DISK,     AB_SYNC,
     AB_DATA_WAIT,   AB_WORKER_START, AB_SLEEP,      AB_SLEEP,     AB_UNKNOWN};
 
@@ -41,12 +41,12 @@ static const char *const bucket_names[AB_COUNT] = {
     "sync_serial",  "sync",
     "launch",       "pageable_copy", "allocator",    "cuda_other",    "asleep_data",
     "worker_startup", "asleep",      "preempted_tree", "preempted_external", "disk",
-    "unknown",      "no_cuda"};
+    "unknown",      "no_cuda",       "alloc_retry"};
 
 static const char *const cause_names[AC_COUNT] = {
     "data_pipeline_starvation", "worker_startup", "host_bound",   "sync_per_iteration",
     "launch_bound",             "pageable_memcpy", "alloc_churn", "cpu_contention_tree",
-    "cpu_contention_external",  "io_wait"};
+    "cpu_contention_external",  "io_wait",         "allocator_retries"};
 
 static const int owner[AB_COUNT] = {
     [AB_SETUP] = AC_NONE,       [AB_WIND_DOWN] = AC_NONE,     [AB_GPU_COMPUTE] = AC_NONE,
@@ -58,7 +58,7 @@ static const int owner[AB_COUNT] = {
     [AB_ALLOC] = AC_CHURN,      [AB_CUDA_OTHER] = AC_NONE,    [AB_DATA_WAIT] = AC_PIPE,
     [AB_WORKER_START] = AC_START, [AB_SLEEP] = AC_NONE,       [AB_PREEMPT_TREE] = AC_TREE,
     [AB_PREEMPT_EXT] = AC_EXT,  [AB_DISK] = AC_IO,            [AB_UNKNOWN] = AC_NONE,
-    [AB_NO_CUDA] = AC_NONE};
+    [AB_NO_CUDA] = AC_NONE,     [AB_ALLOC_RETRY] = AC_RETRY};
 
 const char *account_bucket_name(int b)
 {
@@ -83,6 +83,7 @@ struct actx {
     const struct model *m;
     const struct feed *f;
     const struct gpu_truth *g;
+    const struct memory *mem; /* the allocator's retry episodes, or NULL */
     struct account *ac;
     uint64_t *first_wake;    /* per process: when it first woke a feeding thread */
     uint64_t *births;        /* start times of the feeding process's workers, sorted */
@@ -106,16 +107,24 @@ struct actx {
     size_t si;
 };
 
-/* One feeding thread's position in its calls and off-CPU intervals. */
+/* One feeding thread's position in its calls, off-CPU intervals and the
+ * allocator's retry episodes. */
 struct tcur {
     uint32_t t;
     uint64_t ci, cend, oi, oend;
+    const struct mem_episode *ep;
+    size_t ei, nep;
 };
 
-static void tcur_init(const struct model *m, struct tcur *k, uint32_t t, uint64_t x)
+static void tcur_init(const struct actx *ax, struct tcur *k, uint32_t t, uint64_t x)
 {
+    const struct model *m = ax->m;
     const struct m_thread *th = &m->thr[t];
 
+    k->ep = ax->mem ? memory_episodes(ax->mem, t, &k->nep) : NULL;
+    k->nep = k->ep ? k->nep : 0;
+    for (k->ei = 0; k->ei < k->nep && k->ep[k->ei].t1_ns <= x; k->ei++)
+        ;
     k->t = t;
     k->ci = gpu_call_from(m, t, x);
     k->cend = th->first_call + th->ncalls;
@@ -166,8 +175,42 @@ static int wake_st(const struct actx *x, uint32_t t, const struct m_off *o)
     return ST_SLEEP;
 }
 
+static int tstate_calls(const struct actx *x, struct tcur *k, uint64_t at, uint64_t *until);
+
+/* Inside one of thread @p k's retry episodes at @p at: the whole episode
+ * is the retry's (its frees, their syncs, the host code between them),
+ * until its end into @p until; else the next one's start bounds @p until. */
+static int in_episode(struct tcur *k, uint64_t at, uint64_t *until)
+{
+    while (k->ei < k->nep && k->ep[k->ei].t1_ns <= at)
+        k->ei++;
+    if (k->ei == k->nep)
+        return 0;
+    if (k->ep[k->ei].t0_ns <= at) {
+        *until = k->ep[k->ei].t1_ns;
+        return 1;
+    }
+    *until = k->ep[k->ei].t0_ns < *until ? k->ep[k->ei].t0_ns : *until;
+    return 0;
+}
+
 /* Thread @p k's state at @p x, and when it next changes into @p until. */
 static int tstate(const struct actx *x, struct tcur *k, uint64_t at, uint64_t *until)
+{
+    uint64_t ep_until = UINT64_MAX;
+    int st;
+
+    if (in_episode(k, at, &ep_until)) {
+        *until = ep_until;
+        return ST_RETRY;
+    }
+    st = tstate_calls(x, k, at, until);
+    *until = ep_until < *until ? ep_until : *until;
+    return st;
+}
+
+/* tstate() outside a retry episode. */
+static int tstate_calls(const struct actx *x, struct tcur *k, uint64_t at, uint64_t *until)
 {
     const struct model *m = x->m;
     const struct m_call *c = NULL;
@@ -230,7 +273,7 @@ static void states(const struct actx *x, uint64_t t0, uint64_t t1, double *mine,
     uint64_t at = t0;
 
     for (uint32_t i = 0; i < n; i++)
-        tcur_init(x->m, &k[i], x->a->feeder[i], t0);
+        tcur_init(x, &k[i], x->a->feeder[i], t0);
     while (at < t1) {
         int best = ST_COUNT;
         uint64_t nxt = t1, u;
@@ -548,7 +591,7 @@ static void measured(struct actx *x, const struct gpu_dev *d)
 static void lb_only(const struct actx *x, unsigned char *only)
 {
     memset(only, 0, ST_COUNT);
-    only[ST_PAGEABLE] = only[ST_ALLOC] = only[ST_DISK] = 1;
+    only[ST_PAGEABLE] = only[ST_ALLOC] = only[ST_RETRY] = only[ST_DISK] = 1;
     only[ST_PRE_TREE] = only[ST_PRE_EXT] = only[ST_PRE_ANY] = 1;
     only[ST_LAUNCH] = (unsigned char)x->lb_launch;
 }
@@ -768,7 +811,7 @@ static uint64_t py_counts(const struct actx *x, const struct acct *a, uint64_t *
     struct py_count c = {.x = x};
 
     for (uint32_t i = 0; i < a->nfeed; i++) {
-        tcur_init(x->m, &c.k, a->feeder[i], a->setup_end_ns);
+        tcur_init(x, &c.k, a->feeder[i], a->setup_end_ns);
         pystack_samples_in(x->m, a->feeder[i], a->setup_end_ns, a->steady_hi_ns, py_sample, &c);
     }
     memcpy(n, c.n, sizeof(c.n));
@@ -911,9 +954,9 @@ static void totals(struct account *ac)
 
 int account_compute(struct account *ac, const struct model *m, const struct feed *f,
                     const struct gpu_truth *g, const struct steps *s,
-                    const struct step_setup *su, uint64_t wall_ns)
+                    const struct step_setup *su, const struct memory *mem, uint64_t wall_ns)
 {
-    struct actx x = {.m = m, .f = f, .g = g, .ac = ac};
+    struct actx x = {.m = m, .f = f, .g = g, .mem = mem, .ac = ac};
     uint32_t cap = 0;
     int rc = 0;
 

@@ -17,6 +17,7 @@
 
 #include "feed.h"
 #include "gpu.h"
+#include "model/memory.h"
 #include "model/model.h"
 #include "model/steps.h"
 
@@ -51,6 +52,9 @@ enum acct_bucket {
     AB_DISK,         /* uninterruptible (D) */
     AB_UNKNOWN,      /* outside CUDA calls, no host data */
     AB_NO_CUDA,      /* in the run's active window, outside every feeding process's own */
+    AB_ALLOC_RETRY,  /* GPU idle, a feeder in a caching allocator's retry: from an allocation
+                        that failed out of memory, through the frees and their syncs, to the
+                        successful retry (model/memory.h) */
     AB_COUNT
 };
 
@@ -58,7 +62,7 @@ enum acct_bucket {
 enum acct_cause {
     AC_NONE = -1,
     AC_PIPE, AC_START, AC_HOST, AC_SYNC, AC_LAUNCH, AC_PAGEABLE, AC_CHURN, AC_TREE, AC_EXT,
-    AC_IO, AC_COUNT
+    AC_IO, AC_RETRY, AC_COUNT
 };
 
 #define ACCT_FEEDERS 8
@@ -101,10 +105,11 @@ struct account {
 
 /** Build the account of every selected CUDA process, @p wall_ns the run's
  * active window (what is outside every process's own is AB_NO_CUDA), the
- * steps @p s and their set-up @p su. @return 0 or -ENOMEM */
+ * steps @p s and their set-up @p su, the allocator's retry episodes of
+ * @p mem (may be NULL). @return 0 or -ENOMEM */
 int account_compute(struct account *ac, const struct model *m, const struct feed *f,
                     const struct gpu_truth *g, const struct steps *s,
-                    const struct step_setup *su, uint64_t wall_ns);
+                    const struct step_setup *su, const struct memory *mem, uint64_t wall_ns);
 
 /** Time cause @p c owns (the sum of its buckets), with its 95 % interval
  * into @p lo, @p hi (either may be NULL). */

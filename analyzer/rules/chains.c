@@ -15,7 +15,8 @@
 const char *const chains_cause_names[C_COUNT] = {
     "data_pipeline_starvation", "cpu_contention_tree", "cpu_contention_external",
     "page_alloc_pressure", "pageable_memcpy", "sync_per_iteration", "alloc_churn",
-    "launch_bound", "io_wait", "gpu_bound", "host_bound", "worker_startup"};
+    "launch_bound", "io_wait", "gpu_bound", "host_bound", "worker_startup",
+    "allocator_retries", "oom"};
 
 /* The account's cause (account.h) behind each finding: its impact is the
  * time the account's buckets of that cause hold; AC_NONE: not a view of
@@ -23,7 +24,8 @@ const char *const chains_cause_names[C_COUNT] = {
 const int chains_cause_acct[C_COUNT] = {
     [C_PIPE] = AC_PIPE,     [C_TREE] = AC_TREE,   [C_EXT] = AC_EXT,       [C_PAGE] = AC_NONE,
     [C_PAGEABLE] = AC_PAGEABLE, [C_SYNC] = AC_SYNC, [C_CHURN] = AC_CHURN, [C_LAUNCH] = AC_LAUNCH,
-    [C_IO] = AC_IO,         [C_GPU] = AC_NONE,    [C_HOST] = AC_HOST,     [C_START] = AC_START};
+    [C_IO] = AC_IO,         [C_GPU] = AC_NONE,    [C_HOST] = AC_HOST,     [C_START] = AC_START,
+    [C_RETRY] = AC_RETRY,   [C_OOM] = AC_NONE};
 
 
 /* ---- assembly ---- */
@@ -154,7 +156,8 @@ static json_t *finding_json(const struct ctx *x, const struct finding *f)
         stats_row_name(r, n, sizeof(n));
     json_t *o = json_pack(
         "{s:s, s:s, s:s, s:I, s:I, s:I, s:f, s:I, s:f, s:f, s:s, s:O, s:o, s:o, s:s}", "severity",
-        chains_sev_name(f->cause == C_GPU ? CHAIN_LOW
+        chains_sev_name(f->cause == C_GPU   ? CHAIN_LOW
+                        : f->cause == C_OOM ? CHAIN_HIGH /* whatever it cost: the run died */
                                             : chains_severity(f->impact_lo_ns, x->wall_ns)),
         "cause", chains_cause_names[f->cause], "api", n, "count", (json_int_t)(r ? r->s.count : 0),
         "p50_ns", (json_int_t)(r ? r->s.p50_ns : 0), "p99_ns", (json_int_t)(r ? r->s.p99_ns : 0),
@@ -172,6 +175,8 @@ static json_t *finding_json(const struct ctx *x, const struct finding *f)
     json_object_set_new(o, "owns", owns_json(f->cause));
     json_object_set_new(o, "if_fixed", whatif_json(x, f));
     json_object_set_new(o, "share_of", json_string(share_of(x->ac)));
+    if (f->detail)
+        json_object_update(o, f->detail);
     return o;
 }
 
@@ -179,6 +184,8 @@ static int cmp_finding(const void *a, const void *b)
 {
     const struct finding *x = *(const struct finding *const *)a;
     const struct finding *y = *(const struct finding *const *)b;
+    if ((x->cause == C_OOM) != (y->cause == C_OOM)) /* an error the program saw comes first */
+        return x->cause == C_OOM ? -1 : 1;
     if (x->impact_ns != y->impact_ns)
         return x->impact_ns > y->impact_ns ? -1 : 1;
     return x->cause - y->cause;
@@ -209,7 +216,8 @@ static void page_cap(struct ctx *x)
 }
 
 json_t *chains_build(const struct model *m, struct stats_table *t, const struct feed *f,
-                     const struct gpu_truth *g, const struct account *ac, uint64_t wall_ns)
+                     const struct gpu_truth *g, const struct account *ac,
+                     const struct memory *mem, uint64_t wall_ns)
 {
     struct ctx *x = calloc(1, sizeof(*x));
     struct finding *order[C_COUNT];
@@ -223,6 +231,7 @@ json_t *chains_build(const struct model *m, struct stats_table *t, const struct 
     x->f = f;
     x->g = g;
     x->ac = ac;
+    x->mem = mem;
     x->wall_ns = wall_ns;
     if (chains_tails(x) < 0)
         goto out;
@@ -236,18 +245,21 @@ json_t *chains_build(const struct model *m, struct stats_table *t, const struct 
             [C_EXT] = chains_f_ext,     [C_PAGEABLE] = chains_f_pageable,
             [C_SYNC] = chains_f_sync,   [C_CHURN] = chains_f_churn,
             [C_LAUNCH] = chains_f_launch, [C_IO] = chains_f_io,
-            [C_HOST] = chains_f_host, [C_START] = chains_f_start};
+            [C_HOST] = chains_f_host, [C_START] = chains_f_start,
+            [C_RETRY] = chains_f_retry};
         if (build[k] && worth(x, chains_owned(x, k, NULL, NULL)))
             build[k](x);
     }
     chains_f_page(x);
     page_cap(x);
+    chains_f_oom(x);
     for (int k = 0; k < C_COUNT; k++) {
         struct finding *fd = &x->fnd[k];
-        if (fd->evidence && !worth(x, fd->impact_ns)) {
+        if (fd->evidence && k != C_OOM && !worth(x, fd->impact_ns)) {
             json_decref(fd->evidence);
             json_decref(fd->examples);
             json_decref(fd->timeline);
+            json_decref(fd->detail);
             memset(fd, 0, sizeof(*fd));
         }
     }
@@ -264,6 +276,7 @@ out:
             json_decref(x->fnd[k].evidence);
             json_decref(x->fnd[k].examples);
             json_decref(x->fnd[k].timeline);
+            json_decref(x->fnd[k].detail);
         }
         free(x->tails);
         free(x->pa_median);

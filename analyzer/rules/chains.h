@@ -17,6 +17,7 @@
 #include "account.h"
 #include "feed.h"
 #include "gpu.h"
+#include "model/memory.h"
 #include "model/model.h"
 #include "model/stats.h"
 
@@ -26,9 +27,11 @@ enum chain_sev { CHAIN_LOW = 0, CHAIN_MEDIUM = 1, CHAIN_HIGH = 2 };
  * opts.top entries (0 = all). @p t is the per-API table (its rows' p99_gate
  * are set here). @p wall_ns is the whole that severities and percentages
  * use: the CUDA-active windows, or the user's, less the set-up and the
- * wind-down (analysis.c's steady_ns()). @return new reference */
+ * wind-down (analysis.c's steady_ns()). @p mem: device memory and its
+ * failures (oom, allocator_retries), may be NULL. @return new reference */
 json_t *chains_build(const struct model *m, struct stats_table *t, const struct feed *f,
-                     const struct gpu_truth *g, const struct account *ac, uint64_t wall_ns);
+                     const struct gpu_truth *g, const struct account *ac,
+                     const struct memory *mem, uint64_t wall_ns);
 
 /** "HIGH", "MEDIUM", "LOW". */
 const char *chains_sev_name(int sev);

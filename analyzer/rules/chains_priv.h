@@ -18,7 +18,7 @@
 
 enum cause {
     C_PIPE, C_TREE, C_EXT, C_PAGE, C_PAGEABLE, C_SYNC, C_CHURN, C_LAUNCH, C_IO, C_GPU, C_HOST,
-    C_START, C_COUNT
+    C_START, C_RETRY, C_OOM, C_COUNT
 };
 
 /* By enum cause (chains.c): the JSON name, and the account's cause behind it. */
@@ -55,6 +55,7 @@ struct finding {
     const struct tail *tail; /* the API whose tail this cause explains most, or NULL */
     const struct stats_row *row;
     json_t *evidence, *timeline, *examples;
+    json_t *detail; /* more keys for its JSON object (oom: "oom"), or NULL */
     char summary[512], rec[640];
     char host[256]; /* the [HOST] link of the one-line chain */
     char cuda[256]; /* its [CUDA] link when no API row says it */
@@ -66,6 +67,7 @@ struct ctx {
     const struct feed *f;
     const struct gpu_truth *g;
     const struct account *ac;
+    const struct memory *mem; /* may be NULL */
     uint64_t wall_ns; /* severities' whole: the CUDA-active windows (or the
                          user's) less the set-up and the wind-down (analysis.c
                          steady_ns()) */
@@ -116,5 +118,8 @@ void chains_f_launch(struct ctx *x);
 void chains_f_host(struct ctx *x);
 void chains_f_gpu(struct ctx *x);
 void chains_f_start(struct ctx *x);
+/* chains_memory.c: device memory (issue 31) */
+void chains_f_retry(struct ctx *x);
+void chains_f_oom(struct ctx *x);
 
 #endif

@@ -18,6 +18,7 @@
 #include "cudaspy/record.h"
 #include "cudaspy/runfile.h"
 #include "cudaspy/version.h"
+#include "model/memory.h"
 #include "model/pystack.h"
 #include "model/steps.h"
 
@@ -397,9 +398,11 @@ static int write_gpu(struct exporter *x)
     return rc;
 }
 
+/* The tracer's own memory readings (CS_CF_TRACER) are drawn as counters
+ * (write_memory), not as calls the program made. */
 static int call_valid(const struct cs_rec_cuda *c)
 {
-    return c->api != CS_API_NONE && c->api < CS_API_COUNT;
+    return c->api != CS_API_NONE && c->api < CS_API_COUNT && !(c->flags & CS_CF_TRACER);
 }
 
 static int write_calls(struct exporter *x)
@@ -930,6 +933,35 @@ static int write_account(struct exporter *x, const struct analysis *a)
     return 0;
 }
 
+/* ---- device memory (model/memory.h) ---- */
+
+/* One point of counter "GPU <dev> memory <what>" of process @p pid. */
+static void mem_point(struct exporter *x, uint32_t pid, unsigned dev, const char *what,
+                      uint64_t t, uint64_t bytes)
+{
+    if (t < x->since || t >= x->until)
+        return;
+    ev_begin(x, "C", pid, 0, t);
+    fprintf(x->out, ",\"name\":\"GPU %u memory %s\",\"args\":{\"bytes\":%" PRIu64 "}}", dev,
+            what, bytes);
+}
+
+/* Each process's held device memory as a counter per GPU, a point per
+ * change, and the device's free memory at each reading. */
+static void write_memory(struct exporter *x, const struct analysis *a)
+{
+    const struct memory *mm = analysis_memory(a);
+
+    for (size_t i = 0; i < mm->ntr; i++) {
+        const struct mem_track *t = &mm->tr[i];
+        ensure_named(x, t->pid, NAMED_PROC);
+        for (size_t k = 0; k < t->npt; k++)
+            mem_point(x, t->pid, t->device, "held", t->pt[k].t_ns, t->pt[k].held_bytes);
+        for (size_t k = 0; k < t->nrd; k++)
+            mem_point(x, t->pid, t->device, "free", t->rd[k].t_ns, t->rd[k].free_bytes);
+    }
+}
+
 /* What needs the analysis (the model of the run): steps and the account. */
 static int write_analysed(struct exporter *x, const char *path)
 {
@@ -942,6 +974,7 @@ static int write_analysed(struct exporter *x, const char *path)
     if ((rc = analysis_load(paths, 1, &o, &a, &x->err)) < 0)
         return rc;
     write_steps(x, a);
+    write_memory(x, a);
     rc = write_account(x, a);
     analysis_free(a);
     return rc;

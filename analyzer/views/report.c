@@ -299,6 +299,31 @@ static void print_flight(const struct out *o, const json_t *fl)
             fmt_count(b, sizeof(b), geti(fl, "outermost_calls")));
 }
 
+/* "MEMORY   pid 8057 GPU 0: peak 200.0 MiB at 85.8ms, ..." per process and
+ * GPU that allocated device memory (docs/memory.md); nothing otherwise. */
+static void print_memory_lines(const struct out *o, const json_t *mem)
+{
+    const json_t *v;
+    char a[32];
+    size_t i;
+
+    json_array_foreach(json_object_get(mem, "processes"), i, v) {
+        fprintf(o->f, "MEMORY   pid %lld GPU %lld: peak %.1f MiB at %s, held at the end %.1f MiB",
+                (long long)geti(v, "pid"), (long long)geti(v, "device"),
+                (double)geti(v, "peak_bytes") / 1048576.0,
+                fmt_ns(a, sizeof(a), geti(v, "peak_t_ns")),
+                (double)geti(v, "held_end_bytes") / 1048576.0);
+        if (json_is_integer(json_object_get(v, "total_bytes")))
+            fprintf(o->f, ", device %.1f MiB (%.1f MiB free at the last reading)",
+                    (double)geti(v, "total_bytes") / 1048576.0,
+                    (double)geti(v, "free_bytes") / 1048576.0);
+        if (geti(v, "failures"))
+            fprintf(o->f, ", %lld out of memory (%lld retried)", (long long)geti(v, "failures"),
+                    (long long)geti(v, "retries"));
+        fputc('\n', o->f);
+    }
+}
+
 static void print_run(const struct out *o, const json_t *j)
 {
     const json_t *run = json_object_get(j, "run"), *files = json_object_get(run, "files");
@@ -339,6 +364,7 @@ static void print_run(const struct out *o, const json_t *j)
                         : ", collector did not shut down cleanly");
     }
     print_gpu_line(o, json_object_get(j, "gpu"), json_object_get(j, "account"));
+    print_memory_lines(o, json_object_get(j, "memory"));
     print_steps_line(o, json_object_get(j, "steps"),
                      strcmp(gets_(json_array_get(files, 0), "sampler_tier"), "none") != 0,
                      json_object_get(j, "account"));

@@ -19,6 +19,7 @@
 #include "cudaspy/record.h"
 #include "cudaspy/version.h"
 #include "html_assets.h"
+#include "model/memory.h"
 #include "gate/summary.h"
 
 #define PROG "cudaspy-analyze"
@@ -140,7 +141,7 @@ static void tl_record(struct timeline *t, unsigned kind, const void *rec)
 {
     if (kind == CS_REC_CUDA) {
         const struct cs_rec_cuda *c = rec;
-        struct tl_proc *p = (c->flags & CS_CF_NESTED) ? NULL : tl_proc(t, c->pid);
+        struct tl_proc *p = (c->flags & (CS_CF_NESTED | CS_CF_TRACER)) ? NULL : tl_proc(t, c->pid);
         if (p)
             tl_add(t, p->v[TL_CUDA], c->t_enter_ns, c->t_exit_ns, 1);
     } else if (kind == CS_REC_OFFCPU) {
@@ -241,6 +242,36 @@ static int timeline_json(const struct analysis *a, struct cs_run *r, uint64_t t0
     return rc;
 }
 
+/* ---- device memory ---- */
+
+#define HTML_MEM_POINTS 2000 /* points drawn per process and GPU, at most */
+
+/* Per process and GPU: the "memory" row of the JSON, with its held bytes
+ * over time as [t_ns, bytes] points (every k-th, the peak kept). */
+static json_t *memory_page_json(const struct analysis *a)
+{
+    const struct memory *mm = analysis_memory(a);
+    json_t *rows = json_array(), *j = analysis_json(a);
+    json_t *procs = json_object_get(json_object_get(j, "memory"), "processes");
+    uint64_t t0 = analysis_t0(a, 0);
+
+    for (size_t i = 0; i < mm->ntr; i++) {
+        const struct mem_track *t = &mm->tr[i];
+        json_t *row = json_deep_copy(json_array_get(procs, i)), *pts = json_array();
+        size_t k = t->npt / HTML_MEM_POINTS + 1;
+        for (size_t p = 0; p < t->npt; p++) {
+            uint64_t at = t->pt[p].t_ns > t0 ? t->pt[p].t_ns - t0 : 0;
+            if (p % k == 0 || t->pt[p].t_ns == t->peak_ns || p == t->npt - 1)
+                json_array_append_new(pts, json_pack("[I, I]", (json_int_t)at,
+                                                     (json_int_t)t->pt[p].held_bytes));
+        }
+        json_object_set_new(row, "points", pts);
+        json_array_append_new(rows, row);
+    }
+    json_decref(j);
+    return rows;
+}
+
 /* ---- page ---- */
 
 static json_t *meta_json(struct cs_run *r, const char *path)
@@ -300,6 +331,10 @@ static int build_data(struct analysis *a, const char *path, json_t **out, struct
                      tl);
     if (*out == NULL)
         return cs_err_set(err, -ENOMEM, "out of memory");
+    json_t *mem = memory_page_json(a);
+    if (json_array_size(mem)) /* only for runs that allocate device memory */
+        json_object_set(*out, "memory", mem);
+    json_decref(mem);
     json_t *py = analysis_pylines(a); /* only for runs with stacks: the page is otherwise as it was */
     if (json_array_size(json_object_get(py, "rows")))
         json_object_set(*out, "pylines", py);

@@ -115,7 +115,11 @@ enum cs_variant { CS_VAR_LEGACY = 0, CS_VAR_PTSZ = 1, CS_VAR_PTDS = 2 };
     X(cudaFreeAsync, CS_LAYER_RUNTIME, CS_FAM_FREE, 0)                  \
     /* driver: initialisation (the run line's "CUDA initialisation") */  \
     X(cuInit, CS_LAYER_DRIVER, CS_FAM_INIT, 0)                          \
-    X(cuDevicePrimaryCtxRetain, CS_LAYER_DRIVER, CS_FAM_INIT, 0)
+    X(cuDevicePrimaryCtxRetain, CS_LAYER_DRIVER, CS_FAM_INIT, 0)          \
+    /* memory (issue 31): free and total device memory; the shim also  \
+       reads them itself (CS_CF_TRACER, docs/memory.md) */               \
+    X(cuMemGetInfo_v2, CS_LAYER_DRIVER, CS_FAM_OTHER, 0)                \
+    X(cudaMemGetInfo, CS_LAYER_RUNTIME, CS_FAM_OTHER, 0)
 
 enum cs_api {
     CS_API_NONE = 0,

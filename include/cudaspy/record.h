@@ -53,6 +53,11 @@ enum cs_dir {
                                   driver call of its family it made got no record and no
                                   clock reads of its own (docs/shim.md) */
 #define CS_CF_DRV_ERROR 0x0200 /* CS_CF_FOLDED: that driver call returned non-zero */
+#define CS_CF_TRACER    0x0400 /* made by the tracer, not the program: a cuMemGetInfo_v2
+                                  reading (bytes = free, aux = total) after the process's
+                                  first device allocation and after each one that failed
+                                  out of memory (docs/memory.md); seq 0, grid[0] the
+                                  allocation's result (0 or 2) */
 
 #define CS_STREAM_LEGACY      0x0ull /* stream 0 (legacy default) */
 #define CS_STREAM_PER_THREAD  0x2ull /* CU_STREAM_PER_THREAD, also used after normalising
@@ -80,7 +85,10 @@ struct cs_rec_cuda {
     uint16_t drv_api;    /* CS_CF_FOLDED: enum cs_api of the driver call folded in, else 0 */
     uint32_t stack_id;   /* native stack (stacks db), 0 = none */
     uint64_t aux;        /* kind-specific: event handle for event syncs, host
-                            pointer for copies, graph exec for graph launches */
+                            pointer for copies, graph exec for graph launches,
+                            pointer or handle allocated or freed (allocation
+                            families), total bytes (cuMemGetInfo_v2, cudaMemGetInfo:
+                            bytes holds the free bytes) */
 };
 _Static_assert(sizeof(struct cs_rec_cuda) == 96, "cs_rec_cuda is 96 bytes, no hidden padding");
 

@@ -59,6 +59,18 @@
  *   two_causes       pipe_fork's workers (slower) feeding pageable copies
  *                    (4 MiB, 2 GB/s). Truths: the pipe wait, and the time
  *                    the pageable copies held the host beyond a pinned copy
+ *   retries          a caching allocator near capacity: each step's cudaMalloc
+ *                    fails out of memory, the cached block is freed (cudaFree,
+ *                    1.5 ms, synchronises) and the allocation retried (1 ms),
+ *                    then 3 x 1 ms kernels, sync. Truth: the episodes
+ *   oom              steps of 2 x 1 ms kernels with 96 MiB held, then a
+ *                    512 MiB cudaMalloc on a 256 MiB device; the program
+ *                    prints its truth and _exits (variant abort: aborts)
+ *   vmm              expandable segments: 32-63 physical 2 MiB pages mapped a
+ *                    step (cuMemCreate/cuMemMap), 2 x 1 ms kernels, sync, all
+ *                    but 4 unmapped and released. Truth: none; peak_bytes
+ *   many             2000 allocations, a third freed, 500 more, all freed
+ *                    from the last. Truth: none; peak_bytes
  *   hog              spin on one CPU for `seconds` (no CUDA): outside load
  * Every meter leaves out the run-queue delay inside what it times (struct
  * span): an exclusive account gives that slice to CPU contention.
@@ -69,6 +81,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* O_DIRECT, O_TMPFILE */
 #endif
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include "fake_client.h"
@@ -131,6 +144,9 @@ struct acc {
     uint64_t rq0_ns;     /* run-queue delay at the loop's start */
     uint64_t runq_ns;    /* the main thread's run-queue delay in the loop */
     double tree_share;   /* contention_tree: the spinners' share of runq_ns */
+    uint64_t oom_bytes, held_bytes; /* oom: the size asked, what the process held */
+    uint64_t peak_bytes; /* vmm, many: the most device memory held */
+    long episodes;       /* retries: failed-then-retried allocations */
 };
 
 static cudaStream_t stream;
@@ -647,6 +663,199 @@ static void run_churn(struct acc *a)
         CHECK_RT(cudaFree(d));
 }
 
+/* PyTorch's caching allocator near the device's capacity (issue 31): each
+ * step needs a block the cache cannot serve (sizes alternate) and the
+ * device cannot fit beside the block the cache holds, so cudaMalloc fails
+ * out of memory; the allocator frees its cached block (cudaFree
+ * synchronises the device) and tries again. The new block stays cached.
+ * Truth: the episodes, from the failed cudaMalloc to the retry's return.
+ * nocause: a device large enough, so both sizes stay cached and reused.
+ * twice: PyTorch's two stages: the cache also holds an 8 MiB block, which
+ * alone is freed first (release_available_cached_blocks) and the retry
+ * fails again; then the big block (release_cached_blocks), and the second
+ * retry succeeds. A fresh 8 MiB block is allocated after each step.
+ * queued: 2 x 1 ms kernels are queued before the allocation, as in a
+ * forward pass: the first free's sync waits for them, and only the
+ * episode's time with nothing queued on the GPU is the truth. */
+static void run_retries(struct acc *a)
+{
+    void *weights = dev_alloc(64 * MIB), *cache[2] = {NULL, NULL}, *small = NULL;
+    int is_twice = strcmp(a->variant, "twice") == 0, is_queued = strcmp(a->variant, "queued") == 0;
+    loop_begin(a);
+    for (; loop_more(a); a->steps++) {
+        size_t want = (a->steps % 2 ? 136 : 128) * MIB;
+        void **mine = &cache[a->steps % 2], **other = &cache[1 - a->steps % 2];
+        if (is_queued)
+            launch(K_MS, 2);
+        struct span s = span_begin();
+        cudaError_t rc = *mine ? cudaSuccess : cudaMalloc(mine, want);
+        if (rc == cudaErrorMemoryAllocation && small) {
+            (void)cudaGetLastError();
+            CHECK_RT(cudaFree(small));
+            small = NULL;
+            rc = cudaMalloc(mine, want);
+        }
+        if (rc == cudaErrorMemoryAllocation && *other) {
+            (void)cudaGetLastError(); /* as PyTorch clears the error before retrying */
+            CHECK_RT(cudaFree(*other));
+            *other = NULL;
+            rc = cudaMalloc(mine, want);
+            uint64_t whole = span_end(&s);
+            a->truth_ns += is_queued ? span_idle(&s, gpu_idle_in(s.t0_ns, s.t1_ns)) : whole;
+            a->episodes++;
+        }
+        CHECK_RT(rc);
+        if (is_twice && small == NULL)
+            CHECK_RT(cudaMalloc(&small, 8 * MIB));
+        launch(K_MS, is_queued ? 1 : 3);
+        sync_stream();
+    }
+    loop_end(a);
+    for (int i = 0; i < 2; i++)
+        if (cache[i])
+            CHECK_RT(cudaFree(cache[i]));
+    if (small)
+        CHECK_RT(cudaFree(small));
+    CHECK_RT(cudaFree(weights));
+}
+
+/* PyTorch's expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True):
+ * one reserved range that grows by 2 MiB physical pages (cuMemCreate,
+ * cuMemMap, cuMemSetAccess) and shrinks again (cuMemUnmap, cuMemRelease),
+ * the driver reached through cudaGetDriverEntryPointByVersion as PyTorch
+ * reaches it. Step k maps 32 + k % 32 pages, runs 2 x 1 ms kernels, syncs
+ * and gives back all but 4. Truth: 0 ns (healthy); peak_bytes, the most
+ * physical memory held, which the report's peak must equal. */
+#define VMM_PAGE (2 * MIB)
+#define VMM_PAGES 64
+struct vmm_api {
+    CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+    CUresult (*addr_free)(CUdeviceptr, size_t);
+    CUresult (*create)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *,
+                       unsigned long long);
+    CUresult (*release)(CUmemGenericAllocationHandle);
+    CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+                    unsigned long long);
+    CUresult (*unmap)(CUdeviceptr, size_t);
+    CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t);
+};
+
+static void vmm_get(const char *name, void **fn)
+{
+    enum cudaDriverEntryPointQueryResult st;
+    CHECK_RT(cudaGetDriverEntryPointByVersion(name, fn, 12000, cudaEnableDefault, &st));
+    if (*fn == NULL || st != cudaDriverEntryPointSuccess)
+        CHECK_RT(cudaErrorSymbolNotFound);
+}
+
+#define CHECK_CU(call) CHECK_RT((cudaError_t)(call))
+
+static void run_vmm(struct acc *a)
+{
+    struct vmm_api v;
+    CUmemGenericAllocationHandle h[VMM_PAGES];
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    CUmemAccessDesc acc = {.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    CUdeviceptr va;
+    int mapped = 0;
+    vmm_get("cuMemAddressReserve", (void **)&v.reserve);
+    vmm_get("cuMemAddressFree", (void **)&v.addr_free);
+    vmm_get("cuMemCreate", (void **)&v.create);
+    vmm_get("cuMemRelease", (void **)&v.release);
+    vmm_get("cuMemMap", (void **)&v.map);
+    vmm_get("cuMemUnmap", (void **)&v.unmap);
+    vmm_get("cuMemSetAccess", (void **)&v.access);
+    CHECK_CU(v.reserve(&va, VMM_PAGES * VMM_PAGE, 0, 0, 0));
+    loop_begin(a);
+    for (; loop_more(a); a->steps++) {
+        for (int want = 32 + (int)(a->steps % 32); mapped < want; mapped++) {
+            CUdeviceptr at = va + (CUdeviceptr)mapped * VMM_PAGE;
+            CHECK_CU(v.create(&h[mapped], VMM_PAGE, &prop, 0));
+            CHECK_CU(v.map(at, VMM_PAGE, 0, h[mapped], 0));
+            CHECK_CU(v.access(at, VMM_PAGE, &acc, 1));
+        }
+        a->peak_bytes = (uint64_t)mapped * VMM_PAGE > a->peak_bytes
+                            ? (uint64_t)mapped * VMM_PAGE : a->peak_bytes;
+        launch(K_MS, 2);
+        sync_stream();
+        for (; mapped > 4; mapped--) {
+            CHECK_CU(v.unmap(va + (CUdeviceptr)(mapped - 1) * VMM_PAGE, VMM_PAGE));
+            CHECK_CU(v.release(h[mapped - 1]));
+        }
+    }
+    loop_end(a);
+    for (; mapped > 0; mapped--) {
+        CHECK_CU(v.unmap(va + (CUdeviceptr)(mapped - 1) * VMM_PAGE, VMM_PAGE));
+        CHECK_CU(v.release(h[mapped - 1]));
+    }
+    CHECK_CU(v.addr_free(va, VMM_PAGES * VMM_PAGE));
+}
+
+/* Many live allocations freed out of order (issue 31): 2000 cudaMalloc of
+ * 4 KiB + 256 B x i, every third freed, 500 more, then all freed from the
+ * last; a kernel and a sync between the rounds. Truth: 0 ns; peak_bytes,
+ * what the workload held at most, which the report's peak must equal
+ * (every free found by its pointer, however the replay's table collides). */
+#define MANY 2500
+static void run_many(struct acc *a)
+{
+    static void *p[MANY];
+    uint64_t held = 0;
+    size_t sz[MANY];
+    int n = 0;
+    loop_begin(a);
+    for (; n < 2000; n++) {
+        sz[n] = 4 * KIB + 256 * (size_t)n;
+        CHECK_RT(cudaMalloc(&p[n], sz[n]));
+        held += sz[n];
+    }
+    a->peak_bytes = held;
+    for (int i = 0; i < n; i += 3) {
+        CHECK_RT(cudaFree(p[i]));
+        p[i] = NULL;
+        held -= sz[i];
+    }
+    launch(K_MS, 1);
+    sync_stream();
+    for (; n < MANY; n++) {
+        sz[n] = 4 * KIB + 256 * (size_t)n;
+        CHECK_RT(cudaMalloc(&p[n], sz[n]));
+        held += sz[n];
+        a->peak_bytes = held > a->peak_bytes ? held : a->peak_bytes;
+    }
+    while (n-- > 0)
+        if (p[n])
+            CHECK_RT(cudaFree(p[n]));
+    a->steps = 1;
+    loop_end(a);
+}
+
+/* A program that dies of out-of-memory (issue 31): steps of a kernel and a
+ * sync with 96 MiB held, then one cudaMalloc of 512 MiB on a 256 MiB
+ * device (FAKECUDA_MEM_LIMIT). It prints its truth line and leaves at once
+ * with _exit (variant "abort": abort()), as a Python program that
+ * torch.cuda.OutOfMemoryError ends does, without freeing anything.
+ * Truth: 0 ns (the finding is HIGH whatever its impact); oom_bytes the
+ * size asked, held_bytes what the process held. */
+static void run_oom(struct acc *a)
+{
+    void *weights = dev_alloc(96 * MIB), *big = NULL;
+    loop_begin(a);
+    for (; loop_more(a); a->steps++) {
+        launch(K_MS, 2);
+        sync_stream();
+    }
+    loop_end(a);
+    if (cudaMalloc(&big, 512 * MIB) != cudaErrorMemoryAllocation) {
+        fprintf(stderr, "%s: oom: cudaMalloc of 512 MiB did not fail\n", NAME);
+        exit(3);
+    }
+    (void)weights;
+    a->oom_bytes = 512 * MIB;
+    a->held_bytes = 96 * MIB;
+}
+
 /* The CPU-contention loop: 2 ms of CPU work, 3 short kernels, sync.
  * Truth: the main thread's run-queue delay over the loop. */
 static void cpu_steps(struct acc *a)
@@ -1057,6 +1266,11 @@ static const struct mode modes[] = {
     {"setup_heavy", "setup", NULL, 0, run_setup_heavy},
     {"healthy", "none", NULL, 0, run_healthy},
     {"two_causes", "data_pipeline_starvation", NULL, 0, run_two_causes},
+    {"retries", "allocator_retries", "cuMemAlloc_v2=1000000,cuMemFree_v2=1500000", 1,
+     run_retries},
+    {"oom", "oom", NULL, 0, run_oom},
+    {"vmm", "none", NULL, 0, run_vmm},
+    {"many", "none", NULL, 0, run_many},
 };
 
 static void print_truth(const struct acc *a)
@@ -1078,6 +1292,13 @@ static void print_truth(const struct acc *a)
         printf(",\"wait_ns\":%llu", (unsigned long long)a->wait_ns);
     if (a->tree_share > 0)
         printf(",\"tree_share_pct\":%.1f", a->tree_share * 100);
+    if (a->peak_bytes)
+        printf(",\"peak_bytes\":%llu", (unsigned long long)a->peak_bytes);
+    if (a->episodes)
+        printf(",\"episodes\":%ld", a->episodes);
+    if (a->oom_bytes)
+        printf(",\"oom_bytes\":%llu,\"held_bytes\":%llu", (unsigned long long)a->oom_bytes,
+               (unsigned long long)a->held_bytes);
     if (strcmp(a->mode, "two_causes") == 0)
         printf(",\"causes\":[{\"planted\":\"data_pipeline_starvation\",\"truth_ns\":%llu},"
                "{\"planted\":\"pageable_memcpy\",\"truth_ns\":%llu}]",
@@ -1097,6 +1318,10 @@ static void set_env(const struct mode *m)
     setenv("FAKECUDA_SIM", "1", 1);
     setenv("FAKECUDA_KERNEL_US", us, 1);
     setenv("FAKECUDA_PAGEABLE_GBPS", PAGEABLE_GBPS, 0);
+    if (m->run == run_retries && !is_nocause) /* 64 MiB + 2 blocks of 128-136 MiB: no fit */
+        setenv("FAKECUDA_MEM_LIMIT", "335544320", 1); /* 320 MiB */
+    if (m->run == run_oom)
+        setenv("FAKECUDA_MEM_LIMIT", "268435456", 1); /* 256 MiB */
     if (m->lat_ns && !is_nocause) {
         setenv("FAKECUDA_LAT_NS", m->lat_ns, 0);
         setenv("FAKECUDA_LAT_MODE", m->is_lat_sleep ? "sleep" : "busy", 0);
@@ -1138,6 +1363,12 @@ int main(int argc, char **argv)
         CHECK_RT(fakert_register_kernel((const void *)kernels[k].fn, kernels[k].name));
     CHECK_RT(cudaStreamCreate(&stream));
     m->run(&a);
+    if (a.oom_bytes) { /* died of it: no clean-up */
+        print_truth(&a);
+        if (strcmp(a.variant, "abort") == 0)
+            abort();
+        _exit(0);
+    }
     CHECK_RT(cudaStreamDestroy(stream));
     print_truth(&a);
     return 0;

@@ -133,6 +133,8 @@ __attribute__((constructor)) static void fake_cfg_load(void)
     fake_cfg.pageable_bps = env_double("FAKECUDA_PAGEABLE_GBPS", 10.0) * 1e9;
     fake_cfg.d2d_bps = env_double("FAKECUDA_D2D_GBPS", 1000.0) * 1e9;
     fake_cfg.total_mem_bytes = (uint64_t)(env_double("FAKECUDA_MEM_GB", 80.0) * (1 << 30));
+    if (getenv("FAKECUDA_MEM_LIMIT") && *getenv("FAKECUDA_MEM_LIMIT")) /* exact bytes */
+        fake_cfg.total_mem_bytes = strtoull(getenv("FAKECUDA_MEM_LIMIT"), NULL, 10);
     for_each_item("FAKECUDA_LAT_NS", parse_lat);
     for_each_item("FAKECUDA_FAIL", parse_fail);
     for_each_item("FAKECUDA_KERNEL_US", parse_ktime);

@@ -37,7 +37,7 @@ struct fake_cfg {
     double pinned_bps;      /* bytes per second for copies from/to pinned memory */
     double pageable_bps;    /* bytes per second for copies from/to pageable memory */
     double d2d_bps;         /* bytes per second for device-to-device copies and memsets */
-    uint64_t total_mem_bytes;
+    uint64_t total_mem_bytes; /* device capacity: FAKECUDA_MEM_LIMIT bytes, else FAKECUDA_MEM_GB */
 };
 extern struct fake_cfg fake_cfg;
 extern _Atomic uint64_t fake_calls[FAKE_N_EXPORTS];
@@ -76,7 +76,10 @@ void fake_tally_memset(uint64_t len_bytes);
 void fake_tally_reset(void);
 
 /* Memory ranges (fake_mem.c). */
-enum fake_mem_kind { FAKE_MEM_PAGEABLE = 0, FAKE_MEM_DEVICE, FAKE_MEM_MANAGED, FAKE_MEM_PINNED };
+/* FAKE_MEM_PHYS: a cuMemCreate handle's bytes, keyed by the handle (no address) */
+enum fake_mem_kind {
+    FAKE_MEM_PAGEABLE = 0, FAKE_MEM_DEVICE, FAKE_MEM_MANAGED, FAKE_MEM_PINNED, FAKE_MEM_PHYS
+};
 enum fake_mem_kind fake_mem_kind_of(const void *p);
 
 /* Streams (fake_stream.c). Per-thread and legacy default streams are objects
@@ -97,6 +100,8 @@ struct CUstream_st *fake_stream_resolve(CUstream s, int is_per_thread);
 uint64_t fake_stream_enqueue(struct CUstream_st *s, uint64_t dur_ns);
 /* Wait until s is idle (SIM) with the bytes of its deferred work in place. */
 void fake_stream_wait_idle(struct CUstream_st *s);
+/* SIM: wait until every stream is idle (what cuCtxSynchronize and cuMemFree do). */
+void fake_device_wait_idle(void);
 /* SIM: s's next work follows deferred item @p seq (and so every item before
  * it); the legacy-stream rule passes it on. */
 void fake_stream_add_dep(struct CUstream_st *s, uint64_t seq);

@@ -21,7 +21,8 @@ struct range {
     uintptr_t base;
     size_t len;
     enum fake_mem_kind kind;
-    int is_registered; /* pinned by cuMemHostRegister: not ours to free */
+    int is_registered; /* pinned by cuMemHostRegister, or a VMM mapping: not ours to free */
+    int is_counted;    /* its bytes are in used_bytes (a VMM mapping's are its handle's) */
 };
 
 static pthread_mutex_t range_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -29,10 +30,23 @@ static struct range *ranges;
 static size_t n_ranges, cap_ranges;
 static _Atomic uint64_t used_bytes;
 
-static int range_add(void *p, size_t len, enum fake_mem_kind kind, int is_registered)
+/* How a range's bytes count against the device (FAKECUDA_MEM_LIMIT). */
+enum range_use {
+    RANGE_FREE_OF_CAP, /* pinned host memory: in used_bytes, never refused */
+    RANGE_CAPPED,      /* device memory: refused past the capacity */
+    RANGE_UNCOUNTED    /* a VMM mapping: its handle (cuMemCreate) holds the bytes */
+};
+
+/* @return 0, -1 out of host memory, -2 past the device's capacity */
+static int range_add_as(void *p, size_t len, enum fake_mem_kind kind, int is_registered,
+                        enum range_use use)
 {
     int rc = 0;
     pthread_mutex_lock(&range_lock);
+    if (use == RANGE_CAPPED && atomic_load(&used_bytes) + len > fake_cfg.total_mem_bytes) {
+        rc = -2;
+        goto out;
+    }
     if (n_ranges == cap_ranges) {
         size_t cap = cap_ranges ? cap_ranges * 2 : 64;
         struct range *r = realloc(ranges, cap * sizeof *r);
@@ -43,11 +57,18 @@ static int range_add(void *p, size_t len, enum fake_mem_kind kind, int is_regist
         ranges = r;
         cap_ranges = cap;
     }
-    ranges[n_ranges++] = (struct range){(uintptr_t)p, len, kind, is_registered};
-    atomic_fetch_add(&used_bytes, len);
+    ranges[n_ranges++] =
+        (struct range){(uintptr_t)p, len, kind, is_registered, use != RANGE_UNCOUNTED};
+    if (use != RANGE_UNCOUNTED)
+        atomic_fetch_add(&used_bytes, len);
 out:
     pthread_mutex_unlock(&range_lock);
     return rc;
+}
+
+static int range_add(void *p, size_t len, enum fake_mem_kind kind, int is_registered)
+{
+    return range_add_as(p, len, kind, is_registered, RANGE_FREE_OF_CAP);
 }
 
 /* Removes the range starting exactly at p with kind in mask; 0 or -1. */
@@ -59,7 +80,8 @@ static int range_del(const void *p, unsigned kind_mask, struct range *out)
         if (ranges[i].base == (uintptr_t)p && (kind_mask & (1u << ranges[i].kind))) {
             *out = ranges[i];
             ranges[i] = ranges[--n_ranges];
-            atomic_fetch_sub(&used_bytes, out->len);
+            if (out->is_counted)
+                atomic_fetch_sub(&used_bytes, out->len);
             rc = 0;
             break;
         }
@@ -74,7 +96,8 @@ static int range_find(const void *p, struct range *out)
     uintptr_t a = (uintptr_t)p;
     pthread_mutex_lock(&range_lock);
     for (size_t i = 0; i < n_ranges; i++) {
-        if (a >= ranges[i].base && a - ranges[i].base < ranges[i].len) {
+        if (ranges[i].kind != FAKE_MEM_PHYS && a >= ranges[i].base &&
+            a - ranges[i].base < ranges[i].len) {
             *out = ranges[i];
             rc = 0;
             break;
@@ -98,13 +121,12 @@ static CUresult mem_alloc(void **p, size_t len, enum fake_mem_kind kind)
         return CUDA_ERROR_INVALID_VALUE;
     if (len == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if (atomic_load(&used_bytes) + len > fake_cfg.total_mem_bytes && kind != FAKE_MEM_PINNED)
-        return CUDA_ERROR_OUT_OF_MEMORY;
     size_t rounded = (len + 255) & ~(size_t)255;
     void *q = NULL;
     if (posix_memalign(&q, 256, rounded) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if (range_add(q, rounded, kind, 0) != 0) {
+    if (range_add_as(q, rounded, kind, 0,
+                     kind == FAKE_MEM_PINNED ? RANGE_FREE_OF_CAP : RANGE_CAPPED) != 0) {
         free(q);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -151,9 +173,13 @@ FAKE_API CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t len)
     return dev_alloc(dptr, len, FAKE_MEM_DEVICE);
 }
 
+/* cuMemFree (and so cudaFree) synchronises the device first, as the real
+ * one does: a caching allocator's retry pays it for every block it frees. */
 FAKE_API CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 {
     FAKE_ENTER(cuMemFree_v2);
+    if (dptr)
+        fake_device_wait_idle();
     return mem_free((void *)dptr, dev_kinds);
 }
 
@@ -302,6 +328,9 @@ FAKE_API CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute 
 
 /* ---- virtual memory management: memfd-backed handles mapped with MAP_FIXED ---- */
 
+/* A physical allocation: its bytes count against the device's capacity
+ * from cuMemCreate to cuMemRelease, mapped or not (what expandable
+ * segments hold). */
 struct vmm_handle {
     int fd;
     size_t len;
@@ -339,7 +368,8 @@ FAKE_API CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size
         return CUDA_ERROR_OUT_OF_MEMORY;
     h->len = len;
     h->fd = memfd_create("fakecuda-vmm", MFD_CLOEXEC);
-    if (h->fd < 0 || ftruncate(h->fd, (off_t)len) != 0) {
+    if (h->fd < 0 || ftruncate(h->fd, (off_t)len) != 0 ||
+        range_add_as(h, len, FAKE_MEM_PHYS, 1, RANGE_CAPPED) != 0) {
         if (h->fd >= 0)
             close(h->fd);
         free(h);
@@ -353,7 +383,8 @@ FAKE_API CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     FAKE_ENTER(cuMemRelease);
     struct vmm_handle *h = (struct vmm_handle *)(uintptr_t)handle;
-    if (h == NULL)
+    struct range r;
+    if (h == NULL || range_del(h, KIND_BIT(FAKE_MEM_PHYS), &r) != 0)
         return CUDA_ERROR_INVALID_VALUE;
     close(h->fd);
     free(h);
@@ -371,7 +402,9 @@ FAKE_API CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t len, size_t offset,
                    (off_t)offset);
     if (p == MAP_FAILED)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    return range_add(p, len, FAKE_MEM_DEVICE, 1) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    return range_add_as(p, len, FAKE_MEM_DEVICE, 1, RANGE_UNCOUNTED) == 0
+               ? CUDA_SUCCESS
+               : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 FAKE_API CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t len)

@@ -45,6 +45,7 @@ cudaError_t CUDARTAPI __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, di
     X(ctx_sync, cuCtxSynchronize, 13000, 0)                      \
     X(mem_alloc, cuMemAlloc, 3020, 0)                            \
     X(mem_free, cuMemFree, 3020, 0)                              \
+    X(mem_get_info, cuMemGetInfo, 3020, 0)                       \
     X(host_alloc, cuMemHostAlloc, 2020, 0)                       \
     X(free_host, cuMemFreeHost, 2000, 0)                         \
     X(host_register, cuMemHostRegister, 6050, 0)                 \
@@ -188,7 +189,8 @@ static cudaError_t rt_drv(CUresult rc)
     X(cudaGraphInstantiate) X(cudaGraphLaunch) X(cudaGraphLaunch_ptsz) X(cudaGraphDestroy)    \
     X(cudaGraphExecDestroy) X(cudaGetLastError) X(cudaGetErrorString) X(cudaFuncGetName)      \
     X(cudaGetDriverEntryPointByVersion) X(cudaGetDriverEntryPointByVersion_ptsz)              \
-    X(cudaSetDevice) X(cudaGetDevice) X(cudaGetDeviceCount) X(cudaDriverGetVersion)
+    X(cudaSetDevice) X(cudaGetDevice) X(cudaGetDeviceCount) X(cudaDriverGetVersion)           \
+    X(cudaMemGetInfo)
 
 enum rt_id {
 #define RT_ENUM(name) RT_ID_##name,
@@ -358,6 +360,12 @@ RT_API cudaError_t CUDARTAPI cudaFreeAsync_ptsz(void *p, cudaStream_t s)
 {
     RT_ENTER(cudaFreeAsync_ptsz);
     return rt_drv(drv.free_async[1]((CUdeviceptr)p, s));
+}
+
+RT_API cudaError_t CUDARTAPI cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
+{
+    RT_ENTER(cudaMemGetInfo);
+    return rt_drv(drv.mem_get_info[0](free_bytes, total_bytes));
 }
 
 /* ---- copies and memsets ---- */

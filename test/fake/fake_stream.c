@@ -116,6 +116,11 @@ static CUresult ctx_sync(void)
     return CUDA_SUCCESS;
 }
 
+void fake_device_wait_idle(void)
+{
+    ctx_sync();
+}
+
 FAKE_API CUresult CUDAAPI cuCtxSynchronize(void)
 {
     FAKE_ENTER(cuCtxSynchronize);

@@ -57,9 +57,9 @@ async function toolsAndSchemas(client) {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
   const want = ['compare_runs', 'get_account', 'get_api_latency', 'get_causal_chains', 'get_gpu_feed',
-    'get_gpu_timeline', 'get_hotspots', 'get_per_process_breakdown', 'get_steps', 'get_timeline',
-    'get_top_stalls', 'get_trace_stats'];
-  check('tools/list has the 12 tools', isDeepStrictEqual(names, want), names.join(','));
+    'get_gpu_timeline', 'get_hotspots', 'get_memory', 'get_per_process_breakdown', 'get_steps',
+    'get_timeline', 'get_top_stalls', 'get_trace_stats'];
+  check('tools/list has the 13 tools', isDeepStrictEqual(names, want), names.join(','));
   for (const t of tools) {
     let err = null;
     try {
@@ -113,6 +113,14 @@ async function slices(client, want) {
     want.chains.slice(0, 3)) && r.structuredContent.total === want.chains.length);
 
   await account(client, want);
+
+  r = await call(client, 'get_memory', {});
+  const m = r.structuredContent;
+  check('get_memory equals --json memory', !r.isError && want.memory !== undefined &&
+    isDeepStrictEqual(m.processes, want.memory.processes) &&
+    isDeepStrictEqual(m.failures, want.memory.failures) &&
+    m.failures_total === want.memory.failures_total &&
+    m.retry_episodes === want.memory.retry_episodes, JSON.stringify(m).slice(0, 300));
 
   r = await call(client, 'get_per_process_breakdown', {});
   check('get_per_process_breakdown equals --json processes',

@@ -196,7 +196,7 @@ static int test_modern_tools_list_is_cacheable(void)
     int ok = res && !strcmp(json_string_value(json_object_get(res, "resultType")), "complete") &&
              json_is_integer(json_object_get(res, "ttlMs")) &&
              json_is_string(json_object_get(res, "cacheScope")) &&
-             json_array_size(json_object_get(res, "tools")) == 12;
+             json_array_size(json_object_get(res, "tools")) == 13;
     json_decref(r);
     CHECK_EQ(srv_stop(&s), 0);
     CHECK(ok);

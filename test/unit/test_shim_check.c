@@ -381,6 +381,12 @@ static void check_seq(const struct expect *e, struct cs_run *run, struct cs_rec_
 {
     qsort(r, n, sizeof(*r), cmp_tid_seq);
     for (size_t i = 0; i < n; i++) {
+        if (r[i].flags & CS_CF_TRACER) { /* the shim's own memory readings: seq 0 */
+            if (r[i].seq != 0 || r[i].api != CS_API_cuMemGetInfo_v2)
+                FAIL("pid %u: tid %u seq %u: a tracer record that is no reading", e->pid,
+                     r[i].tid, r[i].seq);
+            continue;
+        }
         if (i && r[i].tid == r[i - 1].tid && r[i].seq == r[i - 1].seq)
             FAIL("pid %u: tid %u seq %u: duplicate record", e->pid, r[i].tid, r[i].seq);
         if (runtime && cs_api_table[r[i].api % CS_API_COUNT].layer == CS_LAYER_RUNTIME)
