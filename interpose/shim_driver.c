@@ -82,7 +82,11 @@
     SHIM_PTSZ(X, cuStreamBeginCapture_v2, 2, capture_begin) \
     SHIM_PTSZ(X, cuStreamEndCapture, 2, capture_end)     \
     SHIM_ONE(X, cuModuleUnload, 1, unload)               \
-    SHIM_ONE(X, cuLibraryUnload, 1, unload)
+    SHIM_ONE(X, cuLibraryUnload, 1, unload)              \
+    SHIM_ONE(X, cuGraphInstantiateWithFlags, 3, graph_inst) \
+    SHIM_PTSZ(X, cuGraphInstantiateWithParams, 3, graph_inst) \
+    SHIM_ONE(X, cuGraphExecUpdate_v2, 3, aux_arg0)       \
+    SHIM_PTSZ(X, cuGraphUpload, 2, graph_upload)
 
 /* Initialisation: wrapped where the gateways hand out pointers, but not
  * exported: a program may look cuInit up with dlsym(RTLD_DEFAULT) to learn
@@ -413,6 +417,22 @@ static inline void ex_capture_end(EX_ARGS)
     shim_capture_end(shim_capture_key(r->stream));
 }
 
+/* (exec out, graph, ...): aux is the executable graph made, bytes the
+ * graph's handle (what was captured: a new one each capture). */
+static inline void ex_graph_inst(EX_ARGS)
+{
+    EX_UNUSED;
+    r->aux = deref_u64(a[0], rc);
+    r->bytes = a[1];
+}
+
+static inline void ex_graph_upload(EX_ARGS)
+{
+    EX_UNUSED;
+    r->aux = a[0];
+    shim_rec_stream(r, a[1]);
+}
+
 static inline void ex_unload(EX_ARGS)
 {
     EX_UNUSED;
@@ -455,6 +475,8 @@ static inline void ex_unload(EX_ARGS)
 #define SHIM_ENQ_capture_begin 0
 #define SHIM_ENQ_capture_end 0
 #define SHIM_ENQ_unload 0
+#define SHIM_ENQ_graph_inst 0
+#define SHIM_ENQ_graph_upload 0
 
 static void *shim_drv_resolve_slow(int i) SHIM_COLD;
 

@@ -1114,6 +1114,8 @@ static int gpu_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
         g->kind = r->kind;
         g->dir = r->dir;
         g->gflags = (uint8_t)(r->flags & CS_GF_PAGEABLE);
+        g->graph_id = r->graph_id;
+        g->graph_node_id = r->graph_node_id;
         /* the enqueuing call, found once the calls are sorted (gpu_join) */
         g->call = (r->flags & CS_GF_CORR) ? (uint64_t)r->api_tid << 32 | r->api_seq : M_CALL_NONE;
     }

@@ -65,8 +65,11 @@ struct m_gpu {
     uint8_t dir;         /* copies: enum cs_dir */
     uint8_t gflags;      /* CS_GF_PAGEABLE of its record */
     uint8_t pad[3];
+    uint32_t graph_id;   /* CUPTI's graphId when a graph replay ran it, else 0 */
+    uint32_t pad2;
+    uint64_t graph_node_id; /* CUPTI's graphNodeId: its node in that graph, else 0 */
 };
-_Static_assert(sizeof(struct m_gpu) == 56, "m_gpu is 56 bytes");
+_Static_assert(sizeof(struct m_gpu) == 72, "m_gpu is 72 bytes");
 #define M_CALL_NONE UINT64_MAX
 
 /* The stack of a call (cs_rec_cuda.stack_id, stacks db of the call's run).

@@ -51,6 +51,8 @@ enum acct_bucket {
     AB_DISK,         /* uninterruptible (D) */
     AB_UNKNOWN,      /* outside CUDA calls, no host data */
     AB_NO_CUDA,      /* in the run's active window, outside every feeding process's own */
+    AB_GRAPH,        /* GPU idle, a feeder building a CUDA graph: from a stream capture's
+                        begin to its end, and inside instantiate/update calls (issue 31) */
     AB_COUNT
 };
 
@@ -58,7 +60,7 @@ enum acct_bucket {
 enum acct_cause {
     AC_NONE = -1,
     AC_PIPE, AC_START, AC_HOST, AC_SYNC, AC_LAUNCH, AC_PAGEABLE, AC_CHURN, AC_TREE, AC_EXT,
-    AC_IO, AC_COUNT
+    AC_IO, AC_RECAPTURE, AC_COUNT
 };
 
 #define ACCT_FEEDERS 8

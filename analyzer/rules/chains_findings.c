@@ -564,6 +564,96 @@ void chains_f_churn(struct ctx *x)
         f->timeline = chains_tl_for_call(x, x->t, e.call[0]);
 }
 
+/* ---- graph_recapture (issue 31) ---- */
+
+/* Where process @p proc's steady state starts: its account's set-up end. */
+static uint64_t steady_from(const struct account *ac, uint32_t proc)
+{
+    for (uint32_t i = 0; i < ac->na; i++)
+        if (ac->a[i].proc == proc)
+            return ac->a[i].setup_end_ns;
+    return UINT64_MAX;
+}
+
+/* Graph building after the set-up: captures (begin to end, on one thread)
+ * and instantiations or updates, outermost calls that succeeded. */
+struct rebuilds {
+    uint64_t captures, insts, capture_ns, inst_ns;
+    struct examples e; /* the captures' begins and the instantiations, longest first */
+};
+
+static void rebuilds_count(const struct ctx *x, struct rebuilds *rb)
+{
+    const struct model *m = x->m;
+
+    for (uint32_t t = 0; t < m->nthr; t++) {
+        const struct m_thread *th = &m->thr[t];
+        uint64_t from = m->proc[th->proc].selected ? steady_from(x->ac, th->proc) : UINT64_MAX;
+        uint64_t open = M_CALL_NONE;
+        for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++) {
+            const struct m_call *c = &m->call[i];
+            int fam = cs_api_table[c->api].family;
+            if ((c->flags & (CS_CF_NESTED | CS_CF_ERROR)) || c->t_enter_ns < from)
+                continue;
+            if (c->api == CS_API_cuStreamBeginCapture_v2 || c->api == CS_API_cudaStreamBeginCapture) {
+                open = i;
+            } else if (fam == CS_FAM_CAPTURE && open != M_CALL_NONE) { /* its end */
+                rb->captures++;
+                rb->capture_ns += c->t_exit_ns - m->call[open].t_enter_ns;
+                chains_ex_keep(&rb->e, open, c->t_exit_ns - m->call[open].t_enter_ns);
+                open = M_CALL_NONE;
+            } else if (fam == CS_FAM_GRAPH && c->api != CS_API_cuGraphUpload &&
+                       c->api != CS_API_cudaGraphUpload) {
+                rb->insts++;
+                rb->inst_ns += model_dur(c);
+                chains_ex_keep(&rb->e, i, model_dur(c));
+            }
+        }
+    }
+}
+
+void chains_f_recapture(struct ctx *x)
+{
+    struct rebuilds rb = {0};
+    struct finding *f;
+    uint64_t n = x->ac->nstep;
+    double per = n ? 1.0 / (double)n : 1e9 / (double)(x->wall_ns ? x->wall_ns : 1);
+    const char *unit = n ? "step" : "second";
+    char a[32], b[32];
+
+    rebuilds_count(x, &rb);
+    if (rb.captures + rb.insts == 0)
+        return;
+    f = fnew(x, C_RECAPTURE, rb.capture_ns + rb.inst_ns);
+    jaddf(f->evidence, "GPU idle %s while a feeding thread built CUDA graphs (from a stream "
+                       "capture's begin to its end, and inside instantiation)",
+          fmt_ns(a, 32, f->impact_ns));
+    jaddf(f->evidence, "after the set-up: %" PRIu64 " stream captures (%s) and %" PRIu64
+                       " graph instantiations or updates (%s), %.2f and %.2f per %s",
+          rb.captures, fmt_ns(a, 32, rb.capture_ns), rb.insts, fmt_ns(b, 32, rb.inst_ns),
+          (double)rb.captures * per, (double)rb.insts * per, unit);
+    jaddf(f->evidence, "a graph captured once and replayed costs one launch a step; each new "
+                       "capture also runs the captured code eagerly first (warm-up) and "
+                       "instantiates anew");
+    f->row = rb.e.ns[0] ? stats_table_row(x->t, &x->m->call[rb.e.call[0]]) : NULL;
+    snprintf(f->summary, sizeof(f->summary), "CUDA graphs are captured and instantiated again "
+             "and again after the set-up (%.2f captures and %.2f instantiations per %s), "
+             "%s building them",
+             (double)rb.captures * per, (double)rb.insts * per, unit,
+             fmt_ns(a, 32, rb.capture_ns + rb.inst_ns));
+    snprintf(f->host, sizeof(f->host), "%" PRIu64 " captures + %" PRIu64 " instantiations "
+             "after the set-up", rb.captures, rb.insts);
+    snprintf(f->rec, sizeof(f->rec),
+             "capture once and replay: keep the input shapes static (pad batches to a few "
+             "bucket sizes, DataLoader(drop_last=True)); with torch.compile(mode="
+             "\"reduce-overhead\") a new shape records new CUDA graphs, so mark the varying "
+             "dimension dynamic (torch._dynamo.mark_dynamic) or, where shapes must vary, "
+             "compile with mode=\"max-autotune-no-cudagraphs\"");
+    f->examples = chains_ex_json(x->m, &rb.e);
+    if (rb.e.ns[0])
+        f->timeline = chains_tl_for_call(x, x->t, rb.e.call[0]);
+}
+
 /* The outermost synchronisation API with the most calls: what a per-step
  * sync finding is about (the call that drained the longest gap may be a
  * memset or a copy). */

@@ -18,7 +18,7 @@
 
 enum cause {
     C_PIPE, C_TREE, C_EXT, C_PAGE, C_PAGEABLE, C_SYNC, C_CHURN, C_LAUNCH, C_IO, C_GPU, C_HOST,
-    C_START, C_COUNT
+    C_START, C_RECAPTURE, C_COUNT
 };
 
 /* By enum cause (chains.c): the JSON name, and the account's cause behind it. */
@@ -116,5 +116,6 @@ void chains_f_launch(struct ctx *x);
 void chains_f_host(struct ctx *x);
 void chains_f_gpu(struct ctx *x);
 void chains_f_start(struct ctx *x);
+void chains_f_recapture(struct ctx *x);
 
 #endif

@@ -311,7 +311,7 @@ json_t *pyline_json(const struct pyline *p, const struct model *m)
 
 /* W_IDLE: the GPU idle after drains from the first step on (the findings
  * leave the set-up out); W_STARVE: of it, asleep for the pipeline. */
-enum weigh { W_NONE, W_IDLE, W_STARVE, W_PAGEABLE, W_ALLOC, W_LAUNCH, W_API };
+enum weigh { W_NONE, W_IDLE, W_STARVE, W_PAGEABLE, W_ALLOC, W_LAUNCH, W_API, W_GRAPH };
 
 /* Weighed by the GPU idle after drains, not by time in calls. */
 static int by_gaps(enum weigh w)
@@ -333,6 +333,8 @@ static enum weigh weigh_of(const char *cause, const struct pyline *p)
         return W_ALLOC;
     if (!strcmp(cause, "launch_bound"))
         return W_LAUNCH;
+    if (!strcmp(cause, "graph_recapture"))
+        return W_GRAPH;
     if (!strcmp(cause, "gpu_bound"))
         return W_NONE;
     return W_API;
@@ -358,6 +360,9 @@ static int call_in(const struct filter *fl, const struct m_call *c)
         return in->family == CS_FAM_ALLOC || in->family == CS_FAM_FREE;
     case W_LAUNCH:
         return in->family == CS_FAM_LAUNCH;
+    case W_GRAPH: /* the capture's begin names the captured code's line */
+        return in->family == CS_FAM_GRAPH || c->api == CS_API_cuStreamBeginCapture_v2 ||
+               c->api == CS_API_cudaStreamBeginCapture;
     case W_API:
         return (fl->api == CS_API_NONE || (c->api == fl->api && c->variant == fl->variant)) &&
                model_dur(c) >= fl->min_ns;
