@@ -6,7 +6,8 @@
 #              are counted by name (kernels_in_graphs, top_kernels_by_count),
 #              and the graph's GPU time and the GPU busy time are the
 #              workload's (its nodes' simulated times x its launches), exact;
-#              the Perfetto export names graph and node on the GPU slices
+#              the Perfetto export names graph and node on the GPU slices;
+#              the steps are the replays; the text report lists them too
 #   recapture  captured and instantiated anew every step: graph_recapture is
 #              the top finding, HIGH, its impact within 20 % of the meter
 #   healthy    the graph replay loop: no MEDIUM or HIGH finding (outside CPU
@@ -29,6 +30,8 @@ shield "$cudaspy" record -q -o "$dir/run.lmdb" --gpu-activity full -- "$workload
 if [ "$mode" = nodes ]; then
     "$CS_ANALYZE" export --chrome "$dir/trace.json" "$dir/run.lmdb" ||
         { echo "graphs: export failed" >&2; exit 1; }
+    "$CS_ANALYZE" --by kernel --color never "$dir/run.lmdb" >"$dir/report.txt" ||
+        { echo "graphs: text report failed" >&2; exit 1; }
 fi
 exec python3 - "$mode" "$dir" <<'PY'
 import json, re, sys
@@ -70,6 +73,13 @@ if mode == "nodes":
     sl = [e for e in ev if e.get("cat") == "gpu.kernel" and "graph" in e.get("args", {})]
     check(len(sl) == g["kernels"], "%d kernel slices name their graph" % len(sl))
     check(len({e["args"]["graph_node"] for e in sl}) == len(nodes) - 1, "graph nodes on slices")
+    st = rep["steps"]
+    check(st["count"] == launches, "%d steps, want one a launch (%d)" % (st["count"], launches))
+    check(st["mix"]["gpu_busy_pct"] > 95, "steps' GPU busy %.1f %%" % st["mix"]["gpu_busy_pct"])
+    txt = open(d + "/report.txt").read()
+    check("KERNELS IN CUDA GRAPHS" in txt, "no graph kernels in the text report")
+    check("CUDA graphs: 1 graph(s), %d nodes, %d launches ran" % (len(nodes), launches) in txt,
+          "no CUDA graphs line in the text report")
     print("graphs: nodes: %d launches, %s, GPU %d ns" % (launches, want, busy))
 else:
     ch = [c for c in rep["chains"] if c["severity"] != "LOW" or c["impact_ns"] > 0]
