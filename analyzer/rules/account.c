@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "account.h"
+#include "graphs.h"
 #include "cudaspy/api.h"
 #include "cudaspy/record.h"
 #include "model/procs.h"
@@ -25,12 +26,12 @@
 /* What one feeding thread did at a moment, in the order that decides which
  * thread the GPU waited for (a lower value explains the wait better). */
 enum st {
-    ST_GRAPH, ST_LAUNCH, ST_PAGEABLE, ST_HOST, ST_ALLOC, ST_OTHER, ST_PRE_TREE, ST_PRE_EXT, ST_PRE_ANY,
+    ST_GRAPH, ST_GRAPH_ONCE, ST_LAUNCH, ST_PAGEABLE, ST_HOST, ST_ALLOC, ST_OTHER, ST_PRE_TREE, ST_PRE_EXT, ST_PRE_ANY,
     ST_DISK, ST_SYNC, ST_DATA, ST_START, ST_SLEEP, ST_FEEDWAIT, ST_UNKNOWN, ST_COUNT
 };
 
 static const int st_bucket[ST_COUNT] = {
-    AB_GRAPH,       AB_LAUNCH,      AB_PAGEABLE,    AB_HOST_CODE,   AB_ALLOC,     AB_CUDA_OTHER,
+    AB_GRAPH,       AB_GRAPH_ONCE,  AB_LAUNCH,      AB_PAGEABLE,    AB_HOST_CODE,   AB_ALLOC,     AB_CUDA_OTHER,
     AB_PREEMPT_TREE, AB_PREEMPT_EXT, AB_PREEMPT_TREE, AB_DISK,     AB_SYNC,
     AB_DATA_WAIT,   AB_WORKER_START, AB_SLEEP,      AB_SLEEP,     AB_UNKNOWN};
 
@@ -41,7 +42,7 @@ static const char *const bucket_names[AB_COUNT] = {
     "sync_serial",  "sync",
     "launch",       "pageable_copy", "allocator",    "cuda_other",    "asleep_data",
     "worker_startup", "asleep",      "preempted_tree", "preempted_external", "disk",
-    "unknown",      "no_cuda",       "graph_build"};
+    "unknown",      "no_cuda",       "graph_build",   "graph_build_once"};
 
 static const char *const cause_names[AC_COUNT] = {
     "data_pipeline_starvation", "worker_startup", "host_bound",   "sync_per_iteration",
@@ -58,7 +59,7 @@ static const int owner[AB_COUNT] = {
     [AB_ALLOC] = AC_CHURN,      [AB_CUDA_OTHER] = AC_NONE,    [AB_DATA_WAIT] = AC_PIPE,
     [AB_WORKER_START] = AC_START, [AB_SLEEP] = AC_NONE,       [AB_PREEMPT_TREE] = AC_TREE,
     [AB_PREEMPT_EXT] = AC_EXT,  [AB_DISK] = AC_IO,            [AB_UNKNOWN] = AC_NONE,
-    [AB_NO_CUDA] = AC_NONE,     [AB_GRAPH] = AC_RECAPTURE};
+    [AB_NO_CUDA] = AC_NONE,     [AB_GRAPH] = AC_RECAPTURE,    [AB_GRAPH_ONCE] = AC_NONE};
 
 const char *account_bucket_name(int b)
 {
@@ -104,14 +105,7 @@ struct actx {
     /* the steps of this process, if it has them */
     const struct steps *s;
     size_t si;
-    /* graph building (gspans_build): capture spans, grouped by thread */
-    struct gspan *gsp;
-    uint64_t *gfirst; /* per thread: its first span in gsp; [nthr] = the count */
-};
-
-/* A stream capture on one thread: from its begin's entry to its end's exit. */
-struct gspan {
-    uint64_t t0, t1;
+    struct graph_builds gb; /* CUDA graph builds (graphs.h); none when out of memory */
 };
 
 /* One feeding thread's position in its calls, off-CPU intervals and
@@ -132,77 +126,31 @@ static void tcur_init(const struct actx *x, struct tcur *k, uint32_t t, uint64_t
     k->oi = model_off_after(m, t, at);
     k->oend = th->first_off + th->noff;
     k->gi = k->gend = 0;
-    if (x->gfirst == NULL)
+    if (x->gb.first == NULL)
         return;
-    k->gi = x->gfirst[t], k->gend = x->gfirst[t + 1];
-    while (k->gi < k->gend && x->gsp[k->gi].t1 <= at)
+    k->gi = x->gb.first[t], k->gend = x->gb.first[t + 1];
+    while (k->gi < k->gend && x->gb.b[k->gi].t1_ns <= at)
         k->gi++;
 }
 
-static int is_capture_begin(unsigned api)
+/* Is thread @p k building a graph at @p at (graphs.h: a capture and its
+ * instantiation)? ST_GRAPH, ST_GRAPH_ONCE (a build that paid for itself),
+ * else ST_COUNT; moves *y to the build's end, or to the next one's start. */
+static int in_build(const struct actx *x, struct tcur *k, uint64_t at, uint64_t *y)
 {
-    return api == CS_API_cuStreamBeginCapture_v2 || api == CS_API_cudaStreamBeginCapture;
-}
+    const struct graph_build *b;
 
-static int is_capture_end(unsigned api)
-{
-    return api == CS_API_cuStreamEndCapture || api == CS_API_cudaStreamEndCapture;
-}
-
-/* Every thread's stream captures, outermost calls only (a runtime capture's
- * driver call is nested in it or folded into it): x->gsp, x->gfirst. Out of
- * memory leaves both NULL: the captures' launches and host code then count
- * as what they are. */
-static void gspans_build(struct actx *x)
-{
-    const struct model *m = x->m;
-    size_t n = 0, cap = 0;
-
-    x->gfirst = malloc((m->nthr + 1) * sizeof(*x->gfirst));
-    for (uint32_t t = 0; x->gfirst && t < m->nthr; t++) {
-        const struct m_thread *th = &m->thr[t];
-        uint64_t open = UINT64_MAX;
-        x->gfirst[t] = n;
-        for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++) {
-            const struct m_call *c = &m->call[i];
-            if (c->flags & (CS_CF_NESTED | CS_CF_ERROR))
-                continue;
-            if (is_capture_begin(c->api)) {
-                open = c->t_enter_ns;
-            } else if (is_capture_end(c->api) && open != UINT64_MAX) {
-                if (n == cap) {
-                    struct gspan *q = realloc(x->gsp, (cap = cap ? cap * 2 : 64) * sizeof(*q));
-                    if (q == NULL)
-                        goto fail;
-                    x->gsp = q;
-                }
-                x->gsp[n++] = (struct gspan){open, c->t_exit_ns};
-                open = UINT64_MAX;
-            }
-        }
-    }
-    if (x->gfirst)
-        x->gfirst[m->nthr] = n;
-    return;
-fail:
-    free(x->gsp), free(x->gfirst);
-    x->gsp = NULL, x->gfirst = NULL;
-}
-
-/* Is thread @p k building a graph at @p at (inside a capture span)? Moves
- * *y to the span's end, or to the next span's start. */
-static int in_capture(const struct actx *x, struct tcur *k, uint64_t at, uint64_t *y)
-{
-    while (k->gi < k->gend && x->gsp[k->gi].t1 <= at)
+    while (k->gi < k->gend && x->gb.b[k->gi].t1_ns <= at)
         k->gi++;
     if (k->gi == k->gend)
-        return 0;
-    if (x->gsp[k->gi].t0 > at) {
-        *y = x->gsp[k->gi].t0 < *y ? x->gsp[k->gi].t0 : *y;
-        return 0;
+        return ST_COUNT;
+    b = &x->gb.b[k->gi];
+    if (b->t0_ns > at) {
+        *y = b->t0_ns < *y ? b->t0_ns : *y;
+        return ST_COUNT;
     }
-    *y = x->gsp[k->gi].t1 < *y ? x->gsp[k->gi].t1 : *y;
-    return 1;
+    *y = b->t1_ns < *y ? b->t1_ns : *y;
+    return b->is_amortised ? ST_GRAPH_ONCE : ST_GRAPH;
 }
 
 static int is_feeder_tid(const struct acct *a, const struct model *m, uint32_t tid)
@@ -222,9 +170,7 @@ static int call_st(const struct m_call *c)
     case CS_FAM_SYNC: return ST_SYNC;
     case CS_FAM_ALLOC:
     case CS_FAM_FREE: return ST_ALLOC;
-    case CS_FAM_CAPTURE:
-    case CS_FAM_GRAPH: return ST_GRAPH;
-    default: return ST_OTHER;
+    default: return ST_OTHER; /* capture and graph calls: their builds decide (in_build) */
     }
 }
 
@@ -257,7 +203,7 @@ static int tstate(const struct actx *x, struct tcur *k, uint64_t at, uint64_t *u
     const struct m_call *c = NULL;
     const struct m_off *o = NULL;
     uint64_t y = UINT64_MAX;
-    int is_building;
+    int build;
 
     while (k->ci < k->cend &&
            (m->call[k->ci].t_exit_ns <= at || (m->call[k->ci].flags & CS_CF_NESTED)))
@@ -274,10 +220,10 @@ static int tstate(const struct actx *x, struct tcur *k, uint64_t at, uint64_t *u
     } else if (k->oi < k->oend && m->off[k->oi].t_start_ns < y) {
         y = m->off[k->oi].t_start_ns;
     }
-    is_building = in_capture(x, k, at, &y); /* its launches and host code are the capture's */
+    build = in_build(x, k, at, &y); /* its launches and host code are the capture's */
     *until = y;
     if (o == NULL)
-        return is_building ? ST_GRAPH : c ? call_st(c) : x->host_known ? ST_HOST : ST_UNKNOWN;
+        return build != ST_COUNT ? build : c ? call_st(c) : x->host_known ? ST_HOST : ST_UNKNOWN;
     if (o->cls == CS_OFF_PREEMPT)
         return (o->flags & CS_HF_HOLDER_IN_TREE) ? ST_PRE_TREE : ST_PRE_EXT;
     if (o->cls == CS_OFF_DISK)
@@ -288,7 +234,7 @@ static int tstate(const struct actx *x, struct tcur *k, uint64_t at, uint64_t *u
             return ST_PRE_ANY;
         *until = woke < *until ? woke : *until;
     }
-    return is_building ? ST_GRAPH : c ? call_st(c) : wake_st(x, k->t, o);
+    return build != ST_COUNT ? build : c ? call_st(c) : wake_st(x, k->t, o);
 }
 
 /* Add [t0, t1) in state @p st to @p mine; preemption by an unknown holder
@@ -635,6 +581,7 @@ static void lb_only(const struct actx *x, unsigned char *only)
 {
     memset(only, 0, ST_COUNT);
     only[ST_PAGEABLE] = only[ST_ALLOC] = only[ST_DISK] = only[ST_GRAPH] = 1;
+    only[ST_GRAPH_ONCE] = 1;
     only[ST_PRE_TREE] = only[ST_PRE_EXT] = only[ST_PRE_ANY] = 1;
     only[ST_LAUNCH] = (unsigned char)x->lb_launch;
 }
@@ -1015,7 +962,8 @@ int account_compute(struct account *ac, const struct model *m, const struct feed
         return -ENOMEM;
     for (uint32_t p = 0; p < m->nproc; p++)
         x.first_wake[p] = UINT64_MAX;
-    gspans_build(&x);
+    if (graphs_builds(m, &x.gb) < 0) /* without them graph work counts as what it is */
+        memset(&x.gb, 0, sizeof(x.gb));
     for (uint32_t p = 0; p < m->nproc && rc == 0; p++) {
         int any = 0;
         if (!m->proc[p].has_cuda || !m->proc[p].selected)
@@ -1037,8 +985,7 @@ int account_compute(struct account *ac, const struct model *m, const struct feed
     }
     free(x.first_wake);
     free(x.births);
-    free(x.gsp);
-    free(x.gfirst);
+    graphs_exit(&x.gb);
     if (rc < 0)
         return rc;
     representatives(ac);

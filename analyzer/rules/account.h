@@ -51,8 +51,10 @@ enum acct_bucket {
     AB_DISK,         /* uninterruptible (D) */
     AB_UNKNOWN,      /* outside CUDA calls, no host data */
     AB_NO_CUDA,      /* in the run's active window, outside every feeding process's own */
-    AB_GRAPH,        /* GPU idle, a feeder building a CUDA graph: from a stream capture's
-                        begin to its end, and inside instantiate/update calls (issue 31) */
+    AB_GRAPH,        /* GPU idle, a feeder building a CUDA graph (graphs.h: a capture's
+                        begin to its instantiation's end) that was launched fewer than
+                        GRAPHS_AMORTISED times before being made again (issue 31) */
+    AB_GRAPH_ONCE,   /* the same for a build launched that often or more: paid for */
     AB_COUNT
 };
 

@@ -2,6 +2,7 @@
  * evidence of chains_evidence.c into at most one finding, whose impact is the
  * time its cause cost (the excess, not the calls' whole duration). Text is
  * built here; report.c only lays it out. Ordering and JSON: chains.c. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -10,6 +11,7 @@
 #include "chains_priv.h"
 #include "cudaspy/api.h"
 #include "fmt.h"
+#include "graphs.h"
 #include "model/procs.h"
 
 /* ---- findings ---- */
@@ -575,41 +577,49 @@ static uint64_t steady_from(const struct account *ac, uint32_t proc)
     return UINT64_MAX;
 }
 
-/* Graph building after the set-up: captures (begin to end, on one thread)
- * and instantiations or updates, outermost calls that succeeded. */
+/* Graph builds after the set-up (graphs.h): those that did not pay for
+ * themselves, and those that did (amortised, not counted). */
 struct rebuilds {
-    uint64_t captures, insts, capture_ns, inst_ns;
-    struct examples e; /* the captures' begins and the instantiations, longest first */
+    uint64_t captures, insts, capture_ns, inst_ns, builds;
+    uint64_t once, once_ns; /* amortised builds */
+    struct examples e;      /* the builds' captures and instantiations, longest first */
 };
 
-static void rebuilds_count(const struct ctx *x, struct rebuilds *rb)
+static void rebuild_add(const struct model *m, struct rebuilds *rb, const struct graph_build *b)
+{
+    rb->builds++;
+    if (b->capture != M_CALL_NONE) {
+        rb->captures++;
+        rb->capture_ns += b->capture_ns;
+        chains_ex_keep(&rb->e, b->capture, b->capture_ns);
+    }
+    if (b->inst != M_CALL_NONE) {
+        rb->insts++;
+        rb->inst_ns += model_dur(&m->call[b->inst]);
+        chains_ex_keep(&rb->e, b->inst, model_dur(&m->call[b->inst]));
+    }
+}
+
+/* @return -ENOMEM, else 0 */
+static int rebuilds_count(const struct ctx *x, struct rebuilds *rb)
 {
     const struct model *m = x->m;
+    struct graph_builds gb;
 
-    for (uint32_t t = 0; t < m->nthr; t++) {
-        const struct m_thread *th = &m->thr[t];
-        uint64_t from = m->proc[th->proc].selected ? steady_from(x->ac, th->proc) : UINT64_MAX;
-        uint64_t open = M_CALL_NONE;
-        for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++) {
-            const struct m_call *c = &m->call[i];
-            int fam = cs_api_table[c->api].family;
-            if ((c->flags & (CS_CF_NESTED | CS_CF_ERROR)) || c->t_enter_ns < from)
-                continue;
-            if (c->api == CS_API_cuStreamBeginCapture_v2 || c->api == CS_API_cudaStreamBeginCapture) {
-                open = i;
-            } else if (fam == CS_FAM_CAPTURE && open != M_CALL_NONE) { /* its end */
-                rb->captures++;
-                rb->capture_ns += c->t_exit_ns - m->call[open].t_enter_ns;
-                chains_ex_keep(&rb->e, open, c->t_exit_ns - m->call[open].t_enter_ns);
-                open = M_CALL_NONE;
-            } else if (fam == CS_FAM_GRAPH && c->api != CS_API_cuGraphUpload &&
-                       c->api != CS_API_cudaGraphUpload) {
-                rb->insts++;
-                rb->inst_ns += model_dur(c);
-                chains_ex_keep(&rb->e, i, model_dur(c));
-            }
-        }
+    if (graphs_builds(m, &gb) < 0)
+        return -ENOMEM;
+    for (size_t i = 0; i < gb.n; i++) {
+        const struct graph_build *b = &gb.b[i];
+        uint32_t p = m->thr[b->thr].proc;
+        if (!m->proc[p].selected || b->t0_ns < steady_from(x->ac, p))
+            continue;
+        if (b->is_amortised)
+            rb->once++, rb->once_ns += b->t1_ns - b->t0_ns;
+        else
+            rebuild_add(m, rb, b);
     }
+    graphs_exit(&gb);
+    return 0;
 }
 
 void chains_f_recapture(struct ctx *x)
@@ -621,8 +631,7 @@ void chains_f_recapture(struct ctx *x)
     const char *unit = n ? "step" : "second";
     char a[32], b[32];
 
-    rebuilds_count(x, &rb);
-    if (rb.captures + rb.insts == 0)
+    if (rebuilds_count(x, &rb) < 0 || rb.builds == 0)
         return;
     f = fnew(x, C_RECAPTURE, rb.capture_ns + rb.inst_ns);
     jaddf(f->evidence, "GPU idle %s while a feeding thread built CUDA graphs (from a stream "
@@ -632,6 +641,10 @@ void chains_f_recapture(struct ctx *x)
                        " graph instantiations or updates (%s), %.2f and %.2f per %s",
           rb.captures, fmt_ns(a, 32, rb.capture_ns), rb.insts, fmt_ns(b, 32, rb.inst_ns),
           (double)rb.captures * per, (double)rb.insts * per, unit);
+    if (rb.once)
+        jaddf(f->evidence, "not counted: %" PRIu64 " build(s) launched %d times or more each "
+                           "(%s): they paid for themselves",
+              rb.once, GRAPHS_AMORTISED, fmt_ns(a, 32, rb.once_ns));
     jaddf(f->evidence, "a graph captured once and replayed costs one launch a step; each new "
                        "capture also runs the captured code eagerly first (warm-up) and "
                        "instantiates anew");
