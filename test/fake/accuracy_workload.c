@@ -65,9 +65,10 @@
  *                    replayed and synced every step, each step an NVTX range
  *                    "step"; healthy. Prints the graph's nodes and times
  *   recapture        each step the code runs eagerly (2 x 0.5 ms), is captured
- *                    anew (1 ms of tracing), instantiated (3 ms of CPU:
- *                    FAKECUDA_LAT_NS) and replayed, as torch.compile does for
- *                    a new input shape. Truth: capture begin to instantiated
+ *                    anew (1 ms of tracing), instantiated (3 ms, slept:
+ *                    FAKECUDA_LAT_NS, so that outside CPU load cannot outgrow
+ *                    it) and replayed, as torch.compile does for a new input
+ *                    shape. Truth: capture begin to instantiated
  *   hog              spin on one CPU for `seconds` (no CUDA): outside load
  * Every meter leaves out the run-queue delay inside what it times (struct
  * span): an exclusive account gives that slice to CPU contention.
@@ -1155,8 +1156,8 @@ static void run_graphs(struct acc *a)
 
 /* Planted graph_recapture: each step a new shape, as torch.compile's
  * reduce-overhead mode sees it: the code runs eagerly once (warm-up), is
- * captured (1 ms of tracing), instantiated (3 ms: FAKECUDA_LAT_NS) and
- * replayed. Truth: from each capture's begin to its instantiation's end.
+ * captured (1 ms of tracing), instantiated (3 ms, slept: FAKECUDA_LAT_NS)
+ * and replayed. Truth: from each capture's begin to its instantiation's end.
  * nocause: captured once in the set-up, as a static shape is. */
 static void run_recapture(struct acc *a)
 {
@@ -1208,7 +1209,7 @@ static const struct mode modes[] = {
     {"healthy", "none", NULL, 0, run_healthy},
     {"two_causes", "data_pipeline_starvation", NULL, 0, run_two_causes},
     {"graphs", "none", "cuGraphInstantiateWithFlags=100000000", 0, run_graphs},
-    {"recapture", "graph_recapture", "cuGraphInstantiateWithFlags=3000000", 0, run_recapture},
+    {"recapture", "graph_recapture", "cuGraphInstantiateWithFlags=3000000", 1, run_recapture},
 };
 
 static void print_truth(const struct acc *a)
