@@ -583,7 +583,62 @@ struct rebuilds {
     uint64_t captures, insts, capture_ns, inst_ns, builds;
     uint64_t once, once_ns; /* amortised builds */
     struct examples e;      /* the builds' captures and instantiations, longest first */
+    /* the eager runs before the captures (graphs_warmup) */
+    uint64_t *wu;           /* pairs: first launch, capture's begin (model.call) */
+    size_t nwu, capwu;
+    uint64_t wu_launches, wu_host_ns, wu_gpu_ns;
 };
+
+/* Build @p bi's warm-up, if found, joins rb->wu. */
+static void warmup_add(const struct model *m, const struct graph_builds *gb, size_t bi,
+                       struct rebuilds *rb)
+{
+    uint64_t first, cap = gb->b[bi].capture;
+    size_t n = graphs_warmup(m, gb, bi, &first);
+
+    if (n == 0)
+        return;
+    if (rb->nwu == rb->capwu) {
+        size_t c = rb->capwu ? rb->capwu * 2 : 64;
+        uint64_t *q = realloc(rb->wu, c * 2 * sizeof(*q));
+        if (q == NULL)
+            return;
+        rb->wu = q, rb->capwu = c;
+    }
+    rb->wu[2 * rb->nwu] = first, rb->wu[2 * rb->nwu + 1] = cap;
+    rb->nwu++;
+    rb->wu_launches += n;
+    rb->wu_host_ns += m->call[cap].t_enter_ns - m->call[first].t_enter_ns;
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The GPU time of the work the warm-ups' calls enqueued. */
+static void warmup_gpu(const struct model *m, struct rebuilds *rb)
+{
+    if (rb->nwu == 0)
+        return;
+    qsort(rb->wu, rb->nwu, 2 * sizeof(*rb->wu), cmp_pair);
+    for (uint64_t i = 0; i < m->ngpu; i++) {
+        uint64_t c = m->gpu[i].call;
+        size_t lo = 0, hi = rb->nwu;
+        if (c == M_CALL_NONE)
+            continue;
+        while (lo < hi) { /* the last range starting at or before c */
+            size_t mid = (lo + hi) / 2;
+            if (rb->wu[2 * mid] <= c)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > 0 && c < rb->wu[2 * (lo - 1) + 1])
+            rb->wu_gpu_ns += m->gpu[i].t_end_ns - m->gpu[i].t_start_ns;
+    }
+}
 
 static void rebuild_add(const struct model *m, struct rebuilds *rb, const struct graph_build *b)
 {
@@ -613,11 +668,14 @@ static int rebuilds_count(const struct ctx *x, struct rebuilds *rb)
         uint32_t p = m->thr[b->thr].proc;
         if (!m->proc[p].selected || b->t0_ns < steady_from(x->ac, p))
             continue;
-        if (b->is_amortised)
+        if (b->is_amortised) {
             rb->once++, rb->once_ns += b->t1_ns - b->t0_ns;
-        else
+        } else {
             rebuild_add(m, rb, b);
+            warmup_add(m, &gb, i, rb);
+        }
     }
+    warmup_gpu(m, rb);
     graphs_exit(&gb);
     return 0;
 }
@@ -631,16 +689,25 @@ void chains_f_recapture(struct ctx *x)
     const char *unit = n ? "step" : "second";
     char a[32], b[32];
 
-    if (rebuilds_count(x, &rb) < 0 || rb.builds == 0)
+    if (rebuilds_count(x, &rb) < 0 || rb.builds == 0) {
+        free(rb.wu);
         return;
+    }
+    free(rb.wu);
     f = fnew(x, C_RECAPTURE, rb.capture_ns + rb.inst_ns);
     jaddf(f->evidence, "GPU idle %s while a feeding thread built CUDA graphs (from a stream "
-                       "capture's begin to its end, and inside instantiation)",
+                       "capture's begin to the end of the instantiation after it)",
           fmt_ns(a, 32, f->impact_ns));
     jaddf(f->evidence, "after the set-up: %" PRIu64 " stream captures (%s) and %" PRIu64
                        " graph instantiations or updates (%s), %.2f and %.2f per %s",
           rb.captures, fmt_ns(a, 32, rb.capture_ns), rb.insts, fmt_ns(b, 32, rb.inst_ns),
           (double)rb.captures * per, (double)rb.insts * per, unit);
+    if (rb.nwu)
+        jaddf(f->evidence, "before %zu of the captures the same kernels ran eagerly first (the "
+                           "warm-up of a new shape: %" PRIu64 " launches, %s of GPU time, %s "
+                           "from their first launch to the capture); not in the impact, which "
+                           "counts GPU idle only",
+              rb.nwu, rb.wu_launches, fmt_ns(a, 32, rb.wu_gpu_ns), fmt_ns(b, 32, rb.wu_host_ns));
     if (rb.once)
         jaddf(f->evidence, "not counted: %" PRIu64 " build(s) launched %d times or more each "
                            "(%s): they paid for themselves",

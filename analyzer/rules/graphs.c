@@ -163,6 +163,46 @@ int graphs_builds(const struct model *m, struct graph_builds *gb)
     return rc;
 }
 
+static int is_kernel_launch(const struct m_call *c)
+{
+    return cs_api_table[c->api].family == CS_FAM_LAUNCH && model_name_id(c) != 0 &&
+           !(c->flags & CS_CF_NESTED);
+}
+
+#define WARMUP_MAX 4096 /* captured launches compared at most */
+
+size_t graphs_warmup(const struct model *m, const struct graph_builds *gb, size_t bi,
+                     uint64_t *first)
+{
+    const struct graph_build *b = &gb->b[bi];
+    const struct m_thread *th = &m->thr[b->thr];
+    uint64_t end = b->t0_ns + b->capture_ns, floor = th->first_call;
+    uint32_t names[WARMUP_MAX];
+    size_t n = 0, k;
+
+    if (b->capture == M_CALL_NONE)
+        return 0;
+    for (uint64_t i = b->capture + 1; i < th->first_call + th->ncalls &&
+                                      m->call[i].t_enter_ns < end && n < WARMUP_MAX; i++)
+        if (is_kernel_launch(&m->call[i]) && (m->call[i].flags & CS_CF_CAPTURING))
+            names[n++] = model_name_id(&m->call[i]);
+    if (bi > gb->first[b->thr]) { /* not past the thread's previous build */
+        const struct graph_build *p = &gb->b[bi - 1];
+        floor = p->inst != M_CALL_NONE ? p->inst + 1 : p->capture + 1;
+    }
+    k = n;
+    for (uint64_t i = b->capture; k > 0 && i-- > floor;) {
+        const struct m_call *c = &m->call[i];
+        if (!is_kernel_launch(c) || (c->flags & CS_CF_CAPTURING))
+            continue;
+        if (model_name_id(c) != names[k - 1])
+            return 0;
+        if (--k == 0)
+            *first = i;
+    }
+    return k == 0 ? n : 0;
+}
+
 void graphs_exit(struct graph_builds *gb)
 {
     free(gb->b);

@@ -41,6 +41,15 @@ int graphs_builds(const struct model *m, struct graph_builds *gb);
 
 void graphs_exit(struct graph_builds *gb);
 
+/** The eager run of the code build @p b captured, right before its
+ * capture on its thread (torch.compile's warm-up of a new shape): the
+ * launches before the capture's begin whose kernel names are, in order,
+ * those of the launches the capture recorded (copies and other calls in
+ * between are passed over), after the thread's previous build.
+ * @return how many launches (0: none found), their first into @p first */
+size_t graphs_warmup(const struct model *m, const struct graph_builds *gb, size_t bi,
+                     uint64_t *first);
+
 /** Is @p api a capture's begin (driver or runtime)? */
 int graphs_is_capture_begin(unsigned api);
 

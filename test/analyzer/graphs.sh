@@ -9,7 +9,8 @@
 #              the Perfetto export names graph and node on the GPU slices;
 #              the steps are the replays; the text report lists them too
 #   recapture  captured and instantiated anew every step: graph_recapture is
-#              the top finding, HIGH, its impact within 20 % of the meter
+#              the top finding, HIGH, its impact within 20 % of the meter; it
+#              counts the builds per step and finds the eager warm-up runs
 #   healthy    the graph replay loop (2 eager steps, then one build of 100 ms
 #              that the replays pay for: graph_build_once, not graph_build):
 #              no MEDIUM or HIGH finding (outside CPU
@@ -96,6 +97,7 @@ else:
         err = 100.0 * (imp - truth["truth_ns"]) / truth["truth_ns"]
         check(abs(err) <= 20, "impact %d ns, meter %d ns (%+.1f %%)" % (imp, truth["truth_ns"], err))
         check(f and "per step" in " ".join(f[0]["evidence"]), "no count per step")
+        check(f and "ran eagerly first" in " ".join(f[0]["evidence"]), "no warm-up found")
         print("graphs: recapture: impact %d ns, meter %d ns (%+.1f %%)" % (imp, truth["truth_ns"], err))
     else:
         runq = truth["runq_ns"] + truth["setup_runq_ns"]
