@@ -11,18 +11,10 @@ Usage: py_recapture.py [STEPS]"""
 import ctypes
 import sys
 
+from fake_rt import dim3, kernel, rt
+
 STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 60
-ctypes.CDLL("libcudart.so.13", mode=ctypes.RTLD_GLOBAL)
-rt = ctypes.CDLL(None)  # global lookup: the shim's wrappers come first
-
-
-class dim3(ctypes.Structure):
-    _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
-
-
-rt.cudaLaunchKernel.argtypes = [ctypes.c_void_p, dim3, dim3, ctypes.c_void_p,
-                                ctypes.c_size_t, ctypes.c_void_p]
-KERNEL = ctypes.cast(rt.abs, ctypes.c_void_p)
+KERNEL = kernel("py_kernel")
 LINES = {}
 
 
@@ -64,7 +56,6 @@ def step(s):
 
 
 def main():
-    assert rt.fakert_register_kernel(KERNEL, b"py_kernel") == 0
     s = ctypes.c_void_p()
     check(rt.cudaStreamCreate(ctypes.byref(s)))
     for _ in range(STEPS):
