@@ -9,7 +9,7 @@
 PY=$1
 D=$(cd "$(dirname "$0")/../python" && pwd)
 export LD_LIBRARY_PATH="$B/fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export FAKECUDA_SIM=1 FAKECUDA_KERNEL_US=py_kernel=500 FAKECUDA_LAT_MODE=busy \
+export FAKECUDA_SIM=1 FAKECUDA_KERNEL_US=py_kernel=500 FAKECUDA_LAT_MODE=sleep \
     FAKECUDA_LAT_NS=cuGraphInstantiateWithFlags=3000000
 "$PY" -c 'import ctypes' 2>/dev/null || fail "$PY cannot import ctypes"
 timeout 200 "$B/cudaspy" record -o "$T/run.lmdb" --gpu-activity full -- \
