@@ -26,12 +26,14 @@
 /* What one feeding thread did at a moment, in the order that decides which
  * thread the GPU waited for (a lower value explains the wait better). */
 enum st {
-    ST_GRAPH, ST_GRAPH_ONCE, ST_LAUNCH, ST_PAGEABLE, ST_HOST, ST_ALLOC, ST_OTHER, ST_PRE_TREE, ST_PRE_EXT, ST_PRE_ANY,
-    ST_DISK, ST_SYNC, ST_DATA, ST_START, ST_SLEEP, ST_FEEDWAIT, ST_UNKNOWN, ST_COUNT
+    ST_GRAPH, ST_GRAPH_ONCE, ST_LAUNCH, ST_PAGEABLE, ST_HOST, ST_ALLOC, ST_OTHER, ST_PRE_TREE,
+    ST_PRE_EXT, ST_PRE_ANY, ST_DISK, ST_SYNC, ST_DATA, ST_START, ST_SLEEP, ST_FEEDWAIT, ST_UNKNOWN,
+    ST_COUNT
 };
 
 static const int st_bucket[ST_COUNT] = {
-    AB_GRAPH,       AB_GRAPH_ONCE,  AB_LAUNCH,      AB_PAGEABLE,    AB_HOST_CODE,   AB_ALLOC,     AB_CUDA_OTHER,
+    AB_GRAPH,       AB_GRAPH_ONCE,  AB_LAUNCH,      AB_PAGEABLE,  AB_HOST_CODE,   AB_ALLOC,
+    AB_CUDA_OTHER,
     AB_PREEMPT_TREE, AB_PREEMPT_EXT, AB_PREEMPT_TREE, AB_DISK,     AB_SYNC,
     AB_DATA_WAIT,   AB_WORKER_START, AB_SLEEP,      AB_SLEEP,     AB_UNKNOWN};
 
@@ -109,7 +111,7 @@ struct actx {
 };
 
 /* One feeding thread's position in its calls, off-CPU intervals and
- * capture spans. */
+ * graph builds. */
 struct tcur {
     uint32_t t;
     uint64_t ci, cend, oi, oend, gi, gend;

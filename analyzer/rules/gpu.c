@@ -1237,11 +1237,11 @@ static json_t *graphs_json(const struct model *m)
         if (g->call != M_CALL_NONE)
             calls[nl++] = g->call;
     }
-    json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "kernels",
-                          (json_int_t)cnt[CS_GPU_KERNEL], "copies", (json_int_t)cnt[CS_GPU_MEMCPY],
-                          "memsets", (json_int_t)cnt[CS_GPU_MEMSET], "gpu_ns", (json_int_t)ns,
-                          "graphs", (json_int_t)distinct(ids, n), "nodes",
-                          (json_int_t)distinct(nodes, n), "launches", (json_int_t)distinct(calls, nl));
+    json_t *o = json_pack(
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "kernels", (json_int_t)cnt[CS_GPU_KERNEL], "copies",
+        (json_int_t)cnt[CS_GPU_MEMCPY], "memsets", (json_int_t)cnt[CS_GPU_MEMSET], "gpu_ns",
+        (json_int_t)ns, "graphs", (json_int_t)distinct(ids, n), "nodes",
+        (json_int_t)distinct(nodes, n), "launches", (json_int_t)distinct(calls, nl));
     free(ids);
     return o;
 }

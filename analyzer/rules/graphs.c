@@ -126,7 +126,8 @@ static int count_launches(const struct model *m, struct graph_builds *gb)
     for (uint64_t i = 0; i < m->ncall; i++) {
         const struct m_call *c = &m->call[i];
         if (is_launch(c->api) && counts(c))
-            ev[k++] = (struct gev){m->thr[c->thr].proc, model_graph_exec(c), c->t_enter_ns, SIZE_MAX};
+            ev[k++] = (struct gev){m->thr[c->thr].proc, model_graph_exec(c), c->t_enter_ns,
+                                   SIZE_MAX};
     }
     qsort(ev, k, sizeof(*ev), cmp_gev);
     for (size_t i = 0; i < k; i++) {

@@ -189,7 +189,8 @@ static cudaError_t rt_drv(CUresult rc)
     X(cudaStreamBeginCapture_ptsz) X(cudaStreamEndCapture) X(cudaStreamEndCapture_ptsz)       \
     X(cudaGraphInstantiate) X(cudaGraphLaunch) X(cudaGraphLaunch_ptsz) X(cudaGraphDestroy)    \
     X(cudaGraphExecDestroy) X(cudaGraphInstantiateWithFlags) X(cudaGraphExecUpdate)          \
-    X(cudaGraphUpload) X(cudaGraphUpload_ptsz) X(cudaGetLastError) X(cudaGetErrorString) X(cudaFuncGetName)      \
+    X(cudaGraphUpload) X(cudaGraphUpload_ptsz) X(cudaGetLastError) X(cudaGetErrorString)      \
+    X(cudaFuncGetName)                                                                        \
     X(cudaGetDriverEntryPointByVersion) X(cudaGetDriverEntryPointByVersion_ptsz)              \
     X(cudaSetDevice) X(cudaGetDevice) X(cudaGetDeviceCount) X(cudaDriverGetVersion)
 
