@@ -632,6 +632,8 @@ json_t *analysis_json(const struct analysis *a)
         json_object_set_new(o, "apis_by_stream", table_json(&a->m, &a->by_stream));
     if (a->m.opts.by_kernel)
         json_object_set_new(o, "apis_by_kernel", table_json(&a->m, &a->by_kernel));
+    if (a->m.opts.by_kernel) /* a graph launch names no kernel: its GPU records do */
+        json_object_set_new(o, "kernels_in_graphs", gpu_graph_kernels_json(&a->m));
     if (a->m.opts.by_pyline)
         json_object_set_new(o, "pylines", pyline_json(&a->py, &a->m));
     json_object_set_new(o, "processes", json_procs(&a->m));

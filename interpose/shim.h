@@ -163,9 +163,10 @@ static inline void shim_fold_end(struct cs_rec_cuda *f, unsigned api, int result
 uint32_t shim_stack_capture_slow(unsigned want) SHIM_COLD;
 
 /* When a call gets a Python stack (shim_python.c's table, by enum cs_api):
- * every synchronising call, allocation and free, and the first enqueue
- * after a sync (where a GPU idle stretch ends). */
-enum { SHIM_PY_SYNC = 1, SHIM_PY_ALLOC = 2, SHIM_PY_ENQUEUE = 4 };
+ * every synchronising call, allocation and free, stream capture and graph
+ * instantiation (rare: graph_recapture names their line), and the first
+ * enqueue after a sync (where a GPU idle stretch ends). */
+enum { SHIM_PY_SYNC = 1, SHIM_PY_ALLOC = 2, SHIM_PY_ENQUEUE = 4, SHIM_PY_RARE = 8 };
 extern const uint8_t shim_py_when_[CS_API_COUNT] __attribute__((visibility("hidden")));
 
 /** Which stacks record @p r gets; an outermost call only gets a Python stack
@@ -179,7 +180,7 @@ static inline unsigned shim_stack_want(const struct cs_rec_cuda *r, unsigned on)
         struct shim_thread *t = &shim_t_;
         unsigned w = shim_py_when_[r->api];
 
-        if ((w & (SHIM_PY_SYNC | SHIM_PY_ALLOC)) || d >= shim_py_min_)
+        if ((w & (SHIM_PY_SYNC | SHIM_PY_ALLOC | SHIM_PY_RARE)) || d >= shim_py_min_)
             want |= SHIM_STK_PYTHON;
         if (w & SHIM_PY_SYNC) {
             t->py_armed = 1;

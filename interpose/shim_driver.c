@@ -83,7 +83,11 @@
     SHIM_PTSZ(X, cuStreamEndCapture, 2, capture_end)     \
     SHIM_ONE(X, cuModuleUnload, 1, unload)               \
     SHIM_ONE(X, cuLibraryUnload, 1, unload)              \
-    SHIM_ONE(X, cuMemGetInfo_v2, 2, meminfo)
+    SHIM_ONE(X, cuMemGetInfo_v2, 2, meminfo)             \
+    SHIM_ONE(X, cuGraphInstantiateWithFlags, 3, graph_inst) \
+    SHIM_PTSZ(X, cuGraphInstantiateWithParams, 3, graph_inst) \
+    SHIM_ONE(X, cuGraphExecUpdate_v2, 3, aux_arg0)       \
+    SHIM_PTSZ(X, cuGraphUpload, 2, graph_upload)
 
 /* Initialisation: wrapped where the gateways hand out pointers, but not
  * exported: a program may look cuInit up with dlsym(RTLD_DEFAULT) to learn
@@ -440,6 +444,22 @@ static inline void ex_capture_end(EX_ARGS)
     shim_capture_end(shim_capture_key(r->stream));
 }
 
+/* (exec out, graph, ...): aux is the executable graph made, bytes the
+ * graph's handle (what was captured: a new one each capture). */
+static inline void ex_graph_inst(EX_ARGS)
+{
+    EX_UNUSED;
+    r->aux = deref_u64(a[0], rc);
+    r->bytes = a[1];
+}
+
+static inline void ex_graph_upload(EX_ARGS)
+{
+    EX_UNUSED;
+    r->aux = a[0];
+    shim_rec_stream(r, a[1]);
+}
+
 static inline void ex_unload(EX_ARGS)
 {
     EX_UNUSED;
@@ -483,6 +503,8 @@ static inline void ex_unload(EX_ARGS)
 #define SHIM_ENQ_capture_end 0
 #define SHIM_ENQ_unload 0
 #define SHIM_ENQ_meminfo 0
+#define SHIM_ENQ_graph_inst 0
+#define SHIM_ENQ_graph_upload 0
 
 static void *shim_drv_resolve_slow(int i) SHIM_COLD;
 

@@ -275,6 +275,7 @@ static int convert(const CUpti_Activity *a, struct cs_rec_gpu *r)
         r->device = (uint16_t)k->deviceId, r->stream_id = k->streamId;
         r->corr_id = k->correlationId;
         r->name_id = name_of(k->name);
+        r->graph_id = k->graphId, r->graph_node_id = k->graphNodeId;
     } else if (a->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
         const CUpti_ActivityMemcpy6 *m = (const void *)a;
         r->kind = CS_GPU_MEMCPY;
@@ -282,6 +283,7 @@ static int convert(const CUpti_Activity *a, struct cs_rec_gpu *r)
         r->device = (uint16_t)m->deviceId, r->stream_id = m->streamId;
         r->corr_id = m->correlationId;
         r->bytes = m->bytes;
+        r->graph_id = m->graphId, r->graph_node_id = m->graphNodeId;
         r->dir = copy_dir(m->copyKind);
         if ((r->dir == CS_DIR_HTOD ? m->srcKind : r->dir == CS_DIR_DTOH ? m->dstKind : 0) ==
             CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE)
@@ -293,6 +295,7 @@ static int convert(const CUpti_Activity *a, struct cs_rec_gpu *r)
         r->device = (uint16_t)m->deviceId, r->stream_id = m->streamId;
         r->corr_id = m->correlationId;
         r->bytes = m->bytes;
+        r->graph_id = m->graphId, r->graph_node_id = m->graphNodeId;
     } else {
         return 0;
     }

@@ -68,6 +68,7 @@ const uint8_t shim_py_when_[CS_API_COUNT] = {
 #define PY_WHEN_(name, layer, fam, sync)                                                   \
     [CS_API_##name] = (sync)                                             ? SHIM_PY_SYNC    \
                       : ((fam) == CS_FAM_ALLOC || (fam) == CS_FAM_FREE)  ? SHIM_PY_ALLOC   \
+                      : ((fam) == CS_FAM_CAPTURE || (fam) == CS_FAM_GRAPH) ? SHIM_PY_RARE  \
                       : ((fam) == CS_FAM_LAUNCH || (fam) == CS_FAM_COPY || \
                          (fam) == CS_FAM_MEMSET)                         ? SHIM_PY_ENQUEUE \
                                                                          : 0,

@@ -25,6 +25,9 @@
 #define RT_LAUNCH_P (const void *f, dim3 g, dim3 b, void **a, size_t m, cudaStream_t s)
 #define RT_LAUNCH_A (f, g, b, a, m, s)
 
+#define RT_INST_P (cudaGraphExec_t * e, cudaGraph_t g, unsigned long long fl)
+#define RT_INST_A (e, g, fl)
+
 #define SHIM_RT_LIST(X)                                                                   \
     RT_PTSZ(X, __cudaLaunchKernel, RT_LAUNCH_P, RT_LAUNCH_A)                              \
     RT_PTSZ(X, cudaLaunchKernel, RT_LAUNCH_P, RT_LAUNCH_A)                                \
@@ -52,7 +55,17 @@
     RT_ONE(X, cudaHostUnregister, (void *p), (p))                                         \
     RT_PTSZ(X, cudaMallocAsync, (void **p, size_t n, cudaStream_t s), (p, n, s))          \
     RT_PTSZ(X, cudaFreeAsync, (void *p, cudaStream_t s), (p, s))                          \
-    RT_ONE(X, cudaMemGetInfo, (size_t *fr, size_t *tot), (fr, tot))
+    RT_ONE(X, cudaMemGetInfo, (size_t *fr, size_t *tot), (fr, tot))                       \
+    RT_PTSZ(X, cudaStreamBeginCapture, (cudaStream_t s, enum cudaStreamCaptureMode md),   \
+            (s, md))                                                                      \
+    RT_PTSZ(X, cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t *g), (s, g))            \
+    RT_ONE(X, cudaGraphInstantiate, RT_INST_P, RT_INST_A)                                 \
+    RT_ONE(X, cudaGraphInstantiateWithFlags, RT_INST_P, RT_INST_A)                        \
+    RT_PTSZ(X, cudaGraphInstantiateWithParams,                                            \
+            (cudaGraphExec_t * e, cudaGraph_t g, cudaGraphInstantiateParams *p), (e, g, p)) \
+    RT_ONE(X, cudaGraphExecUpdate,                                                        \
+           (cudaGraphExec_t e, cudaGraph_t g, cudaGraphExecUpdateResultInfo *i), (e, g, i)) \
+    RT_PTSZ(X, cudaGraphUpload, (cudaGraphExec_t e, cudaStream_t s), (e, s))
 
 enum shim_rt_index {
 #define RT_IDX_(name, base, var, params, args) RT_IDX_##name,
@@ -232,6 +245,62 @@ static void rtx_cudaMemGetInfo(RX, size_t *fr, size_t *tot)
     RX_UNUSED;
     r->bytes = rc == cudaSuccess && fr ? *fr : 0;
     r->aux = rc == cudaSuccess && tot ? *tot : 0;
+}
+
+/* Capture and graphs: the driver call each makes folds in with what it
+ * knows (stream, graph handles); these fill in what a call that made none
+ * (an error before it) still says. */
+static void rtx_cudaStreamBeginCapture(RX, cudaStream_t s, enum cudaStreamCaptureMode md)
+{
+    RX_UNUSED;
+    (void)md;
+    if (!(r->flags & CS_CF_FOLDED))
+        shim_rec_stream(r, u64(s));
+}
+
+static void rtx_cudaStreamEndCapture(RX, cudaStream_t s, cudaGraph_t *g)
+{
+    RX_UNUSED;
+    if (!(r->flags & CS_CF_FOLDED))
+        shim_rec_stream(r, u64(s));
+    r->aux = rc == cudaSuccess && g ? u64(*g) : 0;
+}
+
+static void graph_made(struct cs_rec_cuda *r, cudaError_t rc, cudaGraphExec_t *e, cudaGraph_t g)
+{
+    r->aux = rc == cudaSuccess && e ? u64(*e) : 0;
+    r->bytes = u64(g);
+}
+
+static void rtx_cudaGraphInstantiate(RX, cudaGraphExec_t *e, cudaGraph_t g, unsigned long long fl)
+{
+    (void)real, (void)fl;
+    graph_made(r, rc, e, g);
+}
+#define rtx_cudaGraphInstantiateWithFlags rtx_cudaGraphInstantiate
+
+static void rtx_cudaGraphInstantiateWithParams(RX, cudaGraphExec_t *e, cudaGraph_t g,
+                                               cudaGraphInstantiateParams *p)
+{
+    (void)real, (void)p;
+    graph_made(r, rc, e, g);
+}
+
+static void rtx_cudaGraphExecUpdate(RX, cudaGraphExec_t e, cudaGraph_t g,
+                                    cudaGraphExecUpdateResultInfo *i)
+{
+    RX_UNUSED;
+    (void)i;
+    r->aux = u64(e);
+    r->bytes = u64(g);
+}
+
+static void rtx_cudaGraphUpload(RX, cudaGraphExec_t e, cudaStream_t s)
+{
+    RX_UNUSED;
+    r->aux = u64(e);
+    if (!(r->flags & CS_CF_FOLDED))
+        shim_rec_stream(r, u64(s));
 }
 
 /* ---- the wrappers ---- */

@@ -61,6 +61,6 @@ const char *cs_family_name(enum cs_family f)
 {
     static const char *const names[] = {"other",  "launch", "copy",    "memset", "sync",
                                         "alloc",  "free",   "capture", "module", "register",
-                                        "init"};
+                                        "init",   "graph"};
     return (unsigned)f < sizeof(names) / sizeof(names[0]) ? names[f] : "other";
 }

@@ -96,7 +96,8 @@ struct cs_store {
     size_t arena_len, arena_cap;
     uint32_t blk_seq;
     int has_agg; /* the agg database is open (cs_store_agg_open) */
-    int has_pysample; /* a CS_REC_PYSAMPLE block was staged: format version 3 */
+    unsigned version; /* meta format_version staged so far (version.h: raised by what
+                         the file holds: 3 Python samples, 4 GPU records) */
     uint64_t evict_ts_max_ns, evict_blocks, evict_records; /* cs_store_evict totals */
     uint64_t evict_after;   /* cs_store_evict_after(); 0 = commits evict nothing */
     struct cs_evict ev_last; /* the newest eviction after a commit */

@@ -43,6 +43,7 @@ struct cs_cursor {
     size_t buf_cap;
     struct cs_blk_hdr dhdr;  /* a compact block's header as handed out (decoded) */
     struct cs_rec_cuda *dec; /* its records, decoded; CS_CUDABLK_MAX_RECS once used */
+    struct cs_rec_gpu *wide; /* a version-3 GPU block's records, widened (format.md) */
 };
 
 struct cs_run *cs_run_new(void)
@@ -655,6 +656,31 @@ static int cursor_decode(struct cs_cursor *c, const MDB_val *k, const struct cs_
     return 0;
 }
 
+/* A GPU block of a file before format version 4: 64-byte records. */
+static int old_gpu(const struct cs_cursor *c, const struct cs_blk_hdr *h)
+{
+    return h->kind == CS_REC_GPU && c->r->format_version < 4 &&
+           h->rec_size == CS_REC_GPU_V3_BYTES;
+}
+
+/* Widen old GPU block @p h (checked) into c->wide, graph fields 0; c->dhdr
+ * gets its header with today's record size. */
+static int cursor_widen(struct cs_cursor *c, const struct cs_blk_hdr *h)
+{
+    const uint8_t *p = (const uint8_t *)(h + 1);
+
+    if (c->wide == NULL && (c->wide = malloc(CS_BLK_MAX_BYTES / CS_REC_GPU_V3_BYTES *
+                                             sizeof(struct cs_rec_gpu))) == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < h->n; i++, p += CS_REC_GPU_V3_BYTES) {
+        memset(&c->wide[i], 0, sizeof(c->wide[i]));
+        memcpy(&c->wide[i], p, CS_REC_GPU_V3_BYTES);
+    }
+    c->dhdr = *h;
+    c->dhdr.rec_size = sizeof(struct cs_rec_gpu);
+    return 0;
+}
+
 /* Check one block's key and header against its value size and database. */
 static int cursor_check(struct cs_cursor *c, const MDB_val *k, const MDB_val *v,
                         const struct cs_blk_hdr *h, struct cs_err *err)
@@ -667,7 +693,7 @@ static int cursor_check(struct cs_cursor *c, const MDB_val *k, const MDB_val *v,
                           c->r->path, db, k->mv_size, v->mv_size);
     if (h->flags & CS_BF_COMPACT)
         return cursor_check_compact(c, k, v, h, err);
-    rs = cs_rec_size(h->kind);
+    rs = old_gpu(c, h) ? CS_REC_GPU_V3_BYTES : cs_rec_size(h->kind);
     if (rs == 0 || (h->kind == CS_REC_CUDA) != (c->db == DB_CUDA))
         return cs_err_set(err, CS_E_CORRUPT, "%s: %s: block ts=%" PRIu64 " seq=%" PRIu32
                           ": unknown record kind %u", c->r->path, db,
@@ -772,6 +798,13 @@ int cs_cursor_next(struct cs_cursor *c, const struct cs_blk_hdr **hdr, const voi
             *recs = c->dec;
             return 1;
         }
+        if (old_gpu(c, h) && !c->any_kind) {
+            if (cursor_widen(c, h) < 0)
+                return cs_err_set(err, -ENOMEM, "%s: out of memory", c->r->path);
+            *hdr = &c->dhdr;
+            *recs = c->wide;
+            return 1;
+        }
         *hdr = h;
         *recs = h + 1;
         return 1;
@@ -789,5 +822,6 @@ void cs_cursor_close(struct cs_cursor *c)
     c->r->ncursors--;
     free(c->buf);
     free(c->dec);
+    free(c->wide);
     free(c);
 }

@@ -257,6 +257,7 @@ int cs_store_open(struct cs_store *s, const char *path, const struct cs_store_op
     if (rc == 0) {
         cs_store_put_meta(s, "format", CS_FORMAT_MAGIC);
         cs_store_put_meta_u64(s, "format_version", CS_FORMAT_VERSION_PLAIN);
+        s->version = CS_FORMAT_VERSION_PLAIN;
         cs_store_put_meta(s, "tool_version", CS_VERSION);
         rc = cs_store_commit(s);
         if (rc < 0) {
@@ -325,6 +326,21 @@ static int put_cuda(struct cs_store *s, uint32_t source, const struct cs_blk_hdr
     return 0;
 }
 
+/* The format version a block of @p kind needs (version.h) is written into
+ * meta the first time, if above what the file says so far. */
+static int raise_version(struct cs_store *s, unsigned kind)
+{
+    unsigned v = kind == CS_REC_GPU ? 4 : kind == CS_REC_PYSAMPLE ? 3 : 0;
+    int rc;
+
+    if (v <= s->version)
+        return 0;
+    if ((rc = cs_store_put_meta_u64(s, "format_version", v)) < 0)
+        return rc;
+    s->version = v;
+    return 0;
+}
+
 int cs_store_put_block(struct cs_store *s, uint32_t source, const struct cs_blk_hdr *h,
                        const void *recs)
 {
@@ -342,11 +358,8 @@ int cs_store_put_block(struct cs_store *s, uint32_t source, const struct cs_blk_
         return put_cuda(s, source, h, recs);
     if (bytes > CS_BLK_MAX_BYTES)
         return -EINVAL;
-    if (h->kind == CS_REC_PYSAMPLE && !s->has_pysample) { /* version.h: 3 once it holds one */
-        if ((rc = cs_store_put_meta_u64(s, "format_version", CS_FORMAT_VERSION)) < 0)
-            return rc;
-        s->has_pysample = 1;
-    }
+    if ((rc = raise_version(s, h->kind)) < 0)
+        return rc;
     hdr.rec_size = (uint16_t)rs;
     blk_key(s, key, h->ts_first_ns, source);
     rc = stage_put(s, DB_HOST, key, sizeof(key), bytes, &v);

@@ -166,6 +166,15 @@ if(TARGET cudaspy_launcher AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fake/cause_wor
                    $<TARGET_FILE:cause_workload> ${CS_AN_WORK}/steps_count)
   set_tests_properties(cli.steps_count PROPERTIES LABELS "slow;nosan" TIMEOUT 90 RUN_SERIAL TRUE
     ENVIRONMENT "CS_ANALYZE=$<TARGET_FILE:cudaspy-analyze>;CS_JSON_EXPECT=$<TARGET_FILE:json_expect>;CS_CHECK_TRACE=$<TARGET_FILE:check_trace>")
+  # CUDA graphs (issue 31): kernels by name and GPU busy exact against the
+  # fake's nodes, planted re-capture HIGH, a healthy replay loop (graphs.sh)
+  foreach(mode nodes recapture healthy)
+    add_test(NAME cli.graphs_${mode}
+             COMMAND sh ${CS_AN_DIR}/graphs.sh ${mode} $<TARGET_FILE:cudaspy_launcher>
+                     $<TARGET_FILE:accuracy_workload> ${CS_AN_WORK}/graphs_${mode})
+    set_tests_properties(cli.graphs_${mode} PROPERTIES LABELS "slow;nosan" TIMEOUT 90
+      RUN_SERIAL TRUE ENVIRONMENT "CS_ANALYZE=$<TARGET_FILE:cudaspy-analyze>")
+  endforeach()
   # sampled and full GPU activity agree on a known duty cycle (docs/gpu.md)
   add_test(NAME cli.gpu_modes
            COMMAND sh ${CS_AN_DIR}/gpu_modes.sh $<TARGET_FILE:cudaspy_launcher>

@@ -156,7 +156,7 @@ add_dependencies(cause_workload fake_cuda)
 # The accuracy corpus (issue 30): one planted cause per mode, each with its
 # own truth meter (test/accuracy.cmake, scripts/accuracy.py).
 fake_client(accuracy_workload accuracy_workload.c)
-target_link_libraries(accuracy_workload PRIVATE fake_cudart)
+target_link_libraries(accuracy_workload PRIVATE fake_cudart ${CMAKE_DL_LIBS})
 add_dependencies(accuracy_workload fake_cuda)
 
 # The fake NVML (libfake_nvml.so): the entry points the collector's NVML

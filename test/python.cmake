@@ -37,6 +37,11 @@ foreach(py ${CS_PYTHONS})
   add_test(NAME cli.python_oom_${pyname}
            COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli/python_oom.sh ${CMAKE_BINARY_DIR} ${py})
   set_tests_properties(cli.python_oom_${pyname} PROPERTIES LABELS cli TIMEOUT 120)
+  # cli.python_recapture_py<version>: graph_recapture names the Python lines
+  # that instantiate and capture the graph rebuilt every step (issue 31)
+  add_test(NAME cli.python_recapture_${pyname}
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli/python_recapture.sh ${CMAKE_BINARY_DIR} ${py})
+  set_tests_properties(cli.python_recapture_${pyname} PROPERTIES LABELS "cli;nosan" TIMEOUT 240)
   # cli.python_samples_<mode>_py<version>: the collector's samples of host
   # code (hostwork: its hot spots named; stress: frames torn down while
   # read; off: CUDASPY_PYSAMPLE_HZ=0)

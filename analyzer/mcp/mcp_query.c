@@ -933,6 +933,7 @@ int mcp_q_gpu_timeline(struct mcp_call_ctx *c, json_t **out)
     json_object_set_new(o, "devices", devs);
     json_object_set_new(o, "top_kernels_by_time",
                         json_deep_copy(json_object_get(g, "top_kernels_by_time")));
+    json_object_set_new(o, "graphs", json_deep_copy(json_object_get(g, "graphs")));
     json_object_set_new(o, "bins", json_pack("{s:I, s:I, s:o}", "start_ms",
                                              (json_int_t)((lo - q_idx(c)->t0_ns) / 1000000),
                                              "bin_ns", (json_int_t)((hi - lo) / (uint64_t)nb),

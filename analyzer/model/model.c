@@ -690,7 +690,9 @@ static int call_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
             c->t_enter_ns = r->t_enter_ns;
             c->t_exit_ns = r->t_exit_ns < r->t_enter_ns ? r->t_enter_ns : r->t_exit_ns;
             c->stream = r->stream;
-            c->bytes_or_name = (r->flags & CS_CF_HAS_NAME) ? r->name_id : r->bytes;
+            c->bytes_or_name = (r->flags & CS_CF_HAS_NAME) ? r->name_id
+                               : model_keeps_graph(r->api)  ? r->aux
+                                                            : r->bytes;
             c->thr = t;
             c->api = r->api & 0x7ff;
             c->variant = r->variant & 3;
@@ -1114,6 +1116,8 @@ static int gpu_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
         g->kind = r->kind;
         g->dir = r->dir;
         g->gflags = (uint8_t)(r->flags & CS_GF_PAGEABLE);
+        g->graph_id = r->graph_id;
+        g->graph_node_id = r->graph_node_id;
         /* the enqueuing call, found once the calls are sorted (gpu_join) */
         g->call = (r->flags & CS_GF_CORR) ? (uint64_t)r->api_tid << 32 | r->api_seq : M_CALL_NONE;
     }

@@ -21,7 +21,9 @@ enum m_role { M_ROLE_OTHER = 0, M_ROLE_CUDA_MAIN = 1, M_ROLE_WORKER = 2 };
 
 /* One CUDA call, as much of struct cs_rec_cuda as the analysis reads, in 40
  * bytes (10 M calls = 400 MB). A launch has no bytes, so the kernel name id
- * shares that field: read it through model_name_id() / model_bytes(). */
+ * shares that field, and so does a graph launch's or instantiation's
+ * executable graph (its aux): read it through model_name_id(),
+ * model_bytes() and model_graph_exec(). */
 struct m_call {
     uint64_t t_enter_ns, t_exit_ns;
     uint64_t stream;
@@ -65,8 +67,11 @@ struct m_gpu {
     uint8_t dir;         /* copies: enum cs_dir */
     uint8_t gflags;      /* CS_GF_PAGEABLE of its record */
     uint8_t pad[3];
+    uint32_t graph_id;   /* CUPTI's graphId when a graph replay ran it, else 0 */
+    uint32_t pad2;
+    uint64_t graph_node_id; /* CUPTI's graphNodeId: its node in that graph, else 0 */
 };
-_Static_assert(sizeof(struct m_gpu) == 56, "m_gpu is 56 bytes");
+_Static_assert(sizeof(struct m_gpu) == 72, "m_gpu is 72 bytes");
 #define M_CALL_NONE UINT64_MAX
 
 /* The stack of a call (cs_rec_cuda.stack_id, stacks db of the call's run).
@@ -321,10 +326,25 @@ static inline uint64_t model_overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint
     return hi > lo ? hi - lo : 0;
 }
 
+/** Does a call of @p api keep its executable graph (cs_rec_cuda.aux) in
+ * m_call.bytes_or_name? Graph launches, instantiations, updates, uploads. */
+static inline int model_keeps_graph(unsigned api)
+{
+    return api == CS_API_cuGraphLaunch || api == CS_API_cudaGraphLaunch ||
+           (api < CS_API_COUNT && cs_api_table[api].family == CS_FAM_GRAPH);
+}
+
 /** Bytes a copy, memset or allocation moved (0 for launches). */
 static inline uint64_t model_bytes(const struct m_call *c)
 {
-    return (c->flags & CS_CF_HAS_NAME) ? 0 : c->bytes_or_name;
+    return (c->flags & CS_CF_HAS_NAME) || model_keeps_graph(c->api) ? 0 : c->bytes_or_name;
+}
+
+/** The executable graph (the program's handle) a graph launch launched or
+ * an instantiation, update or upload made; 0 for other calls. */
+static inline uint64_t model_graph_exec(const struct m_call *c)
+{
+    return model_keeps_graph(c->api) ? c->bytes_or_name : 0;
 }
 
 /** Kernel name id (strings of the call's run), 0 if none. */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "account.h"
+#include "graphs.h"
 #include "cudaspy/api.h"
 #include "cudaspy/record.h"
 #include "model/procs.h"
@@ -25,12 +26,14 @@
 /* What one feeding thread did at a moment, in the order that decides which
  * thread the GPU waited for (a lower value explains the wait better). */
 enum st {
-    ST_LAUNCH, ST_PAGEABLE, ST_HOST, ST_RETRY, ST_ALLOC, ST_OTHER, ST_PRE_TREE, ST_PRE_EXT,
-    ST_PRE_ANY, ST_DISK, ST_SYNC, ST_DATA, ST_START, ST_SLEEP, ST_FEEDWAIT, ST_UNKNOWN, ST_COUNT
+    ST_GRAPH, ST_GRAPH_ONCE, ST_LAUNCH, ST_PAGEABLE, ST_HOST, ST_RETRY, ST_ALLOC, ST_OTHER,
+    ST_PRE_TREE, ST_PRE_EXT, ST_PRE_ANY, ST_DISK, ST_SYNC, ST_DATA, ST_START, ST_SLEEP,
+    ST_FEEDWAIT, ST_UNKNOWN, ST_COUNT
 };
 
 static const int st_bucket[ST_COUNT] = {
-    AB_LAUNCH,      AB_PAGEABLE,    AB_HOST_CODE,   AB_ALLOC_RETRY, AB_ALLOC,     AB_CUDA_OTHER,
+    AB_GRAPH,       AB_GRAPH_ONCE,  AB_LAUNCH,      AB_PAGEABLE,  AB_HOST_CODE,   AB_ALLOC_RETRY,
+    AB_ALLOC,       AB_CUDA_OTHER,
     AB_PREEMPT_TREE, AB_PREEMPT_EXT, AB_PREEMPT_TREE, AB_DISK,     AB_SYNC,
     AB_DATA_WAIT,   AB_WORKER_START, AB_SLEEP,      AB_SLEEP,     AB_UNKNOWN};
 
@@ -41,12 +44,12 @@ static const char *const bucket_names[AB_COUNT] = {
     "sync_serial",  "sync",
     "launch",       "pageable_copy", "allocator",    "cuda_other",    "asleep_data",
     "worker_startup", "asleep",      "preempted_tree", "preempted_external", "disk",
-    "unknown",      "no_cuda",       "alloc_retry"};
+    "unknown",      "no_cuda",       "alloc_retry",   "graph_build",   "graph_build_once"};
 
 static const char *const cause_names[AC_COUNT] = {
     "data_pipeline_starvation", "worker_startup", "host_bound",   "sync_per_iteration",
     "launch_bound",             "pageable_memcpy", "alloc_churn", "cpu_contention_tree",
-    "cpu_contention_external",  "io_wait",         "allocator_retries"};
+    "cpu_contention_external",  "io_wait",         "allocator_retries", "graph_recapture"};
 
 static const int owner[AB_COUNT] = {
     [AB_SETUP] = AC_NONE,       [AB_WIND_DOWN] = AC_NONE,     [AB_GPU_COMPUTE] = AC_NONE,
@@ -58,7 +61,8 @@ static const int owner[AB_COUNT] = {
     [AB_ALLOC] = AC_CHURN,      [AB_CUDA_OTHER] = AC_NONE,    [AB_DATA_WAIT] = AC_PIPE,
     [AB_WORKER_START] = AC_START, [AB_SLEEP] = AC_NONE,       [AB_PREEMPT_TREE] = AC_TREE,
     [AB_PREEMPT_EXT] = AC_EXT,  [AB_DISK] = AC_IO,            [AB_UNKNOWN] = AC_NONE,
-    [AB_NO_CUDA] = AC_NONE,     [AB_ALLOC_RETRY] = AC_RETRY};
+    [AB_NO_CUDA] = AC_NONE,     [AB_ALLOC_RETRY] = AC_RETRY,  [AB_GRAPH] = AC_RECAPTURE,
+    [AB_GRAPH_ONCE] = AC_NONE};
 
 const char *account_bucket_name(int b)
 {
@@ -105,31 +109,58 @@ struct actx {
     /* the steps of this process, if it has them */
     const struct steps *s;
     size_t si;
+    struct graph_builds gb; /* CUDA graph builds (graphs.h); none when out of memory */
 };
 
-/* One feeding thread's position in its calls, off-CPU intervals and the
- * allocator's retry episodes. */
+/* One feeding thread's position in its calls, off-CPU intervals, the
+ * allocator's retry episodes and graph builds. */
 struct tcur {
     uint32_t t;
-    uint64_t ci, cend, oi, oend;
+    uint64_t ci, cend, oi, oend, gi, gend;
     const struct mem_episode *ep;
     size_t ei, nep;
 };
 
-static void tcur_init(const struct actx *ax, struct tcur *k, uint32_t t, uint64_t x)
+static void tcur_init(const struct actx *x, struct tcur *k, uint32_t t, uint64_t at)
 {
-    const struct model *m = ax->m;
+    const struct model *m = x->m;
     const struct m_thread *th = &m->thr[t];
 
-    k->ep = ax->mem ? memory_episodes(ax->mem, t, &k->nep) : NULL;
+    k->ep = x->mem ? memory_episodes(x->mem, t, &k->nep) : NULL;
     k->nep = k->ep ? k->nep : 0;
-    for (k->ei = 0; k->ei < k->nep && k->ep[k->ei].t1_ns <= x; k->ei++)
+    for (k->ei = 0; k->ei < k->nep && k->ep[k->ei].t1_ns <= at; k->ei++)
         ;
     k->t = t;
-    k->ci = gpu_call_from(m, t, x);
+    k->ci = gpu_call_from(m, t, at);
     k->cend = th->first_call + th->ncalls;
-    k->oi = model_off_after(m, t, x);
+    k->oi = model_off_after(m, t, at);
     k->oend = th->first_off + th->noff;
+    k->gi = k->gend = 0;
+    if (x->gb.first == NULL)
+        return;
+    k->gi = x->gb.first[t], k->gend = x->gb.first[t + 1];
+    while (k->gi < k->gend && x->gb.b[k->gi].t1_ns <= at)
+        k->gi++;
+}
+
+/* Is thread @p k building a graph at @p at (graphs.h: a capture and its
+ * instantiation)? ST_GRAPH, ST_GRAPH_ONCE (a build that paid for itself),
+ * else ST_COUNT; moves *y to the build's end, or to the next one's start. */
+static int in_build(const struct actx *x, struct tcur *k, uint64_t at, uint64_t *y)
+{
+    const struct graph_build *b;
+
+    while (k->gi < k->gend && x->gb.b[k->gi].t1_ns <= at)
+        k->gi++;
+    if (k->gi == k->gend)
+        return ST_COUNT;
+    b = &x->gb.b[k->gi];
+    if (b->t0_ns > at) {
+        *y = b->t0_ns < *y ? b->t0_ns : *y;
+        return ST_COUNT;
+    }
+    *y = b->t1_ns < *y ? b->t1_ns : *y;
+    return b->is_amortised ? ST_GRAPH_ONCE : ST_GRAPH;
 }
 
 static int is_feeder_tid(const struct acct *a, const struct model *m, uint32_t tid)
@@ -149,7 +180,7 @@ static int call_st(const struct m_call *c)
     case CS_FAM_SYNC: return ST_SYNC;
     case CS_FAM_ALLOC:
     case CS_FAM_FREE: return ST_ALLOC;
-    default: return ST_OTHER;
+    default: return ST_OTHER; /* capture and graph calls: their builds decide (in_build) */
     }
 }
 
@@ -216,6 +247,7 @@ static int tstate_calls(const struct actx *x, struct tcur *k, uint64_t at, uint6
     const struct m_call *c = NULL;
     const struct m_off *o = NULL;
     uint64_t y = UINT64_MAX;
+    int build;
 
     while (k->ci < k->cend &&
            (m->call[k->ci].t_exit_ns <= at || (m->call[k->ci].flags & CS_CF_NESTED)))
@@ -232,9 +264,10 @@ static int tstate_calls(const struct actx *x, struct tcur *k, uint64_t at, uint6
     } else if (k->oi < k->oend && m->off[k->oi].t_start_ns < y) {
         y = m->off[k->oi].t_start_ns;
     }
+    build = in_build(x, k, at, &y); /* its launches and host code are the capture's */
     *until = y;
     if (o == NULL)
-        return c ? call_st(c) : x->host_known ? ST_HOST : ST_UNKNOWN;
+        return build != ST_COUNT ? build : c ? call_st(c) : x->host_known ? ST_HOST : ST_UNKNOWN;
     if (o->cls == CS_OFF_PREEMPT)
         return (o->flags & CS_HF_HOLDER_IN_TREE) ? ST_PRE_TREE : ST_PRE_EXT;
     if (o->cls == CS_OFF_DISK)
@@ -245,7 +278,7 @@ static int tstate_calls(const struct actx *x, struct tcur *k, uint64_t at, uint6
             return ST_PRE_ANY;
         *until = woke < *until ? woke : *until;
     }
-    return c ? call_st(c) : wake_st(x, k->t, o);
+    return build != ST_COUNT ? build : c ? call_st(c) : wake_st(x, k->t, o);
 }
 
 /* Add [t0, t1) in state @p st to @p mine; preemption by an unknown holder
@@ -591,7 +624,8 @@ static void measured(struct actx *x, const struct gpu_dev *d)
 static void lb_only(const struct actx *x, unsigned char *only)
 {
     memset(only, 0, ST_COUNT);
-    only[ST_PAGEABLE] = only[ST_ALLOC] = only[ST_RETRY] = only[ST_DISK] = 1;
+    only[ST_PAGEABLE] = only[ST_ALLOC] = only[ST_RETRY] = only[ST_DISK] = only[ST_GRAPH] = 1;
+    only[ST_GRAPH_ONCE] = 1;
     only[ST_PRE_TREE] = only[ST_PRE_EXT] = only[ST_PRE_ANY] = 1;
     only[ST_LAUNCH] = (unsigned char)x->lb_launch;
 }
@@ -972,6 +1006,8 @@ int account_compute(struct account *ac, const struct model *m, const struct feed
         return -ENOMEM;
     for (uint32_t p = 0; p < m->nproc; p++)
         x.first_wake[p] = UINT64_MAX;
+    if (graphs_builds(m, &x.gb) < 0) /* without them graph work counts as what it is */
+        memset(&x.gb, 0, sizeof(x.gb));
     for (uint32_t p = 0; p < m->nproc && rc == 0; p++) {
         int any = 0;
         if (!m->proc[p].has_cuda || !m->proc[p].selected)
@@ -993,6 +1029,7 @@ int account_compute(struct account *ac, const struct model *m, const struct feed
     }
     free(x.first_wake);
     free(x.births);
+    graphs_exit(&x.gb);
     if (rc < 0)
         return rc;
     representatives(ac);

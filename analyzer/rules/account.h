@@ -55,6 +55,10 @@ enum acct_bucket {
     AB_ALLOC_RETRY,  /* GPU idle, a feeder in a caching allocator's retry: from an allocation
                         that failed out of memory, through the frees and their syncs, to the
                         successful retry (model/memory.h) */
+    AB_GRAPH,        /* GPU idle, a feeder building a CUDA graph (graphs.h: a capture's
+                        begin to its instantiation's end) that was launched fewer than
+                        GRAPHS_AMORTISED times before being made again (issue 31) */
+    AB_GRAPH_ONCE,   /* the same for a build launched that often or more: paid for */
     AB_COUNT
 };
 
@@ -62,7 +66,7 @@ enum acct_bucket {
 enum acct_cause {
     AC_NONE = -1,
     AC_PIPE, AC_START, AC_HOST, AC_SYNC, AC_LAUNCH, AC_PAGEABLE, AC_CHURN, AC_TREE, AC_EXT,
-    AC_IO, AC_RETRY, AC_COUNT
+    AC_IO, AC_RETRY, AC_RECAPTURE, AC_COUNT
 };
 
 #define ACCT_FEEDERS 8

@@ -16,7 +16,7 @@ const char *const chains_cause_names[C_COUNT] = {
     "data_pipeline_starvation", "cpu_contention_tree", "cpu_contention_external",
     "page_alloc_pressure", "pageable_memcpy", "sync_per_iteration", "alloc_churn",
     "launch_bound", "io_wait", "gpu_bound", "host_bound", "worker_startup",
-    "allocator_retries", "oom"};
+    "allocator_retries", "oom", "graph_recapture"};
 
 /* The account's cause (account.h) behind each finding: its impact is the
  * time the account's buckets of that cause hold; AC_NONE: not a view of
@@ -25,7 +25,7 @@ const int chains_cause_acct[C_COUNT] = {
     [C_PIPE] = AC_PIPE,     [C_TREE] = AC_TREE,   [C_EXT] = AC_EXT,       [C_PAGE] = AC_NONE,
     [C_PAGEABLE] = AC_PAGEABLE, [C_SYNC] = AC_SYNC, [C_CHURN] = AC_CHURN, [C_LAUNCH] = AC_LAUNCH,
     [C_IO] = AC_IO,         [C_GPU] = AC_NONE,    [C_HOST] = AC_HOST,     [C_START] = AC_START,
-    [C_RETRY] = AC_RETRY,   [C_OOM] = AC_NONE};
+    [C_RETRY] = AC_RETRY,   [C_OOM] = AC_NONE,    [C_RECAPTURE] = AC_RECAPTURE};
 
 
 /* ---- assembly ---- */
@@ -246,7 +246,7 @@ json_t *chains_build(const struct model *m, struct stats_table *t, const struct 
             [C_SYNC] = chains_f_sync,   [C_CHURN] = chains_f_churn,
             [C_LAUNCH] = chains_f_launch, [C_IO] = chains_f_io,
             [C_HOST] = chains_f_host, [C_START] = chains_f_start,
-            [C_RETRY] = chains_f_retry};
+            [C_RETRY] = chains_f_retry, [C_RECAPTURE] = chains_f_recapture};
         if (build[k] && worth(x, chains_owned(x, k, NULL, NULL)))
             build[k](x);
     }

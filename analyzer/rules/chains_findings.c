@@ -2,6 +2,7 @@
  * evidence of chains_evidence.c into at most one finding, whose impact is the
  * time its cause cost (the excess, not the calls' whole duration). Text is
  * built here; report.c only lays it out. Ordering and JSON: chains.c. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -10,6 +11,7 @@
 #include "chains_priv.h"
 #include "cudaspy/api.h"
 #include "fmt.h"
+#include "graphs.h"
 #include "model/procs.h"
 
 /* ---- findings ---- */
@@ -562,6 +564,174 @@ void chains_f_churn(struct ctx *x)
     f->examples = chains_ex_json(m, &e);
     if (e.ns[0])
         f->timeline = chains_tl_for_call(x, x->t, e.call[0]);
+}
+
+/* ---- graph_recapture (issue 31) ---- */
+
+/* Where process @p proc's steady state starts: its account's set-up end. */
+static uint64_t steady_from(const struct account *ac, uint32_t proc)
+{
+    for (uint32_t i = 0; i < ac->na; i++)
+        if (ac->a[i].proc == proc)
+            return ac->a[i].setup_end_ns;
+    return UINT64_MAX;
+}
+
+/* Graph builds after the set-up (graphs.h): those that did not pay for
+ * themselves, and those that did (amortised, not counted). */
+struct rebuilds {
+    uint64_t captures, insts, capture_ns, inst_ns, builds;
+    uint64_t once, once_ns; /* amortised builds */
+    struct examples e;      /* the builds' captures and instantiations, longest first */
+    /* the eager runs before the captures (graphs_warmup) */
+    uint64_t *wu;           /* pairs: first launch, capture's begin (model.call) */
+    size_t nwu, capwu;
+    uint64_t wu_launches, wu_host_ns, wu_gpu_ns;
+};
+
+/* Build @p bi's warm-up, if found, joins rb->wu. */
+static void warmup_add(const struct model *m, const struct graph_builds *gb, size_t bi,
+                       struct rebuilds *rb)
+{
+    uint64_t first, cap = gb->b[bi].capture;
+    size_t n = graphs_warmup(m, gb, bi, &first);
+
+    if (n == 0)
+        return;
+    if (rb->nwu == rb->capwu) {
+        size_t c = rb->capwu ? rb->capwu * 2 : 64;
+        uint64_t *q = realloc(rb->wu, c * 2 * sizeof(*q));
+        if (q == NULL)
+            return;
+        rb->wu = q, rb->capwu = c;
+    }
+    rb->wu[2 * rb->nwu] = first, rb->wu[2 * rb->nwu + 1] = cap;
+    rb->nwu++;
+    rb->wu_launches += n;
+    rb->wu_host_ns += m->call[cap].t_enter_ns - m->call[first].t_enter_ns;
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The GPU time of the work the warm-ups' calls enqueued. */
+static void warmup_gpu(const struct model *m, struct rebuilds *rb)
+{
+    if (rb->nwu == 0)
+        return;
+    qsort(rb->wu, rb->nwu, 2 * sizeof(*rb->wu), cmp_pair);
+    for (uint64_t i = 0; i < m->ngpu; i++) {
+        uint64_t c = m->gpu[i].call;
+        size_t lo = 0, hi = rb->nwu;
+        if (c == M_CALL_NONE)
+            continue;
+        while (lo < hi) { /* the last range starting at or before c */
+            size_t mid = (lo + hi) / 2;
+            if (rb->wu[2 * mid] <= c)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > 0 && c < rb->wu[2 * (lo - 1) + 1])
+            rb->wu_gpu_ns += m->gpu[i].t_end_ns - m->gpu[i].t_start_ns;
+    }
+}
+
+static void rebuild_add(const struct model *m, struct rebuilds *rb, const struct graph_build *b)
+{
+    rb->builds++;
+    if (b->capture != M_CALL_NONE) {
+        rb->captures++;
+        rb->capture_ns += b->capture_ns;
+        chains_ex_keep(&rb->e, b->capture, b->capture_ns);
+    }
+    if (b->inst != M_CALL_NONE) {
+        rb->insts++;
+        rb->inst_ns += model_dur(&m->call[b->inst]);
+        chains_ex_keep(&rb->e, b->inst, model_dur(&m->call[b->inst]));
+    }
+}
+
+/* @return -ENOMEM, else 0 */
+static int rebuilds_count(const struct ctx *x, struct rebuilds *rb)
+{
+    const struct model *m = x->m;
+    struct graph_builds gb;
+
+    if (graphs_builds(m, &gb) < 0)
+        return -ENOMEM;
+    for (size_t i = 0; i < gb.n; i++) {
+        const struct graph_build *b = &gb.b[i];
+        uint32_t p = m->thr[b->thr].proc;
+        if (!m->proc[p].selected || b->t0_ns < steady_from(x->ac, p))
+            continue;
+        if (b->is_amortised) {
+            rb->once++, rb->once_ns += b->t1_ns - b->t0_ns;
+        } else {
+            rebuild_add(m, rb, b);
+            warmup_add(m, &gb, i, rb);
+        }
+    }
+    warmup_gpu(m, rb);
+    graphs_exit(&gb);
+    return 0;
+}
+
+void chains_f_recapture(struct ctx *x)
+{
+    struct rebuilds rb = {0};
+    struct finding *f;
+    uint64_t n = x->ac->nstep;
+    double per = n ? 1.0 / (double)n : 1e9 / (double)(x->wall_ns ? x->wall_ns : 1);
+    const char *unit = n ? "step" : "second";
+    char a[32], b[32];
+
+    if (rebuilds_count(x, &rb) < 0 || rb.builds == 0) {
+        free(rb.wu);
+        return;
+    }
+    free(rb.wu);
+    f = fnew(x, C_RECAPTURE, rb.capture_ns + rb.inst_ns);
+    jaddf(f->evidence, "GPU idle %s while a feeding thread built CUDA graphs (from a stream "
+                       "capture's begin to the end of the instantiation after it)",
+          fmt_ns(a, 32, f->impact_ns));
+    jaddf(f->evidence, "after the set-up: %" PRIu64 " stream captures (%s) and %" PRIu64
+                       " graph instantiations or updates (%s), %.2f and %.2f per %s",
+          rb.captures, fmt_ns(a, 32, rb.capture_ns), rb.insts, fmt_ns(b, 32, rb.inst_ns),
+          (double)rb.captures * per, (double)rb.insts * per, unit);
+    if (rb.nwu)
+        jaddf(f->evidence, "before %zu of the captures the same kernels ran eagerly first (the "
+                           "warm-up of a new shape: %" PRIu64 " launches, %s of GPU time, %s "
+                           "from their first launch to the capture); not in the impact, which "
+                           "counts GPU idle only",
+              rb.nwu, rb.wu_launches, fmt_ns(a, 32, rb.wu_gpu_ns), fmt_ns(b, 32, rb.wu_host_ns));
+    if (rb.once)
+        jaddf(f->evidence, "not counted: %" PRIu64 " build(s) launched %d times or more each "
+                           "(%s): they paid for themselves",
+              rb.once, GRAPHS_AMORTISED, fmt_ns(a, 32, rb.once_ns));
+    jaddf(f->evidence, "a graph captured once and replayed costs one launch a step; each new "
+                       "capture also runs the captured code eagerly first (warm-up) and "
+                       "instantiates anew");
+    f->row = rb.e.ns[0] ? stats_table_row(x->t, &x->m->call[rb.e.call[0]]) : NULL;
+    snprintf(f->summary, sizeof(f->summary), "CUDA graphs are captured and instantiated again "
+             "and again after the set-up (%.2f captures and %.2f instantiations per %s), "
+             "%s building them",
+             (double)rb.captures * per, (double)rb.insts * per, unit,
+             fmt_ns(a, 32, rb.capture_ns + rb.inst_ns));
+    snprintf(f->host, sizeof(f->host), "%" PRIu64 " captures + %" PRIu64 " instantiations "
+             "after the set-up", rb.captures, rb.insts);
+    snprintf(f->rec, sizeof(f->rec),
+             "capture once and replay: keep the input shapes static (pad batches to a few "
+             "bucket sizes, DataLoader(drop_last=True)); with torch.compile(mode="
+             "\"reduce-overhead\") a new shape records new CUDA graphs, so mark the varying "
+             "dimension dynamic (torch._dynamo.mark_dynamic) or, where shapes must vary, "
+             "compile with mode=\"max-autotune-no-cudagraphs\"");
+    f->examples = chains_ex_json(x->m, &rb.e);
+    if (rb.e.ns[0])
+        f->timeline = chains_tl_for_call(x, x->t, rb.e.call[0]);
 }
 
 /* The outermost synchronisation API with the most calls: what a per-step

@@ -18,7 +18,7 @@
 
 enum cause {
     C_PIPE, C_TREE, C_EXT, C_PAGE, C_PAGEABLE, C_SYNC, C_CHURN, C_LAUNCH, C_IO, C_GPU, C_HOST,
-    C_START, C_RETRY, C_OOM, C_COUNT
+    C_START, C_RETRY, C_OOM, C_RECAPTURE, C_COUNT
 };
 
 /* By enum cause (chains.c): the JSON name, and the account's cause behind it. */
@@ -121,5 +121,6 @@ void chains_f_start(struct ctx *x);
 /* chains_memory.c: device memory (issue 31) */
 void chains_f_retry(struct ctx *x);
 void chains_f_oom(struct ctx *x);
+void chains_f_recapture(struct ctx *x);
 
 #endif

@@ -1124,11 +1124,11 @@ static int cmp_kagg_n(const void *a, const void *b)
     return x->n != y->n ? (x->n > y->n ? -1 : 1) : (x->ns > y->ns ? -1 : x->ns < y->ns);
 }
 
-static json_t *kagg_json(const struct model *m, const struct kagg *k, uint32_t n)
+static json_t *kagg_json(const struct model *m, const struct kagg *k, uint32_t n, uint32_t max)
 {
     json_t *arr = json_array();
 
-    for (uint32_t i = 0; i < n && i < 10; i++)
+    for (uint32_t i = 0; i < n && i < max; i++)
         json_array_append_new(
             arr, json_pack("{s:s, s:I, s:I, s:I}", "kernel",
                            k[i].name ? cs_run_string(m->runs[k[i].run].run, k[i].name) : "?",
@@ -1137,8 +1137,9 @@ static json_t *kagg_json(const struct model *m, const struct kagg *k, uint32_t n
     return arr;
 }
 
-/* Top kernels by GPU time and by count over every recorded kernel. */
-static void kernels_json(json_t *o, const struct model *m)
+/* Every recorded kernel (@p graphs_only: those a graph replay ran) by
+ * name into *out (the caller frees it). @return how many names */
+static uint32_t kagg_build(const struct model *m, int graphs_only, struct kagg **out)
 {
     struct m_hash *ix = m_hash_new();
     struct kagg *k = NULL;
@@ -1147,7 +1148,7 @@ static void kernels_json(json_t *o, const struct model *m)
     for (uint64_t i = 0; ix && i < m->ngpu; i++) {
         const struct m_gpu *g = &m->gpu[i];
         uint32_t run = m->proc[g->proc].run, j;
-        if (g->kind != CS_GPU_KERNEL)
+        if (g->kind != CS_GPU_KERNEL || (graphs_only && g->graph_id == 0))
             continue;
         j = m_hash_get(ix, (uint64_t)run << 32 | g->name_id);
         if (j == M_NONE) {
@@ -1165,14 +1166,84 @@ static void kernels_json(json_t *o, const struct model *m)
         k[j].n++;
         k[j].ns += g->t_end_ns - g->t_start_ns;
     }
+    m_hash_free(ix);
+    *out = k;
+    return k ? n : 0;
+}
+
+/* Top kernels by GPU time and by count over every recorded kernel. */
+static void kernels_json(json_t *o, const struct model *m)
+{
+    struct kagg *k = NULL;
+    uint32_t n = kagg_build(m, 0, &k);
+
     if (k)
         qsort(k, n, sizeof(*k), cmp_kagg_ns);
-    json_object_set_new(o, "top_kernels_by_time", kagg_json(m, k, n));
+    json_object_set_new(o, "top_kernels_by_time", kagg_json(m, k, n, 10));
     if (k)
         qsort(k, n, sizeof(*k), cmp_kagg_n);
-    json_object_set_new(o, "top_kernels_by_count", kagg_json(m, k, n));
+    json_object_set_new(o, "top_kernels_by_count", kagg_json(m, k, n, 10));
     free(k);
-    m_hash_free(ix);
+}
+
+json_t *gpu_graph_kernels_json(const struct model *m)
+{
+    struct kagg *k = NULL;
+    uint32_t n = kagg_build(m, 1, &k);
+    json_t *arr;
+
+    if (k)
+        qsort(k, n, sizeof(*k), cmp_kagg_ns);
+    arr = kagg_json(m, k, n, UINT32_MAX);
+    free(k);
+    return arr;
+}
+
+static int cmp_u64_asc(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Distinct values of @p v (sorted in place). */
+static uint64_t distinct(uint64_t *v, uint64_t n)
+{
+    uint64_t d = 0;
+
+    qsort(v, n, sizeof(*v), cmp_u64_asc);
+    for (uint64_t i = 0; i < n; i++)
+        d += i == 0 || v[i] != v[i - 1];
+    return d;
+}
+
+/* What graph replays ran (docs/json.md gpu.graphs): records by kind, their
+ * GPU time, the graphs, nodes and launches they came from. */
+static json_t *graphs_json(const struct model *m)
+{
+    uint64_t cnt[4] = {0}, ns = 0, n = 0, *ids = malloc((m->ngpu + 1) * 3 * sizeof(*ids));
+    uint64_t *nodes, *calls, nl = 0;
+
+    if (ids == NULL)
+        return json_null();
+    nodes = ids + m->ngpu + 1, calls = nodes + m->ngpu + 1;
+    for (uint64_t i = 0; i < m->ngpu; i++) {
+        const struct m_gpu *g = &m->gpu[i];
+        if (g->graph_id == 0)
+            continue;
+        cnt[g->kind < 4 ? g->kind : 0]++;
+        ns += g->t_end_ns - g->t_start_ns;
+        ids[n] = (uint64_t)g->proc << 32 | g->graph_id;
+        nodes[n++] = g->graph_node_id ^ (uint64_t)g->proc << 48;
+        if (g->call != M_CALL_NONE)
+            calls[nl++] = g->call;
+    }
+    json_t *o = json_pack(
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "kernels", (json_int_t)cnt[CS_GPU_KERNEL], "copies",
+        (json_int_t)cnt[CS_GPU_MEMCPY], "memsets", (json_int_t)cnt[CS_GPU_MEMSET], "gpu_ns",
+        (json_int_t)ns, "graphs", (json_int_t)distinct(ids, n), "nodes",
+        (json_int_t)distinct(nodes, n), "launches", (json_int_t)distinct(calls, nl));
+    free(ids);
+    return o;
 }
 
 json_t *gpu_json(const struct gpu_truth *g, const struct model *m)
@@ -1201,6 +1272,7 @@ json_t *gpu_json(const struct gpu_truth *g, const struct model *m)
                   (json_int_t)idle_meas, "idle_by_host_state", byo, "devices", devs, "notes",
                   g->notes);
     kernels_json(o, m);
+    json_object_set_new(o, "graphs", graphs_json(m));
     return o;
 }
 

@@ -186,4 +186,8 @@ json_t *gpu_json(const struct gpu_truth *g, const struct model *m);
 
 void gpu_exit(struct gpu_truth *g);
 
+/** Kernels that graph replays ran, by name, from the GPU records (most GPU
+ * time first): [{kernel, count, total_ns, mean_ns}] (--by kernel). */
+json_t *gpu_graph_kernels_json(const struct model *m);
+
 #endif

@@ -311,7 +311,7 @@ json_t *pyline_json(const struct pyline *p, const struct model *m)
 
 /* W_IDLE: the GPU idle after drains from the first step on (the findings
  * leave the set-up out); W_STARVE: of it, asleep for the pipeline. */
-enum weigh { W_NONE, W_IDLE, W_STARVE, W_PAGEABLE, W_ALLOC, W_LAUNCH, W_API };
+enum weigh { W_NONE, W_IDLE, W_STARVE, W_PAGEABLE, W_ALLOC, W_LAUNCH, W_API, W_GRAPH };
 
 /* Weighed by the GPU idle after drains, not by time in calls. */
 static int by_gaps(enum weigh w)
@@ -333,6 +333,8 @@ static enum weigh weigh_of(const char *cause, const struct pyline *p)
         return W_ALLOC;
     if (!strcmp(cause, "launch_bound"))
         return W_LAUNCH;
+    if (!strcmp(cause, "graph_recapture"))
+        return W_GRAPH;
     if (!strcmp(cause, "gpu_bound"))
         return W_NONE;
     return W_API;
@@ -344,6 +346,11 @@ struct filter {
     enum cs_variant variant;
     uint64_t min_ns; /* outlier causes: the API's p99 */
 };
+
+static int is_capture_begin(const struct m_call *c)
+{
+    return c->api == CS_API_cuStreamBeginCapture_v2 || c->api == CS_API_cudaStreamBeginCapture;
+}
 
 static int call_in(const struct filter *fl, const struct m_call *c)
 {
@@ -358,6 +365,8 @@ static int call_in(const struct filter *fl, const struct m_call *c)
         return in->family == CS_FAM_ALLOC || in->family == CS_FAM_FREE;
     case W_LAUNCH:
         return in->family == CS_FAM_LAUNCH;
+    case W_GRAPH: /* the capture's begin names the captured code's line */
+        return in->family == CS_FAM_GRAPH || is_capture_begin(c);
     case W_API:
         return (fl->api == CS_API_NONE || (c->api == fl->api && c->variant == fl->variant)) &&
                model_dur(c) >= fl->min_ns;
@@ -370,6 +379,24 @@ static int is_outlier_cause(const char *cause)
 {
     return !strcmp(cause, "cpu_contention_tree") || !strcmp(cause, "cpu_contention_external") ||
            !strcmp(cause, "io_wait") || !strcmp(cause, "page_alloc_pressure");
+}
+
+/* Call @p ci's weight for filter @p fl: its duration; a capture's begin,
+ * for graph_recapture, weighs from its entry to its end's exit (the code it
+ * captured ran in between: that line is where the graph was built). */
+static uint64_t call_weight(const struct model *m, const struct filter *fl, uint64_t ci)
+{
+    const struct m_call *c = &m->call[ci];
+    const struct m_thread *th = &m->thr[c->thr];
+
+    if (fl->w != W_GRAPH || !is_capture_begin(c))
+        return model_dur(c);
+    for (uint64_t i = ci + 1; i < th->first_call + th->ncalls; i++) {
+        const struct m_call *e = &m->call[i];
+        if (!(e->flags & CS_CF_NESTED) && cs_api_table[e->api].family == CS_FAM_CAPTURE)
+            return is_capture_begin(e) ? model_dur(c) : e->t_exit_ns - c->t_enter_ns;
+    }
+    return model_dur(c);
 }
 
 /* Per-row weight of one finding: over the rows (idle) or the stacked calls
@@ -390,15 +417,15 @@ static void weigh_rows(const struct pyline *p, const struct model *m, const stru
     }
     for (uint64_t i = 0; i < m->ncall; i++)
         if (call_in(fl, &m->call[i]))
-            *total += model_dur(&m->call[i]);
+            *total += call_weight(m, fl, i);
     for (uint64_t k = 0; k < m->ncstack; k++) {
         uint64_t ci = m->cstack[k].call;
         uint32_t r = p->row_of[k];
         if (r == M_NONE || !call_in(fl, &m->call[ci]))
             continue;
-        if (cnt[r] == 0 || model_dur(&m->call[ci]) > model_dur(&m->call[rep[r]]))
+        if (cnt[r] == 0 || call_weight(m, fl, ci) > call_weight(m, fl, rep[r]))
             rep[r] = ci;
-        w[r] += model_dur(&m->call[ci]);
+        w[r] += call_weight(m, fl, ci);
         cnt[r]++;
     }
 }
@@ -422,6 +449,9 @@ static json_t *site_json(const struct pyline *p, const struct model *m, const st
             snprintf(text + n, sizeof(text) - (size_t)n,
                      "; the next GPU work was enqueued at %s",
                      pystack_site_text(m, &p->row[row->next_row].site, next, sizeof(next)));
+    } else if (fl->w == W_GRAPH && is_capture_begin(&m->call[rep])) {
+        snprintf(text, sizeof(text), "%s capturing, from %s to its end, at %s (%.0f %%)", d,
+                 api_name(&m->call[rep]), site, share * 100);
     } else {
         snprintf(text, sizeof(text), "%s in %s at %s (%.0f %%)", d, api_name(&m->call[rep]), site,
                  share * 100);

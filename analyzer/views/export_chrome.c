@@ -364,6 +364,9 @@ static void write_gpu_rec(struct exporter *x, const struct cs_rec_gpu *g)
     if (g->flags & CS_GF_CORR)
         fprintf(x->out, ",\"enqueued_by_tid\":%" PRIu32 ",\"enqueued_by_seq\":%" PRIu32,
                 g->api_tid, g->api_seq);
+    if (g->graph_id) /* run by a graph replay (format version 4) */
+        fprintf(x->out, ",\"graph\":%" PRIu32 ",\"graph_node\":%" PRIu64, g->graph_id,
+                g->graph_node_id);
     fputs("}}", x->out);
 }
 

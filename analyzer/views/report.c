@@ -706,6 +706,20 @@ static void print_feed(const struct out *o, const json_t *j)
     }
 }
 
+/* What CUDA graph replays ran (gpu.graphs), when any did. */
+static void print_graphs(const struct out *o, const json_t *gr)
+{
+    char a[32], b[32], c[32], d[32];
+
+    if (geti(gr, "kernels") + geti(gr, "copies") + geti(gr, "memsets") == 0)
+        return;
+    fprintf(o->f, "  CUDA graphs: %d graph(s), %d nodes, %s launches ran %s kernels, %s copies, "
+                  "%d memsets (%s of GPU time)\n",
+            (int)geti(gr, "graphs"), (int)geti(gr, "nodes"), fmt_count(a, 32, geti(gr, "launches")),
+            fmt_count(b, 32, geti(gr, "kernels")), fmt_count(c, 32, geti(gr, "copies")),
+            (int)geti(gr, "memsets"), fmt_ns(d, 32, geti(gr, "gpu_ns")));
+}
+
 static void print_gpu(const struct out *o, const json_t *j)
 {
     const json_t *g = json_object_get(j, "gpu"), *v, *w;
@@ -741,6 +755,24 @@ static void print_gpu(const struct out *o, const json_t *j)
                 fmt_count(b, 32, geti(w, "count")), fmt_ns(c, 32, geti(w, "mean_ns")),
                 gets_(w, "kernel"));
     }
+    print_graphs(o, json_object_get(g, "graphs"));
+}
+
+/* `--by kernel`: the kernels graph replays ran, by name (GPU records). */
+static void print_graph_kernels(const struct out *o, const json_t *j)
+{
+    const json_t *rows = json_object_get(j, "kernels_in_graphs"), *w;
+    char a[32], b[32], c[32];
+    size_t k;
+
+    if (json_array_size(rows) == 0)
+        return;
+    fprintf(o->f, "\n%sKERNELS IN CUDA GRAPHS%s (GPU time, from CUPTI)\n", col(o, C_BOLD),
+            col(o, C_OFF));
+    json_array_foreach(rows, k, w)
+        fprintf(o->f, "    %10s  %9s x %9s  %s\n", fmt_ns(a, 32, geti(w, "total_ns")),
+                fmt_count(b, 32, geti(w, "count")), fmt_ns(c, 32, geti(w, "mean_ns")),
+                gets_(w, "kernel"));
 }
 
 static void print_procs(const struct out *o, const json_t *j)
@@ -782,6 +814,7 @@ void analysis_print(const struct analysis *a, FILE *out, int color)
     print_by(&o, j, "apis_by_pid", "PROCESS");
     print_by(&o, j, "apis_by_stream", "STREAM");
     print_by(&o, j, "apis_by_kernel", "KERNEL");
+    print_graph_kernels(&o, j);
     print_pylines(&o, j);
     print_gpu(&o, j);
     print_feed(&o, j);

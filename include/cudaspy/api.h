@@ -22,7 +22,8 @@ enum cs_family {
     CS_FAM_CAPTURE, /* stream capture begin/end */
     CS_FAM_MODULE,  /* module/library unload */
     CS_FAM_REGISTER, /* host memory (un)registration */
-    CS_FAM_INIT     /* driver initialisation and context creation */
+    CS_FAM_INIT,    /* driver initialisation and context creation */
+    CS_FAM_GRAPH    /* graph instantiation, update and upload (issue 31) */
 };
 
 /* Layers. */
@@ -115,11 +116,23 @@ enum cs_variant { CS_VAR_LEGACY = 0, CS_VAR_PTSZ = 1, CS_VAR_PTDS = 2 };
     X(cudaFreeAsync, CS_LAYER_RUNTIME, CS_FAM_FREE, 0)                  \
     /* driver: initialisation (the run line's "CUDA initialisation") */  \
     X(cuInit, CS_LAYER_DRIVER, CS_FAM_INIT, 0)                          \
-    X(cuDevicePrimaryCtxRetain, CS_LAYER_DRIVER, CS_FAM_INIT, 0)          \
-    /* memory (issue 31): free and total device memory; the shim also  \
+    X(cuDevicePrimaryCtxRetain, CS_LAYER_DRIVER, CS_FAM_INIT, 0)        \
+    /* memory (issue 31): free and total device memory; the shim also    \
        reads them itself (CS_CF_TRACER, docs/memory.md) */               \
     X(cuMemGetInfo_v2, CS_LAYER_DRIVER, CS_FAM_OTHER, 0)                \
-    X(cudaMemGetInfo, CS_LAYER_RUNTIME, CS_FAM_OTHER, 0)
+    X(cudaMemGetInfo, CS_LAYER_RUNTIME, CS_FAM_OTHER, 0)                \
+    /* graphs (issue 31): instantiation, update, upload; runtime capture */ \
+    X(cuGraphInstantiateWithFlags, CS_LAYER_DRIVER, CS_FAM_GRAPH, 0)    \
+    X(cuGraphInstantiateWithParams, CS_LAYER_DRIVER, CS_FAM_GRAPH, 0)   \
+    X(cuGraphExecUpdate_v2, CS_LAYER_DRIVER, CS_FAM_GRAPH, 0)           \
+    X(cuGraphUpload, CS_LAYER_DRIVER, CS_FAM_GRAPH, 0)                  \
+    X(cudaStreamBeginCapture, CS_LAYER_RUNTIME, CS_FAM_CAPTURE, 0)      \
+    X(cudaStreamEndCapture, CS_LAYER_RUNTIME, CS_FAM_CAPTURE, 0)        \
+    X(cudaGraphInstantiate, CS_LAYER_RUNTIME, CS_FAM_GRAPH, 0)          \
+    X(cudaGraphInstantiateWithFlags, CS_LAYER_RUNTIME, CS_FAM_GRAPH, 0) \
+    X(cudaGraphInstantiateWithParams, CS_LAYER_RUNTIME, CS_FAM_GRAPH, 0) \
+    X(cudaGraphExecUpdate, CS_LAYER_RUNTIME, CS_FAM_GRAPH, 0)           \
+    X(cudaGraphUpload, CS_LAYER_RUNTIME, CS_FAM_GRAPH, 0)
 
 enum cs_api {
     CS_API_NONE = 0,

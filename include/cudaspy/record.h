@@ -224,8 +224,15 @@ struct cs_rec_gpu {
     uint16_t flags;       /* CS_GF_* */
     uint16_t pad0;
     uint32_t pad1;
+    /* format version 4 (version.h): what a graph replay ran. Files of
+     * earlier versions hold the 64 bytes above (CS_REC_GPU_V3_BYTES); their
+     * readers' records have both 0. */
+    uint64_t graph_node_id; /* CUPTI's graphNodeId: the node that ran it; 0 = not a graph's */
+    uint32_t graph_id;      /* CUPTI's graphId: the graph launched; 0 = not a graph's */
+    uint32_t pad2;
 };
-_Static_assert(sizeof(struct cs_rec_gpu) == 64, "cs_rec_gpu is 64 bytes");
+_Static_assert(sizeof(struct cs_rec_gpu) == 80, "cs_rec_gpu is 80 bytes");
+#define CS_REC_GPU_V3_BYTES 64u /* a cs_rec_gpu in files of format version 3 and before */
 
 /* Modes of GPU activity recording (CUDASPY_GPU_ACTIVITY). */
 enum cs_gpu_mode { CS_GPU_MODE_OFF = 0, CS_GPU_MODE_SAMPLED = 1, CS_GPU_MODE_FULL = 2 };

@@ -8,5 +8,5 @@ for section in NAME SYNOPSIS DESCRIPTION OPTIONS "EXIT STATUS" EXAMPLES; do
 done
 run "$A" --version
 want_rc 0
-want_out "cudaspy-analyze 0.1.0 (run format 3)"
+want_out "cudaspy-analyze 0.1.0 (run format 4)"
 finish

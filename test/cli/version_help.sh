@@ -84,8 +84,8 @@ sampler)
     help_starts "Usage: cudaspy-sampler [OPTIONS] -- CMD [ARGS...]" --help
     ;;
 analyze)
-    check 0 "cudaspy-analyze 0.1.0 (run format 3)" "" --version
-    check 0 "cudaspy-analyze 0.1.0 (run format 3)" "" -V
+    check 0 "cudaspy-analyze 0.1.0 (run format 4)" "" --version
+    check 0 "cudaspy-analyze 0.1.0 (run format 4)" "" -V
     help_starts "NAME" --help
     ;;
 *)

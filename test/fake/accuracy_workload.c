@@ -71,6 +71,16 @@
  *                    but 4 unmapped and released. Truth: none; peak_bytes
  *   many             2000 allocations, a third freed, 500 more, all freed
  *                    from the last. Truth: none; peak_bytes
+ *   graphs           a step's work (a 1 MiB pinned copy, 6 kernels: 9.05 ms on
+ *                    the GPU) run eagerly for 20 steps, then captured (1 ms)
+ *                    and instantiated (100 ms of CPU: FAKECUDA_LAT_NS) once,
+ *                    replayed and synced every step, each step an NVTX range
+ *                    "step"; healthy. Prints the graph's nodes and times
+ *   recapture        each step the code runs eagerly (9.05 ms), is captured
+ *                    anew (1 ms of tracing), instantiated (3 ms, slept:
+ *                    FAKECUDA_LAT_NS, so that outside CPU load cannot outgrow
+ *                    it) and replayed, as torch.compile does for a new input
+ *                    shape. Truth: capture begin to instantiated
  *   hog              spin on one CPU for `seconds` (no CUDA): outside load
  * Every meter leaves out the run-queue delay inside what it times (struct
  * span): an exclusive account gives that slice to CPU contention.
@@ -83,6 +93,7 @@
 #endif
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <nvtx3/nvToolsExt.h>
 
 #include "fake_client.h"
 #include "fakecuda.h"
@@ -1241,6 +1252,146 @@ static void run_two_causes(struct acc *a)
     host_free(h, 1);
 }
 
+/* ---- CUDA graphs (issue 31) ---- */
+
+/* The graph both graph modes capture: a 1 MiB pinned copy, then kernels.
+ * Node times on the simulated GPU are the kernel table's and copy_ns(). */
+static const enum kern graph_kernels[] = {K_LONG, K_MS, K_MS, K_MS, K_HALF, K_HALF};
+#define GRAPH_NK (sizeof(graph_kernels) / sizeof(graph_kernels[0]))
+#define GRAPH_COPY_BYTES (1u * MIB)
+
+struct graph_bufs {
+    void *d, *h;
+};
+
+static long graph_launches, graph_eager;
+#define GRAPH_EAGER 20 /* steps run eagerly before the capture, as torch.compile's warm-up */
+
+/* Capture the graph on `stream` and instantiate it; *build_ns (if not
+ * NULL) gets the time from the capture's begin to the instantiation's end
+ * less its run-queue delay. Captured work does not run: no gpu_note. */
+static cudaGraphExec_t graph_build(const struct graph_bufs *b, double trace_us, uint64_t *build_ns)
+{
+    static void *arg;
+    void *args[] = {&arg};
+    dim3 grid = {64, 1, 1}, block = {128, 1, 1};
+    cudaGraph_t g;
+    cudaGraphExec_t e;
+    struct span s = span_begin();
+
+    CHECK_RT(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    cpu_work_us(trace_us); /* the framework tracing the code it captures */
+    CHECK_RT(cudaMemcpyAsync(b->d, b->h, GRAPH_COPY_BYTES, cudaMemcpyHostToDevice, stream));
+    for (size_t i = 0; i < GRAPH_NK; i++)
+        CHECK_RT(cudaLaunchKernel((const void *)kernels[graph_kernels[i]].fn, grid, block, args,
+                                  0, stream));
+    CHECK_RT(cudaStreamEndCapture(stream, &g));
+    CHECK_RT(cudaGraphInstantiateWithFlags(&e, g, 0));
+    if (build_ns)
+        *build_ns += span_end(&s);
+    CHECK_RT(cudaGraphDestroy(g));
+    CHECK_RT(cudaGraphUpload(e, stream));
+    return e;
+}
+
+static uint64_t graph_gpu_ns(void)
+{
+    uint64_t ns = copy_ns(GRAPH_COPY_BYTES, 1);
+    for (size_t i = 0; i < GRAPH_NK; i++)
+        ns += kernels[graph_kernels[i]].us * 1000u;
+    return ns;
+}
+
+/* One replay: the fake runs the nodes one after the other on `stream`. */
+static void graph_replay(cudaGraphExec_t e, long *launches)
+{
+    uint64_t t = now_ns();
+    CHECK_RT(cudaGraphLaunch(e, stream));
+    gpu_note(t, graph_gpu_ns());
+    ++*launches;
+}
+
+/* What the graph holds and how long each node runs on the simulated GPU,
+ * for the tests that check kernel counts and GPU busy against it. */
+static void graph_print(long launches)
+{
+    printf("%s: graph node 0 memcpy_htod %u bytes %llu ns\n", NAME, GRAPH_COPY_BYTES,
+           (unsigned long long)copy_ns(GRAPH_COPY_BYTES, 1));
+    for (size_t i = 0; i < GRAPH_NK; i++)
+        printf("%s: graph node %zu %s %llu ns\n", NAME, i + 1, kernels[graph_kernels[i]].name,
+               (unsigned long long)kernels[graph_kernels[i]].us * 1000u);
+    printf("%s: graph launches %ld, gpu %llu ns a launch; eager steps %ld\n", NAME, launches,
+           (unsigned long long)graph_gpu_ns(), graph_eager);
+}
+
+/* The graph's work issued node by node, as an eager step runs it. */
+static void graph_run_eager(const struct graph_bufs *b)
+{
+    copy_h2d(b->d, b->h, GRAPH_COPY_BYTES, 1);
+    for (size_t i = 0; i < GRAPH_NK; i++)
+        launch(graph_kernels[i], 1);
+    graph_eager++;
+}
+
+/* Healthy, as torch.compile(mode="reduce-overhead") on a static shape:
+ * GRAPH_EAGER steps run eagerly, the next captures the step (1 ms of
+ * tracing) and instantiates it (100 ms of CPU: FAKECUDA_LAT_NS, a large
+ * model's), then every step replays it; a sync a step. NVTX ranges make
+ * the steps, so the build falls inside them, after the set-up: it costs as
+ * much as a MEDIUM finding would own, but it paid for itself. */
+static void run_graphs(struct acc *a)
+{
+    struct graph_bufs b = {dev_alloc(GRAPH_COPY_BYTES), host_alloc(GRAPH_COPY_BYTES, 1)};
+    cudaGraphExec_t e = NULL;
+
+    loop_begin(a);
+    for (; loop_more(a); a->steps++) {
+        nvtxRangePushA("step"); /* the steps start at the first: the build is inside them */
+        if (a->steps < GRAPH_EAGER) {
+            graph_run_eager(&b);
+        } else {
+            if (e == NULL)
+                e = graph_build(&b, 1000, &a->meter_ns);
+            graph_replay(e, &graph_launches);
+        }
+        sync_stream();
+        nvtxRangePop();
+    }
+    loop_end(a);
+    CHECK_RT(cudaGraphExecDestroy(e));
+    host_free(b.h, 1);
+    CHECK_RT(cudaFree(b.d));
+}
+
+/* Planted graph_recapture: each step a new shape, as torch.compile's
+ * reduce-overhead mode sees it: the code runs eagerly once (warm-up), is
+ * captured (1 ms of tracing), instantiated (3 ms, slept: FAKECUDA_LAT_NS)
+ * and replayed. Truth: from each capture's begin to its instantiation's end.
+ * nocause: captured once in the set-up, as a static shape is. */
+static void run_recapture(struct acc *a)
+{
+    struct graph_bufs b = {dev_alloc(GRAPH_COPY_BYTES), host_alloc(GRAPH_COPY_BYTES, 1)};
+    cudaGraphExec_t e = is_nocause ? graph_build(&b, 1000, NULL) : NULL;
+
+    loop_begin(a);
+    for (; loop_more(a); a->steps++) {
+        if (!is_nocause) {
+            graph_run_eager(&b); /* the warm-up run */
+            sync_stream();
+            e = graph_build(&b, 1000, &a->truth_ns);
+        }
+        graph_replay(e, &graph_launches);
+        sync_stream();
+        if (!is_nocause)
+            CHECK_RT(cudaGraphExecDestroy(e));
+    }
+    loop_end(a);
+    if (is_nocause)
+        CHECK_RT(cudaGraphExecDestroy(e));
+    host_free(b.h, 1);
+    CHECK_RT(cudaFree(b.d));
+}
+
 /* ---- the mode table and the truth line ---- */
 
 struct mode {
@@ -1271,6 +1422,8 @@ static const struct mode modes[] = {
     {"oom", "oom", NULL, 0, run_oom},
     {"vmm", "none", NULL, 0, run_vmm},
     {"many", "none", NULL, 0, run_many},
+    {"graphs", "none", "cuGraphInstantiateWithFlags=100000000", 0, run_graphs},
+    {"recapture", "graph_recapture", "cuGraphInstantiateWithFlags=3000000", 1, run_recapture},
 };
 
 static void print_truth(const struct acc *a)
@@ -1299,6 +1452,10 @@ static void print_truth(const struct acc *a)
     if (a->oom_bytes)
         printf(",\"oom_bytes\":%llu,\"held_bytes\":%llu", (unsigned long long)a->oom_bytes,
                (unsigned long long)a->held_bytes);
+    if (graph_launches)
+        printf(",\"graph_launches\":%ld,\"graph_gpu_ns\":%llu,\"graph_eager\":%ld,"
+               "\"graph_build_ns\":%llu", graph_launches, (unsigned long long)graph_gpu_ns(),
+               graph_eager, (unsigned long long)a->meter_ns);
     if (strcmp(a->mode, "two_causes") == 0)
         printf(",\"causes\":[{\"planted\":\"data_pipeline_starvation\",\"truth_ns\":%llu},"
                "{\"planted\":\"pageable_memcpy\",\"truth_ns\":%llu}]",
@@ -1369,6 +1526,8 @@ int main(int argc, char **argv)
             abort();
         _exit(0);
     }
+    if (graph_launches)
+        graph_print(graph_launches);
     CHECK_RT(cudaStreamDestroy(stream));
     print_truth(&a);
     return 0;

@@ -409,6 +409,18 @@ static _Thread_local struct {
     struct fakecuda_act a;
 } act_batch;
 
+/* The graph node being launched on this thread (graph_launch). */
+static _Thread_local struct {
+    uint32_t graph_id;
+    uint64_t node_id;
+} act_graph;
+
+void fake_act_graph(uint32_t graph_id, uint64_t node_id)
+{
+    act_graph.graph_id = graph_id;
+    act_graph.node_id = node_id;
+}
+
 void fake_act_begin(void)
 {
     if (act_batch.depth++ == 0)
@@ -427,7 +439,7 @@ void fake_act_note(struct CUstream_st *s, int kind, const char *name, uint64_t b
                    uint64_t end_ns, uint64_t dur_ns)
 {
     fakecuda_act_fn fn = atomic_load_explicit(&act_fn, memory_order_acquire);
-    struct fakecuda_act a = {kind, name, 0, 0, bytes, 0, 0, dir & 0xff, (dir >> 8) & 1};
+    struct fakecuda_act a = {kind, name, 0, 0, bytes, 0, 0, dir & 0xff, (dir >> 8) & 1, 0, 0};
 
     if (fn == NULL)
         return;
@@ -436,6 +448,8 @@ void fake_act_note(struct CUstream_st *s, int kind, const char *name, uint64_t b
     a.start_ns = end_ns - dur_ns;
     a.end_ns = end_ns;
     a.stream_id = (uint32_t)s->id;
+    a.graph_id = act_graph.graph_id;
+    a.graph_node_id = act_graph.node_id;
     a.device = current_ctx ? (uint32_t)current_ctx->dev : 0;
     if (act_batch.depth == 0) {
         fn(&a);

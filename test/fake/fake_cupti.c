@@ -254,6 +254,7 @@ static void on_activity(const struct fakecuda_act *a)
             k->deviceId = a->device, k->streamId = a->stream_id, k->contextId = 1;
             k->correlationId = corr;
             k->name = a->name;
+            k->graphId = a->graph_id, k->graphNodeId = a->graph_node_id;
         }
     } else if (kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
         CUpti_ActivityMemcpy6 *m = room(sizeof(*m));
@@ -277,6 +278,7 @@ static void on_activity(const struct fakecuda_act *a)
             m->start = start, m->end = end;
             m->deviceId = a->device, m->streamId = a->stream_id, m->contextId = 1;
             m->correlationId = corr;
+            m->graphId = a->graph_id, m->graphNodeId = a->graph_node_id;
         }
     } else {
         CUpti_ActivityMemset4 *m = room(sizeof(*m));
@@ -287,6 +289,7 @@ static void on_activity(const struct fakecuda_act *a)
             m->start = start, m->end = end;
             m->deviceId = a->device, m->streamId = a->stream_id, m->contextId = 1;
             m->correlationId = corr;
+            m->graphId = a->graph_id, m->graphNodeId = a->graph_node_id;
         }
     }
     if (end > g.cur_last_end)

@@ -117,6 +117,9 @@ void fake_act_note(struct CUstream_st *s, int kind, const char *name, uint64_t b
 /* Between these, the notes of one thread make one activity (a 2D copy). */
 void fake_act_begin(void);
 void fake_act_end(void);
+/* The calling thread's next notes are node @p node_id of graph @p graph_id
+ * (a graph launch); 0, 0: not a graph's. */
+void fake_act_graph(uint32_t graph_id, uint64_t node_id);
 
 /* Graph nodes recorded during capture and replayed by cuGraphLaunch. */
 enum fake_node_kind { FAKE_NODE_KERNEL, FAKE_NODE_COPY, FAKE_NODE_MEMSET };
@@ -131,6 +134,7 @@ struct fake_node {
     unsigned int elem_size;         /* MEMSET: 1, 2 or 4 */
     enum fake_dir dir;              /* COPY */
     int host_is_pinned;             /* COPY */
+    uint64_t node_id;               /* an executable graph's node: its id (from 1), else 0 */
 };
 int fake_graph_add(struct fake_graph *g, const struct fake_node *n);
 /* Issue one node of a launched graph on s: kernels only take time; copies

@@ -74,6 +74,8 @@ cudaError_t CUDARTAPI __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, di
     X(begin_capture, cuStreamBeginCapture, 10010, 10010)         \
     X(end_capture, cuStreamEndCapture, 10000, 10000)             \
     X(graph_instantiate, cuGraphInstantiateWithFlags, 11040, 0)  \
+    X(graph_exec_update, cuGraphExecUpdate, 12000, 0)            \
+    X(graph_upload, cuGraphUpload, 11010, 11010)                 \
     X(graph_launch, cuGraphLaunch, 10000, 10000)                 \
     X(graph_destroy, cuGraphDestroy, 10000, 0)                   \
     X(graph_exec_destroy, cuGraphExecDestroy, 10000, 0)          \
@@ -187,7 +189,9 @@ static cudaError_t rt_drv(CUresult rc)
     X(cudaStreamCreate) X(cudaStreamDestroy) X(cudaStreamBeginCapture)                        \
     X(cudaStreamBeginCapture_ptsz) X(cudaStreamEndCapture) X(cudaStreamEndCapture_ptsz)       \
     X(cudaGraphInstantiate) X(cudaGraphLaunch) X(cudaGraphLaunch_ptsz) X(cudaGraphDestroy)    \
-    X(cudaGraphExecDestroy) X(cudaGetLastError) X(cudaGetErrorString) X(cudaFuncGetName)      \
+    X(cudaGraphExecDestroy) X(cudaGraphInstantiateWithFlags) X(cudaGraphExecUpdate)          \
+    X(cudaGraphUpload) X(cudaGraphUpload_ptsz) X(cudaGetLastError) X(cudaGetErrorString)      \
+    X(cudaFuncGetName)                                                                        \
     X(cudaGetDriverEntryPointByVersion) X(cudaGetDriverEntryPointByVersion_ptsz)              \
     X(cudaSetDevice) X(cudaGetDevice) X(cudaGetDeviceCount) X(cudaDriverGetVersion)           \
     X(cudaMemGetInfo)
@@ -657,6 +661,32 @@ RT_API cudaError_t CUDARTAPI cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_
 {
     RT_ENTER(cudaGraphInstantiate);
     return rt_drv(drv.graph_instantiate[0](e, g, flags));
+}
+
+RT_API cudaError_t CUDARTAPI cudaGraphInstantiateWithFlags(cudaGraphExec_t *e, cudaGraph_t g,
+                                                           unsigned long long flags)
+{
+    RT_ENTER(cudaGraphInstantiateWithFlags);
+    return rt_drv(drv.graph_instantiate[0](e, g, flags));
+}
+
+RT_API cudaError_t CUDARTAPI cudaGraphExecUpdate(cudaGraphExec_t e, cudaGraph_t g,
+                                                 cudaGraphExecUpdateResultInfo *info)
+{
+    RT_ENTER(cudaGraphExecUpdate);
+    return rt_drv(drv.graph_exec_update[0](e, g, (CUgraphExecUpdateResultInfo *)info));
+}
+
+RT_API cudaError_t CUDARTAPI cudaGraphUpload(cudaGraphExec_t e, cudaStream_t s)
+{
+    RT_ENTER(cudaGraphUpload);
+    return rt_drv(drv.graph_upload[0](e, s));
+}
+
+RT_API cudaError_t CUDARTAPI cudaGraphUpload_ptsz(cudaGraphExec_t e, cudaStream_t s)
+{
+    RT_ENTER(cudaGraphUpload_ptsz);
+    return rt_drv(drv.graph_upload[1](e, s));
 }
 
 RT_API cudaError_t CUDARTAPI cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s)

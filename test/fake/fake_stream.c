@@ -384,6 +384,7 @@ FAKE_API CUresult CUDAAPI cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned
 
 struct fake_graph {
     uint32_t magic;
+    uint32_t id; /* an executable graph's (CUPTI's graphId), from 1 */
     struct fake_node *nodes;
     size_t n_nodes, cap_nodes;
 };
@@ -440,24 +441,107 @@ FAKE_API CUresult CUDAAPI cuGraphDestroy(CUgraph g)
     return CUDA_SUCCESS;
 }
 
-FAKE_API CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g,
-                                                      unsigned long long flags)
+static _Atomic uint32_t next_exec_id = 1;
+static _Atomic uint64_t next_node_id = 1;
+
+/* Exec @p e gets graph @p g's nodes; a node beyond those it had gets a new
+ * id, as a node the real driver adds (ids are unique in the process). */
+static CUresult exec_fill(struct fake_graph *e, const struct fake_graph *g)
 {
-    FAKE_ENTER(cuGraphInstantiateWithFlags);
+    size_t had = e->n_nodes;
+
+    e->n_nodes = 0;
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        struct fake_node n = g->nodes[i];
+        n.node_id = i < had ? e->nodes[i].node_id : atomic_fetch_add(&next_node_id, 1);
+        if (fake_graph_add(e, &n) != 0)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult instantiate(CUgraphExec *pe, CUgraph g)
+{
     if (pe == NULL || g == NULL || g->g.magic != GRAPH_MAGIC)
         return CUDA_ERROR_INVALID_VALUE;
     struct CUgraphExec_st *e = calloc(1, sizeof *e);
     if (e == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     e->g.magic = EXEC_MAGIC;
-    for (size_t i = 0; i < g->g.n_nodes; i++) {
-        if (fake_graph_add(&e->g, &g->g.nodes[i]) != 0) {
-            graph_free(&e->g);
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        }
+    e->g.id = atomic_fetch_add(&next_exec_id, 1);
+    if (exec_fill(&e->g, &g->g) != CUDA_SUCCESS) {
+        graph_free(&e->g);
+        return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *pe = e;
     return CUDA_SUCCESS;
+}
+
+FAKE_API CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g,
+                                                      unsigned long long flags)
+{
+    FAKE_ENTER(cuGraphInstantiateWithFlags);
+    return instantiate(pe, g);
+}
+
+static CUresult instantiate_params(CUgraphExec *pe, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+    CUresult rc = instantiate(pe, g);
+    if (p)
+        p->result_out = rc == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS
+                                           : CUDA_GRAPH_INSTANTIATE_ERROR;
+    return rc;
+}
+
+FAKE_API CUresult CUDAAPI cuGraphInstantiateWithParams(CUgraphExec *pe, CUgraph g,
+                                                       CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+    FAKE_ENTER(cuGraphInstantiateWithParams);
+    return instantiate_params(pe, g, p);
+}
+
+FAKE_API CUresult CUDAAPI cuGraphInstantiateWithParams_ptsz(CUgraphExec *pe, CUgraph g,
+                                                            CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+    FAKE_ENTER(cuGraphInstantiateWithParams_ptsz);
+    return instantiate_params(pe, g, p);
+}
+
+/* The fake's graphs are linear, so any graph updates any exec: it takes
+ * the graph's nodes, keeping its node ids. */
+FAKE_API CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g,
+                                               CUgraphExecUpdateResultInfo *info)
+{
+    FAKE_ENTER(cuGraphExecUpdate_v2);
+    if (e == NULL || e->g.magic != EXEC_MAGIC || g == NULL || g->g.magic != GRAPH_MAGIC)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult rc = exec_fill(&e->g, &g->g);
+    if (info) {
+        memset(info, 0, sizeof(*info));
+        info->result = rc == CUDA_SUCCESS ? CU_GRAPH_EXEC_UPDATE_SUCCESS
+                                          : CU_GRAPH_EXEC_UPDATE_ERROR;
+    }
+    return rc;
+}
+
+/* Uploading does nothing the fake's launches would need. */
+static CUresult graph_upload(CUgraphExec e, CUstream hs, int pt)
+{
+    if (e == NULL || e->g.magic != EXEC_MAGIC || fake_stream_resolve(hs, pt) == NULL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return CUDA_SUCCESS;
+}
+
+FAKE_API CUresult CUDAAPI cuGraphUpload(CUgraphExec e, CUstream s)
+{
+    FAKE_ENTER(cuGraphUpload);
+    return graph_upload(e, s, 0);
+}
+
+FAKE_API CUresult CUDAAPI cuGraphUpload_ptsz(CUgraphExec e, CUstream s)
+{
+    FAKE_ENTER(cuGraphUpload_ptsz);
+    return graph_upload(e, s, 1);
 }
 
 FAKE_API CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec e)
@@ -476,8 +560,11 @@ static CUresult graph_launch(CUgraphExec e, CUstream hs, int pt)
         return CUDA_ERROR_INVALID_HANDLE;
     if (s->capture)
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    for (size_t i = 0; i < e->g.n_nodes; i++)
+    for (size_t i = 0; i < e->g.n_nodes; i++) {
+        fake_act_graph(e->g.id, e->g.nodes[i].node_id);
         fake_node_run(s, &e->g.nodes[i]);
+    }
+    fake_act_graph(0, 0);
     return CUDA_SUCCESS;
 }
 

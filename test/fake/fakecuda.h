@@ -35,6 +35,8 @@ struct fakecuda_act {
     uint32_t stream_id, device;
     int copy_dir;      /* 0 HtoD, 1 DtoH, 2 DtoD, 3 HtoH */
     int host_pageable; /* copies HtoD and DtoH: the host side is pageable memory */
+    uint32_t graph_id;      /* run by a graph launch: the executable graph's id, else 0 */
+    uint64_t graph_node_id; /* and its node's id (unique in the process), else 0 */
 };
 typedef void (*fakecuda_act_fn)(const struct fakecuda_act *a);
 

@@ -20,20 +20,11 @@ import sys
 import threading
 import time
 
+from fake_rt import dim3, kernel, rt
+
 STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 100
 WORK = 50000  # loop turns of log_step(), about 1 ms; tokenize() does four times as many
-ctypes.CDLL("libcudart.so.13", mode=ctypes.RTLD_GLOBAL)
-rt = ctypes.CDLL(None)  # global lookup: the shim's wrappers come first
-
-
-class dim3(ctypes.Structure):
-    _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
-
-
-rt.cudaLaunchKernel.argtypes = [ctypes.c_void_p, dim3, dim3, ctypes.c_void_p,
-                                ctypes.c_size_t, ctypes.c_void_p]
-KERNEL = ctypes.cast(rt.abs, ctypes.c_void_p)
-assert rt.fakert_register_kernel(KERNEL, b"hostwork_kernel") == 0
+KERNEL = kernel("hostwork_kernel")
 
 
 def check(rc):

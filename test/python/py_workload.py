@@ -17,20 +17,11 @@ import os
 import sys
 import threading
 
+from fake_rt import dim3, kernel, rt
+
 STEPS = int(sys.argv[2]) if len(sys.argv) > 2 else 20
 PREFIX = sys.argv[1]
-ctypes.CDLL("libcudart.so.13", mode=ctypes.RTLD_GLOBAL)
-rt = ctypes.CDLL(None)  # global lookup: the shim's wrappers come first
-
-
-class dim3(ctypes.Structure):
-    _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
-
-
-rt.cudaLaunchKernel.argtypes = [ctypes.c_void_p, dim3, dim3, ctypes.c_void_p,
-                                ctypes.c_size_t, ctypes.c_void_p]
-KERNEL = ctypes.cast(rt.abs, ctypes.c_void_p)
-assert rt.fakert_register_kernel(KERNEL, b"py_kernel") == 0
+KERNEL = kernel("py_kernel")
 
 notes = []
 lock = threading.Lock()

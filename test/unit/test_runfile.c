@@ -303,8 +303,16 @@ static int test_future_version_is_refused(void)
     return 0;
 }
 
+static int put_raw(const char *p, const char *db, const void *v, size_t vlen);
+
 /* Put a raw value into cuda_blk behind the store's back. */
 static int put_raw_block(const char *p, const void *v, size_t vlen)
+{
+    return put_raw(p, "cuda_blk", v, vlen);
+}
+
+/* Put a raw value into table @p db behind the store's back. */
+static int put_raw(const char *p, const char *db, const void *v, size_t vlen)
 {
     MDB_env *env;
     MDB_txn *txn;
@@ -321,7 +329,7 @@ static int put_raw_block(const char *p, const void *v, size_t vlen)
     if (rc == 0)
         rc = mdb_txn_begin(env, NULL, 0, &txn);
     if (rc == 0) {
-        rc = mdb_dbi_open(txn, "cuda_blk", 0, &dbi);
+        rc = mdb_dbi_open(txn, db, 0, &dbi);
         if (rc == 0)
             rc = mdb_put(txn, dbi, &k, &val, 0);
         rc = rc ? (mdb_txn_abort(txn), rc) : mdb_txn_commit(txn);
@@ -782,6 +790,66 @@ static int test_version_1_file_reads(void)
     return 0;
 }
 
+/* A file of format version 3 or before holds 64-byte GPU records (no graph
+ * fields): the cursor hands them out widened, graph fields 0 (issue 31). */
+static int test_version_3_gpu_records_widen(void)
+{
+    struct cs_store *s = cs_store_new();
+    struct cs_run *r = cs_run_new();
+    struct cs_cursor *c;
+    const struct cs_blk_hdr *h;
+    const void *recs;
+    uint8_t v[32 + 2 * CS_REC_GPU_V3_BYTES] = {0};
+    struct cs_blk_hdr old = {.ts_first_ns = 100, .ts_last_ns = 300, .n = 2, .kind = CS_REC_GPU,
+                             .rec_size = CS_REC_GPU_V3_BYTES};
+    struct cs_rec_gpu g = {.t_start_ns = 100, .t_end_ns = 200, .name_id = 7, .kind = 1};
+    const struct cs_rec_gpu *w;
+
+    CHECK_OK(cs_store_open(s, path, NULL, NULL));
+    CHECK_OK(cs_store_put_meta_u64(s, "format_version", 3));
+    CHECK_OK(cs_store_commit(s));
+    cs_store_free(s);
+    memcpy(v, &old, sizeof(old));
+    memcpy(v + 32, &g, CS_REC_GPU_V3_BYTES);
+    g.t_start_ns = 200, g.t_end_ns = 300, g.name_id = 8;
+    memcpy(v + 32 + CS_REC_GPU_V3_BYTES, &g, CS_REC_GPU_V3_BYTES);
+    CHECK_OK(put_raw(path, "host_blk", v, sizeof(v)));
+    CHECK_OK(cs_run_open(r, path, NULL));
+    CHECK_EQ(cs_run_count(r, CS_REC_GPU), 2);
+    CHECK_OK(cs_cursor_open(r, CS_REC_GPU, 0, UINT64_MAX, &c));
+    CHECK_EQ(cs_cursor_next(c, &h, &recs, NULL), 1);
+    CHECK_EQ(h->rec_size, sizeof(struct cs_rec_gpu));
+    CHECK_EQ(h->n, 2);
+    w = recs;
+    CHECK_EQ(w[0].t_end_ns, 200);
+    CHECK_EQ(w[1].name_id, 8);
+    CHECK_EQ(w[1].graph_id, 0);
+    CHECK_EQ(w[1].graph_node_id, 0);
+    CHECK_EQ(cs_cursor_next(c, &h, &recs, NULL), 0);
+    cs_cursor_close(c);
+    cs_run_free(r);
+    return 0;
+}
+
+/* The first GPU block makes a file version 4 (version.h). */
+static int test_version_rises_with_gpu_records(void)
+{
+    struct cs_store *s = cs_store_new();
+    struct cs_run *r = cs_run_new();
+
+    CHECK_OK(cs_store_open(s, path, NULL, NULL));
+    CHECK_OK(put_kind(s, CS_REC_PYSAMPLE, 0, 10));
+    CHECK_OK(put_kind(s, CS_REC_GPU, 10, 10));
+    CHECK_OK(put_kind(s, CS_REC_PYSAMPLE, 20, 10)); /* does not lower it */
+    CHECK_OK(cs_store_commit(s));
+    CHECK_OK(cs_run_open(r, path, NULL));
+    CHECK_EQ(cs_run_meta_u64(r, "format_version", 0), 4);
+    CHECK_EQ(cs_run_count(r, CS_REC_GPU), 10);
+    cs_run_free(r);
+    cs_store_free(s);
+    return 0;
+}
+
 int main(void)
 {
     if (mkdtemp(dir) == NULL)
@@ -804,5 +872,7 @@ int main(void)
     RUN(test_compact_block_keeps_header);
     RUN(test_corrupt_compact_block_is_reported);
     RUN(test_version_1_file_reads);
+    RUN(test_version_3_gpu_records_widen);
+    RUN(test_version_rises_with_gpu_records);
     return check_finish(dir);
 }

@@ -505,6 +505,11 @@ static void check_gpu(const struct expect *e, struct cs_run *run, const struct c
         if (!covered(gr, e->pid, r, 1))
             FAIL("pid %u: tid %u seq %u: GPU record from outside every recorded span", e->pid,
                  r->tid, r->seq);
+        /* issue 31: a replay's records name their graph and node, others none */
+        if ((drv_of(r) == CS_API_cuGraphLaunch) != (g->graph_id != 0 && g->graph_node_id != 0))
+            FAIL("pid %u: tid %u seq %u: %s ran a GPU record of graph %u node %llu", e->pid,
+                 r->tid, r->seq, cs_api_table[drv_of(r)].name, g->graph_id,
+                 (unsigned long long)g->graph_node_id);
         if (g->kind == CS_GPU_KERNEL && drv_of(r) != CS_API_cuGraphLaunch &&
             (!(r->flags & CS_CF_HAS_NAME) || g->name_id != r->name_id))
             FAIL("pid %u: tid %u seq %u: GPU kernel \"%s\", launch of \"%s\"", e->pid, r->tid,

@@ -1,0 +1,212 @@
+/* rules/graphs.c: CUDA graph builds and how often what each made was
+ * launched (graphs.h). Reads the model's calls; owns the builds. Handles
+ * are the program's: an executable graph destroyed and made again may get
+ * the same address, so a launch counts for the latest build of its handle
+ * in its process. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudaspy/api.h"
+#include "graphs.h"
+
+int graphs_is_capture_begin(unsigned api)
+{
+    return api == CS_API_cuStreamBeginCapture_v2 || api == CS_API_cudaStreamBeginCapture;
+}
+
+static int is_capture_end(unsigned api)
+{
+    return api == CS_API_cuStreamEndCapture || api == CS_API_cudaStreamEndCapture;
+}
+
+/* Makes (or remakes, an update) an executable graph; its handle is aux. */
+static int is_inst(unsigned api)
+{
+    return cs_api_table[api].family == CS_FAM_GRAPH && api != CS_API_cuGraphUpload &&
+           api != CS_API_cudaGraphUpload;
+}
+
+static int is_launch(unsigned api)
+{
+    return api == CS_API_cuGraphLaunch || api == CS_API_cudaGraphLaunch;
+}
+
+/* Outermost calls that succeeded (a runtime call's driver call is nested
+ * in it or folded into it). */
+static int counts(const struct m_call *c)
+{
+    return !(c->flags & (CS_CF_NESTED | CS_CF_ERROR));
+}
+
+static int push(struct graph_builds *gb, size_t *cap, const struct graph_build *b)
+{
+    if (gb->n == *cap) {
+        size_t c = *cap ? *cap * 2 : 64;
+        struct graph_build *q = realloc(gb->b, c * sizeof(*q));
+        if (q == NULL)
+            return -ENOMEM;
+        gb->b = q, *cap = c;
+    }
+    gb->b[gb->n++] = *b;
+    return 0;
+}
+
+/* Thread @p t's builds: a capture takes the next instantiation on the
+ * thread (what torch and the samples do: capture, then instantiate); an
+ * instantiation or update without a capture before it is a build alone. */
+static int thread_builds(const struct model *m, uint32_t t, struct graph_builds *gb, size_t *cap)
+{
+    const struct m_thread *th = &m->thr[t];
+    struct graph_build cur = {0};
+    int state = 0, rc = 0; /* 0 none, 1 capturing, 2 captured: waiting for its instantiation */
+
+    for (uint64_t i = th->first_call; i < th->first_call + th->ncalls && rc == 0; i++) {
+        const struct m_call *c = &m->call[i];
+        if (!counts(c))
+            continue;
+        if (graphs_is_capture_begin(c->api)) {
+            if (state)
+                rc = push(gb, cap, &cur); /* a capture never instantiated */
+            cur = (struct graph_build){.t0_ns = c->t_enter_ns, .t1_ns = c->t_exit_ns,
+                                       .capture = i, .inst = M_CALL_NONE, .thr = t};
+            state = 1;
+        } else if (is_capture_end(c->api) && state == 1) {
+            cur.t1_ns = c->t_exit_ns;
+            cur.capture_ns = cur.t1_ns - cur.t0_ns;
+            state = 2;
+        } else if (is_inst(c->api) && state == 2) {
+            cur.inst = i;
+            cur.t1_ns = c->t_exit_ns;
+            rc = push(gb, cap, &cur);
+            state = 0;
+        } else if (is_inst(c->api)) {
+            struct graph_build b = {.t0_ns = c->t_enter_ns, .t1_ns = c->t_exit_ns,
+                                    .capture = M_CALL_NONE, .inst = i, .thr = t};
+            rc = push(gb, cap, &b);
+        }
+    }
+    if (state && rc == 0)
+        rc = push(gb, cap, &cur);
+    return rc;
+}
+
+/* A build's executable graph made, or a launch of one. */
+struct gev {
+    uint32_t proc;
+    uint64_t handle, t_ns;
+    size_t build; /* SIZE_MAX: a launch */
+};
+
+static int cmp_gev(const void *a, const void *b)
+{
+    const struct gev *x = a, *y = b;
+    if (x->proc != y->proc)
+        return x->proc < y->proc ? -1 : 1;
+    if (x->handle != y->handle)
+        return x->handle < y->handle ? -1 : 1;
+    return x->t_ns < y->t_ns ? -1 : x->t_ns > y->t_ns;
+}
+
+/* Each launch counts for the latest build of its handle before it. */
+static int count_launches(const struct model *m, struct graph_builds *gb)
+{
+    size_t n = gb->n, k = 0, cur = SIZE_MAX;
+    struct gev *ev;
+
+    for (uint64_t i = 0; i < m->ncall; i++)
+        n += is_launch(m->call[i].api) && counts(&m->call[i]);
+    if ((ev = malloc((n + 1) * sizeof(*ev))) == NULL)
+        return -ENOMEM;
+    for (size_t b = 0; b < gb->n; b++) {
+        const struct m_call *c = gb->b[b].inst != M_CALL_NONE ? &m->call[gb->b[b].inst] : NULL;
+        if (c)
+            ev[k++] = (struct gev){m->thr[c->thr].proc, model_graph_exec(c), c->t_exit_ns, b};
+    }
+    for (uint64_t i = 0; i < m->ncall; i++) {
+        const struct m_call *c = &m->call[i];
+        if (is_launch(c->api) && counts(c))
+            ev[k++] = (struct gev){m->thr[c->thr].proc, model_graph_exec(c), c->t_enter_ns,
+                                   SIZE_MAX};
+    }
+    qsort(ev, k, sizeof(*ev), cmp_gev);
+    for (size_t i = 0; i < k; i++) {
+        if (i > 0 && (ev[i].proc != ev[i - 1].proc || ev[i].handle != ev[i - 1].handle))
+            cur = SIZE_MAX;
+        if (ev[i].build != SIZE_MAX)
+            cur = ev[i].build;
+        else if (cur != SIZE_MAX)
+            gb->b[cur].launches++;
+    }
+    for (size_t b = 0; b < gb->n; b++)
+        gb->b[b].is_amortised = gb->b[b].launches >= GRAPHS_AMORTISED;
+    free(ev);
+    return 0;
+}
+
+int graphs_builds(const struct model *m, struct graph_builds *gb)
+{
+    size_t cap = 0;
+    int rc = 0;
+
+    memset(gb, 0, sizeof(*gb));
+    if ((gb->first = malloc((m->nthr + 1) * sizeof(*gb->first))) == NULL)
+        return -ENOMEM;
+    for (uint32_t t = 0; t < m->nthr && rc == 0; t++) {
+        gb->first[t] = gb->n;
+        rc = thread_builds(m, t, gb, &cap);
+    }
+    gb->first[m->nthr] = gb->n;
+    if (rc == 0)
+        rc = count_launches(m, gb);
+    if (rc < 0)
+        graphs_exit(gb);
+    return rc;
+}
+
+static int is_kernel_launch(const struct m_call *c)
+{
+    return cs_api_table[c->api].family == CS_FAM_LAUNCH && model_name_id(c) != 0 &&
+           !(c->flags & CS_CF_NESTED);
+}
+
+#define WARMUP_MAX 4096 /* captured launches compared at most */
+
+size_t graphs_warmup(const struct model *m, const struct graph_builds *gb, size_t bi,
+                     uint64_t *first)
+{
+    const struct graph_build *b = &gb->b[bi];
+    const struct m_thread *th = &m->thr[b->thr];
+    uint64_t end = b->t0_ns + b->capture_ns, floor = th->first_call;
+    uint32_t names[WARMUP_MAX];
+    size_t n = 0, k;
+
+    if (b->capture == M_CALL_NONE)
+        return 0;
+    for (uint64_t i = b->capture + 1; i < th->first_call + th->ncalls &&
+                                      m->call[i].t_enter_ns < end && n < WARMUP_MAX; i++)
+        if (is_kernel_launch(&m->call[i]) && (m->call[i].flags & CS_CF_CAPTURING))
+            names[n++] = model_name_id(&m->call[i]);
+    if (bi > gb->first[b->thr]) { /* not past the thread's previous build */
+        const struct graph_build *p = &gb->b[bi - 1];
+        floor = p->inst != M_CALL_NONE ? p->inst + 1 : p->capture + 1;
+    }
+    k = n;
+    for (uint64_t i = b->capture; k > 0 && i-- > floor;) {
+        const struct m_call *c = &m->call[i];
+        if (!is_kernel_launch(c) || (c->flags & CS_CF_CAPTURING))
+            continue;
+        if (model_name_id(c) != names[k - 1])
+            return 0;
+        if (--k == 0)
+            *first = i;
+    }
+    return k == 0 ? n : 0;
+}
+
+void graphs_exit(struct graph_builds *gb)
+{
+    free(gb->b);
+    free(gb->first);
+    memset(gb, 0, sizeof(*gb));
+}
