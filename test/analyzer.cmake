@@ -166,6 +166,12 @@ if(TARGET cudaspy_launcher AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fake/cause_wor
                    $<TARGET_FILE:cause_workload> ${CS_AN_WORK}/steps_count)
   set_tests_properties(cli.steps_count PROPERTIES LABELS "slow;nosan" TIMEOUT 90 RUN_SERIAL TRUE
     ENVIRONMENT "CS_ANALYZE=$<TARGET_FILE:cudaspy-analyze>;CS_JSON_EXPECT=$<TARGET_FILE:json_expect>;CS_CHECK_TRACE=$<TARGET_FILE:check_trace>")
+  # torch.compile's compiler pool is no data-loader worker (procs.c)
+  add_test(NAME cli.compiler_pool
+           COMMAND sh ${CS_AN_DIR}/compiler_pool.sh $<TARGET_FILE:cudaspy_launcher>
+                   $<TARGET_FILE:accuracy_workload> ${CS_AN_WORK}/compiler_pool)
+  set_tests_properties(cli.compiler_pool PROPERTIES LABELS "slow;nosan" TIMEOUT 60
+    RUN_SERIAL TRUE ENVIRONMENT "CS_ANALYZE=$<TARGET_FILE:cudaspy-analyze>")
   # CUDA graphs (issue 31): kernels by name and GPU busy exact against the
   # fake's nodes, planted re-capture HIGH, a healthy replay loop (graphs.sh)
   foreach(mode nodes recapture healthy)

@@ -1,7 +1,9 @@
 /* model/procs.c: per-process breakdown and roles (procs.h). A process that made
  * CUDA calls is cuda_main; a process descending from one that never calls
- * CUDA is a worker (DataLoader workers, compilers); the rest are other. */
+ * CUDA is a worker (DataLoader workers), unless it is torch.compile's
+ * compiler pool or below it; the rest are other. */
 #include <stdio.h>
+#include <string.h>
 
 #include "cudaspy/api.h"
 #include "cudaspy/record.h"
@@ -77,6 +79,18 @@ static void off_fallback(struct model *m)
     }
 }
 
+/* A process of torch.compile's compiler pool (torch/_inductor/compile_worker,
+ * which its forked children's command lines keep): it compiles kernels and
+ * wakes the CUDA thread with their code, but delivers no batches. */
+static int is_compiler(const struct model *m, const struct m_proc *p)
+{
+    const char *c = p->cmdline_id ? cs_run_string(m->runs[p->run].run, p->cmdline_id) : NULL;
+
+    return c && (strstr(c, "_inductor/compile_worker") || strstr(c, "_inductor.compile_worker"));
+}
+
+/* Workers: the descendants of a CUDA process, up to it, none of them a
+ * compiler pool's process. */
 static void set_roles(struct model *m)
 {
     for (uint32_t i = 0; i < m->nproc; i++) {
@@ -85,13 +99,16 @@ static void set_roles(struct model *m)
     }
     for (uint32_t i = 0; i < m->nproc; i++) {
         struct m_proc *p = &m->proc[i];
-        if (p->role == M_ROLE_CUDA_MAIN)
+        if (p->role == M_ROLE_CUDA_MAIN || is_compiler(m, p))
             continue;
-        for (uint32_t a = p->parent, d = 0; a != M_NONE && d < 4096; a = m->proc[a].parent, d++)
+        for (uint32_t a = p->parent, d = 0; a != M_NONE && d < 4096; a = m->proc[a].parent, d++) {
             if (m->proc[a].role == M_ROLE_CUDA_MAIN) {
                 p->role = M_ROLE_WORKER;
                 break;
             }
+            if (is_compiler(m, &m->proc[a]))
+                break;
+        }
     }
 }
 
