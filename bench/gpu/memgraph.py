@@ -35,6 +35,8 @@ import subprocess
 import sys
 import time
 
+from steps import Steps
+
 TAG = "memgraph-truth: "
 MIB = 1 << 20
 
@@ -200,20 +202,13 @@ def graph_kernels(j):
     return graphs(j).get("kernels")
 
 
-class Run:
-    def __init__(self, build, out, runs):
-        self.b, self.out, self.runs = build, out, runs
-        self.py = os.environ.get("PYTHON", "python3")
-        self.pin = os.environ.get("CS_PIN", "")
-        os.makedirs(out, exist_ok=True)
-        os.makedirs(runs, exist_ok=True)
-        self.log = open(os.path.join(out, "runs.jsonl"), "a")
-        self.reports = open(os.path.join(out, "reports.txt"), "a")
+class Run(Steps):
+    """Steps' set-up (build, out, runs, PYTHON, CS_PIN) and its note()."""
+    tag = "memgraph"
 
-    def note(self, row):
-        self.log.write(json.dumps(row) + "\n")
-        self.log.flush()
-        print("memgraph: " + json.dumps(row)[:400], file=sys.stderr)
+    def __init__(self, build, out, runs):
+        super().__init__(build, out, runs)
+        self.reports = open(os.path.join(out, "reports.txt"), "a")
 
     def record(self, name, mode, env):
         path = os.path.join(self.runs, f"mg-{name}.lmdb")
