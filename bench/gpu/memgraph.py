@@ -60,9 +60,9 @@ def mlp(torch, width=4096, depth=4):
 
 def c_train(torch):
     """MLP forward/backward/step at a training size (about 8 GB reserved):
-    the caching allocator's segments. The process also holds what other
-    libraries allocate on their own (cuBLAS: 128 MiB on the H100, a
-    constant), which max_memory_reserved() does not count."""
+    the caching allocator's segments. What other libraries allocate on
+    their own is not in max_memory_reserved() (128 MiB more at 962 MiB
+    reserved in call 1 on the H100; the row names its holders)."""
     torch.backends.cuda.matmul.allow_tf32 = True
     m = mlp(torch, width=8192, depth=4)
     opt = torch.optim.SGD(m.parameters(), lr=1e-3)
