@@ -141,6 +141,9 @@ struct live {
     uint64_t key, bytes;
     uint32_t track;
     struct pystack_ref ref;
+    uint16_t api;   /* the outermost call's (a runtime call's, if its driver call had a
+                       record of its own) */
+    uint8_t nested;
 };
 
 struct replay {
@@ -240,13 +243,18 @@ static void holders(const struct replay *x, uint32_t tr, struct mem_holder *top)
 static int live_add(struct replay *x, const struct ev *e, uint32_t tr)
 {
     uint64_t k = live_key(e->proc, e->key);
+    uint32_t i = m_hash_get(x->ix, k);
 
-    if (is_live(m_hash_get(x->ix, k)))
+    if (is_live(i)) {
+        if (x->live[i].nested && !e->nested) /* the runtime call around it returned */
+            x->live[i].api = e->api, x->live[i].nested = 0;
         return 0;
+    }
     if (cs_grow((void **)&x->live, &x->cap_live, x->nlive + 1, sizeof(*x->live)) < 0 ||
         m_hash_put(x->ix, k, (uint32_t)x->nlive) < 0)
         return -ENOMEM;
-    x->live[x->nlive++] = (struct live){e->key, e->bytes, tr, {e->run, e->stack_id}};
+    x->live[x->nlive++] = (struct live){e->key,    e->bytes, tr, {e->run, e->stack_id},
+                                        e->api, e->nested};
     return 1;
 }
 
@@ -457,6 +465,29 @@ static int episodes(struct memory *mm, const struct ev *ev, size_t n)
 
 /* ---- who held the memory ---- */
 
+/* The live allocations of track @p tr summed by allocating API, most first
+ * (MEM_APIS kept; zero-filled past the last). */
+static void by_api(const struct replay *x, uint32_t tr, struct mem_api_held *out)
+{
+    memset(out, 0, MEM_APIS * sizeof(*out));
+    for (size_t i = 0; i < x->nlive; i++) {
+        const struct live *l = &x->live[i];
+        int j;
+        if (l->track != tr)
+            continue;
+        for (j = 0; j < MEM_APIS && out[j].api && out[j].api != l->api; j++)
+            ;
+        if (j == MEM_APIS)
+            continue; /* a fifth API: rare, left out */
+        out[j].api = l->api;
+        out[j].bytes += l->bytes;
+        for (; j > 0 && out[j - 1].bytes < out[j].bytes; j--) {
+            struct mem_api_held t = out[j - 1];
+            out[j - 1] = out[j], out[j] = t;
+        }
+    }
+}
+
 /* The largest holders at each track's peak and at the failures that need
  * them, from a second pass over the events: holders() walks the live set,
  * so doing it at every new peak of a growing program would be quadratic. */
@@ -483,8 +514,10 @@ static int tops(struct replay *x, const struct ev *ev, size_t n)
                 holders(x, f->track, f->top);
         }
         for (size_t t = 0; t < mm->ntr; t++)
-            if (mm->tr[t].peak_ev == i && mm->tr[t].peak_bytes)
+            if (mm->tr[t].peak_ev == i && mm->tr[t].peak_bytes) {
                 holders(x, (uint32_t)t, mm->tr[t].top);
+                by_api(x, (uint32_t)t, mm->tr[t].by_api);
+            }
     }
     return 0;
 }

@@ -26,6 +26,16 @@
 #include "pystack.h"
 
 #define MEM_TOP 5 /* holders kept per peak and per failure */
+#define MEM_APIS 4 /* allocating APIs kept per peak */
+
+/* What one allocating API held: the API of the outermost call that made
+ * each allocation (cudaMalloc for a program on the shared runtime, as
+ * PyTorch's caching allocator; cuMemAlloc_v2 for a library on its own
+ * static runtime, which reaches the driver directly). */
+struct mem_api_held {
+    uint16_t api; /* enum cs_api; 0: none */
+    uint64_t bytes;
+};
 
 /* Why a reading of the device's free memory was taken. */
 enum mem_why { MEM_READ_PROGRAM = 0, MEM_READ_FIRST = 1, MEM_READ_OOM = 2 };
@@ -86,6 +96,7 @@ struct mem_track {
     struct mem_reading *rd;
     size_t nrd, cap_rd;
     struct mem_holder top[MEM_TOP]; /* at the peak */
+    struct mem_api_held by_api[MEM_APIS]; /* at the peak, most first */
 };
 
 /* A retry episode of a thread: [t0, t1) from the failed call to the retry's return. */

@@ -61,6 +61,17 @@ static json_t *readings_json(const struct model *m, const struct mem_track *t)
     return arr;
 }
 
+/* [{api, bytes}] of what each allocating API held at the peak, most first. */
+static json_t *by_api_json(const struct mem_api_held *h)
+{
+    json_t *arr = json_array();
+
+    for (int i = 0; i < MEM_APIS && h[i].api; i++)
+        json_array_append_new(arr, json_pack("{s:s, s:I}", "api", cs_api_table[h[i].api].name,
+                                             "bytes", (json_int_t)h[i].bytes));
+    return arr;
+}
+
 static json_t *track_json(const struct model *m, const struct mem_track *t)
 {
     const struct mem_reading *last = t->nrd ? &t->rd[t->nrd - 1] : NULL;
@@ -77,6 +88,7 @@ static json_t *track_json(const struct model *m, const struct mem_track *t)
                         last ? json_integer((json_int_t)last->free_bytes) : json_null());
     json_object_set_new(o, "readings", readings_json(m, t));
     json_object_set_new(o, "top_holders", memory_holders_json(m, t->top));
+    json_object_set_new(o, "peak_by_api", by_api_json(t->by_api));
     return o;
 }
 

@@ -299,6 +299,20 @@ static void print_flight(const struct out *o, const json_t *fl)
             fmt_count(b, sizeof(b), geti(fl, "outermost_calls")));
 }
 
+/* "; at the peak cudaMalloc 6177.8 MiB, cuMemAlloc_v2 128.3 MiB": what each
+ * allocating API held, when more than one did (docs/memory.md). */
+static void print_memory_apis(const struct out *o, const json_t *apis)
+{
+    const json_t *v;
+    size_t i;
+
+    if (json_array_size(apis) < 2)
+        return;
+    json_array_foreach(apis, i, v)
+        fprintf(o->f, "%s %s %.1f MiB", i ? "," : "; at the peak", gets_(v, "api"),
+                (double)geti(v, "bytes") / 1048576.0);
+}
+
 /* "MEMORY   pid 8057 GPU 0: peak 200.0 MiB at 85.8ms, ..." per process and
  * GPU that allocated device memory (docs/memory.md); nothing otherwise. */
 static void print_memory_lines(const struct out *o, const json_t *mem)
@@ -320,6 +334,7 @@ static void print_memory_lines(const struct out *o, const json_t *mem)
         if (geti(v, "failures"))
             fprintf(o->f, ", %lld out of memory (%lld retried)", (long long)geti(v, "failures"),
                     (long long)geti(v, "retries"));
+        print_memory_apis(o, json_object_get(v, "peak_by_api"));
         fputc('\n', o->f);
     }
 }

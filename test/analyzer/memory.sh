@@ -20,7 +20,9 @@
 #   vmm      PyTorch's expandable segments: physical pages created, mapped,
 #            unmapped and released every step through the driver entry
 #            points; the peak is exactly the workload's own (cuMemCreate
-#            sizes; cuMemMap places them and is not counted again).
+#            sizes; cuMemMap places them and is not counted again), and
+#            split by allocating API: the pages, and the 8 MiB a library
+#            holds through cuMemAlloc_v2 (JSON and the MEMORY line).
 #   many     2500 allocations live at once at most, freed out of order: the
 #            peak is exactly the workload's and nothing is left held (each
 #            free is found by its pointer, collisions in the replay's table
@@ -45,6 +47,7 @@ vmm) "$cudaspy" record -q -o run.lmdb --gpu-activity full -- "$workload" vmm 0.5
 *) echo "memory.sh: $case_: unknown case" >&2; exit 2 ;;
 esac
 "$CS_ANALYZE" --json run.lmdb >report.json 2>analyze.err || { cat analyze.err >&2; fail analyze; }
+"$CS_ANALYZE" --color never run.lmdb >report.txt 2>>analyze.err || { cat analyze.err >&2; fail text; }
 python3 - "$case_" <<'PY' || fail "report does not match (report.json in $PWD)"
 import json, sys
 case, d = sys.argv[1], json.load(open("report.json"))
@@ -83,6 +86,16 @@ elif case in ("vmm", "many"):
     need([h["bytes"] for h in p["top_holders"]] == [p["peak_bytes"]],
          "holders at the peak: %s" % p["top_holders"])
     need(not any(c["cause"] in ("oom", "allocator_retries") for c in chains), "no failures")
+    # by allocating API at the peak: vmm's pages and the library's own memory
+    lib = truth.get("lib_bytes", 0)
+    want = [("cuMemCreate", p["peak_bytes"] - lib), ("cuMemAlloc_v2", lib)] if case == "vmm" \
+        else [("cudaMalloc", p["peak_bytes"])]
+    need([(a["api"], a["bytes"]) for a in p["peak_by_api"]] == want,
+         "by API at the peak: %s, want %s" % (p["peak_by_api"], want))
+    if case == "vmm":
+        rep = open("report.txt").read()
+        need("; at the peak cuMemCreate %.1f MiB, cuMemAlloc_v2 8.0 MiB" % (want[0][1] / MIB)
+             in rep, "the MEMORY line names both APIs")
 else:
     truth = json.loads([l for l in open("out.txt") if l.startswith("cudaspy-truth: ")][-1][15:])
     top = [c for c in chains if c["cause"] != "gpu_bound"][0]
