@@ -5,7 +5,8 @@
 # driver. Its EXPECT files say which lines made captured calls; --by pyline
 # must have a row for each of them and no other but slow calls' (1 ms or
 # more: any line gets a stack then), with at least as many calls, every row's
-# site in py_workload.py; the Perfetto trace (check_trace) puts a site on
+# site in py_workload.py (or a slow call's in fake_rt.py, which it loads the
+# runtime with); the Perfetto trace (check_trace) puts a site on
 # every stacked call, and MCP's get_hotspots ranks the same rows.
 set -u
 B=$1 PY=$2 W=$3
@@ -47,6 +48,9 @@ for path in sys.argv[4:]:
             want[key] += 1
 got, slow = {}, {}
 for r in rows:
+    if r.get("file", "").endswith("/fake_rt.py") and r["p50_ns"] >= 1000000:
+        continue  # the module the workload loads the runtime with: the runtime's slow first
+                  # call (cuInit, 1 ms or more under TSan) may be made there
     if not r.get("file", "").endswith("/py_workload.py"):
         bad.append(f"row not in py_workload.py: {r.get('text')}")
         continue
@@ -63,7 +67,7 @@ ev = t["traceEvents"] if isinstance(t, dict) else t
 sites = [e for e in ev if e.get("ph") == "X" and "site" in e.get("args", {})]
 if len(sites) != j["pylines"]["calls"]:
     bad.append(f"trace: {len(sites)} slices with a site, want {j['pylines']['calls']}")
-if any(not e["args"]["site"].startswith("py_workload.py:") for e in sites):
+if any(not e["args"]["site"].startswith(("py_workload.py:", "fake_rt.py:")) for e in sites):
     bad.append("trace: a site outside py_workload.py")
 r = [json.loads(l) for l in open(sys.argv[3], encoding="utf-8") if l.strip()][-1]["result"]["structuredContent"]
 if [x["text"] for x in r["by_time"]] != [x["text"] for x in rows]:
