@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cudaspy/api.h"
+#include "cudaspy/grow.h"
 #include "graphs.h"
 
 int graphs_is_capture_begin(unsigned api)
@@ -41,13 +42,8 @@ static int counts(const struct m_call *c)
 
 static int push(struct graph_builds *gb, size_t *cap, const struct graph_build *b)
 {
-    if (gb->n == *cap) {
-        size_t c = *cap ? *cap * 2 : 64;
-        struct graph_build *q = realloc(gb->b, c * sizeof(*q));
-        if (q == NULL)
-            return -ENOMEM;
-        gb->b = q, *cap = c;
-    }
+    if (cs_grow((void **)&gb->b, cap, gb->n + 1, sizeof(*gb->b)) < 0)
+        return -ENOMEM;
     gb->b[gb->n++] = *b;
     return 0;
 }
