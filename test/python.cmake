@@ -42,6 +42,12 @@ foreach(py ${CS_PYTHONS})
   add_test(NAME cli.python_recapture_${pyname}
            COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli/python_recapture.sh ${CMAKE_BINARY_DIR} ${py})
   set_tests_properties(cli.python_recapture_${pyname} PROPERTIES LABELS "cli;nosan" TIMEOUT 240)
+  # cli.python_trees_py<version>: graph_recapture counts torch's CUDA-graph
+  # code (a stand-in of cudagraph trees: warm-ups, recordings) against an
+  # A/B run on one shape (issue 31)
+  add_test(NAME cli.python_trees_${pyname}
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli/python_trees.sh ${CMAKE_BINARY_DIR} ${py})
+  set_tests_properties(cli.python_trees_${pyname} PROPERTIES LABELS "cli;nosan" TIMEOUT 240)
   # cli.python_samples_<mode>_py<version>: the collector's samples of host
   # code (hostwork: its hot spots named; stress: frames torn down while
   # read; off: CUDASPY_PYSAMPLE_HZ=0)

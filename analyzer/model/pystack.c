@@ -105,6 +105,51 @@ size_t pystack_site_frame(struct cs_run *r, const struct cs_frame *f, size_t n)
     return best < n ? best : 0;
 }
 
+/* torch's code that warms up or records a CUDA graph: torch/cuda/graphs.py
+ * but a replay, and cudagraph trees' functions that run only for a shape
+ * not recorded yet (a replay passes through none of them). */
+static const char *const graph_funcs[] = {
+    "cudagraphify",               "CUDAGraphTreeManager.add_function",
+    "CUDAGraphTreeManager.run_eager", "CUDAWarmupNode.run",
+    "CUDAGraphTreeManager.record_function", "CUDAGraphNode.__init__",
+    "CUDAGraphNode._record",      "CUDAGraphNode.run_first_inputs",
+};
+
+static int is_graph_build(const char *rest, const char *func)
+{
+    if (!strcmp(rest, "torch/cuda/graphs.py"))
+        return strcmp(func, "CUDAGraph.replay") != 0;
+    if (strcmp(rest, "torch/_inductor/cudagraph_trees.py"))
+        return 0;
+    for (size_t i = 0; i < sizeof(graph_funcs) / sizeof(graph_funcs[0]); i++)
+        if (!strcmp(func, graph_funcs[i]))
+            return 1;
+    return 0;
+}
+
+uint64_t pystack_ref_graph_key(const struct model *m, struct pystack_ref ref)
+{
+    size_t n, out = SIZE_MAX;
+    const struct cs_frame *f = ref_frames(m, ref, &n);
+    struct cs_run *r = m->runs[ref.run].run;
+    uint64_t key = 1469598103934665603ull; /* FNV-1a over the frames' ids */
+
+    for (size_t i = 0; f && i < n; i++) {
+        const char *rest;
+        if (is_python(&f[i]) && (rest = library_rest(cs_run_string(r, f[i].module_id))) &&
+            is_graph_build(rest, cs_run_string(r, CS_FRAME_PY_FUNC(&f[i]))))
+            out = i;
+    }
+    if (out == SIZE_MAX)
+        return 0;
+    for (size_t i = out; i < n && i <= out + 1; i++) {
+        uint64_t v[3] = {f[i].module_id, f[i].offset, f[i].flags};
+        for (int j = 0; j < 3; j++)
+            key = (key ^ v[j]) * 1099511628211ull;
+    }
+    return key ? key : 1;
+}
+
 int pystack_ref_role(const struct model *m, struct pystack_ref ref)
 {
     size_t n;
@@ -114,6 +159,12 @@ int pystack_ref_role(const struct model *m, struct pystack_ref ref)
 
     if (ref.id == 0 || f == NULL)
         return PYSTACK_ROLE_USER;
+    for (size_t i = 0; i < n; i++) {
+        const char *rest;
+        if (is_python(&f[i]) && (rest = library_rest(cs_run_string(r, f[i].module_id))) &&
+            is_graph_build(rest, cs_run_string(r, CS_FRAME_PY_FUNC(&f[i]))))
+            return PYSTACK_ROLE_GRAPHS;
+    }
     for (size_t i = 0; i < n; i++) {
         const char *rest;
         if (!is_python(&f[i]))

@@ -66,13 +66,28 @@ json_t *pystack_ref_via_json(const struct model *m, struct pystack_ref ref, int 
 
 /* What a stack of host code was doing, for the account's host code
  * (rules/account.c): the user's code, a DataLoader's receive path (its
- * multi-process iterator, any frame: unpickling a worker's batch), or the
+ * multi-process iterator, any frame: unpickling a worker's batch), the
  * framework's own Python (the innermost Python frame in torch/, outside
- * torch/utils/data/: modules, autograd, optimizers between launches). */
-enum pystack_role { PYSTACK_ROLE_USER = 0, PYSTACK_ROLE_LOADER = 1, PYSTACK_ROLE_FRAMEWORK = 2 };
+ * torch/utils/data/: modules, autograd, optimizers between launches), or
+ * torch building a CUDA graph (any frame: torch/cuda/graphs.py but a
+ * replay, or cudagraph trees warming up or recording a new shape; first). */
+enum pystack_role {
+    PYSTACK_ROLE_USER = 0,
+    PYSTACK_ROLE_LOADER = 1,
+    PYSTACK_ROLE_FRAMEWORK = 2,
+    PYSTACK_ROLE_GRAPHS = 3,
+    PYSTACK_ROLE_COUNT
+};
 
 /** The role of stack @p ref (PYSTACK_ROLE_USER without a stack). */
 int pystack_ref_role(const struct model *m, struct pystack_ref ref);
+
+/** For a stack of PYSTACK_ROLE_GRAPHS, a key of its outermost frame of
+ * torch's graph code and the frame that called it: two calls with the
+ * same key can lie in one run of that code (a warm-up's calls), two with
+ * different keys cannot (a warm-up, then a recording). @return 0 for
+ * another role */
+uint64_t pystack_ref_graph_key(const struct model *m, struct pystack_ref ref);
 
 /* ---- samples of host code (docs/python.md, "Host code") ---- */
 

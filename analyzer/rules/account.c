@@ -136,25 +136,26 @@ static void tcur_init(const struct actx *x, struct tcur *k, uint32_t t, uint64_t
     k->oi = model_off_after(m, t, at);
     k->oend = th->first_off + th->noff;
     k->gi = k->gend = 0;
-    if (x->gb.first == NULL)
+    if (x->gb.sfirst == NULL)
         return;
-    k->gi = x->gb.first[t], k->gend = x->gb.first[t + 1];
-    while (k->gi < k->gend && x->gb.b[k->gi].t1_ns <= at)
+    k->gi = x->gb.sfirst[t], k->gend = x->gb.sfirst[t + 1];
+    while (k->gi < k->gend && x->gb.s[k->gi].t1_ns <= at)
         k->gi++;
 }
 
 /* Is thread @p k building a graph at @p at (graphs.h: a capture and its
- * instantiation)? ST_GRAPH, ST_GRAPH_ONCE (a build that paid for itself),
- * else ST_COUNT; moves *y to the build's end, or to the next one's start. */
+ * instantiation, or torch's code warming up or recording a shape)?
+ * ST_GRAPH, ST_GRAPH_ONCE (a build that paid for itself), else ST_COUNT;
+ * moves *y to the stretch's end, or to the next one's start. */
 static int in_build(const struct actx *x, struct tcur *k, uint64_t at, uint64_t *y)
 {
-    const struct graph_build *b;
+    const struct graph_span *b;
 
-    while (k->gi < k->gend && x->gb.b[k->gi].t1_ns <= at)
+    while (k->gi < k->gend && x->gb.s[k->gi].t1_ns <= at)
         k->gi++;
     if (k->gi == k->gend)
         return ST_COUNT;
-    b = &x->gb.b[k->gi];
+    b = &x->gb.s[k->gi];
     if (b->t0_ns > at) {
         *y = b->t0_ns < *y ? b->t0_ns : *y;
         return ST_COUNT;
@@ -824,7 +825,7 @@ static int acct_add(struct account *ac, uint32_t *cap)
 struct py_count {
     const struct actx *x;
     struct tcur k;
-    uint64_t n[3];
+    uint64_t n[PYSTACK_ROLE_COUNT];
 };
 
 static void py_sample(void *arg, const struct m_pysample *smp)
@@ -849,32 +850,37 @@ static uint64_t py_counts(const struct actx *x, const struct acct *a, uint64_t *
         pystack_samples_in(x->m, a->feeder[i], a->setup_end_ns, a->steady_hi_ns, py_sample, &c);
     }
     memcpy(n, c.n, sizeof(c.n));
-    return c.n[0] + c.n[1] + c.n[2];
+    return c.n[0] + c.n[1] + c.n[2] + c.n[3];
 }
+
+/* Host code's share by role, past the user's (PYSTACK_ROLE_LOADER on). */
+#define PY_ROLES (PYSTACK_ROLE_COUNT - 1)
 
 static void py_split(struct actx *x, struct acct *a)
 {
-    static const int to[] = {AB_DATA_RECV, AB_HOST_FRAMEWORK}, cause[] = {AC_PIPE, AC_LAUNCH};
-    uint64_t pyn[3], n = py_counts(x, a, pyn);
+    static const int to[PY_ROLES] = {AB_DATA_RECV, AB_HOST_FRAMEWORK, AB_GRAPH},
+                     cause[PY_ROLES] = {AC_PIPE, AC_LAUNCH, AC_RECAPTURE};
+    uint64_t pyn[PYSTACK_ROLE_COUNT], n = py_counts(x, a, pyn);
     uint64_t ns = a->ns[AB_HOST_CODE], lo = a->lo[AB_HOST_CODE], hi = a->hi[AB_HOST_CODE];
-    double f[2];
+    double f[PY_ROLES];
 
     if (n < ACCT_PY_MIN)
         return;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < PY_ROLES; i++) {
         uint64_t mv;
         f[i] = (double)pyn[i + 1] / (double)n;
         mv = (uint64_t)((double)ns * f[i] + 0.5);
-        a->ns[to[i]] = mv < a->ns[AB_HOST_CODE] ? mv : a->ns[AB_HOST_CODE];
-        a->lo[to[i]] = (uint64_t)((double)lo * f[i]);
-        a->hi[to[i]] = (uint64_t)((double)hi * f[i]);
-        a->ns[AB_HOST_CODE] -= a->ns[to[i]];
+        mv = mv < a->ns[AB_HOST_CODE] ? mv : a->ns[AB_HOST_CODE];
+        a->ns[to[i]] += mv;
+        a->lo[to[i]] += (uint64_t)((double)lo * f[i]);
+        a->hi[to[i]] += (uint64_t)((double)hi * f[i]);
+        a->ns[AB_HOST_CODE] -= mv;
     }
-    a->lo[AB_HOST_CODE] = (uint64_t)((double)lo * (1.0 - f[0] - f[1]));
-    a->hi[AB_HOST_CODE] = (uint64_t)((double)hi * (1.0 - f[0] - f[1]));
+    a->lo[AB_HOST_CODE] = (uint64_t)((double)lo * (1.0 - f[0] - f[1] - f[2]));
+    a->hi[AB_HOST_CODE] = (uint64_t)((double)hi * (1.0 - f[0] - f[1] - f[2]));
     for (size_t s = 0; x->s && s < x->ac->nstep; s++) {
         uint32_t host = x->ac->step[s].own[AC_HOST];
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < PY_ROLES; i++) {
             uint32_t mv = (uint32_t)((double)host * f[i]);
             x->ac->step[s].own[AC_HOST] -= mv;
             x->ac->step[s].own[cause[i]] += mv;

@@ -56,7 +56,8 @@ enum acct_bucket {
                         that failed out of memory, through the frees and their syncs, to the
                         successful retry (model/memory.h) */
     AB_GRAPH,        /* GPU idle, a feeder building a CUDA graph (graphs.h: a capture's
-                        begin to its instantiation's end) that was launched fewer than
+                        begin to its instantiation's end, torch's code warming up or
+                        recording a shape) that was launched fewer than
                         GRAPHS_AMORTISED times before being made again (issue 31) */
     AB_GRAPH_ONCE,   /* the same for a build launched that often or more: paid for */
     AB_COUNT

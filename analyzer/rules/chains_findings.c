@@ -587,6 +587,7 @@ struct rebuilds {
     uint64_t *wu;           /* pairs: first launch, capture's begin (model.call) */
     size_t nwu, capwu;
     uint64_t wu_launches, wu_host_ns, wu_gpu_ns;
+    uint64_t code, code_ns; /* stretches of torch's graph code with no build (warm-ups) */
 };
 
 /* Build @p bi's warm-up, if found, joins rb->wu. */
@@ -675,6 +676,13 @@ static int rebuilds_count(const struct ctx *x, struct rebuilds *rb)
             warmup_add(m, &gb, i, rb);
         }
     }
+    for (size_t i = 0; i < gb.ns; i++) {
+        const struct graph_span *sp = &gb.s[i];
+        uint32_t p = m->thr[sp->thr].proc;
+        if (m->proc[p].selected && sp->t0_ns >= steady_from(x->ac, p) && !sp->has_build &&
+            !sp->is_amortised)
+            rb->code++, rb->code_ns += sp->t1_ns - sp->t0_ns;
+    }
     warmup_gpu(m, rb);
     graphs_exit(&gb);
     return 0;
@@ -689,15 +697,22 @@ void chains_f_recapture(struct ctx *x)
     const char *unit = n ? "step" : "second";
     char a[32], b[32];
 
-    if (rebuilds_count(x, &rb) < 0 || rb.builds == 0) {
+    if (rebuilds_count(x, &rb) < 0 || rb.builds + rb.code == 0) {
         free(rb.wu);
         return;
     }
     free(rb.wu);
     f = fnew(x, C_RECAPTURE, rb.capture_ns + rb.inst_ns);
     jaddf(f->evidence, "GPU idle %s while a feeding thread built CUDA graphs (from a stream "
-                       "capture's begin to the end of the instantiation after it)",
+                       "capture's begin to the end of the instantiation after it, and "
+                       "while torch's CUDA-graph code warmed up or recorded a shape: "
+                       "cudagraph trees, torch.cuda.graph)",
           fmt_ns(a, 32, f->impact_ns));
+    if (rb.code)
+        jaddf(f->evidence, "%" PRIu64 " stretches of torch's CUDA-graph code with no capture "
+                           "in them (%s from their first CUDA call to their last): the eager "
+                           "warm-up of a new shape",
+              rb.code, fmt_ns(a, 32, rb.code_ns));
     jaddf(f->evidence, "after the set-up: %" PRIu64 " stream captures (%s) and %" PRIu64
                        " graph instantiations or updates (%s), %.2f and %.2f per %s",
           rb.captures, fmt_ns(a, 32, rb.capture_ns), rb.insts, fmt_ns(b, 32, rb.inst_ns),
@@ -705,8 +720,8 @@ void chains_f_recapture(struct ctx *x)
     if (rb.nwu)
         jaddf(f->evidence, "before %zu of the captures the same kernels ran eagerly first (the "
                            "warm-up of a new shape: %" PRIu64 " launches, %s of GPU time, %s "
-                           "from their first launch to the capture); not in the impact, which "
-                           "counts GPU idle only",
+                           "from their first launch to the capture); their GPU idle is in the "
+                           "impact where torch's CUDA-graph code ran them",
               rb.nwu, rb.wu_launches, fmt_ns(a, 32, rb.wu_gpu_ns), fmt_ns(b, 32, rb.wu_host_ns));
     if (rb.once)
         jaddf(f->evidence, "not counted: %" PRIu64 " build(s) launched %d times or more each "

@@ -10,6 +10,7 @@
 #include "cudaspy/api.h"
 #include "cudaspy/grow.h"
 #include "graphs.h"
+#include "model/pystack.h"
 
 int graphs_is_capture_begin(unsigned api)
 {
@@ -140,6 +141,149 @@ static int count_launches(const struct model *m, struct graph_builds *gb)
     return 0;
 }
 
+/* ---- the stretches (struct graph_span) ---- */
+
+static int span_push(struct graph_builds *gb, size_t *cap, uint64_t t0, uint64_t t1, uint32_t t)
+{
+    struct graph_span *p = gb->ns > gb->sfirst[t] ? &gb->s[gb->ns - 1] : NULL;
+
+    if (p && t0 <= p->t1_ns) { /* overlaps or touches the one before: one stretch */
+        p->t1_ns = t1 > p->t1_ns ? t1 : p->t1_ns;
+        return 0;
+    }
+    if (cs_grow((void **)&gb->s, cap, gb->ns + 1, sizeof(*gb->s)) < 0)
+        return -ENOMEM;
+    gb->s[gb->ns++] = (struct graph_span){.t0_ns = t0, .t1_ns = t1, .thr = t};
+    return 0;
+}
+
+/* Thread @p t's builds from *@p bi that start before @p before, into gb->s. */
+static int builds_before(struct graph_builds *gb, size_t *cap, uint32_t t, uint64_t *bi,
+                         uint64_t before)
+{
+    int rc = 0;
+
+    for (; *bi < gb->first[t + 1] && gb->b[*bi].t0_ns < before && rc == 0; (*bi)++)
+        rc = span_push(gb, cap, gb->b[*bi].t0_ns, gb->b[*bi].t1_ns, t);
+    return rc;
+}
+
+struct other_sample {
+    const struct model *m;
+    int seen;
+};
+
+static void other_sample(void *arg, const struct m_pysample *smp)
+{
+    struct other_sample *o = arg;
+
+    o->seen |= pystack_ref_role(o->m, pystack_ref_of_sample(o->m, smp)) != PYSTACK_ROLE_GRAPHS;
+}
+
+/* Did thread @p t run other code than torch's graph code in [@p t0, @p t1),
+ * as its Python samples there show? */
+static int ran_other(const struct model *m, uint32_t t, uint64_t t0, uint64_t t1)
+{
+    struct other_sample o = {m, 0};
+
+    pystack_samples_in(m, t, t0, t1, other_sample, &o);
+    return o.seen;
+}
+
+/* pystack_ref_graph_key() of the stacks met last (a loop's calls repeat a
+ * few stacks), direct-mapped by stack id. */
+#define KEY_CACHE 64
+
+struct key_cache {
+    struct pystack_ref ref[KEY_CACHE];
+    uint64_t key[KEY_CACHE];
+};
+
+static uint64_t graph_key(const struct model *m, struct key_cache *kc, struct pystack_ref ref)
+{
+    unsigned h = (ref.id * 2654435761u + ref.run) % KEY_CACHE;
+
+    if (kc->ref[h].id != ref.id || kc->ref[h].run != ref.run) {
+        kc->ref[h] = ref;
+        kc->key[h] = pystack_ref_graph_key(m, ref);
+    }
+    return kc->key[h];
+}
+
+/* Thread @p t's stretches of torch's graph code, merged with its builds
+ * (both in time order) into gb->s. A stretch runs from a call whose stack
+ * is in that code over the next ones in the same run of it (the same
+ * pystack_ref_graph_key) until a call with another stack, or a sample of
+ * other code between two calls, says the thread left it. */
+static int thread_spans(const struct model *m, uint32_t t, struct graph_builds *gb, size_t *cap,
+                        struct key_cache *kc)
+{
+    const struct m_thread *th = &m->thr[t];
+    uint64_t bi = gb->first[t], c0 = 0, c1 = 0, key = 0;
+    int rc = 0;
+
+    for (uint64_t i = th->first_call; i < th->first_call + th->ncalls && rc == 0; i++) {
+        const struct m_call *c = &m->call[i];
+        struct pystack_ref ref = pystack_ref_of_call(m, i);
+        uint64_t k;
+        if ((c->flags & CS_CF_NESTED) || ref.id == 0)
+            continue;
+        k = graph_key(m, kc, ref);
+        if (key && k == key && !ran_other(m, t, c1, c->t_enter_ns)) {
+            c1 = c->t_exit_ns;
+            continue;
+        }
+        if (key) { /* the stretch ended */
+            rc = builds_before(gb, cap, t, &bi, c0);
+            rc = rc ? rc : span_push(gb, cap, c0, c1, t);
+        }
+        key = k, c0 = c->t_enter_ns, c1 = c->t_exit_ns;
+    }
+    if (key && rc == 0) {
+        rc = builds_before(gb, cap, t, &bi, c0);
+        rc = rc ? rc : span_push(gb, cap, c0, c1, t);
+    }
+    return rc ? rc : builds_before(gb, cap, t, &bi, UINT64_MAX);
+}
+
+/* Each stretch's flags from the builds inside it, else from the next. */
+static void spans_flag(struct graph_builds *gb, uint32_t t)
+{
+    uint64_t bi = gb->first[t], bend = gb->first[t + 1];
+
+    for (uint64_t i = gb->sfirst[t]; i < gb->sfirst[t + 1]; i++) {
+        struct graph_span *s = &gb->s[i];
+        int all = 1;
+        while (bi < bend && gb->b[bi].t0_ns < s->t0_ns)
+            bi++;
+        for (; bi < bend && gb->b[bi].t0_ns < s->t1_ns; bi++)
+            s->has_build = 1, all &= gb->b[bi].is_amortised;
+        s->is_amortised = s->has_build ? (uint8_t)all : bi < bend && gb->b[bi].is_amortised;
+    }
+}
+
+static int spans(const struct model *m, struct graph_builds *gb)
+{
+    struct key_cache *kc = calloc(1, sizeof(*kc)); /* ids are >= 1: empty slots miss */
+    size_t cap = 0;
+    int rc = 0;
+
+    gb->sfirst = malloc((m->nthr + 1) * sizeof(*gb->sfirst));
+    if (kc == NULL || gb->sfirst == NULL) {
+        free(kc);
+        return -ENOMEM;
+    }
+    for (uint32_t t = 0; t < m->nthr && rc == 0; t++) {
+        gb->sfirst[t] = gb->ns;
+        rc = thread_spans(m, t, gb, &cap, kc);
+    }
+    free(kc);
+    gb->sfirst[m->nthr] = gb->ns;
+    for (uint32_t t = 0; t < m->nthr && rc == 0; t++)
+        spans_flag(gb, t);
+    return rc;
+}
+
 int graphs_builds(const struct model *m, struct graph_builds *gb)
 {
     size_t cap = 0;
@@ -155,6 +299,8 @@ int graphs_builds(const struct model *m, struct graph_builds *gb)
     gb->first[m->nthr] = gb->n;
     if (rc == 0)
         rc = count_launches(m, gb);
+    if (rc == 0)
+        rc = spans(m, gb);
     if (rc < 0)
         graphs_exit(gb);
     return rc;
@@ -204,5 +350,7 @@ void graphs_exit(struct graph_builds *gb)
 {
     free(gb->b);
     free(gb->first);
+    free(gb->s);
+    free(gb->sfirst);
     memset(gb, 0, sizeof(*gb));
 }

@@ -28,11 +28,28 @@ struct graph_build {
     uint8_t pad[7];
 };
 
+/* A stretch of a thread building graphs, for the account: a build, or
+ * torch's code warming up or recording a shape (calls whose Python stacks
+ * are PYSTACK_ROLE_GRAPHS, one after another: the host code between them
+ * ran inside that code too), or both where they overlap. A stretch with no
+ * build is as amortised as the thread's next build (the one it warmed up
+ * for); with no build after it, not amortised. */
+struct graph_span {
+    uint64_t t0_ns, t1_ns;
+    uint32_t thr;
+    uint8_t is_amortised;
+    uint8_t has_build;
+    uint8_t pad[2];
+};
+
 /* Every thread's builds, in thread order, each thread's in time order. */
 struct graph_builds {
     struct graph_build *b;
     size_t n;
     uint64_t *first; /* per model.thr: its first build in b; [nthr] = n */
+    struct graph_span *s; /* the stretches, ordered as the builds, none overlapping */
+    size_t ns;
+    uint64_t *sfirst; /* per model.thr: its first stretch in s; [nthr] = ns */
 };
 
 /** Find the builds of @p m's outermost calls that succeeded.
