@@ -263,6 +263,13 @@ static void missing_of(const struct model *m, int i, json_t *list)
                 "calls cover the on phases only, and no finding is made: the perf events "
                 "paused too, so waits and their causes are incomplete",
                 pre, duty_ms, duty_ms);
+    if (r->is_capture && r->ncapture == 0)
+        MISSING("%sno capture range was recorded (record --delay, --duration, --capture): "
+                "nothing to analyse", pre);
+    else if (r->capture_gap_ns)
+        MISSING("%s%.2f s between the %u capture ranges was not recorded: the analysis spans "
+                "them all, and counts that time as unknown",
+                pre, (double)r->capture_gap_ns / 1e9, r->ncapture);
     if (strcmp(tier_of(r), "none") == 0) {
         const char *why = cs_run_meta(r->run, "sampler_tier_reason");
         MISSING("%sno host data (sampler tier none%s%s)", pre, why && *why ? ": " : "",
@@ -394,6 +401,31 @@ static json_t *file_json(const struct model *m, int i)
     return o;
 }
 
+/* A run recorded in capture ranges (docs/capture.md): what was asked, the
+ * ranges (ns from the run's start) and what the hull holds unrecorded. */
+static json_t *capture_json(const struct m_run *r)
+{
+    const char *mode = cs_run_meta(r->run, "capture"), *s = cs_run_meta(r->run, "capture_ranges");
+    json_t *o = json_object(), *ranges = json_array();
+
+    while (s && *s) {
+        char *end;
+        uint64_t t0 = strtoull(s, &end, 10), t1;
+        if (*end != '-')
+            break;
+        t1 = strtoull(end + 1, &end, 10);
+        json_array_append_new(ranges, json_pack("[I, I]", (json_int_t)(t0 - r->t0_ns),
+                                                (json_int_t)(t1 - r->t0_ns)));
+        s = *end ? end + 1 : end;
+    }
+    json_object_set_new(o, "mode", json_string(mode ? mode : ""));
+    json_object_set_new(o, "ranges", ranges);
+    json_object_set_new(o, "recorded_ns", json_integer((json_int_t)(
+        r->capture_hi_ns - r->capture_lo_ns - r->capture_gap_ns)));
+    json_object_set_new(o, "not_recorded_ns", json_integer((json_int_t)r->capture_gap_ns));
+    return o;
+}
+
 /* A size-capped run (record --max-size): which part has every record, and
  * the whole run's totals from its aggregates. */
 static json_t *flight_json(const struct analysis *a, int i)
@@ -451,6 +483,8 @@ static json_t *json_run(const struct analysis *a)
         json_array_append_new(files, file_json(m, i));
         if (a->agg.run[i].capped)
             json_object_set_new(json_array_get(files, (size_t)i), "flight", flight_json(a, i));
+        if (r->is_capture)
+            json_object_set_new(json_array_get(files, (size_t)i), "capture", capture_json(r));
         degraded |= run_degraded(r);
         empty &= run_empty(r);
         ncuda += r->counts[CS_REC_CUDA];

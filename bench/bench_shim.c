@@ -1,8 +1,10 @@
 /* bench_shim.c: what libcudaspy.so adds to each intercepted call, on the fake
  * driver with zero latency (so the driver's own cost is a few ns). Runs
- * itself as a child in three modes, interleaved round after round: plain
- * (no preload), disabled (LD_PRELOAD, CUDASPY_DISABLE=1) and recording
- * (cudaspy record: collector running, full records). Each child times
+ * itself as a child in four modes, interleaved round after round: plain
+ * (no preload), disabled (LD_PRELOAD, CUDASPY_DISABLE=1), recording
+ * (cudaspy record: collector running, full records) and paused (cudaspy
+ * record --capture signal, never started: every call outside a capture
+ * range, what issue 33 holds to the disabled cost). Each child times
  * batches of calls per operation and reports the median ns per call; the
  * figure is the median over rounds of (mode - plain).
  * With EVICT_KB > 0 every call is timed alone, after the child has written
@@ -41,8 +43,8 @@
 #define MAX_BATCHES 4096
 #define WARM_CALLS 40000 /* > records of one 1 MiB sub-ring (CUDASPY_RING_KB default) */
 
-enum mode { MODE_PLAIN, MODE_DISABLED, MODE_RECORD, MODE_N };
-static const char *const mode_names[MODE_N] = {"plain", "disabled", "record"};
+enum mode { MODE_PLAIN, MODE_DISABLED, MODE_RECORD, MODE_PAUSED, MODE_N };
+static const char *const mode_names[MODE_N] = {"plain", "disabled", "record", "paused"};
 
 /* ---------------- child: time the calls ---------------- */
 
@@ -277,6 +279,9 @@ static void child_exec(const struct bench *b, enum mode m, int out_fd)
     if (m == MODE_RECORD)
         execl(launcher, "cudaspy", "record", "-o", b->run, "--no-host", "-q", "--", self,
               "--child", nb, nc, ne, (char *)NULL);
+    else if (m == MODE_PAUSED)
+        execl(launcher, "cudaspy", "record", "-o", b->run, "--no-host", "-q", "--capture",
+              "signal", "--", self, "--child", nb, nc, ne, (char *)NULL);
     else
         execl(self, "bench_shim", "--child", nb, nc, ne, (char *)NULL);
     _exit(127);
@@ -358,6 +363,10 @@ static void report(struct bench *b, int rounds)
         printf("%-30s overhead_p50    %8.1f  ns     n=%ld rounds=%d interleaved "
                "dropped=%llu\n",
                subj, median(d, rounds), n, rounds, (unsigned long long)b->dropped);
+        for (int r = 0; r < rounds; r++)
+            d[r] = b->v[MODE_PAUSED][op][r] - b->v[MODE_PLAIN][op][r];
+        printf("%-30s paused_added    %8.1f  ns     n=%ld rounds=%d interleaved\n", subj,
+               median(d, rounds), n, rounds);
     }
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ctl.h"
 #include "cudaspy/flight.h"
 #include "cudaspy/version.h"
 
@@ -20,7 +21,8 @@
 
 static const char usage_text[] =
     "Usage: cudaspy record [-o FILE] [--no-host] [--gpu-activity MODE] [--duty MS] [-q]\n"
-    "                      [--max-size SIZE] -- COMMAND [ARGS...]\n"
+    "                      [--max-size SIZE] [--delay S] [--duration S]\n"
+    "                      [--capture signal] -- COMMAND [ARGS...]\n"
     "\n"
     "Run COMMAND with the CUDA shim preloaded and record its CUDA calls and host\n"
     "scheduling into one run file.\n"
@@ -36,6 +38,13 @@ static const char usage_text[] =
     "              flight recorder for long jobs: the run file stays near SIZE (200M,\n"
     "              2G; at least 1M) with every record of the last part of the run\n"
     "              and per-second aggregates of all of it (CUDASPY_MAX_SIZE)\n"
+    "  --delay S   record nothing for the first S seconds (decimals: 1.5)\n"
+    "  --duration S\n"
+    "              record for S seconds after the delay, then nothing\n"
+    "  --capture signal\n"
+    "              record only between 'cudaspy ctl PID start' and 'stop' (SIGUSR1,\n"
+    "              SIGUSR2 to the sampler), as often as they come; the analysis\n"
+    "              looks at the recorded ranges alone (docs/capture.md)\n"
     "  -q          no summary line at the end\n"
     "\n"
     "Environment: CUDASPY_SAMPLER overrides the sampler path (default: next to\n"
@@ -61,6 +70,8 @@ static const char main_usage_text[] =
     "Commands:\n"
     "  record      run a command with the CUDA shim preloaded and record it;\n"
     "              'cudaspy record --help' gives its options\n"
+    "  ctl         start or stop recording a running program (record --capture\n"
+    "              signal): 'cudaspy ctl PID start|stop'\n"
     "\n"
     "Options:\n"
     "  -h, --help  print this help and exit\n"
@@ -148,6 +159,20 @@ static int max_size(int argc, char **argv, int *i, char **av, int *n)
     return -usage_error(msg);
 }
 
+/* What option @p opt, passed on to the sampler with its value (which the
+ * sampler checks), needs; NULL for another option. */
+static const char *takes_value(const char *opt)
+{
+    static const char *const o[][2] = {
+        {"-o", "a file name"}, {"--duty", "milliseconds"}, {"--delay", "seconds"},
+        {"--duration", "seconds"}, {"--capture", "a mode (signal)"}};
+
+    for (size_t i = 0; i < sizeof(o) / sizeof(o[0]); i++)
+        if (strcmp(opt, o[i][0]) == 0)
+            return o[i][1];
+    return NULL;
+}
+
 /* Build the sampler's argv: sampler [opts] --preload SO -- CMD... */
 static int record(int argc, char **argv)
 {
@@ -166,10 +191,12 @@ static int record(int argc, char **argv)
         snprintf(preload, sizeof(preload), "%s/%s/libcudaspy.so", dir, LAUNCH_BIN_TO_LIB);
     av[0] = env && *env ? (char *)env : sampler;
     for (i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) {
-        if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--duty") == 0) {
-            if (i + 1 >= argc || strcmp(argv[i + 1], "--") == 0)
-                return usage_error(strcmp(argv[i], "-o") == 0 ? "option -o needs a file name"
-                                                              : "option --duty needs milliseconds");
+        if (takes_value(argv[i])) {
+            if (i + 1 >= argc || strcmp(argv[i + 1], "--") == 0) {
+                char msg[128];
+                snprintf(msg, sizeof(msg), "option %s needs %s", argv[i], takes_value(argv[i]));
+                return usage_error(msg);
+            }
             av[n++] = argv[i];
             av[n++] = argv[++i];
         } else if (strcmp(argv[i], "--max-size") == 0 || strncmp(argv[i], "--max-size=", 11) == 0) {
@@ -214,8 +241,10 @@ int main(int argc, char **argv)
         puts("cudaspy " CS_VERSION);
         return 0;
     }
+    if (argc >= 2 && strcmp(argv[1], "ctl") == 0)
+        return ctl_main(argc, argv);
     if (argc < 2 || strcmp(argv[1], "record") != 0)
         return usage_error_in("cudaspy", argc < 2 ? "no subcommand"
-                                                  : "unknown subcommand (only 'record')");
+                                                  : "unknown subcommand (record or ctl)");
     return record(argc, argv);
 }

@@ -68,12 +68,19 @@ void shim_st_push(unsigned api, uint64_t push);
 #endif
 
 /** Is this call to be recorded? (not disabled, ring not stopped, not in
- * an off phase of `record --duty`) */
+ * an off phase of `record --duty` or outside a capture range) */
 static inline int shim_recording(void)
 {
     return !atomic_load_explicit(&shim_off_, memory_order_relaxed) &&
            !atomic_load_explicit(&shim_ring_off_, memory_order_relaxed) && !shim_ring_paused();
 }
+
+/** The wrappers' path for a call not recorded: GPU activity stops too. */
+#define SHIM_NOT_RECORDING_()                                                          \
+    do {                                                                               \
+        if (SHIM_UNLIKELY(atomic_load_explicit(&shim_hot_.gpu_corr, memory_order_relaxed))) \
+            shim_gpu_paused_slow();                                                    \
+    } while (0)
 
 /** Zero @p r with six 16-byte stores: gcc makes memset() of this size a
  * `rep stos`, whose start-up perf found in every wrapper on the H200. */
@@ -255,6 +262,13 @@ int shim_gpu_preloaded(void);
  * shim_hot.gpu_next. Only at an outermost call's end (CUPTI wants
  * cuptiFinalize at the exit of a CUDA call). */
 void shim_gpu_tick_slow(void) SHIM_COLD;
+/** A call not recorded (paused: record --duty's off phase, outside a
+ * capture range) while GPU activity is on (shim_hot.gpu_corr): end the
+ * slice now, before the call, as its due time would at the end of the
+ * call before, so that CUPTI costs and records nothing until recording
+ * resumes (with calls of other threads in flight, CUPTI detaches at the
+ * next recorded call's end). */
+void shim_gpu_paused_slow(void) SHIM_COLD;
 /** Around an enqueue while shim_hot.gpu_corr: tell CUPTI which record
  * enqueues the work (tid << 32 | seq), so its GPU record can name it. */
 void shim_gpu_corr_push(const struct cs_rec_cuda *r) __attribute__((noinline));

@@ -540,8 +540,10 @@ SHIM_FN_TYPE_(10) SHIM_FN_TYPE_(11)
             shim_fold_end(f, CS_API_##base, rc);                                      \
             return rc;                                                                \
         }                                                                             \
-        if (SHIM_UNLIKELY(!shim_recording()))                                         \
+        if (SHIM_UNLIKELY(!shim_recording())) {                                       \
+            SHIM_NOT_RECORDING_();                                                    \
             return real(A##n);                                                        \
+        }                                                                             \
         shim_rec_begin(&r, CS_API_##base, CS_VAR_##var);                              \
         SHIM_CALL_(base, var, n, kind, &r);                                           \
         shim_rec_capture(&r);                                                         \

@@ -645,6 +645,21 @@ void shim_gpu_tick_slow(void)
     atomic_store(&gpu.busy, 0);
 }
 
+void shim_gpu_paused_slow(void)
+{
+    uint64_t now;
+
+    if (shim_t_.rt_depth != 0 || atomic_exchange(&gpu.busy, 1))
+        return;
+    if (atomic_load(&gpu.phase) == PH_ON && gpu.pid == (pid_t)shim_pid_) {
+        now = mono_ns();
+        turn_off(now);
+        if (atomic_load(&gpu.phase) == PH_DETACH) /* between two calls of this thread */
+            detach(now);
+    }
+    atomic_store(&gpu.busy, 0);
+}
+
 /* ---- external correlation (shim.h) ---- */
 
 void shim_gpu_corr_push(const struct cs_rec_cuda *r)

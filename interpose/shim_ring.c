@@ -34,6 +34,7 @@ static struct {
     pthread_mutex_t lock; /* everything below; slow path only */
     int fd;               /* socket to the collector, -1 = none */
     int tried;            /* connect attempted in this process */
+    uint32_t start_paused; /* new sub-rings start paused (start_paused()) */
     uint32_t pid;
     void *seg[SEG_MAX];
     uint64_t seg_bytes[SEG_MAX];
@@ -267,6 +268,19 @@ static uint64_t self_start_ticks(void)
     return strtoull(p, NULL, 10);
 }
 
+/* Do this process's rings start paused? The run records only capture
+ * ranges and none may be open now: CUDASPY_PAUSED=1 (the sampler of
+ * `record --delay/--capture` sets it), or, for LD_PRELOAD, CUDASPY_CAPTURE
+ * or CUDASPY_DELAY. The collector sets the true state once it maps the
+ * segment; until then nothing is recorded that it would have to drop. */
+static uint32_t start_paused(void)
+{
+    const char *p = getenv("CUDASPY_PAUSED"), *c = getenv("CUDASPY_CAPTURE"),
+               *d = getenv("CUDASPY_DELAY");
+
+    return (p && strcmp(p, "1") == 0) || (c && *c) || (d && *d && strtod(d, NULL) > 0);
+}
+
 static uint32_t env_rank(const char *name)
 {
     const char *v = getenv(name);
@@ -323,6 +337,7 @@ static int connect_collector(void)
 
     g.tried = 1;
     g.pid = (uint32_t)getpid();
+    g.start_paused = start_paused();
     if (g.addr[0] == '\0' && (env = getenv(CS_ENV_SOCK)) != NULL && *env)
         strncpy(g.addr, env, sizeof(g.addr) - 1);
     if (g.addr[0] == '\0' && (g.autostart == NULL || g.autostart(g.addr, sizeof(g.addr)) < 0))
@@ -412,6 +427,8 @@ static int seg_create(void)
     h->seg_index = g.nseg;
     h->pid = g.pid;
     h->clock = shim_ring_clock();
+    for (uint32_t i = 0; i < SEG_NSUB; i++)
+        atomic_store_explicit(&cs_seg_sub(p, i)->paused, g.start_paused, memory_order_relaxed);
     if (g.py_publish)
         g.py_publish(&h->py);
     m.seg_index = g.nseg;

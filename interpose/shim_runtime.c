@@ -331,8 +331,10 @@ static void *rt_resolve_slow(int i) SHIM_COLD;
             if (real == NULL)                                                          \
                 return cudaErrorInitializationError;                                   \
         }                                                                              \
-        if (SHIM_UNLIKELY(!shim_recording()))                                          \
+        if (SHIM_UNLIKELY(!shim_recording())) {                                        \
+            SHIM_NOT_RECORDING_();                                                     \
             return real args;                                                          \
+        }                                                                              \
         shim_rec_begin(&r, CS_API_##base, CS_VAR_##var);                               \
         outer = t->rt_seq;                                                             \
         t->rt_depth++;                                                                 \

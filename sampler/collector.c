@@ -119,6 +119,8 @@ struct idx_map {
 
 struct collector {
     struct collector_opts o;
+    struct capture cap; /* capture ranges (capture.h) */
+    uint64_t capture_outside; /* CUDA records dropped: entered outside every range */
     struct cs_store *st;
     char addr[108];
     int lfd;
@@ -541,6 +543,12 @@ static int ent_cuda(struct drain_ctx *d, const struct cs_ring_ent *e)
     if (d->s->clock == CS_CLOCK_TSC) {
         r->t_enter_ns = clock_tsc_to_ns(&d->c->cal, r->t_enter_ns);
         r->t_exit_ns = clock_tsc_to_ns(&d->c->cal, r->t_exit_ns);
+    }
+    if (capture_active(&d->c->cap) && !d->c->o.duty_ns &&
+        !capture_holds(&d->c->cap, r->t_enter_ns)) {
+        k->n--; /* entered outside every capture range (capture.h) */
+        d->c->capture_outside++;
+        return 0;
     }
     d->c->stats.cuda_records++;
     d->c->moved++;
@@ -1207,10 +1215,13 @@ int collector_live_conns(struct collector *c)
     return (int)c->nconns;
 }
 
-/* Phase of @p now_ns under o.duty_ns: 0 = record, 1 = pause. */
+/* Phase of @p now_ns under o.duty_ns and the capture ranges: 0 = record,
+ * 1 = pause. */
 static uint32_t duty_phase(const struct collector *c, uint64_t now_ns)
 {
-    return c->o.duty_ns ? (uint32_t)(((now_ns - c->t_start_ns) / c->o.duty_ns) & 1) : 0;
+    if (c->o.duty_ns)
+        return (uint32_t)(((now_ns - c->t_start_ns) / c->o.duty_ns) & 1);
+    return !capture_want(&c->cap, now_ns);
 }
 
 int collector_wait_ms(struct collector *c)
@@ -1233,12 +1244,32 @@ int collector_wait_ms(struct collector *c)
         if ((uint64_t)ms > left)
             ms = (int)left;
     }
+    if (capture_active(&c->cap)) { /* the delay's or the duration's end, at most 1 ms late */
+        uint64_t left = capture_next_ns(&c->cap, clock_mono_ns());
+        left = left == UINT64_MAX ? UINT64_MAX : (left + 999999) / 1000000;
+        if ((uint64_t)ms > left)
+            ms = (int)left;
+    }
     return ms;
 }
 
 int collector_paused(struct collector *c)
 {
     return (int)c->paused;
+}
+
+/* The capture ranges so far into the meta (capture_ranges), an open one
+ * ending at @p now_ns: a reader of a run being written sees them too. */
+static void capture_meta(struct collector *c, uint64_t now_ns)
+{
+    size_t n = capture_ranges_str(&c->cap, now_ns, NULL, 0) + 1;
+    char *s = malloc(n);
+
+    if (s == NULL)
+        return;
+    capture_ranges_str(&c->cap, now_ns, s, n);
+    collector_meta(c, "capture_ranges", s);
+    free(s);
 }
 
 /* Start or end an off phase: every mapped segment of every process. */
@@ -1252,6 +1283,16 @@ static void duty_tick(struct collector *c, uint64_t now_ns)
     for (size_t i = 0; i < c->nconns; i++)
         for (uint32_t s = 0; s < c->conns[i]->nseg; s++)
             seg_pause(&c->conns[i]->segs[s], ph);
+    if (capture_active(&c->cap) && !c->o.duty_ns) {
+        capture_set(&c->cap, !ph, now_ns);
+        capture_meta(c, now_ns);
+    }
+}
+
+void collector_capture_signal(struct collector *c, int on, uint64_t now_ns)
+{
+    capture_signal(&c->cap, on);
+    duty_tick(c, now_ns);
 }
 
 /* Stage dirty process and thread rows. */
@@ -1395,6 +1436,11 @@ int collector_finish(struct collector *c, int clean, uint64_t now_ns)
         host_flush(c, k);
     clock_cal_update(&c->cal);
     meta_clock(c);
+    if (capture_active(&c->cap) && !c->o.duty_ns) {
+        capture_set(&c->cap, 0, now_ns);
+        capture_meta(c, now_ns);
+        collector_meta_u64(c, "capture_outside", c->capture_outside);
+    }
     collector_meta_u64(c, "t_end_ns", now_ns);
     collector_meta_u64(c, "cuda_records", c->stats.cuda_records);
     collector_meta_u64(c, "collector_cpu_ns", self_cpu_ns());
@@ -1489,6 +1535,12 @@ static void meta_start(struct collector *c)
     collector_meta_u64(c, "host_lost", 0);
     if (c->o.duty_ns)
         collector_meta_u64(c, "duty_ns", c->o.duty_ns);
+    if (capture_active(&c->cap) && !c->o.duty_ns) {
+        char mode[96];
+        capture_mode_str(&c->cap, mode, sizeof(mode));
+        collector_meta(c, "capture", mode);
+        capture_meta(c, c->t_start_ns);
+    }
     collector_meta_u64(c, "clean_shutdown", 0);
     meta_clock(c);
 }
@@ -1510,6 +1562,10 @@ int collector_open(struct collector *c, const struct collector_opts *o, struct c
                  (unsigned long)(clock_mono_ns() ^ ((uint64_t)getpid() << 20)) & 0xffffffff);
     clock_cal_init(&c->cal);
     c->t_start_ns = c->last_commit_ns = c->last_sync_ns = c->last_cal_ns = clock_mono_ns();
+    capture_init(&c->cap, &o->capture, c->t_start_ns);
+    c->paused = duty_phase(c, c->t_start_ns); /* before any shim maps a segment */
+    if (capture_active(&c->cap) && !c->o.duty_ns && !c->paused)
+        capture_set(&c->cap, 1, c->t_start_ns);
     rc = cs_store_open(c->st, o->path, &so, err);
     if (rc < 0)
         return rc;
@@ -1551,6 +1607,7 @@ void collector_free(struct collector *c)
     }
     cs_store_free(c->st);
     flight_free(c->fl);
+    capture_free(&c->cap);
     for (unsigned k = 0; k < CS_REC_KIND_COUNT; k++)
         free(c->host[k].buf);
     free(c->conns);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "capture.h"
 #include "collector.h"
 #include "cudaspy/error.h"
 
@@ -24,6 +25,7 @@ struct collector_opts {
     uint64_t duty_ns;      /* > 0: record in phases this long, on and off in
                             * turn from t_start_ns (record --duty) */
     uint64_t max_size_bytes; /* > 0: cap the run file (record --max-size; flight_rec.h) */
+    struct capture_opts capture; /* capture ranges (capture.h); none set: the whole run */
 };
 
 /* Totals for the end-of-run line and meta. */
@@ -73,9 +75,14 @@ int collector_tick(struct collector *c, uint64_t now_ns);
  * duty_ns never past the next phase boundary. */
 int collector_wait_ms(struct collector *c);
 
-/** 1 during an off phase of duty_ns (collector_tick switches phases and
- * pauses the shims; the caller pauses host sampling to match). */
+/** 1 during an off phase of duty_ns or outside a capture range
+ * (collector_tick switches and pauses the shims; the caller pauses host
+ * sampling to match). */
 int collector_paused(struct collector *c);
+
+/** A capture start (@p on 1) or stop asked from outside at @p now_ns
+ * (--capture signal: SIGUSR1, SIGUSR2); takes effect at once. */
+void collector_capture_signal(struct collector *c, int on, uint64_t now_ns);
 
 /** Connections still open. */
 int collector_live_conns(struct collector *c);

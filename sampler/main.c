@@ -42,13 +42,18 @@ struct sampler_args {
     int ready_fd, quiet, no_host, tier, page_source, sched;
     uint64_t window_ns, offcpu_ns, runq_ns, map_bytes, max_map_bytes, duty_ns, max_size;
     unsigned page_period, ring_pages;
+    struct capture_opts capture;
 };
 
-static volatile sig_atomic_t sig_term, sig_int;
+/* sig_capture: the last capture request from outside (--capture signal):
+ * 1 start (SIGUSR1), 2 stop (SIGUSR2), 0 none since the loop took it */
+static volatile sig_atomic_t sig_term, sig_int, sig_capture;
 
 static void on_signal(int sig)
 {
-    if (sig == SIGINT || sig == SIGHUP)
+    if (sig == SIGUSR1 || sig == SIGUSR2)
+        sig_capture = sig == SIGUSR1 ? 1 : 2;
+    else if (sig == SIGINT || sig == SIGHUP)
         sig_int++;
     else
         sig_term = 1;
@@ -94,6 +99,13 @@ static void usage(FILE *f)
 "                      ms, in turn (run meta duty_ns; the run covers the\n"
 "                      recording phases only)\n"
 "      --map-mb N      initial run-file map size in MiB (default 1024; grows)\n"
+"      --delay S       record nothing for the first S seconds (1.5: decimals;\n"
+"                      also CUDASPY_DELAY)\n"
+"      --duration S    record for S seconds after the delay, then nothing\n"
+"                      (also CUDASPY_DURATION)\n"
+"      --capture signal  record only between a SIGUSR1 (start) and a SIGUSR2\n"
+"                      (stop) sent to this process, as often as they come\n"
+"                      (`cudaspy ctl PID start|stop`; also CUDASPY_CAPTURE)\n"
 "      --max-map-mb N  the map never grows past N MiB: recording stops there\n"
 "                      (also CUDASPY_MAX_MAP_MB; default no limit)\n"
 "      --max-size SIZE flight recorder: keep the run file near SIZE (200M, 2G;\n"
@@ -146,7 +158,8 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 enum {
     OPT_LISTEN = 256, OPT_READY, OPT_PRELOAD, OPT_NOHOST, OPT_TIER, OPT_WINDOW, OPT_OFFCPU,
     OPT_RUNQ, OPT_PAGE, OPT_EVENTS, OPT_RING, OPT_PID, OPT_MAP, OPT_VERSION, OPT_HELP,
-    OPT_MAXMAP, OPT_PAGESRC, OPT_DUTY, OPT_SCHED, OPT_MAXSIZE
+    OPT_MAXMAP, OPT_PAGESRC, OPT_DUTY, OPT_SCHED, OPT_MAXSIZE, OPT_DELAY, OPT_DURATION,
+    OPT_CAPTURE
 };
 
 static const struct option long_opts[] = {
@@ -161,7 +174,60 @@ static const struct option long_opts[] = {
     {"help", no_argument, 0, OPT_HELP},      {"max-map-mb", required_argument, 0, OPT_MAXMAP},
     {"page-source", required_argument, 0, OPT_PAGESRC}, {"duty", required_argument, 0, OPT_DUTY},
     {"sched", required_argument, 0, OPT_SCHED}, {"max-size", required_argument, 0, OPT_MAXSIZE},
-    {0, 0, 0, 0}};
+    {"delay", required_argument, 0, OPT_DELAY}, {"duration", required_argument, 0, OPT_DURATION},
+    {"capture", required_argument, 0, OPT_CAPTURE}, {0, 0, 0, 0}};
+
+/* Seconds, decimals allowed ("1.5"), into *@p ns. @return 0 or -1 */
+static int parse_secs(const char *s, uint64_t *ns)
+{
+    char *end;
+    double v;
+
+    errno = 0;
+    v = strtod(s, &end);
+    if (end == s || *end || errno || !(v >= 0) || v > 1e7)
+        return -1;
+    *ns = (uint64_t)(v * 1e9 + 0.5);
+    return 0;
+}
+
+/* --delay, --duration, --capture or their CUDASPY_* (@p what: its name). */
+static int parse_capture(struct sampler_args *a, int opt, const char *what, const char *arg)
+{
+    uint64_t *to = opt == OPT_DELAY ? &a->capture.delay_ns : &a->capture.duration_ns;
+
+    if (opt == OPT_CAPTURE) {
+        if (strcmp(arg, "signal") != 0)
+            return usage_error("invalid capture '%s' (signal)", arg);
+        a->capture.signal = 1;
+        return 0;
+    }
+    if (parse_secs(arg, to) < 0 || (opt == OPT_DURATION && *to == 0)) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "%s: invalid seconds '%%s'", what);
+        return usage_error(msg, arg);
+    }
+    return 0;
+}
+
+/* CUDASPY_DELAY, CUDASPY_DURATION, CUDASPY_CAPTURE where the options did
+ * not say (LD_PRELOAD users: the shim starts the sampler). */
+static int capture_env(struct sampler_args *a)
+{
+    static const struct { int opt; const char *name; } e[] = {
+        {OPT_DELAY, "CUDASPY_DELAY"}, {OPT_DURATION, "CUDASPY_DURATION"},
+        {OPT_CAPTURE, "CUDASPY_CAPTURE"}};
+    const uint64_t set[] = {a->capture.delay_ns, a->capture.duration_ns,
+                            (uint64_t)a->capture.signal};
+    const char *v;
+    int rc;
+
+    for (size_t i = 0; i < sizeof(e) / sizeof(e[0]); i++)
+        if (!set[i] && (v = getenv(e[i].name)) && *v &&
+            (rc = parse_capture(a, e[i].opt, e[i].name, v)) < 0)
+            return rc;
+    return 0;
+}
 
 /* --max-size or CUDASPY_MAX_SIZE (@p what) into a->max_size. */
 static int parse_max_size(struct sampler_args *a, const char *what, const char *arg)
@@ -243,6 +309,12 @@ static int parse_args(int argc, char **argv, struct sampler_args *a)
             if ((rc = parse_max_size(a, "--max-size", optarg)) < 0)
                 return rc;
             break;
+        case OPT_DELAY:
+        case OPT_DURATION:
+        case OPT_CAPTURE:
+            if ((rc = parse_capture(a, opt, argv[optind - 1], optarg)) < 0)
+                return rc;
+            break;
         case OPT_VERSION: printf(PROG " " CS_VERSION "\n"); return 1;
         case OPT_HELP: usage(stdout); return 1;
         case '?':
@@ -268,6 +340,11 @@ static int parse_args(int argc, char **argv, struct sampler_args *a)
     if (a->max_size == 0 && (env = getenv("CUDASPY_MAX_SIZE")) && *env &&
         (rc = parse_max_size(a, "CUDASPY_MAX_SIZE", env)) < 0)
         return rc;
+    if ((rc = capture_env(a)) < 0)
+        return rc;
+    if (a->duty_ns && (a->capture.delay_ns || a->capture.duration_ns || a->capture.signal))
+        return usage_error("%s", "--duty measures the cost of recording: no capture ranges "
+                                 "with it");
     if ((env = getenv("CUDASPY_QUIET")) && strcmp(env, "1") == 0)
         a->quiet = 1;
     if (a->max_map_bytes == 0 && (env = getenv("CUDASPY_MAX_MAP_MB")) && *env) {
@@ -294,6 +371,10 @@ static void child_exec(struct sampler_args *a, const char *addr, int gate)
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
     setenv("CUDASPY_SOCK", addr, 1);
+    if (a->capture.delay_ns || a->capture.signal) /* the shims start paused (capture.h) */
+        setenv("CUDASPY_PAUSED", "1", 1);
+    else
+        unsetenv("CUDASPY_PAUSED");
     if (a->preload) {
         size_t n = strlen(a->preload) + (old ? strlen(old) + 1 : 0) + 1;
         char *v = malloc(n);
@@ -440,6 +521,12 @@ static void loop_run(struct loop *l)
 #endif
         poll(fds, (nfds_t)n, collector_wait_ms(l->c));
         now = clock_mono_ns();
+        if (sig_capture) { /* --capture signal */
+            int on = sig_capture == 1;
+            sig_capture = 0;
+            if (l->a->capture.signal)
+                collector_capture_signal(l->c, on, now);
+        }
         collector_step(l->c, now);
 #ifdef CS_HAVE_HOST
         if (l->h)
@@ -635,6 +722,8 @@ static void signals_setup(void)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGUSR2, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 }
 
@@ -656,7 +745,7 @@ static int setup(struct loop *l, char *path, size_t n, int *gate)
     struct sampler_args *a = l->a;
     struct collector_opts co = {.path = path, .listen = a->listen, .map_bytes = a->map_bytes,
                                 .max_map_bytes = a->max_map_bytes, .duty_ns = a->duty_ns,
-                                .max_size_bytes = a->max_size};
+                                .max_size_bytes = a->max_size, .capture = a->capture};
     struct cs_err err = {""};
     char addr[64];
 

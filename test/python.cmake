@@ -80,3 +80,12 @@ foreach(case "version 0x03630000 xdebugpy 0" "cookie 0x030d00f0 nodebug 0"
            COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli/python_unknown.sh ${CMAKE_BINARY_DIR} ${name})
   set_tests_properties(cli.python_unknown_${name} PROPERTIES LABELS "cli" TIMEOUT 60)
 endforeach()
+
+# cli.capture: capture ranges (issue 33): --delay, --duration, --capture
+# signal with `cudaspy ctl`, and CUDASPY_* under LD_PRELOAD record exactly
+# the launches made inside the ranges, and the analysis covers those alone
+# (Debian's python3 drives the fake runtime; timing: the ranges follow a
+# tick of the collector)
+add_test(NAME cli.capture
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli/capture.sh ${CMAKE_BINARY_DIR} /usr/bin/python3)
+set_tests_properties(cli.capture PROPERTIES LABELS "cli;timing" TIMEOUT 120)

@@ -1405,6 +1405,8 @@ static int wait_writer(struct m_run *r, const char *path, struct cs_err *err)
 
 /* ---- runs ---- */
 
+static void capture_window(struct m_run *r);
+
 static int open_run(struct model *m, int i, const char *path, struct cs_err *err)
 {
     struct m_run *r = &m->runs[i];
@@ -1443,10 +1445,43 @@ static int open_run(struct model *m, int i, const char *path, struct cs_err *err
         r->win_lo_ns = cs_run_meta_u64(r->run, "flight_detail_from_ns", 0);
     r->win_hi_ns = m->opts.until_ns > UINT64_MAX - r->t0_ns ? UINT64_MAX
                                                              : r->t0_ns + m->opts.until_ns;
+    capture_window(r);
     rc = load_procs(m, (uint32_t)i);
     if (rc == 0)
         rc = load_threads(m, (uint32_t)i);
     return rc;
+}
+
+/* A run recorded in capture ranges (meta capture_ranges, "T0-T1,T0-T1"):
+ * the analysed window is their hull, and what lies between them is known
+ * as not recorded; none recorded, nothing is analysed. */
+static void capture_window(struct m_run *r)
+{
+    const char *s = cs_run_meta(r->run, "capture_ranges");
+    uint64_t prev = 0;
+
+    if (s == NULL)
+        return;
+    r->is_capture = 1;
+    while (*s) {
+        char *end;
+        uint64_t t0 = strtoull(s, &end, 10), t1;
+        if (*end != '-')
+            break;
+        t1 = strtoull(end + 1, &end, 10);
+        if (t1 < t0 || (*end && *end != ','))
+            break;
+        if (r->ncapture++ == 0)
+            r->capture_lo_ns = t0;
+        else if (t0 > prev)
+            r->capture_gap_ns += t0 - prev;
+        r->capture_hi_ns = prev = t1;
+        s = *end ? end + 1 : end;
+    }
+    if (r->ncapture == 0)
+        r->capture_lo_ns = r->capture_hi_ns = r->t0_ns;
+    r->win_lo_ns = r->capture_lo_ns > r->win_lo_ns ? r->capture_lo_ns : r->win_lo_ns;
+    r->win_hi_ns = r->capture_hi_ns < r->win_hi_ns ? r->capture_hi_ns : r->win_hi_ns;
 }
 
 /* Runs without t_end_ns meta (a crashed collector) end at their last record. */

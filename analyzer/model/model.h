@@ -167,6 +167,11 @@ struct m_run {
     uint64_t lost_perf, lost_shim, lost_spans;
     uint64_t degraded_blocks;
     uint32_t ncpu;             /* from syswin, 0 = unknown */
+    /* capture ranges (record --delay, --duration, --capture: meta
+     * capture_ranges): the window is their hull; is_capture 0: none */
+    int is_capture;
+    uint32_t ncapture;
+    uint64_t capture_lo_ns, capture_hi_ns, capture_gap_ns; /* hull; not recorded inside it */
 };
 
 struct model {

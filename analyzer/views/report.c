@@ -278,6 +278,24 @@ static void print_steps_line(const struct out *o, const json_t *s, int host_data
                 fmt_ns(a, sizeof(a), geti(ac, "wind_down_ns")));
 }
 
+/* A run recorded in capture ranges: which (docs/capture.md). */
+static void print_capture(const struct out *o, const json_t *cp)
+{
+    const json_t *rg = json_object_get(cp, "ranges");
+    size_t n = json_array_size(rg), i;
+    char a[32];
+
+    if (cp == NULL)
+        return;
+    fprintf(o->f, "capture  %zu range%s recorded (%s):", n, n == 1 ? "" : "s", gets_(cp, "mode"));
+    for (i = 0; i < n && i < 4; i++)
+        fprintf(o->f, "%s %.2f-%.2f s", i ? "," : "",
+                (double)json_integer_value(json_array_get(json_array_get(rg, i), 0)) / 1e9,
+                (double)json_integer_value(json_array_get(json_array_get(rg, i), 1)) / 1e9);
+    fprintf(o->f, "%s; %s recorded, the analysis covers these alone\n", i < n ? ", ..." : "",
+            fmt_ns(a, sizeof(a), geti(cp, "recorded_ns")));
+}
+
 /* A size-capped run: which part has every record (docs/analyzer.md). */
 static void print_flight(const struct out *o, const json_t *fl)
 {
@@ -369,6 +387,7 @@ static void print_run(const struct out *o, const json_t *j)
                     fmt_ns(c, sizeof(c), geti(v, "active_ns")));
         print_collector_cpu(o, v);
         print_flight(o, json_object_get(v, "flight"));
+        print_capture(o, json_object_get(v, "capture"));
         if (json_is_true(json_object_get(v, "degraded")))
             fprintf(o->f, "%sWARNING: degraded run:%s %s CUDA records dropped, %s host records "
                           "lost%s; figures are lower bounds\n",

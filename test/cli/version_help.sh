@@ -56,6 +56,8 @@ run file, for cudaspy-analyze.
 Commands:
   record      run a command with the CUDA shim preloaded and record it;
               'cudaspy record --help' gives its options
+  ctl         start or stop recording a running program (record --capture
+              signal): 'cudaspy ctl PID start|stop'
 
 Options:
   -h, --help  print this help and exit
@@ -72,7 +74,7 @@ EXAMPLES
         record --help
     check 2 "" "cudaspy: no subcommand
 Try 'cudaspy --help'"
-    check 2 "" "cudaspy: unknown subcommand (only 'record')
+    check 2 "" "cudaspy: unknown subcommand (record or ctl)
 Try 'cudaspy --help'" replay
     check 2 "" "cudaspy: unknown option '--bogus'
 Try 'cudaspy record --help'" record --bogus -- true
