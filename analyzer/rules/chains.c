@@ -197,21 +197,36 @@ static int worth(const struct ctx *x, uint64_t ns)
     return ns > 0 && ns * 200 >= x->wall_ns; /* 0.5 % */
 }
 
+/* The account's GPU idle that the feeding threads' state explains (not
+ * the set-up, GPU busy, a GPU-side gap or time outside every process);
+ * with no GPU activity measured, the whole window. */
+static uint64_t host_idle(const struct ctx *x)
+{
+    uint64_t idle = 0;
+
+    if (x->ac == NULL || x->ac->source < GPU_SRC_SAMPLED)
+        return x->wall_ns;
+    for (int b = AB_HOST_CODE; b < AB_COUNT; b++)
+        idle += b == AB_NO_CUDA ? 0 : x->ac->ns[b];
+    return idle < x->wall_ns ? idle : x->wall_ns;
+}
+
 /* page_alloc_pressure is read from outlier calls, not the account: it
- * gets at most what the account's findings leave of the window, so that
- * the impacts never add up past it. */
+ * gets at most what the account's findings leave of the GPU's idle time
+ * (a slow call while the GPU has work queued costs nothing), so that the
+ * impacts never add up past it. */
 static void page_cap(struct ctx *x)
 {
     struct finding *f = &x->fnd[C_PAGE];
-    uint64_t taken = 0;
+    uint64_t taken = 0, idle = host_idle(x);
 
     if (f->evidence == NULL)
         return;
     for (int k = 0; k < C_COUNT; k++)
         if (x->fnd[k].evidence && chains_cause_acct[k] != AC_NONE)
             taken += x->fnd[k].impact_ns;
-    if (f->impact_ns + taken > x->wall_ns)
-        f->impact_ns = x->wall_ns > taken ? x->wall_ns - taken : 0;
+    if (f->impact_ns + taken > idle)
+        f->impact_ns = idle > taken ? idle - taken : 0;
     f->impact_lo_ns = f->impact_hi_ns = f->impact_ns;
 }
 

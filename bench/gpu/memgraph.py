@@ -33,7 +33,8 @@ Writes OUT/summary.json ({"cases": [...], "passed", "failed"}) and
 OUT/runs.jsonl (each run: truth, memory, findings, checks).
 
 Usage: python3 memgraph.py BUILD OUT RUNS   (env PYTHON, CS_PIN,
-       MG_CASES: a comma-separated subset)
+       MG_CASES: a comma-separated subset; MG_KEEP: cases whose run
+       files stay in RUNS)
 """
 import json
 import os
@@ -266,7 +267,8 @@ class Run(Steps):
         except ValueError:
             j = None
             row["analyze_error"] = a.stderr[-400:]
-        for f in (path, path + "-lock"):
+        keep = set(filter(None, os.environ.get("MG_KEEP", "").split(",")))
+        for f in (path, path + "-lock") if name not in keep else ():
             try:
                 os.unlink(f)
             except OSError:

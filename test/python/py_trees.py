@@ -8,8 +8,9 @@ names are torch's: the analyzer tells torch's CUDA-graph code by them.
 
 Prints the accuracy corpus's truth line (scripts/accuracy.py): truth_ns
 is the workload's own measure, the time its stand-in spent warming up and
-recording after the first WARM steps, less its syncs' waits; warmups and
-records count them. Usage: py_trees.py STEPS EVERY   (EVERY: steps per
+recording after the first WARM steps, less its syncs' waits; runq_ns the
+loop's time waiting for a CPU (other load); warmups and records count
+them. Usage: py_trees.py STEPS EVERY   (EVERY: steps per
 shape; 0: one shape, recorded once in the first steps)"""
 import ctypes
 import json
@@ -40,6 +41,15 @@ def model(x):
         launch()
 
 
+def runq_ns():
+    """This thread's time waiting for a CPU so far (schedstat's run_delay)."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def main():
     steps, every = int(sys.argv[1]), int(sys.argv[2])
     assert rt.cudaStreamCreate(ctypes.byref(STREAM)) == 0
@@ -48,17 +58,18 @@ def main():
     for i in range(steps):
         if i == WARM:
             rt.cudaDeviceSynchronize()
-            t0, METER["on"] = time.monotonic_ns(), True
+            t0, q0, METER["on"] = time.monotonic_ns(), runq_ns(), True
         busy(300)  # the user's input preparation
         f(i // every if every else 0, None)
         launch()  # the user's loss
     rt.cudaDeviceSynchronize()
-    loop = time.monotonic_ns() - t0
+    loop, runq = time.monotonic_ns() - t0, runq_ns() - q0
     print("cudaspy-truth: " + json.dumps({
         "case": "trees", "planted": "graph_recapture" if every else "none",
         "truth_ns": METER["ns"], "loop_ns": loop, "steps": steps - WARM,
         "setup_ns": t0 - t_cuda, "gpu_ns": (steps - WARM) * 4 * KERNEL_NS,
-        "warmups": METER["warmups"], "records": METER["records"]}), flush=True)
+        "runq_ns": runq, "warmups": METER["warmups"], "records": METER["records"]}),
+        flush=True)
 
 
 main()
