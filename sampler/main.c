@@ -488,7 +488,10 @@ static int loop_done(struct loop *l, uint64_t now)
     }
     if (sig_int)
         return 1;
-    return !proc_running(l->root) && collector_live_conns(l->c) == 0 && host_live_count(l) == 0;
+    /* paused (outside a capture range), the perf events see no exits: the
+     * host's count of live processes is stale */
+    return !proc_running(l->root) && collector_live_conns(l->c) == 0 &&
+           (host_live_count(l) == 0 || collector_paused(l->c));
 }
 
 #ifdef CS_HAVE_HOST

@@ -70,6 +70,10 @@ sleep 0.4; ctl "$T/p.log" start; sleep 0.6; ctl "$T/p.log" stop
 wait $app || { cat "$T/err"; fail "preloaded run exited $?"; }
 for _ in $(seq 100); do "$B/cudaspy-analyze" --json "$T/p.lmdb" >/dev/null 2>&1 && break; sleep 0.1; done
 check "$T/p.lmdb" "$T/p.log" 1
+# the sampler the shim started ends with the program, paused or not
+app_pid=$(cat "$T/p.log.pid")
+for _ in $(seq 100); do pgrep -f -- "--pid $app_pid" >/dev/null || break; sleep 0.1; done
+pgrep -f -- "--pid $app_pid" >/dev/null && { pkill -f -- "--pid $app_pid"; fail "the sampler outlived the program"; }
 
 # 4. bad input
 "$B/cudaspy" record --delay 1s -- true 2>"$T/e1"; rc=$?
