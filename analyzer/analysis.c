@@ -268,7 +268,7 @@ static void missing_of(const struct model *m, int i, json_t *list)
                 "nothing to analyse", pre);
     else if (r->capture_gap_ns)
         MISSING("%s%.2f s between the %u capture ranges was not recorded: the analysis spans "
-                "them all, and counts that time as unknown",
+                "them all, and splits that time as it splits the recorded one",
                 pre, (double)r->capture_gap_ns / 1e9, r->ncapture);
     if (strcmp(tier_of(r), "none") == 0) {
         const char *why = cs_run_meta(r->run, "sampler_tier_reason");

@@ -267,7 +267,8 @@ void shim_gpu_tick_slow(void) SHIM_COLD;
  * slice now, before the call, as its due time would at the end of the
  * call before, so that CUPTI costs and records nothing until recording
  * resumes (with calls of other threads in flight, CUPTI detaches at the
- * next recorded call's end). */
+ * next recorded call's end). In full mode CUPTI stays attached with its
+ * kinds off, and they come on again at the first recorded call. */
 void shim_gpu_paused_slow(void) SHIM_COLD;
 /** Around an enqueue while shim_hot.gpu_corr: tell CUPTI which record
  * enqueues the work (tid << 32 | seq), so its GPU record can name it. */

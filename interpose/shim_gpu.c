@@ -653,9 +653,20 @@ void shim_gpu_paused_slow(void)
         return;
     if (atomic_load(&gpu.phase) == PH_ON && gpu.pid == (pid_t)shim_pid_) {
         now = mono_ns();
-        turn_off(now);
-        if (atomic_load(&gpu.phase) == PH_DETACH) /* between two calls of this thread */
-            detach(now);
+        if (gpu.mode == CS_GPU_MODE_FULL) { /* stay attached: CUPTI may refuse a new attach */
+            int keep = gpu.keep;
+            gpu.keep = 1;
+            turn_off(now);
+            gpu.keep = keep;
+            if (atomic_load(&gpu.phase) == PH_IDLE) {
+                gpu.live = 1;
+                set_due(now); /* on again at the first recorded call */
+            }
+        } else {
+            turn_off(now);
+            if (atomic_load(&gpu.phase) == PH_DETACH) /* between two calls of this thread */
+                detach(now);
+        }
     }
     atomic_store(&gpu.busy, 0);
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cudaspy/api.h"
+#include "cudaspy/grow.h"
 #include "model.h"
 
 /* The file being read; a corrupt page can fault inside LMDB, and the CLI's
@@ -1459,6 +1460,7 @@ static void capture_window(struct m_run *r)
 {
     const char *s = cs_run_meta(r->run, "capture_ranges");
     uint64_t prev = 0;
+    size_t cap = 0;
 
     if (s == NULL)
         return;
@@ -1469,12 +1471,20 @@ static void capture_window(struct m_run *r)
         if (*end != '-')
             break;
         t1 = strtoull(end + 1, &end, 10);
-        if (t1 < t0 || (*end && *end != ','))
+        if (t1 < t0 || t0 < prev || (*end && *end != ','))
             break;
-        if (r->ncapture++ == 0)
-            r->capture_lo_ns = t0;
-        else if (t0 > prev)
+        if (r->ncapture > 0) { /* the gap before this range; none kept when out of memory */
             r->capture_gap_ns += t0 - prev;
+            if (cs_grow((void **)&r->capture_gaps, &cap, 2 * (size_t)r->ncapture,
+                        sizeof(*r->capture_gaps)) == 0)
+                r->capture_gaps[2 * r->ncapture - 2] = prev,
+                r->capture_gaps[2 * r->ncapture - 1] = t0;
+            else
+                break;
+        } else {
+            r->capture_lo_ns = t0;
+        }
+        r->ncapture++;
         r->capture_hi_ns = prev = t1;
         s = *end ? end + 1 : end;
     }
@@ -1553,8 +1563,10 @@ int model_load(struct model *m, const char *const *paths, int n, const struct an
 
 void model_exit(struct model *m)
 {
-    for (int i = 0; i < m->nruns; i++)
+    for (int i = 0; i < m->nruns; i++) {
         cs_run_free(m->runs[i].run);
+        free(m->runs[i].capture_gaps);
+    }
     free(m->runs);
     free(m->proc);
     free(m->thr);

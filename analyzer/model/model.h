@@ -172,6 +172,7 @@ struct m_run {
     int is_capture;
     uint32_t ncapture;
     uint64_t capture_lo_ns, capture_hi_ns, capture_gap_ns; /* hull; not recorded inside it */
+    uint64_t *capture_gaps; /* ncapture - 1 pairs: each gap's start, end (absolute) */
 };
 
 struct model {

@@ -226,18 +226,45 @@ static int in_episode(struct tcur *k, uint64_t at, uint64_t *until)
     return 0;
 }
 
+/* Between two capture ranges of thread @p k's run at @p at, nothing was
+ * recorded (docs/capture.md): 1, with the next range's start in @p until;
+ * else 0, the next gap's start bounding @p until. */
+static int in_capture_gap(const struct actx *x, const struct tcur *k, uint64_t at,
+                          uint64_t *until)
+{
+    const struct m_run *r = &x->m->runs[x->m->proc[x->m->thr[k->t].proc].run];
+
+    for (uint32_t i = 0; i + 1 < r->ncapture && r->capture_gaps; i++) {
+        uint64_t g0 = r->capture_gaps[2 * i], g1 = r->capture_gaps[2 * i + 1];
+        if (at < g0) {
+            *until = g0 < *until ? g0 : *until;
+            return 0;
+        }
+        if (at < g1) {
+            *until = g1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Thread @p k's state at @p x, and when it next changes into @p until. */
 static int tstate(const struct actx *x, struct tcur *k, uint64_t at, uint64_t *until)
 {
-    uint64_t ep_until = UINT64_MAX;
+    uint64_t ep_until = UINT64_MAX, gap_until = UINT64_MAX;
     int st;
 
+    if (in_capture_gap(x, k, at, &gap_until)) {
+        *until = gap_until;
+        return ST_UNKNOWN;
+    }
     if (in_episode(k, at, &ep_until)) {
-        *until = ep_until;
+        *until = ep_until < gap_until ? ep_until : gap_until;
         return ST_RETRY;
     }
     st = tstate_calls(x, k, at, until);
     *until = ep_until < *until ? ep_until : *until;
+    *until = gap_until < *until ? gap_until : *until;
     return st;
 }
 

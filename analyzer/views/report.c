@@ -287,6 +287,10 @@ static void print_capture(const struct out *o, const json_t *cp)
 
     if (cp == NULL)
         return;
+    if (n == 0) {
+        fprintf(o->f, "capture  no range recorded (%s): nothing to analyse\n", gets_(cp, "mode"));
+        return;
+    }
     fprintf(o->f, "capture  %zu range%s recorded (%s):", n, n == 1 ? "" : "s", gets_(cp, "mode"));
     for (i = 0; i < n && i < 4; i++)
         fprintf(o->f, "%s %.2f-%.2f s", i ? "," : "",

@@ -6,8 +6,9 @@
 # collector turns recording on and off within a tick), and the analysis
 # must cover those ranges alone:
 # 1. record --delay 0.6 --duration 0.6 (one range);
-# 2. record --capture signal, `cudaspy ctl PID start|stop` twice (two
-#    ranges, the time between them named as not recorded);
+# 2. record --capture signal (GPU activity in full), `cudaspy ctl PID
+#    start|stop` twice (two ranges, the time between them named as not
+#    recorded; GPU records in both ranges);
 # 3. LD_PRELOAD with CUDASPY_DELAY and CUDASPY_CAPTURE=signal: the sampler
 #    the shim starts takes them (ctl finds it by its --pid);
 # 4. bad input: seconds that are not, --duty with a range, ctl of a pid
@@ -37,6 +38,9 @@ print("capture: %d ranges %s; launches recorded %d, inside %d, near an edge too 
 assert inside > 50 and inside <= got <= near, (inside, got, near)
 assert f["window_start_ns"] == rg[0][0] - f["t_start_ns"] and f["window_end_ns"] == rg[-1][1] - f["t_start_ns"]
 gap = sum(b[0] - a[1] for a, b in zip(rg, rg[1:]))
+if f["capture"]["mode"] == "signal":  # GPU activity in full: CUPTI on again in each range
+    cov = rep["gpu"]["devices"][0] if rep.get("gpu", {}).get("devices") else {}
+    print("capture: GPU covered %s" % {k: v for k, v in cov.items() if "cover" in k})
 assert f["capture"]["not_recorded_ns"] == gap, f["capture"]
 assert (gap > 0) == any("not recorded" in m for m in rep["missing"]), rep["missing"]
 PY
@@ -52,7 +56,7 @@ grep -q '^capture  1 range recorded (delay 0.6 s, duration 0.6 s): 0.6[0-9]-1.2[
 
 # 2. signal, twice, from cudaspy ctl
 ctl() { "$B/cudaspy" ctl "$(cat "$1.pid")" "$2" || fail "ctl $2 exited $?"; }
-"$B/cudaspy" record -o "$T/s.lmdb" --capture signal -- \
+"$B/cudaspy" record -o "$T/s.lmdb" --capture signal --gpu-activity full -- \
     "$PY" "$D/py_capture.py" 2.2 "$T/s.log" >"$T/out" 2>"$T/err" &
 rec=$!
 for _ in $(seq 100); do [ -s "$T/s.log.pid" ] && break; sleep 0.05; done
