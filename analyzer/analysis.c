@@ -266,10 +266,10 @@ static void missing_of(const struct model *m, int i, json_t *list)
     if (r->is_capture && r->ncapture == 0)
         MISSING("%sno capture range was recorded (record --delay, --duration, --capture): "
                 "nothing to analyse", pre);
-    else if (r->capture_gap_ns)
+    else if (model_capture_gap_ns(r))
         MISSING("%s%.2f s between the %u capture ranges was not recorded: the analysis spans "
                 "them all, and splits that time as it splits the recorded one",
-                pre, (double)r->capture_gap_ns / 1e9, r->ncapture);
+                pre, (double)model_capture_gap_ns(r) / 1e9, r->ncapture);
     if (strcmp(tier_of(r), "none") == 0) {
         const char *why = cs_run_meta(r->run, "sampler_tier_reason");
         MISSING("%sno host data (sampler tier none%s%s)", pre, why && *why ? ": " : "",
@@ -405,24 +405,20 @@ static json_t *file_json(const struct model *m, int i)
  * ranges (ns from the run's start) and what the hull holds unrecorded. */
 static json_t *capture_json(const struct m_run *r)
 {
-    const char *mode = cs_run_meta(r->run, "capture"), *s = cs_run_meta(r->run, "capture_ranges");
+    const char *mode = cs_run_meta(r->run, "capture");
     json_t *o = json_object(), *ranges = json_array();
+    uint64_t recorded = 0;
 
-    while (s && *s) {
-        char *end;
-        uint64_t t0 = strtoull(s, &end, 10), t1;
-        if (*end != '-')
-            break;
-        t1 = strtoull(end + 1, &end, 10);
+    for (uint32_t i = 0; i < r->ncapture; i++) {
+        uint64_t t0 = r->capture[2 * i], t1 = r->capture[2 * i + 1];
         json_array_append_new(ranges, json_pack("[I, I]", (json_int_t)(t0 - r->t0_ns),
                                                 (json_int_t)(t1 - r->t0_ns)));
-        s = *end ? end + 1 : end;
+        recorded += t1 - t0;
     }
     json_object_set_new(o, "mode", json_string(mode ? mode : ""));
     json_object_set_new(o, "ranges", ranges);
-    json_object_set_new(o, "recorded_ns", json_integer((json_int_t)(
-        r->capture_hi_ns - r->capture_lo_ns - r->capture_gap_ns)));
-    json_object_set_new(o, "not_recorded_ns", json_integer((json_int_t)r->capture_gap_ns));
+    json_object_set_new(o, "recorded_ns", json_integer((json_int_t)recorded));
+    json_object_set_new(o, "not_recorded_ns", json_integer((json_int_t)model_capture_gap_ns(r)));
     return o;
 }
 

@@ -544,7 +544,7 @@ static int ent_cuda(struct drain_ctx *d, const struct cs_ring_ent *e)
         r->t_enter_ns = clock_tsc_to_ns(&d->c->cal, r->t_enter_ns);
         r->t_exit_ns = clock_tsc_to_ns(&d->c->cal, r->t_exit_ns);
     }
-    if (capture_active(&d->c->cap) && !d->c->o.duty_ns &&
+    if (capture_active(&d->c->cap) &&
         !capture_holds(&d->c->cap, r->t_enter_ns)) {
         k->n--; /* entered outside every capture range (capture.h) */
         d->c->capture_outside++;
@@ -1283,7 +1283,7 @@ static void duty_tick(struct collector *c, uint64_t now_ns)
     for (size_t i = 0; i < c->nconns; i++)
         for (uint32_t s = 0; s < c->conns[i]->nseg; s++)
             seg_pause(&c->conns[i]->segs[s], ph);
-    if (capture_active(&c->cap) && !c->o.duty_ns) {
+    if (capture_active(&c->cap)) {
         capture_set(&c->cap, !ph, now_ns);
         capture_meta(c, now_ns);
     }
@@ -1436,7 +1436,7 @@ int collector_finish(struct collector *c, int clean, uint64_t now_ns)
         host_flush(c, k);
     clock_cal_update(&c->cal);
     meta_clock(c);
-    if (capture_active(&c->cap) && !c->o.duty_ns) {
+    if (capture_active(&c->cap)) {
         capture_set(&c->cap, 0, now_ns);
         capture_meta(c, now_ns);
         collector_meta_u64(c, "capture_outside", c->capture_outside);
@@ -1535,7 +1535,7 @@ static void meta_start(struct collector *c)
     collector_meta_u64(c, "host_lost", 0);
     if (c->o.duty_ns)
         collector_meta_u64(c, "duty_ns", c->o.duty_ns);
-    if (capture_active(&c->cap) && !c->o.duty_ns) {
+    if (capture_active(&c->cap)) {
         char mode[96];
         capture_mode_str(&c->cap, mode, sizeof(mode));
         collector_meta(c, "capture", mode);
@@ -1562,9 +1562,10 @@ int collector_open(struct collector *c, const struct collector_opts *o, struct c
                  (unsigned long)(clock_mono_ns() ^ ((uint64_t)getpid() << 20)) & 0xffffffff);
     clock_cal_init(&c->cal);
     c->t_start_ns = c->last_commit_ns = c->last_sync_ns = c->last_cal_ns = clock_mono_ns();
-    capture_init(&c->cap, &o->capture, c->t_start_ns);
+    /* --duty measures recording's cost: no capture ranges with it (main.c) */
+    capture_init(&c->cap, o->duty_ns ? &(struct capture_opts){0} : &o->capture, c->t_start_ns);
     c->paused = duty_phase(c, c->t_start_ns); /* before any shim maps a segment */
-    if (capture_active(&c->cap) && !c->o.duty_ns && !c->paused)
+    if (capture_active(&c->cap) && !c->paused)
         capture_set(&c->cap, 1, c->t_start_ns);
     rc = cs_store_open(c->st, o->path, &so, err);
     if (rc < 0)

@@ -1454,12 +1454,12 @@ static int open_run(struct model *m, int i, const char *path, struct cs_err *err
 }
 
 /* A run recorded in capture ranges (meta capture_ranges, "T0-T1,T0-T1"):
- * the analysed window is their hull, and what lies between them is known
- * as not recorded; none recorded, nothing is analysed. */
+ * the analysed window is their hull (none recorded: nothing is analysed).
+ * A malformed or unordered tail, or no memory for it, ends the list. */
 static void capture_window(struct m_run *r)
 {
     const char *s = cs_run_meta(r->run, "capture_ranges");
-    uint64_t prev = 0;
+    uint64_t lo = r->t0_ns, hi = r->t0_ns;
     size_t cap = 0;
 
     if (s == NULL)
@@ -1471,27 +1471,28 @@ static void capture_window(struct m_run *r)
         if (*end != '-')
             break;
         t1 = strtoull(end + 1, &end, 10);
-        if (t1 < t0 || t0 < prev || (*end && *end != ','))
+        if (t1 < t0 || (r->ncapture && t0 < r->capture[2 * r->ncapture - 1]) ||
+            (*end && *end != ',') ||
+            cs_grow((void **)&r->capture, &cap, 2 * ((size_t)r->ncapture + 1),
+                    sizeof(*r->capture)) < 0)
             break;
-        if (r->ncapture > 0) { /* the gap before this range; none kept when out of memory */
-            r->capture_gap_ns += t0 - prev;
-            if (cs_grow((void **)&r->capture_gaps, &cap, 2 * (size_t)r->ncapture,
-                        sizeof(*r->capture_gaps)) == 0)
-                r->capture_gaps[2 * r->ncapture - 2] = prev,
-                r->capture_gaps[2 * r->ncapture - 1] = t0;
-            else
-                break;
-        } else {
-            r->capture_lo_ns = t0;
-        }
+        r->capture[2 * r->ncapture] = t0, r->capture[2 * r->ncapture + 1] = t1;
         r->ncapture++;
-        r->capture_hi_ns = prev = t1;
         s = *end ? end + 1 : end;
     }
-    if (r->ncapture == 0)
-        r->capture_lo_ns = r->capture_hi_ns = r->t0_ns;
-    r->win_lo_ns = r->capture_lo_ns > r->win_lo_ns ? r->capture_lo_ns : r->win_lo_ns;
-    r->win_hi_ns = r->capture_hi_ns < r->win_hi_ns ? r->capture_hi_ns : r->win_hi_ns;
+    if (r->ncapture)
+        lo = r->capture[0], hi = r->capture[2 * r->ncapture - 1];
+    r->win_lo_ns = lo > r->win_lo_ns ? lo : r->win_lo_ns;
+    r->win_hi_ns = hi < r->win_hi_ns ? hi : r->win_hi_ns;
+}
+
+uint64_t model_capture_gap_ns(const struct m_run *r)
+{
+    uint64_t gap = 0;
+
+    for (uint32_t i = 1; i < r->ncapture; i++)
+        gap += r->capture[2 * i] - r->capture[2 * i - 1];
+    return gap;
 }
 
 /* Runs without t_end_ns meta (a crashed collector) end at their last record. */
@@ -1565,7 +1566,7 @@ void model_exit(struct model *m)
 {
     for (int i = 0; i < m->nruns; i++) {
         cs_run_free(m->runs[i].run);
-        free(m->runs[i].capture_gaps);
+        free(m->runs[i].capture);
     }
     free(m->runs);
     free(m->proc);

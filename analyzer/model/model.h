@@ -171,9 +171,11 @@ struct m_run {
      * capture_ranges): the window is their hull; is_capture 0: none */
     int is_capture;
     uint32_t ncapture;
-    uint64_t capture_lo_ns, capture_hi_ns, capture_gap_ns; /* hull; not recorded inside it */
-    uint64_t *capture_gaps; /* ncapture - 1 pairs: each gap's start, end (absolute) */
+    uint64_t *capture; /* ncapture pairs: each range's start, end (absolute), in order */
 };
+
+/** Time between run @p r's capture ranges (inside their hull): not recorded. */
+uint64_t model_capture_gap_ns(const struct m_run *r);
 
 struct model {
     struct analysis_opts opts;

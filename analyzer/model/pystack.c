@@ -127,12 +127,11 @@ static int is_graph_build(const char *rest, const char *func)
     return 0;
 }
 
-uint64_t pystack_ref_graph_key(const struct model *m, struct pystack_ref ref)
+/* The outermost of frames @p f (@p n, innermost first) in that code, or
+ * SIZE_MAX. */
+static size_t outermost_graph_frame(struct cs_run *r, const struct cs_frame *f, size_t n)
 {
-    size_t n, out = SIZE_MAX;
-    const struct cs_frame *f = ref_frames(m, ref, &n);
-    struct cs_run *r = m->runs[ref.run].run;
-    uint64_t key = 1469598103934665603ull; /* FNV-1a over the frames' ids */
+    size_t out = SIZE_MAX;
 
     for (size_t i = 0; f && i < n; i++) {
         const char *rest;
@@ -140,6 +139,16 @@ uint64_t pystack_ref_graph_key(const struct model *m, struct pystack_ref ref)
             is_graph_build(rest, cs_run_string(r, CS_FRAME_PY_FUNC(&f[i]))))
             out = i;
     }
+    return out;
+}
+
+uint64_t pystack_ref_graph_key(const struct model *m, struct pystack_ref ref)
+{
+    size_t n;
+    const struct cs_frame *f = ref_frames(m, ref, &n);
+    size_t out = outermost_graph_frame(m->runs[ref.run].run, f, n);
+    uint64_t key = 1469598103934665603ull; /* FNV-1a over the frames' ids */
+
     if (out == SIZE_MAX)
         return 0;
     for (size_t i = out; i < n && i <= out + 1; i++) {
@@ -159,12 +168,8 @@ int pystack_ref_role(const struct model *m, struct pystack_ref ref)
 
     if (ref.id == 0 || f == NULL)
         return PYSTACK_ROLE_USER;
-    for (size_t i = 0; i < n; i++) {
-        const char *rest;
-        if (is_python(&f[i]) && (rest = library_rest(cs_run_string(r, f[i].module_id))) &&
-            is_graph_build(rest, cs_run_string(r, CS_FRAME_PY_FUNC(&f[i]))))
-            return PYSTACK_ROLE_GRAPHS;
-    }
+    if (outermost_graph_frame(r, f, n) != SIZE_MAX)
+        return PYSTACK_ROLE_GRAPHS;
     for (size_t i = 0; i < n; i++) {
         const char *rest;
         if (!is_python(&f[i]))

@@ -234,8 +234,8 @@ static int in_capture_gap(const struct actx *x, const struct tcur *k, uint64_t a
 {
     const struct m_run *r = &x->m->runs[x->m->proc[x->m->thr[k->t].proc].run];
 
-    for (uint32_t i = 0; i + 1 < r->ncapture && r->capture_gaps; i++) {
-        uint64_t g0 = r->capture_gaps[2 * i], g1 = r->capture_gaps[2 * i + 1];
+    for (uint32_t i = 1; i < r->ncapture; i++) {
+        uint64_t g0 = r->capture[2 * i - 1], g1 = r->capture[2 * i];
         if (at < g0) {
             *until = g0 < *until ? g0 : *until;
             return 0;

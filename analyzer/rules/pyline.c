@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fmt.h"
+#include "graphs.h"
 #include "cudaspy/api.h"
 #include "model/stats.h"
 #include "pyline.h"
@@ -347,11 +348,6 @@ struct filter {
     uint64_t min_ns; /* outlier causes: the API's p99 */
 };
 
-static int is_capture_begin(const struct m_call *c)
-{
-    return c->api == CS_API_cuStreamBeginCapture_v2 || c->api == CS_API_cudaStreamBeginCapture;
-}
-
 static int call_in(const struct filter *fl, const struct m_call *c)
 {
     const struct cs_api_info *in = &cs_api_table[c->api];
@@ -366,7 +362,7 @@ static int call_in(const struct filter *fl, const struct m_call *c)
     case W_LAUNCH:
         return in->family == CS_FAM_LAUNCH;
     case W_GRAPH: /* the capture's begin names the captured code's line */
-        return in->family == CS_FAM_GRAPH || is_capture_begin(c);
+        return in->family == CS_FAM_GRAPH || graphs_is_capture_begin(c->api);
     case W_API:
         return (fl->api == CS_API_NONE || (c->api == fl->api && c->variant == fl->variant)) &&
                model_dur(c) >= fl->min_ns;
@@ -389,12 +385,12 @@ static uint64_t call_weight(const struct model *m, const struct filter *fl, uint
     const struct m_call *c = &m->call[ci];
     const struct m_thread *th = &m->thr[c->thr];
 
-    if (fl->w != W_GRAPH || !is_capture_begin(c))
+    if (fl->w != W_GRAPH || !graphs_is_capture_begin(c->api))
         return model_dur(c);
     for (uint64_t i = ci + 1; i < th->first_call + th->ncalls; i++) {
         const struct m_call *e = &m->call[i];
         if (!(e->flags & CS_CF_NESTED) && cs_api_table[e->api].family == CS_FAM_CAPTURE)
-            return is_capture_begin(e) ? model_dur(c) : e->t_exit_ns - c->t_enter_ns;
+            return graphs_is_capture_begin(e->api) ? model_dur(c) : e->t_exit_ns - c->t_enter_ns;
     }
     return model_dur(c);
 }
@@ -449,7 +445,7 @@ static json_t *site_json(const struct pyline *p, const struct model *m, const st
             snprintf(text + n, sizeof(text) - (size_t)n,
                      "; the next GPU work was enqueued at %s",
                      pystack_site_text(m, &p->row[row->next_row].site, next, sizeof(next)));
-    } else if (fl->w == W_GRAPH && is_capture_begin(&m->call[rep])) {
+    } else if (fl->w == W_GRAPH && graphs_is_capture_begin(m->call[rep].api)) {
         snprintf(text, sizeof(text), "%s capturing, from %s to its end, at %s (%.0f %%)", d,
                  api_name(&m->call[rep]), site, share * 100);
     } else {
