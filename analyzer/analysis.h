@@ -23,6 +23,8 @@ struct analysis_opts {
     int by_stream, by_kernel, by_pid; /* extra latency tables */
     int by_pyline;         /* latency per call site (rules/pyline.h) */
     const char *step;      /* --step: NVTX range name, "none", NULL = default (steps.h) */
+    int live;              /* read a run its collector still writes as it stands,
+                              without waiting for the collector (live/live.h) */
 };
 
 struct analysis;

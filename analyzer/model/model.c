@@ -1347,11 +1347,10 @@ static int stacks_resolve(struct model *m)
 
 /* ---- a run still being written ---- */
 
-/* Is the collector that writes @p r still at it: no clean_shutdown yet, and
- * its pid (meta collector_pid) on this host (meta host) a cudaspy-sampler?
+/* Is the collector that writes @p r still at it (model.h)?
  * LD_PRELOAD users analyse the moment their program exits, while the
  * collector it started still drains its rings into the file. */
-static int writer_alive(struct cs_run *r)
+int model_writer_alive(struct cs_run *r)
 {
     uint64_t pid = cs_run_meta_u64(r, "collector_pid", 0);
     const char *h = cs_run_meta(r, "host");
@@ -1383,7 +1382,7 @@ static int wait_writer(struct m_run *r, const char *path, struct cs_err *err)
     struct timespec nap = {0, 50 * 1000 * 1000}, t0, now;
     int rc = 0;
 
-    if (limit <= 0 || !writer_alive(r->run))
+    if (limit <= 0 || !model_writer_alive(r->run))
         return 0;
     fprintf(stderr, "cudaspy-analyze: %s: its collector (pid %" PRIu64 ") is still writing it: "
                     "waiting for it (up to %ld s)\n",
@@ -1397,8 +1396,8 @@ static int wait_writer(struct m_run *r, const char *path, struct cs_err *err)
         if ((rc = cs_run_open(r->run, path, err)) < 0)
             return rc;
         clock_gettime(CLOCK_MONOTONIC, &now);
-    } while (writer_alive(r->run) && now.tv_sec - t0.tv_sec < limit);
-    if (writer_alive(r->run))
+    } while (model_writer_alive(r->run) && now.tv_sec - t0.tv_sec < limit);
+    if (model_writer_alive(r->run))
         fprintf(stderr, "cudaspy-analyze: %s: still being written after %ld s: read as it "
                         "stands\n", path, limit);
     return 0;
@@ -1421,7 +1420,7 @@ static int open_run(struct model *m, int i, const char *path, struct cs_err *err
         err->msg[0] = '\0';
     reading = path;
     rc = cs_run_open(r->run, path, err);
-    if (rc == 0)
+    if (rc == 0 && !m->opts.live)
         rc = wait_writer(r, path, err);
     reading = NULL;
     if (rc < 0) {

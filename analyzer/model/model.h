@@ -244,6 +244,10 @@ const char *model_scratch_dir(void);
 int model_load(struct model *m, const char *const *paths, int n,
                const struct analysis_opts *o, struct cs_err *err);
 
+/** Is the collector that writes @p r still at it: no clean_shutdown yet,
+ * and its pid (meta collector_pid) a cudaspy-sampler on this host? */
+int model_writer_alive(struct cs_run *r);
+
 /** Path of the run file being read right now (for a fatal-signal message),
  * NULL when none is. */
 const char *model_reading(void);
