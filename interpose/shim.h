@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cudaspy/capture.h"
 #include "cudaspy/api.h"
 #include "cudaspy/record.h"
 #include "shim_ring.h"
@@ -504,6 +505,25 @@ static inline void shim_rec_capture(struct cs_rec_cuda *r)
         shim_capture_has_slow(shim_capture_key(r->stream)))
         r->flags |= CS_CF_CAPTURING;
 }
+
+/* ---- capture ranges the program bounds (shim_capture.c, docs/capture.md) ---- */
+
+/* enum cs_capture_kind (cudaspy/capture.h) when the program bounds the
+ * ranges, else CS_CAPTURE_NONE; set by the constructor (CUDASPY_CAPTURE) */
+extern int shim_cap_mode_;
+
+/** Constructor: the mode in CUDASPY_CAPTURE. */
+void shim_capture_init(void);
+/** cuProfilerStart (@p on 1) or cuProfilerStop returned or is called. */
+void shim_capture_profiler(int on) SHIM_COLD;
+/** The NVTX range that bounds the ranges (nvtx:, steps:); "" (steps:):
+ * the first range the program pushes at the top; NULL in other modes. */
+const char *shim_capture_range_name(void);
+/** A push of that range at @p t (@p top: at depth 0 of its domain).
+ * @return 1 when its pop is to be reported (it is inside a range) */
+int shim_capture_nvtx_push(uint64_t t, int top) SHIM_COLD;
+/** The pop of a range shim_capture_nvtx_push() returned 1 for, at @p t. */
+void shim_capture_nvtx_pop(uint64_t t) SHIM_COLD;
 
 /* ---- NVTX ranges (shim_nvtx.c, docs/shim.md) ---- */
 

@@ -103,12 +103,17 @@
     X(cuCtxPopCurrent_v2, 1) X(cuCtxDestroy_v2, 1)       \
     X(cuCtxCreate_v2, 3) X(cuCtxCreate_v3, 5) X(cuCtxCreate_v4, 4)
 
+/* The profiler API: not recorded; the calls bound the capture ranges of
+ * record --capture cudaProfilerApi (shim_capture.c). X(exported name, on) */
+#define SHIM_PROF_LIST(X) X(cuProfilerStart, 1) X(cuProfilerStop, 0)
+
 enum shim_drv_index {
 #define SHIM_IDX_(name, base, var, n, kind) SHIM_IDX_##name,
 #define SHIM_CTX_IDX_(name, n) SHIM_IDX_##name,
     SHIM_DRV_LIST(SHIM_IDX_)
     SHIM_INIT_LIST(SHIM_IDX_)
     SHIM_CTX_LIST(SHIM_CTX_IDX_)
+    SHIM_PROF_LIST(SHIM_CTX_IDX_)
 #undef SHIM_IDX_
 #undef SHIM_CTX_IDX_
     SHIM_NDRV
@@ -576,23 +581,39 @@ SHIM_INIT_LIST(SHIM_WRAP_HIDDEN_)
 #undef SHIM_WRAP_BODY_
 #undef SHIM_CALL_
 
-/* A context change: forget the thread's device, then the real call. */
-#define SHIM_CTX_WRAP_(name, n)                                                       \
+/* An unrecorded call and what it means: @p pre before the real call, @p post
+ * after it (rc holds its result). */
+#define SHIM_BARE_WRAP_(name, n, pre, post)                                           \
     SHIM_EXPORT int shim_w_##name(P##n) __asm__(#name);                               \
     int shim_w_##name(P##n)                                                           \
     {                                                                                 \
         shim_fn##n real = (shim_fn##n)atomic_load_explicit(                          \
             &shim_drv_real[SHIM_IDX_##name], memory_order_acquire);                   \
+        int rc;                                                                       \
         if (SHIM_UNLIKELY(real == NULL)) {                                            \
             real = (shim_fn##n)shim_drv_resolve_slow(SHIM_IDX_##name);                \
             if (real == NULL)                                                         \
                 return SHIM_CUDA_ERROR_NOT_FOUND;                                     \
         }                                                                             \
-        shim_t_.dev = 0;                                                              \
-        return real(A##n);                                                            \
+        pre;                                                                          \
+        rc = real(A##n);                                                              \
+        post;                                                                         \
+        return rc;                                                                    \
     }
+
+/* A context change: forget the thread's device, then the real call. */
+#define SHIM_CTX_WRAP_(name, n) SHIM_BARE_WRAP_(name, n, shim_t_.dev = 0, (void)rc)
 SHIM_CTX_LIST(SHIM_CTX_WRAP_)
 #undef SHIM_CTX_WRAP_
+
+/* The profiler API: a range of --capture cudaProfilerApi opens when
+ * cuProfilerStart has succeeded and closes before cuProfilerStop. */
+#define SHIM_PROF_WRAP_(name, on)                                                     \
+    SHIM_BARE_WRAP_(name, 0, if (!(on)) shim_capture_profiler(0),                     \
+                    if ((on) && rc == 0) shim_capture_profiler(1))
+SHIM_PROF_LIST(SHIM_PROF_WRAP_)
+#undef SHIM_PROF_WRAP_
+#undef SHIM_BARE_WRAP_
 
 static const struct {
     const char *name;
@@ -603,6 +624,7 @@ static const struct {
     SHIM_DRV_LIST(SHIM_ROW_)
     SHIM_INIT_LIST(SHIM_ROW_)
     SHIM_CTX_LIST(SHIM_CTX_ROW_)
+    SHIM_PROF_LIST(SHIM_CTX_ROW_)
 #undef SHIM_ROW_
 #undef SHIM_CTX_ROW_
 };

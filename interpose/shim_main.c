@@ -114,9 +114,11 @@ __attribute__((constructor)) static void shim_init(void)
 
     shim_pid_ = (uint32_t)getpid();
     shim_dlsym_init_slow();
+    shim_capture_init();
     if (env_on("CUDASPY_DISABLE") || in_sampler() || shim_gpu_init() < 0 ||
         shim_nvtx_init(shim_gpu_preloaded()) < 0) {
         atomic_store(&shim_off_, 1);
+        shim_cap_mode_ = CS_CAPTURE_NONE;
         errno = err;
         return;
     }

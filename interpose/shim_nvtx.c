@@ -35,6 +35,7 @@
 #define NV_SE_PROBES 16u
 #define NV_EXIT_MAX 1024u     /* open push/pop ranges written at process exit */
 #define NV_INHERITED 0x80u    /* frame flag: pushed by the parent before fork (not written) */
+#define NV_CAPTURE 0x40u      /* frame flag: its pop may close a capture range (shim_capture.c) */
 
 /* An interned string; its address is the handle of a domain or registered
  * string. Written under shim_lock(), read lock-free: key last (release). */
@@ -68,6 +69,8 @@ static __thread struct nv_stack *nv_stk;    /* this thread's, NULL before its fi
 static pthread_key_t nv_key;
 static int nv_enabled;                      /* the constructor let NVTX in (shim_nvtx_init) */
 static _Atomic int nv_once_deep, nv_once_strs, nv_once_se, nv_once_mem;
+static uint64_t nv_cap_key;                 /* the capture's range name, hashed; 0: none or default */
+static _Atomic uint32_t nv_cap_id;          /* its name id, once known */
 
 /* ---- strings ---- */
 
@@ -270,7 +273,7 @@ static inline void nv_push(struct cs_rec_nvtx *r)
     uint64_t end;
 
     r->pid = SHIM_LIKELY(shim_pid_ != 0) ? shim_pid_ : shim_pid_slow();
-    r->flags &= (uint8_t)~NV_INHERITED;
+    r->flags &= (uint8_t)~(NV_INHERITED | NV_CAPTURE);
     r->pad = 0;
     if (SHIM_UNLIKELY(p->ctl == NULL) && (p = shim_ring_attach_slow()) == NULL)
         return;
@@ -309,6 +312,24 @@ static void nv_mark(const void *domain, const nvtxEventAttributes_t *a, const ch
 }
 
 /* ---- push/pop: a stack per thread ---- */
+
+/* Is @p f, just pushed, the range that bounds capture ranges? Its name id
+ * is looked up once the program has used the name; steps: with no name
+ * take the first range pushed at the top of the default domain. */
+static int nv_cap_match(const struct cs_rec_nvtx *f) SHIM_COLD;
+static int nv_cap_match(const struct cs_rec_nvtx *f)
+{
+    uint32_t id = atomic_load_explicit(&nv_cap_id, memory_order_relaxed), none = 0;
+    struct nv_str *s;
+
+    if (id == 0 && nv_cap_key && (s = nv_find(nv_cap_key)) != NULL)
+        id = nv_id(s);
+    else if (id == 0 && !nv_cap_key && f->depth == 0 && f->domain_id == 0 && f->name_id)
+        id = f->name_id;
+    if (id && atomic_compare_exchange_strong(&nv_cap_id, &none, id) == 0)
+        id = none; /* another thread decided first */
+    return id && f->name_id == id;
+}
 
 static void nv_stack_free(void *arg);
 
@@ -364,6 +385,9 @@ static int nv_push_range(const void *domain, const nvtxEventAttributes_t *a, con
     f->depth = (uint16_t)depth;
     nv_what(f, a, ascii, wide);
     f->t_start_ns = shim_ring_now();
+    if (SHIM_UNLIKELY(shim_cap_mode_ >= CS_CAPTURE_NVTX) && nv_cap_match(f) &&
+        shim_capture_nvtx_push(f->t_start_ns, depth == 0))
+        f->flags |= NV_CAPTURE;
     atomic_store_explicit(&s->n, n + 1, memory_order_release);
     return depth;
 }
@@ -373,7 +397,7 @@ static int nv_pop_range(const void *domain)
     struct nv_stack *s = nv_stk;
     struct cs_rec_nvtx r;
     uint64_t t = shim_ring_now();
-    uint32_t n, i, dom;
+    uint32_t n, i, dom, bounds;
 
     if (s == NULL)
         return -1;
@@ -390,10 +414,13 @@ static int nv_pop_range(const void *domain)
     if (SHIM_UNLIKELY(i != n - 1))
         memmove(&s->f[i], &s->f[i + 1], (n - 1 - i) * sizeof(s->f[0]));
     atomic_store_explicit(&s->n, n - 1, memory_order_release);
+    bounds = r.flags & NV_CAPTURE;
     if (!(r.flags & NV_INHERITED) && shim_recording()) {
         r.t_end_ns = t;
         nv_push(&r);
     }
+    if (SHIM_UNLIKELY(bounds))
+        shim_capture_nvtx_pop(t);
     return r.depth;
 }
 
@@ -668,6 +695,10 @@ int shim_nvtx_init(int preloaded)
         return 0;
     if (env == NULL || *env == '\0')
         setenv("NVTX_INJECTION64_PATH", self, 1);
+    if (shim_capture_range_name() && *shim_capture_range_name()) {
+        size_t len;
+        nv_cap_key = nv_hash_a(shim_capture_range_name(), &len);
+    }
     nv_enabled = 1;
     return 0;
 }

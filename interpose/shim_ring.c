@@ -742,6 +742,22 @@ int shim_ring_push_raw(uint16_t type, const void *body, size_t len)
     return 0;
 }
 
+void shim_ring_capture(int on, uint64_t t)
+{
+    struct cs_ent_capture c = {.t_ns = t, .on = (uint32_t)on};
+    int err = errno;
+
+    pthread_mutex_lock(&g.lock);
+    g.start_paused = !on;
+    for (uint32_t s = 0; s < g.nseg; s++)
+        for (uint32_t i = 0; i < SEG_NSUB; i++)
+            atomic_store_explicit(&cs_seg_sub(g.seg[s], i)->paused, (uint32_t)!on,
+                                  memory_order_relaxed);
+    pthread_mutex_unlock(&g.lock);
+    (void)shim_ring_push_raw(CS_ENT_CAPTURE, &c, sizeof(c));
+    errno = err;
+}
+
 int shim_ring_push_thread(const char *name)
 {
     struct cs_ring_prod *p = shim_ring_tls();

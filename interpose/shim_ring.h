@@ -301,6 +301,12 @@ int shim_ring_push_stack(uint32_t local_id, const struct cs_frame *f, uint32_t n
  * do). @return 0, -ENOSPC (ring full: counted as a drop) or -ENOTCONN */
 int shim_ring_push_raw(uint16_t type, const void *body, size_t len);
 
+/** The program opened (@p on 1) or closed a capture range at @p t (this
+ * process's clock): every sub-ring of the process, and those it maps
+ * later, record (or not) from now on, and a CS_ENT_CAPTURE entry tells the
+ * collector, in order with this thread's records. Slow path. */
+void shim_ring_capture(int on, uint64_t t);
+
 /** Name the calling thread in the run (up to 15 bytes of @p name). The slow
  * path already sends the name the thread had when it attached; call this
  * after a rename. Returns as push_name. */

@@ -19,7 +19,7 @@ void capture_init(struct capture *k, const struct capture_opts *o, uint64_t t_st
 
 int capture_active(const struct capture *k)
 {
-    return k->o.delay_ns || k->o.duration_ns || k->o.signal;
+    return k->o.delay_ns || k->o.duration_ns || k->o.signal || k->o.program;
 }
 
 int capture_want(const struct capture *k, uint64_t now_ns)
@@ -30,7 +30,7 @@ int capture_want(const struct capture *k, uint64_t now_ns)
         return 1;
     if (now_ns < from || (k->o.duration_ns && now_ns >= from + k->o.duration_ns))
         return 0;
-    return k->o.signal ? k->sig_on : 1;
+    return k->o.signal ? k->sig_on : k->o.program ? k->prog_on : 1;
 }
 
 int capture_set(struct capture *k, int on, uint64_t now_ns)
@@ -61,6 +61,11 @@ int capture_holds(const struct capture *k, uint64_t t_ns)
 void capture_signal(struct capture *k, int on)
 {
     k->sig_on = on;
+}
+
+void capture_mark(struct capture *k, int on)
+{
+    k->prog_on = on;
 }
 
 uint64_t capture_next_ns(const struct capture *k, uint64_t now_ns)
@@ -98,6 +103,8 @@ void capture_mode_str(const struct capture *k, char *buf, size_t n)
     buf[0] = '\0';
     if (k->o.signal)
         len += (size_t)snprintf(buf, n, "signal");
+    if (k->o.program)
+        len += (size_t)snprintf(buf, n, "%s", k->o.spec);
     if (k->o.delay_ns && len < n)
         len += (size_t)snprintf(buf + len, n - len, "%sdelay %.3g s", len ? ", " : "",
                                 (double)k->o.delay_ns / 1e9);

@@ -1,6 +1,8 @@
 /* capture.h: which parts of a run are recorded (issue 33): capture ranges
- * set by time (--delay, --duration) or from outside (--capture signal:
- * SIGUSR1 starts, SIGUSR2 stops; `cudaspy ctl PID start|stop`). The
+ * set by time (--delay, --duration), from outside (--capture signal:
+ * SIGUSR1 starts, SIGUSR2 stops; `cudaspy ctl PID start|stop`) or by the
+ * program (--capture cudaProfilerApi, nvtx:NAME, steps:A-B: its shims turn
+ * their own recording on and off and send a CS_ENT_CAPTURE entry). The
  * collector asks capture_want() at every tick and pauses the shims and the
  * perf events outside the ranges, as record --duty does in its off phases;
  * the ranges it recorded go to the run meta (capture_ranges) and the
@@ -11,10 +13,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cudaspy/capture.h"
+
 struct capture_opts {
     uint64_t delay_ns;    /* nothing recorded before t_start + delay */
     uint64_t duration_ns; /* > 0: nothing after t_start + delay + duration */
     int signal;           /* recording starts stopped; capture_signal() drives it */
+    int program;          /* the program bounds the ranges (cudaProfilerApi, nvtx:,
+                             steps:): its shims send them, capture_mark() follows */
+    char spec[CS_CAPTURE_NAME_MAX + 64]; /* --capture's words as given (program modes) */
 };
 
 struct capture_range {
@@ -25,6 +32,7 @@ struct capture {
     struct capture_opts o;
     uint64_t t_start_ns;
     int sig_on;            /* the last of start (1) and stop (0) asked from outside */
+    int prog_on;           /* the last bound the program set (o.program) */
     int on;                /* recording now */
     struct capture_range *r;
     size_t n, cap;
@@ -50,6 +58,9 @@ int capture_holds(const struct capture *k, uint64_t t_ns);
 
 /** A start (1) or stop (0) asked from outside (--capture signal). */
 void capture_signal(struct capture *k, int on);
+
+/** A range the program opened (1) or closed (0) (o.program). */
+void capture_mark(struct capture *k, int on);
 
 /** Nanoseconds from @p now_ns to the next time capture_want() may change
  * by itself (the delay's or the duration's end); UINT64_MAX: none. */

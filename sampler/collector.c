@@ -544,7 +544,7 @@ static int ent_cuda(struct drain_ctx *d, const struct cs_ring_ent *e)
         r->t_enter_ns = clock_tsc_to_ns(&d->c->cal, r->t_enter_ns);
         r->t_exit_ns = clock_tsc_to_ns(&d->c->cal, r->t_exit_ns);
     }
-    if (capture_active(&d->c->cap) &&
+    if (capture_active(&d->c->cap) && !d->c->cap.o.program && /* the shims keep those */
         !capture_holds(&d->c->cap, r->t_enter_ns)) {
         k->n--; /* entered outside every capture range (capture.h) */
         d->c->capture_outside++;
@@ -617,6 +617,25 @@ static int ent_nvtx(struct drain_ctx *d, const struct cs_ring_ent *e)
     }
     if (w->r.t_end_ns < w->r.t_start_ns)
         w->r.t_end_ns = w->r.t_start_ns;
+    return 0;
+}
+
+static void capture_mark_at(struct collector *c, int on, uint64_t t_ns);
+
+/* The program opened or closed a capture range (record --capture
+ * cudaProfilerApi, nvtx:, steps:): its shim has set its own rings; every
+ * other process and the host sampler follow from here. */
+static int ent_capture(struct drain_ctx *d, const struct cs_ring_ent *e)
+{
+    struct cs_ent_capture m;
+
+    if (e->len != sizeof(*e) + sizeof(m))
+        return -1;
+    memcpy(&m, e + 1, sizeof(m));
+    if (d->s->clock == CS_CLOCK_TSC)
+        m.t_ns = clock_tsc_to_ns(&d->c->cal, m.t_ns);
+    if (d->c->cap.o.program)
+        capture_mark_at(d->c, m.on != 0, m.t_ns);
     return 0;
 }
 
@@ -733,6 +752,7 @@ static int on_entry(const struct cs_ring_ent *e, void *arg)
     case CS_ENT_GPU: rc = ent_gpu(d, e); break;
     case CS_ENT_GPUCOV: rc = ent_gpucov(d, e); break;
     case CS_ENT_NVTX: rc = ent_nvtx(d, e); break;
+    case CS_ENT_CAPTURE: rc = ent_capture(d, e); break;
     default: break; /* CS_ENT_DROPS and newer types: nothing to do */
     }
     if (rc < 0)
@@ -1287,6 +1307,21 @@ static void duty_tick(struct collector *c, uint64_t now_ns)
         capture_set(&c->cap, !ph, now_ns);
         capture_meta(c, now_ns);
     }
+}
+
+/* A bound the program set at @p t_ns: never before the last range's
+ * edge (another process's bound may come late), never in the future. */
+static void capture_mark_at(struct collector *c, int on, uint64_t t_ns)
+{
+    uint64_t now = clock_mono_ns();
+
+    if (c->cap.n) {
+        const struct capture_range *r = &c->cap.r[c->cap.n - 1];
+        uint64_t edge = r->t1_ns ? r->t1_ns : r->t0_ns;
+        t_ns = t_ns < edge ? edge : t_ns;
+    }
+    capture_mark(&c->cap, on);
+    duty_tick(c, t_ns > now ? now : t_ns);
 }
 
 void collector_capture_signal(struct collector *c, int on, uint64_t now_ns)

@@ -103,9 +103,13 @@ static void usage(FILE *f)
 "                      also CUDASPY_DELAY)\n"
 "      --duration S    record for S seconds after the delay, then nothing\n"
 "                      (also CUDASPY_DURATION)\n"
-"      --capture signal  record only between a SIGUSR1 (start) and a SIGUSR2\n"
-"                      (stop) sent to this process, as often as they come\n"
-"                      (`cudaspy ctl PID start|stop`; also CUDASPY_CAPTURE)\n"
+"      --capture MODE  record only the ranges MODE names (also CUDASPY_CAPTURE):\n"
+"                      signal: between a SIGUSR1 (start) and a SIGUSR2 (stop)\n"
+"                      sent to this process (`cudaspy ctl PID start|stop`);\n"
+"                      cudaProfilerApi: between the program's cudaProfilerStart\n"
+"                      and cudaProfilerStop; nvtx:NAME[:N]: the first N NVTX\n"
+"                      ranges NAME (1); steps:A-B[:NAME]: steps A to B, each a\n"
+"                      top-level NVTX range NAME (default: the first one pushed)\n"
 "      --max-map-mb N  the map never grows past N MiB: recording stops there\n"
 "                      (also CUDASPY_MAX_MAP_MB; default no limit)\n"
 "      --max-size SIZE flight recorder: keep the run file near SIZE (200M, 2G;\n"
@@ -197,9 +201,13 @@ static int parse_capture(struct sampler_args *a, int opt, const char *what, cons
     uint64_t *to = opt == OPT_DELAY ? &a->capture.delay_ns : &a->capture.duration_ns;
 
     if (opt == OPT_CAPTURE) {
-        if (strcmp(arg, "signal") != 0)
-            return usage_error("invalid capture '%s' (signal)", arg);
-        a->capture.signal = 1;
+        struct cs_capture_spec c;
+        if (cs_capture_parse(arg, &c) < 0 || strlen(arg) >= sizeof(a->capture.spec))
+            return usage_error("invalid capture '%s' (signal, cudaProfilerApi, nvtx:NAME[:N], "
+                               "steps:A-B[:NAME])", arg);
+        a->capture.signal = c.kind == CS_CAPTURE_SIGNAL;
+        a->capture.program = cs_capture_by_program(c.kind);
+        snprintf(a->capture.spec, sizeof(a->capture.spec), "%s", arg);
         return 0;
     }
     if (parse_secs(arg, to) < 0 || (opt == OPT_DURATION && *to == 0)) {
@@ -218,7 +226,7 @@ static int capture_env(struct sampler_args *a)
         {OPT_DELAY, "CUDASPY_DELAY"}, {OPT_DURATION, "CUDASPY_DURATION"},
         {OPT_CAPTURE, "CUDASPY_CAPTURE"}};
     const uint64_t set[] = {a->capture.delay_ns, a->capture.duration_ns,
-                            (uint64_t)a->capture.signal};
+                            (uint64_t)(a->capture.signal || a->capture.program)};
     const char *v;
     int rc;
 
@@ -342,7 +350,8 @@ static int parse_args(int argc, char **argv, struct sampler_args *a)
         return rc;
     if ((rc = capture_env(a)) < 0)
         return rc;
-    if (a->duty_ns && (a->capture.delay_ns || a->capture.duration_ns || a->capture.signal))
+    if (a->duty_ns && (a->capture.delay_ns || a->capture.duration_ns || a->capture.signal ||
+                       a->capture.program))
         return usage_error("%s", "--duty measures the cost of recording: no capture ranges "
                                  "with it");
     if ((env = getenv("CUDASPY_QUIET")) && strcmp(env, "1") == 0)
@@ -371,10 +380,12 @@ static void child_exec(struct sampler_args *a, const char *addr, int gate)
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
     setenv("CUDASPY_SOCK", addr, 1);
-    if (a->capture.delay_ns || a->capture.signal) /* the shims start paused (capture.h) */
-        setenv("CUDASPY_PAUSED", "1", 1);
+    if (a->capture.delay_ns || a->capture.signal || a->capture.program)
+        setenv("CUDASPY_PAUSED", "1", 1); /* the shims start paused (capture.h) */
     else
         unsetenv("CUDASPY_PAUSED");
+    if (a->capture.program) /* the shims watch for the program's bounds */
+        setenv("CUDASPY_CAPTURE", a->capture.spec, 1);
     if (a->preload) {
         size_t n = strlen(a->preload) + (old ? strlen(old) + 1 : 0) + 1;
         char *v = malloc(n);

@@ -13,6 +13,12 @@ add_executable(client_nvtx ${CMAKE_CURRENT_LIST_DIR}/fake/client_nvtx.c)
 fake_output(client_nvtx)
 target_link_libraries(client_nvtx PRIVATE pthread ${CMAKE_DL_LIBS})
 
+# A loop that bounds its own capture ranges (NVTX steps, cudaProfilerStart).
+fake_client(capture_workload capture_workload.c)
+target_include_directories(capture_workload PRIVATE ${CS_CUDA_INC})
+target_link_libraries(capture_workload PRIVATE fake_cudart ${CMAKE_DL_LIBS})
+add_dependencies(capture_workload fake_cuda)
+
 add_executable(test_nvtx_check ${CMAKE_CURRENT_LIST_DIR}/unit/test_nvtx_check.c)
 target_link_libraries(test_nvtx_check PRIVATE cs_runfile)
 
@@ -26,3 +32,10 @@ foreach(mode record preload disable)
            COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli/shim_nvtx.sh ${CMAKE_BINARY_DIR} ${mode} 4 50)
   set_tests_properties(cli.shim_nvtx_${mode} PROPERTIES LABELS "cli" TIMEOUT 120)
 endforeach()
+
+# cli.capture_program: capture ranges the program bounds (issue 33): steps
+# (NVTX), cudaProfilerApi and nvtx:NAME:N record exactly the launches and
+# steps they name (capture_program.sh)
+add_test(NAME cli.capture_program
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli/capture_program.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(cli.capture_program PROPERTIES LABELS "cli" TIMEOUT 120)

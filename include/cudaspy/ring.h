@@ -48,7 +48,8 @@ enum cs_ent_type {
     CS_ENT_DROPS = 5,  /* struct cs_ent_drops: producer-side drop summary */
     CS_ENT_GPU = 6,    /* struct cs_rec_gpu (times CLOCK_MONOTONIC, name_id process-local) */
     CS_ENT_GPUCOV = 7, /* struct cs_rec_gpucov (times CLOCK_MONOTONIC, reason_id local) */
-    CS_ENT_NVTX = 8    /* struct cs_rec_nvtx (times in the segment's clock, ids local) */
+    CS_ENT_NVTX = 8,   /* struct cs_rec_nvtx (times in the segment's clock, ids local) */
+    CS_ENT_CAPTURE = 9 /* struct cs_ent_capture: the program opened or closed a capture range */
 };
 
 struct cs_ring_ent {
@@ -91,6 +92,16 @@ struct cs_ent_thread {
 
 struct cs_ent_drops {
     uint64_t dropped; /* total records this process dropped so far */
+};
+
+/* A capture range the program itself bounds (record --capture
+ * cudaProfilerApi, nvtx:NAME, steps:A-B; docs/capture.md): the shim has
+ * already set its own process's sub-rings to match; the collector follows
+ * with every other process and the host sampler. */
+struct cs_ent_capture {
+    uint64_t t_ns;  /* when (the segment's clock) */
+    uint32_t on;    /* 1 = a range opens, 0 = it closes */
+    uint32_t pad;
 };
 
 /* ---- shared-memory segment ---- */

@@ -9,6 +9,7 @@
 #define __CUDA_API_VERSION_INTERNAL 1 /* declare every variant, as NVIDIA's build does */
 #include <cuda.h>
 #include <cudaTypedefs.h>
+#include <cudaProfilerTypedefs.h>
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -8,6 +8,8 @@
  * loads it this way; cuda.h documents cuGetProcAddress's base names. */
 #define __CUDA_API_VERSION_INTERNAL 1 /* declare legacy and _ptsz/_ptds entry points */
 #include <cuda_runtime_api.h>
+#include <cuda_profiler_api.h>
+#include <cudaProfilerTypedefs.h>
 #include <cudaTypedefs.h>
 
 #include "fake_dlopen.h"
@@ -81,7 +83,9 @@ cudaError_t CUDARTAPI __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, di
     X(graph_exec_destroy, cuGraphExecDestroy, 10000, 0)          \
     X(library_load, cuLibraryLoadData, 12000, 0)                 \
     X(library_get_kernel, cuLibraryGetKernel, 12000, 0)          \
-    X(kernel_get_name, cuKernelGetName, 12030, 0)
+    X(kernel_get_name, cuKernelGetName, 12030, 0)                \
+    X(profiler_start, cuProfilerStart, 4000, 0)                  \
+    X(profiler_stop, cuProfilerStop, 4000, 0)
 
 /* [0] legacy export, [1] per-thread twin (same signature). */
 static struct {
@@ -194,7 +198,7 @@ static cudaError_t rt_drv(CUresult rc)
     X(cudaFuncGetName)                                                                        \
     X(cudaGetDriverEntryPointByVersion) X(cudaGetDriverEntryPointByVersion_ptsz)              \
     X(cudaSetDevice) X(cudaGetDevice) X(cudaGetDeviceCount) X(cudaDriverGetVersion)           \
-    X(cudaMemGetInfo)
+    X(cudaMemGetInfo) X(cudaProfilerStart) X(cudaProfilerStop)
 
 enum rt_id {
 #define RT_ENUM(name) RT_ID_##name,
@@ -370,6 +374,19 @@ RT_API cudaError_t CUDARTAPI cudaMemGetInfo(size_t *free_bytes, size_t *total_by
 {
     RT_ENTER(cudaMemGetInfo);
     return rt_drv(drv.mem_get_info[0](free_bytes, total_bytes));
+}
+
+/* cudaProfilerStart/Stop: the driver's, as the real runtime's (torch.cuda.profiler). */
+RT_API cudaError_t CUDARTAPI cudaProfilerStart(void)
+{
+    RT_ENTER(cudaProfilerStart);
+    return rt_drv(drv.profiler_start[0]());
+}
+
+RT_API cudaError_t CUDARTAPI cudaProfilerStop(void)
+{
+    RT_ENTER(cudaProfilerStop);
+    return rt_drv(drv.profiler_stop[0]());
 }
 
 /* ---- copies and memsets ---- */

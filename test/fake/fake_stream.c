@@ -127,6 +127,20 @@ FAKE_API CUresult CUDAAPI cuCtxSynchronize(void)
     return ctx_sync();
 }
 
+/* The profiler API: nothing to start; the tool that wraps it (the shim's
+ * --capture cudaProfilerApi) is what a test watches. */
+FAKE_API CUresult CUDAAPI cuProfilerStart(void)
+{
+    FAKE_ENTER(cuProfilerStart);
+    return CUDA_SUCCESS;
+}
+
+FAKE_API CUresult CUDAAPI cuProfilerStop(void)
+{
+    FAKE_ENTER(cuProfilerStop);
+    return CUDA_SUCCESS;
+}
+
 FAKE_API CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx)
 {
     FAKE_ENTER(cuCtxSynchronize_v2);
