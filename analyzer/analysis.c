@@ -266,6 +266,12 @@ static void missing_of(const struct model *m, int i, json_t *list)
     if (r->is_capture && r->ncapture == 0)
         MISSING("%sno capture range was recorded (record --delay, --duration, --capture): "
                 "nothing to analyse", pre);
+    else if (r->is_kept)
+        MISSING("%s%.2f s between the window the trigger kept (record --keep-on '%s') and the "
+                "tail was evicted: the analysis spans both, and splits that time as it splits "
+                "the recorded one", pre, (double)model_capture_gap_ns(r) / 1e9,
+                cs_run_meta(r->run, "flight_keep_on") ? cs_run_meta(r->run, "flight_keep_on")
+                                                      : "?");
     else if (model_capture_gap_ns(r))
         MISSING("%s%.2f s between the %u capture ranges was not recorded: the analysis spans "
                 "them all, and splits that time as it splits the recorded one",
@@ -405,7 +411,7 @@ static json_t *file_json(const struct model *m, int i)
  * ranges (ns from the run's start) and what the hull holds unrecorded. */
 static json_t *capture_json(const struct m_run *r)
 {
-    const char *mode = cs_run_meta(r->run, "capture");
+    const char *mode = cs_run_meta(r->run, r->is_kept ? "flight_keep_on" : "capture");
     json_t *o = json_object(), *ranges = json_array();
     uint64_t recorded = 0;
 
@@ -416,6 +422,8 @@ static json_t *capture_json(const struct m_run *r)
         recorded += t1 - t0;
     }
     json_object_set_new(o, "mode", json_string(mode ? mode : ""));
+    if (r->is_kept) /* a size-capped run's trigger: the kept window, then the tail */
+        json_object_set_new(o, "keep_on", json_true());
     json_object_set_new(o, "ranges", ranges);
     json_object_set_new(o, "recorded_ns", json_integer((json_int_t)recorded));
     json_object_set_new(o, "not_recorded_ns", json_integer((json_int_t)model_capture_gap_ns(r)));

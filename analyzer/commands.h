@@ -11,5 +11,6 @@ int summary_main(int argc, char **argv); /* summary --save base.json RUN (gate.c
 int export_main(int argc, char **argv);  /* export --chrome OUT.json RUN (export_chrome.c) */
 int html_main(int argc, char **argv);    /* report --html OUT.html RUN (report_html.c) */
 int mcp_main(int argc, char **argv);     /* mcp RUN.lmdb... (mcp.c) */
+int watch_main(int argc, char **argv);   /* watch --keep-on EXPR RUN (live/watch.c) */
 
 #endif

@@ -4,7 +4,9 @@
  * (no preload), disabled (LD_PRELOAD, CUDASPY_DISABLE=1), recording
  * (cudaspy record: collector running, full records) and paused (cudaspy
  * record --capture signal, never started: every call outside a capture
- * range, what issue 33 holds to the disabled cost). Each child times
+ * range, what issue 33 holds to the disabled cost; BENCH_CAPTURE=MODE
+ * another --capture mode, e.g. steps:1000000-1000001, whose step range is
+ * the bench's NVTX push). Each child times
  * batches of calls per operation and reports the median ns per call; the
  * figure is the median over rounds of (mode - plain).
  * With EVICT_KB > 0 every call is timed alone, after the child has written
@@ -281,7 +283,8 @@ static void child_exec(const struct bench *b, enum mode m, int out_fd)
               "--child", nb, nc, ne, (char *)NULL);
     else if (m == MODE_PAUSED)
         execl(launcher, "cudaspy", "record", "-o", b->run, "--no-host", "-q", "--capture",
-              "signal", "--", self, "--child", nb, nc, ne, (char *)NULL);
+              getenv("BENCH_CAPTURE") ? getenv("BENCH_CAPTURE") : "signal", "--", self,
+              "--child", nb, nc, ne, (char *)NULL);
     else
         execl(self, "bench_shim", "--child", nb, nc, ne, (char *)NULL);
     _exit(127);

@@ -22,7 +22,7 @@
 static const char usage_text[] =
     "Usage: cudaspy record [-o FILE] [--no-host] [--gpu-activity MODE] [--duty MS] [-q]\n"
     "                      [--max-size SIZE] [--delay S] [--duration S]\n"
-    "                      [--capture signal] -- COMMAND [ARGS...]\n"
+    "                      [--capture MODE] [--keep-on EXPR] -- COMMAND [ARGS...]\n"
     "\n"
     "Run COMMAND with the CUDA shim preloaded and record its CUDA calls and host\n"
     "scheduling into one run file.\n"
@@ -38,13 +38,20 @@ static const char usage_text[] =
     "              flight recorder for long jobs: the run file stays near SIZE (200M,\n"
     "              2G; at least 1M) with every record of the last part of the run\n"
     "              and per-second aggregates of all of it (CUDASPY_MAX_SIZE)\n"
+    "  --keep-on EXPR\n"
+    "              with --max-size: keep the detail around the first moment EXPR\n"
+    "              held (step_p99>1.5x, step_p50>20ms, high: a new HIGH finding)\n"
+    "              instead of only the tail (CUDASPY_KEEP_ON)\n"
     "  --delay S   record nothing for the first S seconds (decimals: 1.5)\n"
     "  --duration S\n"
     "              record for S seconds after the delay, then nothing\n"
-    "  --capture signal\n"
-    "              record only between 'cudaspy ctl PID start' and 'stop' (SIGUSR1,\n"
-    "              SIGUSR2 to the sampler), as often as they come; the analysis\n"
-    "              looks at the recorded ranges alone (docs/capture.md)\n"
+    "  --capture MODE\n"
+    "              record only the ranges MODE names; the analysis looks at them\n"
+    "              alone (docs/capture.md). signal: between 'cudaspy ctl PID start'\n"
+    "              and 'stop'; cudaProfilerApi: between the program's\n"
+    "              cudaProfilerStart and Stop; nvtx:NAME[:N]: the first N NVTX\n"
+    "              ranges NAME; steps:A-B[:NAME]: steps A to B, each a top-level\n"
+    "              NVTX range NAME (default: the first one the program pushes)\n"
     "  -q          no summary line at the end\n"
     "\n"
     "Environment: CUDASPY_SAMPLER overrides the sampler path (default: next to\n"
@@ -165,7 +172,8 @@ static const char *takes_value(const char *opt)
 {
     static const char *const o[][2] = {
         {"-o", "a file name"}, {"--duty", "milliseconds"}, {"--delay", "seconds"},
-        {"--duration", "seconds"}, {"--capture", "a mode (signal)"}};
+        {"--duration", "seconds"}, {"--capture", "a mode (signal, steps:A-B...)"},
+        {"--keep-on", "an expression (step_p99>1.5x)"}};
 
     for (size_t i = 0; i < sizeof(o) / sizeof(o[0]); i++)
         if (strcmp(opt, o[i][0]) == 0)

@@ -1324,6 +1324,18 @@ static void capture_mark_at(struct collector *c, int on, uint64_t t_ns)
     duty_tick(c, t_ns > now ? now : t_ns);
 }
 
+int collector_flight_keep(struct collector *c, uint64_t t0_ns, uint64_t t1_ns)
+{
+    char v[48];
+
+    if (c->fl == NULL)
+        return -EINVAL;
+    cs_store_evict_keep(c->st, t0_ns, t1_ns);
+    snprintf(v, sizeof(v), "%" PRIu64 "-%" PRIu64, t0_ns, t1_ns);
+    collector_meta(c, "flight_kept", v);
+    return 0;
+}
+
 void collector_capture_signal(struct collector *c, int on, uint64_t now_ns)
 {
     capture_signal(&c->cap, on);

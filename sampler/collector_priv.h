@@ -80,6 +80,11 @@ int collector_wait_ms(struct collector *c);
  * sampling to match). */
 int collector_paused(struct collector *c);
 
+/** The flight recorder's trigger matched (record --keep-on): keep every
+ * record of [@p t0_ns, @p t1_ns] (absolute ns) whatever the cap evicts
+ * around it; meta flight_kept says so. @return 0, -EINVAL without --max-size */
+int collector_flight_keep(struct collector *c, uint64_t t0_ns, uint64_t t1_ns);
+
 /** A capture start (@p on 1) or stop asked from outside at @p now_ns
  * (--capture signal: SIGUSR1, SIGUSR2); takes effect at once. */
 void collector_capture_signal(struct collector *c, int on, uint64_t now_ns);

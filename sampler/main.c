@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,11 +44,15 @@ struct sampler_args {
     uint64_t window_ns, offcpu_ns, runq_ns, map_bytes, max_map_bytes, duty_ns, max_size;
     unsigned page_period, ring_pages;
     struct capture_opts capture;
+    const char *keep_on; /* --keep-on EXPR: the flight recorder's trigger (watch_start) */
 };
 
 /* sig_capture: the last capture request from outside (--capture signal):
  * 1 start (SIGUSR1), 2 stop (SIGUSR2), 0 none since the loop took it */
 static volatile sig_atomic_t sig_term, sig_int, sig_capture;
+/* keep_from: where the trigger's window starts (SIGRTMIN's value, absolute
+ * ns), 0 when none came since the loop took it */
+static _Atomic uint64_t keep_from;
 
 static void on_signal(int sig)
 {
@@ -57,6 +62,14 @@ static void on_signal(int sig)
         sig_int++;
     else
         sig_term = 1;
+}
+
+/* SIGRTMIN from the trigger's watcher (--keep-on): its window's start. */
+static void on_keep(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig, (void)uc;
+    if (si->si_code == SI_QUEUE && si->si_value.sival_ptr)
+        atomic_store(&keep_from, (uint64_t)(uintptr_t)si->si_value.sival_ptr);
 }
 
 static void usage(FILE *f)
@@ -112,6 +125,9 @@ static void usage(FILE *f)
 "                      top-level NVTX range NAME (default: the first one pushed)\n"
 "      --max-map-mb N  the map never grows past N MiB: recording stops there\n"
 "                      (also CUDASPY_MAX_MAP_MB; default no limit)\n"
+"      --keep-on EXPR  with --max-size: keep the detail around the first moment\n"
+"                      EXPR held (step_p99>1.5x, step_p50>20ms, high: a new\n"
+"                      HIGH finding) instead of only the tail (also CUDASPY_KEEP_ON)\n"
 "      --max-size SIZE flight recorder: keep the run file near SIZE (200M, 2G;\n"
 "                      at least 1M) by evicting the oldest records; per-second\n"
 "                      aggregates cover the whole run (also CUDASPY_MAX_SIZE)\n"
@@ -163,7 +179,7 @@ enum {
     OPT_LISTEN = 256, OPT_READY, OPT_PRELOAD, OPT_NOHOST, OPT_TIER, OPT_WINDOW, OPT_OFFCPU,
     OPT_RUNQ, OPT_PAGE, OPT_EVENTS, OPT_RING, OPT_PID, OPT_MAP, OPT_VERSION, OPT_HELP,
     OPT_MAXMAP, OPT_PAGESRC, OPT_DUTY, OPT_SCHED, OPT_MAXSIZE, OPT_DELAY, OPT_DURATION,
-    OPT_CAPTURE
+    OPT_CAPTURE, OPT_KEEPON
 };
 
 static const struct option long_opts[] = {
@@ -179,7 +195,8 @@ static const struct option long_opts[] = {
     {"page-source", required_argument, 0, OPT_PAGESRC}, {"duty", required_argument, 0, OPT_DUTY},
     {"sched", required_argument, 0, OPT_SCHED}, {"max-size", required_argument, 0, OPT_MAXSIZE},
     {"delay", required_argument, 0, OPT_DELAY}, {"duration", required_argument, 0, OPT_DURATION},
-    {"capture", required_argument, 0, OPT_CAPTURE}, {0, 0, 0, 0}};
+    {"capture", required_argument, 0, OPT_CAPTURE}, {"keep-on", required_argument, 0, OPT_KEEPON},
+    {0, 0, 0, 0}};
 
 /* Seconds, decimals allowed ("1.5"), into *@p ns. @return 0 or -1 */
 static int parse_secs(const char *s, uint64_t *ns)
@@ -317,6 +334,7 @@ static int parse_args(int argc, char **argv, struct sampler_args *a)
             if ((rc = parse_max_size(a, "--max-size", optarg)) < 0)
                 return rc;
             break;
+        case OPT_KEEPON: a->keep_on = optarg; break;
         case OPT_DELAY:
         case OPT_DURATION:
         case OPT_CAPTURE:
@@ -350,6 +368,10 @@ static int parse_args(int argc, char **argv, struct sampler_args *a)
         return rc;
     if ((rc = capture_env(a)) < 0)
         return rc;
+    if (a->keep_on == NULL && (env = getenv("CUDASPY_KEEP_ON")) && *env)
+        a->keep_on = env;
+    if (a->keep_on && a->max_size == 0)
+        return usage_error("%s", "--keep-on keeps a window of a size-capped run: give --max-size");
     if (a->duty_ns && (a->capture.delay_ns || a->capture.duration_ns || a->capture.signal ||
                        a->capture.program))
         return usage_error("%s", "--duty measures the cost of recording: no capture ranges "
@@ -442,6 +464,7 @@ struct loop {
     int root_status;  /* wait status of the root, -1 while unknown */
     int tree_gone;
     uint64_t stop_at; /* launch mode after SIGINT: give up waiting then */
+    pid_t watcher;    /* --keep-on: cudaspy-analyze watch, 0 = none */
 };
 
 static int proc_running(pid_t pid)
@@ -464,15 +487,77 @@ static int proc_running(pid_t pid)
 }
 
 /* Launch mode: reap every descendant (we are their subreaper). */
+/* ---- the flight recorder's trigger (--keep-on) ---- */
+
+#define KEEP_AFTER_NS 1000000000ull /* kept past the moment the trigger matched */
+
+/* Start cudaspy-analyze watch (beside this program) on the run file @p path:
+ * it signals us (SIGRTMIN) when --keep-on's EXPR first holds. */
+static void watch_start(struct loop *l, const char *path)
+{
+    char exe[PATH_MAX], pid[24], *slash;
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 32);
+
+    if (l->a->keep_on == NULL || n <= 0)
+        return;
+    exe[n] = '\0';
+    if ((slash = strrchr(exe, '/')) == NULL)
+        return;
+    strcpy(slash + 1, "cudaspy-analyze");
+    snprintf(pid, sizeof(pid), "%d", (int)getpid());
+    l->watcher = fork();
+    if (l->watcher == 0) {
+        execl(exe, "cudaspy-analyze", "watch", "--keep-on", l->a->keep_on, "--notify", pid,
+              path, (char *)NULL);
+        fprintf(stderr, PROG ": --keep-on: cannot run %s (%s)\n", exe, strerror(errno));
+        _exit(127);
+    }
+    if (l->watcher < 0) {
+        fprintf(stderr, PROG ": --keep-on: fork: %s; no trigger\n", strerror(errno));
+        l->watcher = 0;
+    }
+}
+
+/* End the watcher (@p wait: and reap it here). */
+static void watch_stop(struct loop *l, int wait)
+{
+    if (l->watcher <= 0)
+        return;
+    kill(l->watcher, SIGTERM);
+    if (wait) {
+        waitpid(l->watcher, NULL, 0);
+        l->watcher = 0;
+    }
+}
+
+/* The trigger matched: keep from its window's start to a while from now. */
+static void watch_keep(struct loop *l, uint64_t now)
+{
+    uint64_t from = atomic_exchange(&keep_from, 0);
+
+    if (from == 0 || collector_flight_keep(l->c, from, now + KEEP_AFTER_NS) < 0)
+        return;
+    collector_meta(l->c, "flight_keep_on", l->a->keep_on);
+    if (!l->a->quiet)
+        fprintf(stderr, PROG ": --keep-on '%s' matched: keeping %.1f s of detail\n",
+                l->a->keep_on, (double)(now + KEEP_AFTER_NS - from) / 1e9);
+}
+
 static void reap(struct loop *l, uint64_t now)
 {
     int st;
     pid_t p;
 
     while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+        if (p == l->watcher) { /* ours, not the program's */
+            l->watcher = 0;
+            continue;
+        }
         collector_exited(l->c, p, st, now);
-        if (p == l->root)
+        if (p == l->root) {
             l->root_status = st;
+            watch_stop(l, 0);
+        }
     }
     if (p < 0 && errno == ECHILD)
         l->tree_gone = 1;
@@ -541,6 +626,8 @@ static void loop_run(struct loop *l)
             if (l->a->capture.signal)
                 collector_capture_signal(l->c, on, now);
         }
+        if (atomic_load(&keep_from))
+            watch_keep(l, now);
         collector_step(l->c, now);
 #ifdef CS_HAVE_HOST
         if (l->h)
@@ -738,6 +825,10 @@ static void signals_setup(void)
     sigaction(SIGHUP, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
     sigaction(SIGUSR2, &sa, NULL);
+    sa.sa_handler = NULL;
+    sa.sa_sigaction = on_keep;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGRTMIN, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 }
 
@@ -831,8 +922,10 @@ int main(int argc, char **argv)
     collector_flush_start(l.c); /* after the drop: it starts a thread */
     gpus_start(&l);             /* the same */
     ready(&a);
+    watch_start(&l, path);
     gate_release(&gate, 1);
     loop_run(&l);
+    watch_stop(&l, 1);
     if (l.nv)
         gpus_meta(&l, NVML_WAIT_NS);
 #ifdef CS_HAVE_HOST

@@ -100,6 +100,7 @@ struct cs_store {
                          the file holds: 3 Python samples, 4 GPU records) */
     uint64_t evict_ts_max_ns, evict_blocks, evict_records; /* cs_store_evict totals */
     uint64_t evict_after;   /* cs_store_evict_after(); 0 = commits evict nothing */
+    _Atomic uint64_t keep_t0_ns, keep_t1_ns; /* cs_store_evict_keep(); t1 0 = none */
     struct cs_evict ev_last; /* the newest eviction after a commit */
     int ev_state; /* under cm.mu once it runs: 0 none since read, 1 one ran, <0 error */
     uint8_t *enc; /* CS_BLK_MAX_BYTES: a compact block being encoded */

@@ -559,6 +559,12 @@ void cs_store_evict_after(struct cs_store *s, uint64_t live_max_bytes)
     s->evict_after = live_max_bytes;
 }
 
+void cs_store_evict_keep(struct cs_store *s, uint64_t t0_ns, uint64_t t1_ns)
+{
+    atomic_store(&s->keep_t0_ns, t0_ns);
+    atomic_store(&s->keep_t1_ns, t1_ns);
+}
+
 int cs_store_evict_result(struct cs_store *s, struct cs_evict *ev)
 {
     int rc;
@@ -700,20 +706,41 @@ static int evict_one(MDB_cursor *cur, const MDB_val *v, unsigned psize, struct c
     return mdb_cursor_del(cur, 0);
 }
 
-/* Oldest blocks first, cuda_blk and host_blk merged by key (ts_first). */
-static int evict_oldest(MDB_txn *txn, const MDB_dbi *dbi, uint64_t excess, unsigned psize,
+/* The oldest block of @p cur that is not in the kept window [@p k0, @p k1]
+ * (k1 0: none) into @p k, @p v. Blocks are keyed by ts_first; one that
+ * starts in the window, or ends in it, is kept. @return 0 or LMDB's code */
+static int evict_next(MDB_cursor *cur, MDB_val *k, MDB_val *v, uint64_t k0, uint64_t k1)
+{
+    struct cs_blk_hdr h;
+    uint8_t from[8];
+    int rc = mdb_cursor_get(cur, k, v, MDB_FIRST);
+
+    while (rc == 0 && k1 && v->mv_size >= sizeof(h)) {
+        memcpy(&h, v->mv_data, sizeof(h));
+        if (h.ts_first_ns > k1 || h.ts_last_ns < k0)
+            break;
+        cs_be64_put(from, k1 + 1); /* past the window: the first block after it */
+        *k = (MDB_val){sizeof(from), from};
+        rc = mdb_cursor_get(cur, k, v, MDB_SET_RANGE);
+    }
+    return rc;
+}
+
+/* Oldest blocks first, cuda_blk and host_blk merged by key (ts_first),
+ * none of the kept window (cs_store_evict_keep). */
+static int evict_oldest(struct cs_store *s, MDB_txn *txn, uint64_t excess, unsigned psize,
                         struct cs_evict *ev)
 {
     MDB_cursor *cc = NULL, *hc = NULL;
-    uint64_t freed = 0;
-    int rc = mdb_cursor_open(txn, dbi[DB_CUDA], &cc);
+    uint64_t freed = 0, k1 = atomic_load(&s->keep_t1_ns), k0 = atomic_load(&s->keep_t0_ns);
+    int rc = mdb_cursor_open(txn, s->dbi[DB_CUDA], &cc);
 
     if (rc == 0)
-        rc = mdb_cursor_open(txn, dbi[DB_HOST], &hc);
+        rc = mdb_cursor_open(txn, s->dbi[DB_HOST], &hc);
     while (rc == 0 && freed < excess) {
         MDB_val ck, cv, hk, hv;
-        int rc_c = mdb_cursor_get(cc, &ck, &cv, MDB_FIRST);
-        int rc_h = mdb_cursor_get(hc, &hk, &hv, MDB_FIRST);
+        int rc_c = evict_next(cc, &ck, &cv, k0, k1);
+        int rc_h = evict_next(hc, &hk, &hv, k0, k1);
         if (rc_c && rc_h) {
             rc = rc_c == MDB_NOTFOUND && rc_h == MDB_NOTFOUND ? 0 : rc_c ? rc_c : rc_h;
             break; /* nothing left to evict */
@@ -770,7 +797,7 @@ int cs_store_evict(struct cs_store *s, uint64_t live_max_bytes, struct cs_evict 
     live = txn_live_bytes(txn, s->dbi, s->has_agg);
     mdb_env_stat(s->env, &st);
     if (live > live_max_bytes)
-        rc = evict_oldest(txn, s->dbi, live - live_max_bytes, st.ms_psize, ev);
+        rc = evict_oldest(s, txn, live - live_max_bytes, st.ms_psize, ev);
     if (rc == 0 && ev->blocks) {
         live = txn_live_bytes(txn, s->dbi, s->has_agg);
         rc = evict_meta(s, txn, ev);

@@ -39,3 +39,11 @@ endforeach()
 add_test(NAME cli.capture_program
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli/capture_program.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(cli.capture_program PROPERTIES LABELS "cli" TIMEOUT 120)
+
+# cli.flight_keep: the flight recorder's trigger (issue 33): record
+# --max-size 2M --keep-on 'step_p99>1.5x' keeps the window of a long run's
+# slow steps that the tail alone loses, under the cap (store/flight_keep.sh;
+# timing: the trigger's watcher samples the run every 0.5 s)
+add_test(NAME cli.flight_keep
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/store/flight_keep.sh ${CMAKE_BINARY_DIR})
+set_tests_properties(cli.flight_keep PROPERTIES LABELS "cli;timing" TIMEOUT 120)

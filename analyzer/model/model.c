@@ -1407,6 +1407,38 @@ static int wait_writer(struct m_run *r, const char *path, struct cs_err *err)
 
 static void capture_window(struct m_run *r);
 
+/* A size-capped run whose trigger kept a window (meta flight_kept "T0-T1",
+ * record --keep-on) and evicted past it: its detail is that window and the
+ * tail from flight_detail_from_ns, analysed as two capture ranges (their
+ * hull the window, the time between them not recorded). @return 1 when
+ * so, 0 (no window, or nothing evicted after it: the detail is whole from
+ * the window's start, or the plain tail) */
+static int flight_kept(struct m_run *r)
+{
+    const char *s = cs_run_meta(r->run, "flight_kept");
+    uint64_t from = cs_run_meta_u64(r->run, "flight_detail_from_ns", 0), k0, k1;
+    char *end;
+
+    if (s == NULL || r->is_capture)
+        return 0;
+    k0 = strtoull(s, &end, 10);
+    if (*end != '-' || (k1 = strtoull(end + 1, &end, 10)) < k0 || *end || from <= k0)
+        return 0;
+    if (from <= k1) { /* the kept window runs into the tail */
+        r->win_lo_ns = k0 > r->win_lo_ns ? k0 : r->win_lo_ns;
+        return 1;
+    }
+    if ((r->capture = malloc(4 * sizeof(*r->capture))) == NULL)
+        return 0;
+    r->capture[0] = k0, r->capture[1] = k1;
+    r->capture[2] = from, r->capture[3] = r->t_end_ns > from ? r->t_end_ns : from;
+    r->ncapture = 2;
+    r->is_capture = r->is_kept = 1;
+    r->win_lo_ns = k0 > r->win_lo_ns ? k0 : r->win_lo_ns;
+    r->win_hi_ns = r->capture[3] < r->win_hi_ns ? r->capture[3] : r->win_hi_ns;
+    return 1;
+}
+
 static int open_run(struct model *m, int i, const char *path, struct cs_err *err)
 {
     struct m_run *r = &m->runs[i];
@@ -1439,12 +1471,13 @@ static int open_run(struct model *m, int i, const char *path, struct cs_err *err
     if (r->t_end_ns < r->t0_ns)
         r->t_end_ns = r->t0_ns;
     r->win_lo_ns = r->t0_ns + m->opts.since_ns;
-    /* a size-capped run holds every record only from here on (its older
-     * blocks were evicted): the model, and every finding, start there */
-    if (cs_run_meta_u64(r->run, "flight_detail_from_ns", 0) > r->win_lo_ns)
-        r->win_lo_ns = cs_run_meta_u64(r->run, "flight_detail_from_ns", 0);
     r->win_hi_ns = m->opts.until_ns > UINT64_MAX - r->t0_ns ? UINT64_MAX
                                                              : r->t0_ns + m->opts.until_ns;
+    /* a size-capped run holds every record only from here on (its older
+     * blocks were evicted, but for a window its trigger kept): the model,
+     * and every finding, start there */
+    if (!flight_kept(r) && cs_run_meta_u64(r->run, "flight_detail_from_ns", 0) > r->win_lo_ns)
+        r->win_lo_ns = cs_run_meta_u64(r->run, "flight_detail_from_ns", 0);
     capture_window(r);
     rc = load_procs(m, (uint32_t)i);
     if (rc == 0)
@@ -1461,7 +1494,7 @@ static void capture_window(struct m_run *r)
     uint64_t lo = r->t0_ns, hi = r->t0_ns;
     size_t cap = 0;
 
-    if (s == NULL)
+    if (s == NULL || r->is_kept)
         return;
     r->is_capture = 1;
     while (*s) {

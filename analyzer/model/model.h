@@ -170,6 +170,8 @@ struct m_run {
     /* capture ranges (record --delay, --duration, --capture: meta
      * capture_ranges): the window is their hull; is_capture 0: none */
     int is_capture;
+    int is_kept;       /* the ranges are a size-capped run's kept window and its
+                          tail (record --keep-on; meta flight_kept) */
     uint32_t ncapture;
     uint64_t *capture; /* ncapture pairs: each range's start, end (absolute), in order */
 };

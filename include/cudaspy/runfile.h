@@ -147,6 +147,11 @@ int cs_store_evict(struct cs_store *s, uint64_t live_max_bytes, struct cs_evict 
  * 0 = no eviction. A background commit takes the value it was handed over with. */
 void cs_store_evict_after(struct cs_store *s, uint64_t live_max_bytes);
 
+/** Evict no block that holds records from [@p t0_ns, @p t1_ns] (a flight
+ * recorder's trigger, record --keep-on); the window counts against the
+ * cap like the rest. Safe beside a background commit. */
+void cs_store_evict_keep(struct cs_store *s, uint64_t t0_ns, uint64_t t1_ns);
+
 /** What the evictions after commits did since the last call: @p ev the
  * newest one's result. @return 1 (one or more ran), 0 (none ran), or the
  * error of one that failed (it stays: recording must stop). */
