@@ -65,6 +65,10 @@
 #        no HIGH, and re-recorded on a changing shape: graph_recapture
 #        HIGH; writes $OUT/memory-graphs/summary.json, runs.jsonl,
 #        reports.txt (MG_CASES: a comma-separated subset);
+#        capture: issue 33's proof (bench/gpu/capture.py): a PyTorch loop
+#        recorded with --capture steps:201-260 and cudaProfilerApi holds
+#        exactly those steps, cudaspy-analyze top/metrics --once beside it;
+#        writes $OUT/capture/summary.json, runs.jsonl, reports.txt;
 #        gate: issue 36's gate proof (bench/gpu/gate_real.py): four
 #        programs, each recorded 4 times identically and once with a planted
 #        regression; every identical rerun gated against the other three
@@ -701,6 +705,11 @@ part_gate() { # issue 36: the gate on real programs: identical reruns pass, plan
 part_memory-graphs() { # issue 31: GPU memory, OOM, allocator retries, CUDA graphs on PyTorch
     CS_PIN=${CS_PIN:-$(gpu_local_cpus 6)} "$PY" "$here/gpu/memgraph.py" "$B" \
         "$OUT/memory-graphs" "$RUNS/memory-graphs" 2>>"$LOG"
+}
+
+part_capture() { # issue 33: --capture steps:A-B and cudaProfilerApi on PyTorch, top beside it
+    CS_PIN=${CS_PIN:-$(gpu_local_cpus 6)} "$PY" "$here/gpu/capture.py" "$B" "$OUT/capture" \
+        "$RUNS/capture" 2>>"$LOG"
 }
 
 part_scale() { # issue 25 on this host: the collector, bytes a record, one record a launch
