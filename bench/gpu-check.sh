@@ -708,8 +708,27 @@ part_memory-graphs() { # issue 31: GPU memory, OOM, allocator retries, CUDA grap
 }
 
 part_capture() { # issue 33: --capture steps:A-B and cudaProfilerApi on PyTorch, top beside it
-    CS_PIN=${CS_PIN:-$(gpu_local_cpus 6)} "$PY" "$here/gpu/capture.py" "$B" "$OUT/capture" \
-        "$RUNS/capture" 2>>"$LOG"
+    # then the cost outside a range: the shared-runtime launch loop untraced
+    # and under record --capture signal never started (every call outside),
+    # CAPTURE_REPS (3) interleaved rounds; capture/paused.txt: the medians
+    local pin args i
+    "$PY" "$here/gpu/capture.py" "$B" "$OUT/capture" "$RUNS/capture" 2>>"$LOG"
+    pin=$(gpu_local_cpus 2)
+    read -r -a args <<<"${LAUNCH_DUTY_ARGS:-500000 7}"
+    launch_build shared
+    for i in $(seq 1 "${CAPTURE_REPS:-3}"); do
+        CS_PIN=$pin run_one launch paused 0 "$i" -- "$RUNS/launch_shared" "${args[@]}"
+        CS_PIN=$pin CS_ANALYZE=0 CS_RECORD_FLAGS="--capture signal --no-host" \
+            run_one launch paused 1 "$i" -- "$RUNS/launch_shared" "${args[@]}"
+    done
+    for t in 0 1; do
+        printf 'traced=%s us_per_launch:' "$t"
+        for i in $(seq 1 "${CAPTURE_REPS:-3}"); do
+            awk '/^us_per_launch:/ {printf " %s", $2}' "$RUNS/launch-paused-$i-$t.out"
+        done
+        echo
+    done >"$OUT/capture/paused.txt"
+    cat "$OUT/capture/paused.txt" >&2
 }
 
 part_scale() { # issue 25 on this host: the collector, bytes a record, one record a launch
