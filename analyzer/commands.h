@@ -11,5 +11,7 @@ int summary_main(int argc, char **argv); /* summary --save base.json RUN (gate.c
 int export_main(int argc, char **argv);  /* export --chrome OUT.json RUN (export_chrome.c) */
 int html_main(int argc, char **argv);    /* report --html OUT.html RUN (report_html.c) */
 int mcp_main(int argc, char **argv);     /* mcp RUN.lmdb... (mcp.c) */
+int top_main(int argc, char **argv);     /* top RUN|PID: the live view (views/top.c) */
+int metrics_main(int argc, char **argv); /* metrics --listen ADDR RUN|PID (views/metrics.c) */
 
 #endif

@@ -839,6 +839,8 @@ static const char usage_text[] =
     "    cudaspy-analyze summary --save BASE.json RUN.lmdb\n"
     "    cudaspy-analyze export --chrome OUT.json RUN.lmdb\n"
     "    cudaspy-analyze mcp RUN.lmdb...\n"
+    "    cudaspy-analyze top [--interval S] [--window S] [--once] RUN|PID\n"
+    "    cudaspy-analyze metrics --listen HOST:PORT [--window S] RUN|PID\n"
     "\n"
     "DESCRIPTION\n"
     "    Reads one or more run files (for example one per rank; their processes are\n"
@@ -847,6 +849,9 @@ static const char usage_text[] =
     "    and a fix; latency per CUDA API over every call (count, total, mean, p50,\n"
     "    p90, p99, p99.9, max; percentiles by nearest rank); GPU feed (a lower bound\n"
     "    of GPU idle time from host-side syncs); and the per-process breakdown.\n"
+    "    top and metrics read a run while it is recorded (RUN, or the recorded\n"
+    "    program's PID): a live terminal view, and Prometheus metrics served at\n"
+    "    http://HOST:PORT/metrics (docs/live.md; each has its own --help).\n"
     "\n"
     "OPTIONS\n"
     "    --json              print the report as one JSON object (docs/json.md)\n"
@@ -875,7 +880,9 @@ static const char usage_text[] =
     "    cudaspy-analyze run.lmdb\n"
     "    cudaspy-analyze --json run.lmdb > report.json\n"
     "    cudaspy-analyze --since 10 --until 20 --by pid,stream run.lmdb\n"
-    "    cudaspy-analyze --fail-on high rank0.lmdb rank1.lmdb\n";
+    "    cudaspy-analyze --fail-on high rank0.lmdb rank1.lmdb\n"
+    "    cudaspy-analyze top run.lmdb\n"
+    "    cudaspy-analyze metrics --listen 127.0.0.1:9464 $(pgrep -f train.py)\n";
 
 struct report_opts {
     struct analysis_opts a;
