@@ -12,5 +12,7 @@ int export_main(int argc, char **argv);  /* export --chrome OUT.json RUN (export
 int html_main(int argc, char **argv);    /* report --html OUT.html RUN (report_html.c) */
 int mcp_main(int argc, char **argv);     /* mcp RUN.lmdb... (mcp.c) */
 int watch_main(int argc, char **argv);   /* watch --keep-on EXPR RUN (live/watch.c) */
+int top_main(int argc, char **argv);     /* top RUN|PID: the live view (views/top.c) */
+int metrics_main(int argc, char **argv); /* metrics --listen ADDR RUN|PID (views/metrics.c) */
 
 #endif

@@ -2,9 +2,8 @@
  * 33, docs/capture.md): finds the cudaspy-sampler recording PID and sends
  * it SIGUSR1 (start) or SIGUSR2 (stop); the sampler was started with
  * --capture signal (record --capture signal, or CUDASPY_CAPTURE=signal for
- * LD_PRELOAD users). Owns nothing. */
-#include <ctype.h>
-#include <dirent.h>
+ * LD_PRELOAD users). Owns nothing; finding the sampler is
+ * sampler_find.c's. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,8 +12,7 @@
 #include <sys/types.h>
 
 #include "ctl.h"
-
-#define CTL_UP 16 /* ancestors looked at, at most */
+#include "cudaspy/samplerfind.h"
 
 static const char ctl_usage_text[] =
     "Usage: cudaspy ctl PID start|stop\n"
@@ -29,75 +27,6 @@ static const char ctl_usage_text[] =
     "EXAMPLE\n"
     "  cudaspy record --capture signal -o run.lmdb -- python train.py &\n"
     "  cudaspy ctl $(pgrep -f train.py) start; sleep 30; cudaspy ctl ... stop\n";
-
-/* /proc/PID/FILE into @p buf (NUL-terminated). @return its length, -1 */
-static ssize_t proc_read(pid_t pid, const char *file, char *buf, size_t n)
-{
-    char path[64];
-    FILE *f;
-    size_t got;
-
-    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
-    if ((f = fopen(path, "r")) == NULL)
-        return -1;
-    got = fread(buf, 1, n - 1, f);
-    fclose(f);
-    buf[got] = '\0';
-    return (ssize_t)got;
-}
-
-/* Is @p pid a cudaspy-sampler? */
-static int is_sampler(pid_t pid)
-{
-    char comm[64];
-
-    return proc_read(pid, "comm", comm, sizeof(comm)) > 0 &&
-           strncmp(comm, "cudaspy-sampler", 15) == 0;
-}
-
-static pid_t parent_of(pid_t pid)
-{
-    char st[1024], *p;
-
-    if (proc_read(pid, "stat", st, sizeof(st)) <= 0 || (p = strrchr(st, ')')) == NULL)
-        return 0;
-    return (pid_t)strtol(p + 4, NULL, 10); /* ") S PPID" */
-}
-
-/* Does the sampler @p s attach to @p pid (--pid PID: the shim started it)? */
-static int attaches_to(pid_t s, pid_t pid)
-{
-    char cmd[4096], want[32];
-    ssize_t n = proc_read(s, "cmdline", cmd, sizeof(cmd));
-
-    snprintf(want, sizeof(want), "%d", (int)pid);
-    for (ssize_t i = 0; i < n; i += (ssize_t)strlen(cmd + i) + 1)
-        if (strcmp(cmd + i, "--pid") == 0 && i + 6 < n && strcmp(cmd + i + 6, want) == 0)
-            return 1;
-    return 0;
-}
-
-/* The sampler recording @p pid: itself, an ancestor (record launched it),
- * or one started with --pid PID (LD_PRELOAD). @return its pid, 0 */
-static pid_t find_sampler(pid_t pid)
-{
-    DIR *d;
-    struct dirent *e;
-    pid_t p = pid, found = 0;
-
-    for (int up = 0; p > 1 && up < CTL_UP; up++, p = parent_of(p))
-        if (is_sampler(p))
-            return p;
-    if ((d = opendir("/proc")) == NULL)
-        return 0;
-    while (!found && (e = readdir(d)) != NULL) {
-        pid_t s = isdigit((unsigned char)e->d_name[0]) ? (pid_t)atoi(e->d_name) : 0;
-        if (s > 0 && is_sampler(s) && attaches_to(s, pid))
-            found = s;
-    }
-    closedir(d);
-    return found;
-}
 
 int ctl_main(int argc, char **argv)
 {
@@ -120,7 +49,7 @@ int ctl_main(int argc, char **argv)
         fprintf(stderr, "cudaspy: ctl: invalid pid '%s'\nTry 'cudaspy ctl --help'\n", argv[2]);
         return 2;
     }
-    if ((s = find_sampler(pid)) == 0) {
+    if ((s = cs_sampler_find(pid)) == 0) {
         fprintf(stderr, "cudaspy: ctl: pid %d: no cudaspy-sampler records it\n", (int)pid);
         return 1;
     }

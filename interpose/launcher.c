@@ -22,7 +22,8 @@
 static const char usage_text[] =
     "Usage: cudaspy record [-o FILE] [--no-host] [--gpu-activity MODE] [--duty MS] [-q]\n"
     "                      [--max-size SIZE] [--delay S] [--duration S]\n"
-    "                      [--capture MODE] [--keep-on EXPR] -- COMMAND [ARGS...]\n"
+    "                      [--capture MODE] [--keep-on EXPR] [--metrics HOST:PORT]\n"
+    "                      -- COMMAND [ARGS...]\n"
     "\n"
     "Run COMMAND with the CUDA shim preloaded and record its CUDA calls and host\n"
     "scheduling into one run file.\n"
@@ -52,6 +53,9 @@ static const char usage_text[] =
     "              cudaProfilerStart and Stop; nvtx:NAME[:N]: the first N NVTX\n"
     "              ranges NAME; steps:A-B[:NAME]: steps A to B, each a top-level\n"
     "              NVTX range NAME (default: the first one the program pushes)\n"
+    "  --metrics HOST:PORT\n"
+    "              serve the run's live figures to Prometheus at\n"
+    "              http://HOST:PORT/metrics while it is recorded (docs/live.md)\n"
     "  -q          no summary line at the end\n"
     "\n"
     "Environment: CUDASPY_SAMPLER overrides the sampler path (default: next to\n"
@@ -64,6 +68,7 @@ static const char usage_text[] =
     "  cudaspy record -o run.lmdb -- python train.py\n"
     "  cudaspy record -o run.lmdb --gpu-activity full -- ./my_cuda_app\n"
     "  cudaspy record -o run.lmdb --max-size 2G -- python train.py\n"
+    "  cudaspy record -o run.lmdb --metrics 127.0.0.1:9464 -- python train.py\n"
     "  LD_PRELOAD=/usr/local/lib/libcudaspy.so python train.py   (auto-start)\n";
 
 /* `cudaspy --help`: the subcommands; each has its own --help. */
@@ -79,6 +84,8 @@ static const char main_usage_text[] =
     "              'cudaspy record --help' gives its options\n"
     "  ctl         start or stop recording a running program (record --capture\n"
     "              signal): 'cudaspy ctl PID start|stop'\n"
+    "  top         a live view of a run while it is recorded: 'cudaspy top\n"
+    "              RUN|PID' (cudaspy-analyze top; keys 1 p f b, q quits)\n"
     "\n"
     "Options:\n"
     "  -h, --help  print this help and exit\n"
@@ -88,6 +95,7 @@ static const char main_usage_text[] =
     "\n"
     "EXAMPLES\n"
     "  cudaspy record -o run.lmdb -- python train.py\n"
+    "  cudaspy top run.lmdb\n"
     "  cudaspy-analyze run.lmdb\n";
 
 static int usage_error_in(const char *help, const char *what)
@@ -173,12 +181,34 @@ static const char *takes_value(const char *opt)
     static const char *const o[][2] = {
         {"-o", "a file name"}, {"--duty", "milliseconds"}, {"--delay", "seconds"},
         {"--duration", "seconds"}, {"--capture", "a mode (signal, steps:A-B...)"},
-        {"--keep-on", "an expression (step_p99>1.5x)"}};
+        {"--keep-on", "an expression (step_p99>1.5x)"},
+        {"--metrics", "an address (127.0.0.1:9464)"}};
 
     for (size_t i = 0; i < sizeof(o) / sizeof(o[0]); i++)
         if (strcmp(opt, o[i][0]) == 0)
             return o[i][1];
     return NULL;
+}
+
+/* `cudaspy top ARGS`: cudaspy-analyze top ARGS ($CUDASPY_ANALYZE, else the
+ * one beside us), argv reused with its program replaced. */
+static int top(char **argv)
+{
+    char dir[PATH_MAX], prog[PATH_MAX + 32];
+    const char *env = getenv("CUDASPY_ANALYZE");
+
+    if (env && *env) {
+        snprintf(prog, sizeof(prog), "%s", env);
+    } else if (self_dir(dir, sizeof(dir)) == 0) {
+        snprintf(prog, sizeof(prog), "%s/cudaspy-analyze", dir);
+    } else {
+        fprintf(stderr, "cudaspy: cannot find my own directory (%s)\n", strerror(errno));
+        return 3;
+    }
+    argv[0] = prog;
+    execv(prog, argv);
+    fprintf(stderr, "cudaspy: %s: cannot execute (%s)\n", prog, strerror(errno));
+    return 3;
 }
 
 /* Build the sampler's argv: sampler [opts] --preload SO -- CMD... */
@@ -251,8 +281,10 @@ int main(int argc, char **argv)
     }
     if (argc >= 2 && strcmp(argv[1], "ctl") == 0)
         return ctl_main(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "top") == 0)
+        return top(argv);
     if (argc < 2 || strcmp(argv[1], "record") != 0)
         return usage_error_in("cudaspy", argc < 2 ? "no subcommand"
-                                                  : "unknown subcommand (record or ctl)");
+                                                  : "unknown subcommand (record, ctl or top)");
     return record(argc, argv);
 }

@@ -22,6 +22,7 @@
 #include "collector_priv.h"
 #include "cudaspy/flight.h"
 #include "cudaspy/version.h"
+#include "metrics.h"
 #include "nvml.h"
 #include "privs.h"
 #ifdef CS_HAVE_HOST
@@ -38,6 +39,7 @@ enum { EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
 
 struct sampler_args {
     const char *output, *listen, *preload, *events;
+    const char *metrics; /* --metrics HOST:PORT, or NULL */
     char **cmd;       /* launch mode */
     pid_t pid;        /* attach mode */
     int ready_fd, quiet, no_host, tier, page_source, sched;
@@ -131,6 +133,10 @@ static void usage(FILE *f)
 "      --max-size SIZE flight recorder: keep the run file near SIZE (200M, 2G;\n"
 "                      at least 1M) by evicting the oldest records; per-second\n"
 "                      aggregates cover the whole run (also CUDASPY_MAX_SIZE)\n"
+"      --metrics HOST:PORT  serve the run's live figures to Prometheus at\n"
+"                      http://HOST:PORT/metrics while it is recorded, from a\n"
+"                      cudaspy-analyze metrics process beside this one (also\n"
+"                      CUDASPY_METRICS; docs/live.md)\n"
 "  -q, --quiet         no end-of-run line (also CUDASPY_QUIET=1)\n"
 "      --version       print the version and exit\n"
 "      --help          print this help and exit\n"
@@ -179,7 +185,7 @@ enum {
     OPT_LISTEN = 256, OPT_READY, OPT_PRELOAD, OPT_NOHOST, OPT_TIER, OPT_WINDOW, OPT_OFFCPU,
     OPT_RUNQ, OPT_PAGE, OPT_EVENTS, OPT_RING, OPT_PID, OPT_MAP, OPT_VERSION, OPT_HELP,
     OPT_MAXMAP, OPT_PAGESRC, OPT_DUTY, OPT_SCHED, OPT_MAXSIZE, OPT_DELAY, OPT_DURATION,
-    OPT_CAPTURE, OPT_KEEPON
+    OPT_CAPTURE, OPT_KEEPON, OPT_METRICS
 };
 
 static const struct option long_opts[] = {
@@ -196,6 +202,7 @@ static const struct option long_opts[] = {
     {"sched", required_argument, 0, OPT_SCHED}, {"max-size", required_argument, 0, OPT_MAXSIZE},
     {"delay", required_argument, 0, OPT_DELAY}, {"duration", required_argument, 0, OPT_DURATION},
     {"capture", required_argument, 0, OPT_CAPTURE}, {"keep-on", required_argument, 0, OPT_KEEPON},
+    {"metrics", required_argument, 0, OPT_METRICS},
     {0, 0, 0, 0}};
 
 /* Seconds, decimals allowed ("1.5"), into *@p ns. @return 0 or -1 */
@@ -341,6 +348,7 @@ static int parse_args(int argc, char **argv, struct sampler_args *a)
             if ((rc = parse_capture(a, opt, argv[optind - 1], optarg)) < 0)
                 return rc;
             break;
+        case OPT_METRICS: a->metrics = optarg; break;
         case OPT_VERSION: printf(PROG " " CS_VERSION "\n"); return 1;
         case OPT_HELP: usage(stdout); return 1;
         case '?':
@@ -372,6 +380,11 @@ static int parse_args(int argc, char **argv, struct sampler_args *a)
         a->keep_on = env;
     if (a->keep_on && a->max_size == 0)
         return usage_error("%s", "--keep-on keeps a window of a size-capped run: give --max-size");
+    if (a->metrics == NULL && (env = getenv("CUDASPY_METRICS")) && *env)
+        a->metrics = env;
+    if (a->metrics && metrics_check_addr(a->metrics) < 0)
+        return usage_error("--metrics: invalid address '%s' (HOST:PORT: 127.0.0.1:9464)",
+                           a->metrics);
     if (a->duty_ns && (a->capture.delay_ns || a->capture.duration_ns || a->capture.signal ||
                        a->capture.program))
         return usage_error("%s", "--duty measures the cost of recording: no capture ranges "
@@ -903,6 +916,8 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     signals_setup();
+    if (a.metrics && (rc = metrics_start(a.metrics)) < 0) /* before the subreaper: not ours */
+        fprintf(stderr, PROG ": warning: --metrics: cannot start the server (%s)\n", strerror(-rc));
     if (a.cmd)
         prctl(PR_SET_CHILD_SUBREAPER, 1);
     l.root = a.pid;

@@ -30,3 +30,16 @@ if(Python3_Interpreter_FOUND)
                    ${CS_CLI_WORK}/doc_claims)
   set_tests_properties(cli.doc_claims PROPERTIES LABELS unit TIMEOUT 60)
 endif()
+# cli.top, cli.metrics: the live view on a real terminal (tmux) and the
+# Prometheus metrics of a run being recorded (issue 33, docs/live.md),
+# on the fake driver's cause_workload. Timings (top must name the planted
+# cause within 3 s): notsan, RUN_SERIAL; 77 when tmux or curl is missing.
+# (fake.cmake, read after this file, defines cause_workload)
+if(TARGET cudaspy_launcher AND EXISTS ${CMAKE_CURRENT_LIST_DIR}/fake/cause_workload.c)
+  foreach(case top metrics)
+    add_test(NAME cli.${case}
+             COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli/${case}.sh ${CMAKE_BINARY_DIR})
+    set_tests_properties(cli.${case} PROPERTIES LABELS "cli;timing;notsan" TIMEOUT 60
+      RUN_SERIAL TRUE SKIP_RETURN_CODE 77)
+  endforeach()
+endif()

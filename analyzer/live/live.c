@@ -83,6 +83,12 @@ void live_sample_clear(struct live_sample *s)
     s->a = NULL;
 }
 
+void live_sample_release(struct live_sample *s)
+{
+    analysis_free(s->a);
+    s->a = NULL;
+}
+
 const char *live_path(const struct live *l)
 {
     return l->path;

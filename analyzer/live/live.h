@@ -7,7 +7,9 @@
 #define CUDASPY_ANALYZER_LIVE_H
 
 #include <jansson.h>
+#include <limits.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "analysis.h"
 #include "cudaspy/error.h"
@@ -38,10 +40,39 @@ int live_sample(struct live *l, uint64_t window_ns, struct live_sample *s, struc
 /** Free what @p s holds; safe to call twice. */
 void live_sample_clear(struct live_sample *s);
 
+/** Free @p s's analysis (s->a NULL after), keeping s->json and the times.
+ * @note The analysis holds the run file open. A process must not open one
+ * run file twice at once (the reader finds its map by the file in
+ * /proc/self/maps, runfile_read.c, and takes the other open's: every read
+ * then fails as "an entry points past the end of the file"; LMDB's locks
+ * are per process too), so a consumer that keeps a sample across
+ * live_sample() calls releases or clears it before the next call. */
+void live_sample_release(struct live_sample *s);
+
 /** The run file's path. */
 const char *live_path(const struct live *l);
 
 /** Free. Accepts NULL. */
 void live_close(struct live *l);
+
+/* The run a command line names (live_target.c): a run file, or the pid of
+ * a program (or of its cudaspy-sampler) being recorded, whose run file is
+ * the one that sampler writes (cudaspy/samplerfind.h). */
+struct live_target {
+    char path[PATH_MAX]; /* the run file; "" while a pid's sampler has none open */
+    pid_t pid;           /* the pid named, 0 for a file */
+    pid_t sampler;       /* its sampler, 0 for a file */
+};
+
+/** Resolve @p arg: digits that name no file are a pid, anything else a run
+ * file (which need not exist yet). @return 0 (path "" while the sampler
+ * has not opened its run file yet: live_target_poll() again), or -ESRCH
+ * (no cudaspy-sampler records that pid) */
+int live_target_init(struct live_target *t, const char *arg);
+
+/** For a pid: find the run file if not known yet, and whether its sampler
+ * still runs. @return 1 while the sampler runs (or for a file), 0 once it
+ * is gone; t->path may be set by the call */
+int live_target_poll(struct live_target *t);
 
 #endif

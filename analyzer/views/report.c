@@ -12,6 +12,7 @@
 
 #include "analysis.h"
 #include "commands.h"
+#include "jtext.h"
 #include "model/model.h"
 #include "model/pystack.h"
 #include "rules/ranks.h"
@@ -50,17 +51,6 @@ static const char *fmt_count(char *buf, size_t n, json_int_t v)
     return buf;
 }
 
-static json_int_t geti(const json_t *o, const char *k)
-{
-    return json_integer_value(json_object_get(o, k));
-}
-
-static const char *gets_(const json_t *o, const char *k)
-{
-    const char *s = json_string_value(json_object_get(o, k));
-    return s ? s : "";
-}
-
 struct out {
     FILE *f;
     int color;
@@ -84,7 +74,7 @@ static const char *col(const struct out *o, const char *code)
 static void print_collector_cpu(const struct out *o, const json_t *file)
 {
     const json_t *cpu = json_object_get(file, "collector_cpu_ns");
-    json_int_t dur = geti(file, "duration_ns");
+    json_int_t dur = jtext_int(file, "duration_ns");
     char a[32];
 
     if (!json_is_integer(cpu))
@@ -141,8 +131,8 @@ static void print_account_mix(const struct out *o, const json_t *ac, int busy_to
     int n = 0;
 
     json_array_foreach(json_object_get(ac, "buckets"), i, v) {
-        const char *name = gets_(v, "name");
-        double ns = (double)geti(v, "ns");
+        const char *name = jtext_str(v, "name");
+        double ns = (double)jtext_int(v, "ns");
         if (outside_steps(name))
             continue;
         whole += ns;
@@ -175,15 +165,15 @@ static double account_busy_pct(const json_t *ac, double *lo, double *hi)
     size_t i;
 
     json_array_foreach(json_object_get(ac, "buckets"), i, v) {
-        const char *name = gets_(v, "name");
+        const char *name = jtext_str(v, "name");
         if (outside_steps(name))
             continue;
-        whole += (double)geti(v, "ns");
+        whole += (double)jtext_int(v, "ns");
         if (!strcmp(name, "gpu_compute") || !strcmp(name, "gpu_copy") ||
             !strcmp(name, "gpu_copy_pageable") || !strcmp(name, "gpu_both")) {
-            busy += (double)geti(v, "ns");
-            l += (double)geti(v, "lo_ns");
-            h += (double)geti(v, "hi_ns");
+            busy += (double)jtext_int(v, "ns");
+            l += (double)jtext_int(v, "lo_ns");
+            h += (double)jtext_int(v, "hi_ns");
         }
     }
     *lo = whole > 0 ? 100.0 * l / whole : 0.0;
@@ -195,7 +185,7 @@ static double account_busy_pct(const json_t *ac, double *lo, double *hi)
  * missing. */
 static void print_gpu_line(const struct out *o, const json_t *g, const json_t *ac)
 {
-    const char *src = gets_(g, "source");
+    const char *src = jtext_str(g, "source");
     const json_t *v;
     char a[32];
     size_t i;
@@ -212,7 +202,7 @@ static void print_gpu_line(const struct out *o, const json_t *g, const json_t *a
         fputc('\n', o->f);
     } else if (!strcmp(src, "host_lower_bound")) {
         fprintf(o->f, "GPU      idle >= %s (host lower bound: no GPU activity recorded)\n",
-                fmt_ns(a, sizeof(a), geti(g, "idle_ns")));
+                fmt_ns(a, sizeof(a), jtext_int(g, "idle_ns")));
     }
     json_array_foreach(json_object_get(g, "notes"), i, v)
         fprintf(o->f, "%snote:%s %s\n", col(o, C_YEL), col(o, C_OFF), json_string_value(v));
@@ -224,19 +214,19 @@ static void print_gpu_line(const struct out *o, const json_t *g, const json_t *a
 /* "<lead> in CUDA calls 54 %, host code 45 %, ...; GPU busy 60 %" of mix @p x. */
 static void print_mix(const struct out *o, const char *lead, const json_t *x, int host_data)
 {
-    double dur = (double)geti(x, "dur_ns");
+    double dur = (double)jtext_int(x, "dur_ns");
 
     if (!host_data) {
         fprintf(o->f, "%sin CUDA calls %.1f %%, outside them %.1f %% (no host data)\n", lead,
-                100.0 * (double)geti(x, "cuda_ns") / dur,
-                100.0 * (double)(geti(x, "dur_ns") - geti(x, "cuda_ns")) / dur);
+                100.0 * (double)jtext_int(x, "cuda_ns") / dur,
+                100.0 * (double)(jtext_int(x, "dur_ns") - jtext_int(x, "cuda_ns")) / dur);
         return;
     }
     fprintf(o->f, "%sin CUDA calls %.1f %%, host code %.1f %%, asleep %.1f %%, preempted %.1f %%, "
                   "D-state %.1f %%",
-            lead, 100.0 * (double)geti(x, "cuda_ns") / dur, 100.0 * (double)geti(x, "host_ns") / dur,
-            100.0 * (double)geti(x, "sleep_ns") / dur, 100.0 * (double)geti(x, "preempt_ns") / dur,
-            100.0 * (double)geti(x, "disk_ns") / dur);
+            lead, 100.0 * (double)jtext_int(x, "cuda_ns") / dur, 100.0 * (double)jtext_int(x, "host_ns") / dur,
+            100.0 * (double)jtext_int(x, "sleep_ns") / dur, 100.0 * (double)jtext_int(x, "preempt_ns") / dur,
+            100.0 * (double)jtext_int(x, "disk_ns") / dur);
     if (json_is_number(json_object_get(x, "gpu_busy_pct")))
         fprintf(o->f, "; GPU busy %.1f %%", json_number_value(json_object_get(x, "gpu_busy_pct")));
     fputc('\n', o->f);
@@ -251,31 +241,31 @@ static void print_steps_line(const struct out *o, const json_t *s, int host_data
     const json_t *su = json_object_get(s, "setup");
     char a[32], b[32], c[32], d[32], lead[96];
 
-    if (geti(s, "count") == 0)
+    if (jtext_int(s, "count") == 0)
         return;
     fprintf(o->f, "STEPS    %lld (%s): p50 %s  p90 %s  p99 %s  max %s (step %lld); "
                   "cv %.2f\n",
-            (long long)geti(s, "count"), gets_(s, "how"), fmt_ns(a, sizeof(a), geti(s, "p50_ns")),
-            fmt_ns(b, sizeof(b), geti(s, "p90_ns")), fmt_ns(c, sizeof(c), geti(s, "p99_ns")),
-            fmt_ns(d, sizeof(d), geti(s, "max_ns")), (long long)geti(w, "step"),
+            (long long)jtext_int(s, "count"), jtext_str(s, "how"), fmt_ns(a, sizeof(a), jtext_int(s, "p50_ns")),
+            fmt_ns(b, sizeof(b), jtext_int(s, "p90_ns")), fmt_ns(c, sizeof(c), jtext_int(s, "p99_ns")),
+            fmt_ns(d, sizeof(d), jtext_int(s, "max_ns")), (long long)jtext_int(w, "step"),
             json_number_value(json_object_get(s, "cv")));
     if (host_data && json_array_size(json_object_get(ac, "buckets"))) {
         fprintf(o->f, "         of the steps' window (ACCOUNT): ");
         print_account_mix(o, ac, 1, 6);
         fputc('\n', o->f);
-    } else if (geti(x, "dur_ns") > 0) {
+    } else if (jtext_int(x, "dur_ns") > 0) {
         print_mix(o, "         of step time: ", x, host_data);
     }
-    if (geti(su, "dur_ns") >= STEPS_SETUP_MIN_NS && geti(su, "dur_ns") >= geti(s, "p50_ns")) {
+    if (jtext_int(su, "dur_ns") >= STEPS_SETUP_MIN_NS && jtext_int(su, "dur_ns") >= jtext_int(s, "p50_ns")) {
         snprintf(lead, sizeof(lead), "         set-up before the first step %s, once: ",
-                 fmt_ns(a, sizeof(a), geti(su, "dur_ns")));
+                 fmt_ns(a, sizeof(a), jtext_int(su, "dur_ns")));
         print_mix(o, lead, su, host_data);
     }
-    if (geti(ac, "wind_down_ns") >= STEPS_SETUP_MIN_NS &&
-        geti(ac, "wind_down_ns") >= geti(s, "p50_ns"))
+    if (jtext_int(ac, "wind_down_ns") >= STEPS_SETUP_MIN_NS &&
+        jtext_int(ac, "wind_down_ns") >= jtext_int(s, "p50_ns"))
         fprintf(o->f, "         wind-down after the last step %s, once (a checkpoint saved, a "
                       "last evaluation, the exit): in the account, in no finding\n",
-                fmt_ns(a, sizeof(a), geti(ac, "wind_down_ns")));
+                fmt_ns(a, sizeof(a), jtext_int(ac, "wind_down_ns")));
 }
 
 /* A run recorded in capture ranges: which (docs/capture.md). */
@@ -288,16 +278,16 @@ static void print_capture(const struct out *o, const json_t *cp)
     if (cp == NULL)
         return;
     if (n == 0) {
-        fprintf(o->f, "capture  no range recorded (%s): nothing to analyse\n", gets_(cp, "mode"));
+        fprintf(o->f, "capture  no range recorded (%s): nothing to analyse\n", jtext_str(cp, "mode"));
         return;
     }
-    fprintf(o->f, "capture  %zu range%s recorded (%s):", n, n == 1 ? "" : "s", gets_(cp, "mode"));
+    fprintf(o->f, "capture  %zu range%s recorded (%s):", n, n == 1 ? "" : "s", jtext_str(cp, "mode"));
     for (i = 0; i < n && i < 4; i++)
         fprintf(o->f, "%s %.2f-%.2f s", i ? "," : "",
                 (double)json_integer_value(json_array_get(json_array_get(rg, i), 0)) / 1e9,
                 (double)json_integer_value(json_array_get(json_array_get(rg, i), 1)) / 1e9);
     fprintf(o->f, "%s; %s recorded, the analysis covers these alone\n", i < n ? ", ..." : "",
-            fmt_ns(a, sizeof(a), geti(cp, "recorded_ns")));
+            fmt_ns(a, sizeof(a), jtext_int(cp, "recorded_ns")));
 }
 
 /* A size-capped run: which part has every record (docs/analyzer.md). */
@@ -308,17 +298,17 @@ static void print_flight(const struct out *o, const json_t *fl)
     if (fl == NULL)
         return;
     fprintf(o->f, "capped   run file capped at %s MiB; ",
-            fmt_count(a, sizeof(a), geti(fl, "max_size_bytes") >> 20));
-    if (geti(fl, "evicted_blocks") == 0)
+            fmt_count(a, sizeof(a), jtext_int(fl, "max_size_bytes") >> 20));
+    if (jtext_int(fl, "evicted_blocks") == 0)
         fprintf(o->f, "nothing evicted, full detail over the whole run\n");
     else
         fprintf(o->f, "full detail from %.1f s to %.1f s; before that, aggregates only "
                       "(%s records evicted)\n",
-                (double)geti(fl, "detail_from_ns") / 1e9, (double)geti(fl, "detail_to_ns") / 1e9,
-                fmt_count(b, sizeof(b), geti(fl, "evicted_records")));
+                (double)jtext_int(fl, "detail_from_ns") / 1e9, (double)jtext_int(fl, "detail_to_ns") / 1e9,
+                fmt_count(b, sizeof(b), jtext_int(fl, "evicted_records")));
     fprintf(o->f, "         LATENCY covers the whole run (%s CUDA calls); findings, steps, GPU "
                   "feed and processes the detailed part\n",
-            fmt_count(b, sizeof(b), geti(fl, "outermost_calls")));
+            fmt_count(b, sizeof(b), jtext_int(fl, "outermost_calls")));
 }
 
 /* "; at the peak cudaMalloc 6177.8 MiB, cuMemAlloc_v2 128.3 MiB": what each
@@ -331,8 +321,8 @@ static void print_memory_apis(const struct out *o, const json_t *apis)
     if (json_array_size(apis) < 2)
         return;
     json_array_foreach(apis, i, v)
-        fprintf(o->f, "%s %s %.1f MiB", i ? "," : "; at the peak", gets_(v, "api"),
-                (double)geti(v, "bytes") / 1048576.0);
+        fprintf(o->f, "%s %s %.1f MiB", i ? "," : "; at the peak", jtext_str(v, "api"),
+                (double)jtext_int(v, "bytes") / 1048576.0);
 }
 
 /* "MEMORY   pid 8057 GPU 0: peak 200.0 MiB at 85.8ms, ..." per process and
@@ -345,17 +335,17 @@ static void print_memory_lines(const struct out *o, const json_t *mem)
 
     json_array_foreach(json_object_get(mem, "processes"), i, v) {
         fprintf(o->f, "MEMORY   pid %lld GPU %lld: peak %.1f MiB at %s, held at the end %.1f MiB",
-                (long long)geti(v, "pid"), (long long)geti(v, "device"),
-                (double)geti(v, "peak_bytes") / 1048576.0,
-                fmt_ns(a, sizeof(a), geti(v, "peak_t_ns")),
-                (double)geti(v, "held_end_bytes") / 1048576.0);
+                (long long)jtext_int(v, "pid"), (long long)jtext_int(v, "device"),
+                (double)jtext_int(v, "peak_bytes") / 1048576.0,
+                fmt_ns(a, sizeof(a), jtext_int(v, "peak_t_ns")),
+                (double)jtext_int(v, "held_end_bytes") / 1048576.0);
         if (json_is_integer(json_object_get(v, "total_bytes")))
             fprintf(o->f, ", device %.1f MiB (%.1f MiB free at the last reading)",
-                    (double)geti(v, "total_bytes") / 1048576.0,
-                    (double)geti(v, "free_bytes") / 1048576.0);
-        if (geti(v, "failures"))
-            fprintf(o->f, ", %lld out of memory (%lld retried)", (long long)geti(v, "failures"),
-                    (long long)geti(v, "retries"));
+                    (double)jtext_int(v, "total_bytes") / 1048576.0,
+                    (double)jtext_int(v, "free_bytes") / 1048576.0);
+        if (jtext_int(v, "failures"))
+            fprintf(o->f, ", %lld out of memory (%lld retried)", (long long)jtext_int(v, "failures"),
+                    (long long)jtext_int(v, "retries"));
         print_memory_apis(o, json_object_get(v, "peak_by_api"));
         fputc('\n', o->f);
     }
@@ -369,34 +359,34 @@ static void print_run(const struct out *o, const json_t *j)
     size_t i;
 
     json_array_foreach(files, i, v) {
-        fprintf(o->f, "%srun%s     %s\n", col(o, C_BOLD), col(o, C_OFF), gets_(v, "path"));
-        fprintf(o->f, "command  %s\n", *gets_(v, "command") ? gets_(v, "command") : "(unknown)");
+        fprintf(o->f, "%srun%s     %s\n", col(o, C_BOLD), col(o, C_OFF), jtext_str(v, "path"));
+        fprintf(o->f, "command  %s\n", *jtext_str(v, "command") ? jtext_str(v, "command") : "(unknown)");
         char cpus[16] = "?";
-        if (geti(v, "ncpu"))
-            snprintf(cpus, sizeof(cpus), "%d", (int)geti(v, "ncpu"));
+        if (jtext_int(v, "ncpu"))
+            snprintf(cpus, sizeof(cpus), "%d", (int)jtext_int(v, "ncpu"));
         fprintf(o->f, "duration %s   CUDA calls %s   host records %s   sampler tier %s   CPUs %s\n",
-                fmt_ns(a, sizeof(a), geti(v, "window_end_ns") - geti(v, "window_start_ns")),
-                fmt_count(b, sizeof(b), geti(json_object_get(v, "counts"), "cuda")),
+                fmt_ns(a, sizeof(a), jtext_int(v, "window_end_ns") - jtext_int(v, "window_start_ns")),
+                fmt_count(b, sizeof(b), jtext_int(json_object_get(v, "counts"), "cuda")),
                 fmt_count(c, sizeof(c),
-                          geti(json_object_get(v, "counts"), "offcpu") +
-                              geti(json_object_get(v, "counts"), "runq") +
-                              geti(json_object_get(v, "counts"), "pwin") +
-                              geti(json_object_get(v, "counts"), "syswin")),
-                gets_(v, "sampler_tier"), cpus);
-        if (geti(json_object_get(v, "counts"), "cuda"))
+                          jtext_int(json_object_get(v, "counts"), "offcpu") +
+                              jtext_int(json_object_get(v, "counts"), "runq") +
+                              jtext_int(json_object_get(v, "counts"), "pwin") +
+                              jtext_int(json_object_get(v, "counts"), "syswin")),
+                jtext_str(v, "sampler_tier"), cpus);
+        if (jtext_int(json_object_get(v, "counts"), "cuda"))
             fprintf(o->f, "start-up %s to the first CUDA call (CUDA initialisation %s)   "
                           "CUDA-active %s\n",
-                    fmt_ns(a, sizeof(a), geti(v, "startup_ns")),
-                    fmt_ns(b, sizeof(b), geti(v, "cuda_init_ns")),
-                    fmt_ns(c, sizeof(c), geti(v, "active_ns")));
+                    fmt_ns(a, sizeof(a), jtext_int(v, "startup_ns")),
+                    fmt_ns(b, sizeof(b), jtext_int(v, "cuda_init_ns")),
+                    fmt_ns(c, sizeof(c), jtext_int(v, "active_ns")));
         print_collector_cpu(o, v);
         print_flight(o, json_object_get(v, "flight"));
         print_capture(o, json_object_get(v, "capture"));
         if (json_is_true(json_object_get(v, "degraded")))
             fprintf(o->f, "%sWARNING: degraded run:%s %s CUDA records dropped, %s host records "
                           "lost%s; figures are lower bounds\n",
-                    col(o, C_YEL), col(o, C_OFF), fmt_count(a, sizeof(a), geti(v, "cuda_dropped")),
-                    fmt_count(b, sizeof(b), geti(v, "host_lost") + geti(v, "shim_lost")),
+                    col(o, C_YEL), col(o, C_OFF), fmt_count(a, sizeof(a), jtext_int(v, "cuda_dropped")),
+                    fmt_count(b, sizeof(b), jtext_int(v, "host_lost") + jtext_int(v, "shim_lost")),
                     json_is_true(json_object_get(v, "clean_shutdown"))
                         ? ""
                         : ", collector did not shut down cleanly");
@@ -404,36 +394,10 @@ static void print_run(const struct out *o, const json_t *j)
     print_gpu_line(o, json_object_get(j, "gpu"), json_object_get(j, "account"));
     print_memory_lines(o, json_object_get(j, "memory"));
     print_steps_line(o, json_object_get(j, "steps"),
-                     strcmp(gets_(json_array_get(files, 0), "sampler_tier"), "none") != 0,
+                     strcmp(jtext_str(json_array_get(files, 0), "sampler_tier"), "none") != 0,
                      json_object_get(j, "account"));
     json_array_foreach(missing, i, v)
         fprintf(o->f, "%smissing:%s %s\n", col(o, C_YEL), col(o, C_OFF), json_string_value(v));
-}
-
-/* A JSON frame (docs/json.md) as "train.py:57 in train_step" or
- * "libtorch_cuda.so+0x1a2b": the file's or module's base name. */
-static const char *fmt_frame(char *buf, size_t n, const json_t *f)
-{
-    const char *file = json_string_value(json_object_get(f, "file"));
-    const char *mod = json_string_value(json_object_get(f, "module"));
-    const char *b = file ? file : mod ? mod : "?";
-
-    if (file)
-        b = pystack_short_name(file);
-    else if (strrchr(b, '/') && strrchr(b, '/')[1])
-        b = strrchr(b, '/') + 1;
-    if (file && !strcmp(file, "?") && geti(f, "line") == 0)
-        snprintf(buf, n, "?"); /* a stack id with no stack */
-    else if (file && geti(f, "line"))
-        snprintf(buf, n, "%s:%" JSON_INTEGER_FORMAT " in %s", b, geti(f, "line"),
-                 gets_(f, "function"));
-    else if (file)
-        snprintf(buf, n, "%s:? in %s", b, gets_(f, "function"));
-    else if (mod && strcmp(mod, "?"))
-        snprintf(buf, n, "%s+0x%llx", b, (unsigned long long)geti(f, "offset"));
-    else
-        snprintf(buf, n, "0x%llx", (unsigned long long)geti(f, "offset"));
-    return buf;
 }
 
 /* "a <- b <- c" of a frame array into @p buf. */
@@ -446,7 +410,7 @@ static const char *fmt_frames(char *buf, size_t n, const json_t *frames)
     buf[0] = '\0';
     json_array_foreach(frames, i, v) {
         int w = snprintf(buf + len, n - len, "%s%s", i ? " <- " : "",
-                         fmt_frame(one, sizeof(one), v));
+                         jtext_frame(one, sizeof(one), v));
         if (w < 0 || (size_t)w >= n - len)
             break;
         len += (size_t)w;
@@ -465,7 +429,7 @@ static void print_sites(const struct out *o, const json_t *sites)
         return;
     fprintf(o->f, "  python lines:\n");
     json_array_foreach(sites, i, v) {
-        fprintf(o->f, "    - %s\n", gets_(v, "text"));
+        fprintf(o->f, "    - %s\n", jtext_str(v, "text"));
         if (json_array_size(json_object_get(v, "via")))
             fprintf(o->f, "      via %s\n", fmt_frames(buf, sizeof(buf), json_object_get(v, "via")));
         if (json_array_size(json_object_get(v, "callers")))
@@ -476,29 +440,29 @@ static void print_sites(const struct out *o, const json_t *sites)
 
 static void print_chain(const struct out *o, const json_t *c)
 {
-    const char *sev = gets_(c, "severity");
+    const char *sev = jtext_str(c, "severity");
     const char *sc = !strcmp(sev, "HIGH") ? C_RED : !strcmp(sev, "MEDIUM") ? C_YEL : C_CYAN;
     const json_t *v;
     char a[32], b[32], d[32];
     size_t i;
 
     fprintf(o->f, "%s[%s]%s %s%s%s  impact %s (%.1f %% of %s)\n", col(o, sc), sev,
-            col(o, C_OFF), col(o, C_BOLD), gets_(c, "cause"), col(o, C_OFF),
-            fmt_ns(a, sizeof(a), geti(c, "impact_ns")),
+            col(o, C_OFF), col(o, C_BOLD), jtext_str(c, "cause"), col(o, C_OFF),
+            fmt_ns(a, sizeof(a), jtext_int(c, "impact_ns")),
             json_real_value(json_object_get(c, "impact_pct")),
-            *gets_(c, "share_of") ? gets_(c, "share_of") : "the active window");
-    if (geti(c, "impact_hi_ns") > geti(c, "impact_lo_ns"))
+            *jtext_str(c, "share_of") ? jtext_str(c, "share_of") : "the active window");
+    if (jtext_int(c, "impact_hi_ns") > jtext_int(c, "impact_lo_ns"))
         fprintf(o->f, "  impact 95 %% interval %s to %s (sampled GPU activity)\n",
-                fmt_ns(a, sizeof(a), geti(c, "impact_lo_ns")),
-                fmt_ns(b, sizeof(b), geti(c, "impact_hi_ns")));
-    fprintf(o->f, "  %s\n", gets_(c, "summary"));
-    if (*gets_(json_object_get(c, "if_fixed"), "text"))
-        fprintf(o->f, "  %s\n", gets_(json_object_get(c, "if_fixed"), "text"));
-    fprintf(o->f, "  chain: %s\n", gets_(c, "chain"));
-    if (*gets_(c, "api") && geti(c, "count"))
-        fprintf(o->f, "  api %s: p50 %s, p99 %s (%.1fx), %s calls\n", gets_(c, "api"),
-                fmt_ns(a, sizeof(a), geti(c, "p50_ns")), fmt_ns(b, sizeof(b), geti(c, "p99_ns")),
-                json_real_value(json_object_get(c, "ratio")), fmt_count(d, sizeof(d), geti(c, "count")));
+                fmt_ns(a, sizeof(a), jtext_int(c, "impact_lo_ns")),
+                fmt_ns(b, sizeof(b), jtext_int(c, "impact_hi_ns")));
+    fprintf(o->f, "  %s\n", jtext_str(c, "summary"));
+    if (*jtext_str(json_object_get(c, "if_fixed"), "text"))
+        fprintf(o->f, "  %s\n", jtext_str(json_object_get(c, "if_fixed"), "text"));
+    fprintf(o->f, "  chain: %s\n", jtext_str(c, "chain"));
+    if (*jtext_str(c, "api") && jtext_int(c, "count"))
+        fprintf(o->f, "  api %s: p50 %s, p99 %s (%.1fx), %s calls\n", jtext_str(c, "api"),
+                fmt_ns(a, sizeof(a), jtext_int(c, "p50_ns")), fmt_ns(b, sizeof(b), jtext_int(c, "p99_ns")),
+                json_real_value(json_object_get(c, "ratio")), fmt_count(d, sizeof(d), jtext_int(c, "count")));
     fprintf(o->f, "  evidence:\n");
     json_array_foreach(json_object_get(c, "evidence"), i, v)
         fprintf(o->f, "    - %s\n", json_string_value(v));
@@ -506,15 +470,15 @@ static void print_chain(const struct out *o, const json_t *c)
     fprintf(o->f, "  timeline:\n");
     json_array_foreach(json_object_get(c, "timeline"), i, v)
         fprintf(o->f, "    %10.6f s  %-8s %s\n", json_real_value(json_object_get(v, "t_s")),
-                gets_(v, "layer"), gets_(v, "text"));
+                jtext_str(v, "layer"), jtext_str(v, "text"));
     if (json_array_size(json_object_get(c, "examples")))
         fprintf(o->f, "  worst calls:\n");
     json_array_foreach(json_object_get(c, "examples"), i, v)
         fprintf(o->f, "    %10.6f s  %s %s (pid %d tid %d)%s%s\n",
-                json_real_value(json_object_get(v, "t_s")), gets_(v, "api"),
-                fmt_ns(a, sizeof(a), geti(v, "dur_ns")), (int)geti(v, "pid"), (int)geti(v, "tid"),
-                *gets_(v, "note") ? ": " : "", gets_(v, "note"));
-    fprintf(o->f, "  %sfix:%s %s\n\n", col(o, C_BOLD), col(o, C_OFF), gets_(c, "recommendation"));
+                json_real_value(json_object_get(v, "t_s")), jtext_str(v, "api"),
+                fmt_ns(a, sizeof(a), jtext_int(v, "dur_ns")), (int)jtext_int(v, "pid"), (int)jtext_int(v, "tid"),
+                *jtext_str(v, "note") ? ": " : "", jtext_str(v, "note"));
+    fprintf(o->f, "  %sfix:%s %s\n\n", col(o, C_BOLD), col(o, C_OFF), jtext_str(c, "recommendation"));
 }
 
 /* Was a file of this report recorded with `record --duty`? */
@@ -534,7 +498,7 @@ static int has_duty(const json_t *j)
 static void print_account(const struct out *o, const json_t *j)
 {
     const json_t *ac = json_object_get(j, "account"), *v;
-    const char *src = gets_(ac, "source");
+    const char *src = jtext_str(ac, "source");
     char a[32], b[32];
     size_t i;
 
@@ -546,23 +510,23 @@ static void print_account(const struct out *o, const json_t *j)
             : !strcmp(src, "sampled") ? "sampled GPU activity, scaled to the window, 95 % interval"
                                       : "host lower bound: GPU idle only after syncs");
     json_array_foreach(json_object_get(ac, "buckets"), i, v) {
-        const char *own = gets_(v, "owner");
-        int wide = geti(v, "hi_ns") > geti(v, "lo_ns");
+        const char *own = jtext_str(v, "owner");
+        int wide = jtext_int(v, "hi_ns") > jtext_int(v, "lo_ns");
         char line[160];
-        int n = snprintf(line, sizeof(line), "  %-20s %10s %6.1f %%", gets_(v, "name"),
-                         fmt_ns(a, sizeof(a), geti(v, "ns")),
+        int n = snprintf(line, sizeof(line), "  %-20s %10s %6.1f %%", jtext_str(v, "name"),
+                         fmt_ns(a, sizeof(a), jtext_int(v, "ns")),
                          json_real_value(json_object_get(v, "pct")));
         if (wide && n > 0 && (size_t)n < sizeof(line))
             n += snprintf(line + n, sizeof(line) - (size_t)n, "  %s-%s",
-                          fmt_ns(a, sizeof(a), geti(v, "lo_ns")),
-                          fmt_ns(b, sizeof(b), geti(v, "hi_ns")));
+                          fmt_ns(a, sizeof(a), jtext_int(v, "lo_ns")),
+                          fmt_ns(b, sizeof(b), jtext_int(v, "hi_ns")));
         if (*own && n > 0 && (size_t)n < sizeof(line))
             snprintf(line + n, sizeof(line) - (size_t)n, "%*s-> %s", n < 58 ? 58 - n : 1, "",
                      own);
         fprintf(o->f, "%s\n", line);
     }
-    fprintf(o->f, "  %-20s %10s  (the window: %s)\n", "sum", fmt_ns(a, sizeof(a), geti(ac, "sum_ns")),
-            fmt_ns(b, sizeof(b), geti(ac, "window_ns")));
+    fprintf(o->f, "  %-20s %10s  (the window: %s)\n", "sum", fmt_ns(a, sizeof(a), jtext_int(ac, "sum_ns")),
+            fmt_ns(b, sizeof(b), jtext_int(ac, "window_ns")));
 }
 
 static void print_chains(const struct out *o, const json_t *j)
@@ -583,12 +547,12 @@ static void print_row(const struct out *o, const json_t *r, const char *prefix)
 {
     char b[8][32], name[160];
 
-    snprintf(name, sizeof(name), "%s%s", prefix, gets_(r, "api"));
+    snprintf(name, sizeof(name), "%s%s", prefix, jtext_str(r, "api"));
     fprintf(o->f, "  %-34s %11s %9s %9s %9s %9s %9s %9s %9s\n", name,
-            fmt_count(b[0], 32, geti(r, "count")), fmt_ns(b[1], 32, geti(r, "total_ns")),
-            fmt_ns(b[2], 32, geti(r, "mean_ns")), fmt_ns(b[3], 32, geti(r, "p50_ns")),
-            fmt_ns(b[4], 32, geti(r, "p90_ns")), fmt_ns(b[5], 32, geti(r, "p99_ns")),
-            fmt_ns(b[6], 32, geti(r, "p999_ns")), fmt_ns(b[7], 32, geti(r, "max_ns")));
+            fmt_count(b[0], 32, jtext_int(r, "count")), fmt_ns(b[1], 32, jtext_int(r, "total_ns")),
+            fmt_ns(b[2], 32, jtext_int(r, "mean_ns")), fmt_ns(b[3], 32, jtext_int(r, "p50_ns")),
+            fmt_ns(b[4], 32, jtext_int(r, "p90_ns")), fmt_ns(b[5], 32, jtext_int(r, "p99_ns")),
+            fmt_ns(b[6], 32, jtext_int(r, "p999_ns")), fmt_ns(b[7], 32, jtext_int(r, "max_ns")));
 }
 
 static void print_table_head(const struct out *o, const char *first)
@@ -666,12 +630,12 @@ static void print_by(const struct out *o, const json_t *j, const char *key, cons
     print_table_head(o, "api");
     json_array_foreach(rows, i, v) {
         if (json_object_get(v, "kernel"))
-            snprintf(pre, sizeof(pre), "%.80s ", gets_(v, "kernel"));
+            snprintf(pre, sizeof(pre), "%.80s ", jtext_str(v, "kernel"));
         else if (json_object_get(v, "stream"))
-            snprintf(pre, sizeof(pre), "%d/0x%" JSON_INTEGER_FORMAT "x ", (int)geti(v, "pid"),
-                     geti(v, "stream"));
+            snprintf(pre, sizeof(pre), "%d/0x%" JSON_INTEGER_FORMAT "x ", (int)jtext_int(v, "pid"),
+                     jtext_int(v, "stream"));
         else
-            snprintf(pre, sizeof(pre), "%d ", (int)geti(v, "pid"));
+            snprintf(pre, sizeof(pre), "%d ", (int)jtext_int(v, "pid"));
         print_row(o, v, pre);
     }
 }
@@ -680,7 +644,7 @@ static void print_by(const struct out *o, const json_t *j, const char *key, cons
 static void print_pylines(const struct out *o, const json_t *j)
 {
     const json_t *p = json_object_get(j, "pylines"), *v;
-    int gpu = !strcmp(gets_(p, "idle_source"), "gpu");
+    int gpu = !strcmp(jtext_str(p, "idle_source"), "gpu");
     char b[6][32], site[320], next[320];
     size_t i;
 
@@ -697,13 +661,13 @@ static void print_pylines(const struct out *o, const json_t *j)
             "p50", "p99", "max", "idle after");
     json_array_foreach(json_object_get(p, "rows"), i, v) {
         fprintf(o->f, "  %-40s %-22s %9s %9s %9s %9s %9s %10s\n",
-                fmt_frame(site, sizeof(site), v), gets_(v, "api"),
-                fmt_count(b[0], 32, geti(v, "calls")), fmt_ns(b[1], 32, geti(v, "total_ns")),
-                fmt_ns(b[2], 32, geti(v, "p50_ns")), fmt_ns(b[3], 32, geti(v, "p99_ns")),
-                fmt_ns(b[4], 32, geti(v, "max_ns")), fmt_ns(b[5], 32, geti(v, "idle_after_ns")));
+                jtext_frame(site, sizeof(site), v), jtext_str(v, "api"),
+                fmt_count(b[0], 32, jtext_int(v, "calls")), fmt_ns(b[1], 32, jtext_int(v, "total_ns")),
+                fmt_ns(b[2], 32, jtext_int(v, "p50_ns")), fmt_ns(b[3], 32, jtext_int(v, "p99_ns")),
+                fmt_ns(b[4], 32, jtext_int(v, "max_ns")), fmt_ns(b[5], 32, jtext_int(v, "idle_after_ns")));
         if (json_is_object(json_object_get(v, "next_enqueue")))
             fprintf(o->f, "    next GPU work enqueued at %s\n",
-                    fmt_frame(next, sizeof(next), json_object_get(v, "next_enqueue")));
+                    jtext_frame(next, sizeof(next), json_object_get(v, "next_enqueue")));
         if (json_array_size(json_object_get(v, "via")))
             fprintf(o->f, "    via %s\n", fmt_frames(site, sizeof(site), json_object_get(v, "via")));
         if (json_array_size(json_object_get(v, "callers")))
@@ -728,19 +692,19 @@ static void print_feed(const struct out *o, const json_t *j)
         const json_t *ft = json_object_get(v, "feeding_thread");
         fprintf(o->f, "  pid %d %s: %s enqueues, %s syncs (%s); GPU idle >= %s (%.1f %%) in %s "
                       "gaps, longest %s\n",
-                (int)geti(v, "pid"), gets_(v, "comm"), fmt_count(a, 32, geti(v, "enqueues")),
-                fmt_count(b, 32, geti(v, "syncs")), fmt_ns(c, 32, geti(v, "sync_ns")),
-                fmt_ns(d, 32, geti(v, "idle_ns")), json_real_value(json_object_get(v, "idle_pct")),
-                fmt_count(e, 32, geti(v, "gaps")), fmt_ns(f, 32, geti(v, "max_gap_ns")));
-        if (geti(v, "gaps") == 0)
+                (int)jtext_int(v, "pid"), jtext_str(v, "comm"), fmt_count(a, 32, jtext_int(v, "enqueues")),
+                fmt_count(b, 32, jtext_int(v, "syncs")), fmt_ns(c, 32, jtext_int(v, "sync_ns")),
+                fmt_ns(d, 32, jtext_int(v, "idle_ns")), json_real_value(json_object_get(v, "idle_pct")),
+                fmt_count(e, 32, jtext_int(v, "gaps")), fmt_ns(f, 32, jtext_int(v, "max_gap_ns")));
+        if (jtext_int(v, "gaps") == 0)
             continue;
         fprintf(o->f, "    feeding thread in the gaps: on-CPU %s, asleep %s, preempted %s, "
                       "uninterruptible %s\n",
-                fmt_ns(a, 32, geti(ft, "oncpu_ns")), fmt_ns(b, 32, geti(ft, "sleep_ns")),
-                fmt_ns(c, 32, geti(ft, "preempted_ns")), fmt_ns(d, 32, geti(ft, "disk_ns")));
+                fmt_ns(a, 32, jtext_int(ft, "oncpu_ns")), fmt_ns(b, 32, jtext_int(ft, "sleep_ns")),
+                fmt_ns(c, 32, jtext_int(ft, "preempted_ns")), fmt_ns(d, 32, jtext_int(ft, "disk_ns")));
         json_array_foreach(json_object_get(ft, "wakers"), k, w)
-            fprintf(o->f, "      woken by pid %d %s (%s): %s\n", (int)geti(w, "pid"),
-                    gets_(w, "comm"), gets_(w, "role"), fmt_ns(a, 32, geti(w, "ns")));
+            fprintf(o->f, "      woken by pid %d %s (%s): %s\n", (int)jtext_int(w, "pid"),
+                    jtext_str(w, "comm"), jtext_str(w, "role"), fmt_ns(a, 32, jtext_int(w, "ns")));
     }
 }
 
@@ -749,13 +713,13 @@ static void print_graphs(const struct out *o, const json_t *gr)
 {
     char a[32], b[32], c[32], d[32];
 
-    if (geti(gr, "kernels") + geti(gr, "copies") + geti(gr, "memsets") == 0)
+    if (jtext_int(gr, "kernels") + jtext_int(gr, "copies") + jtext_int(gr, "memsets") == 0)
         return;
     fprintf(o->f, "  CUDA graphs: %d graph(s), %d nodes, %s launches ran %s kernels, %s copies, "
                   "%d memsets (%s of GPU time)\n",
-            (int)geti(gr, "graphs"), (int)geti(gr, "nodes"), fmt_count(a, 32, geti(gr, "launches")),
-            fmt_count(b, 32, geti(gr, "kernels")), fmt_count(c, 32, geti(gr, "copies")),
-            (int)geti(gr, "memsets"), fmt_ns(d, 32, geti(gr, "gpu_ns")));
+            (int)jtext_int(gr, "graphs"), (int)jtext_int(gr, "nodes"), fmt_count(a, 32, jtext_int(gr, "launches")),
+            fmt_count(b, 32, jtext_int(gr, "kernels")), fmt_count(c, 32, jtext_int(gr, "copies")),
+            (int)jtext_int(gr, "memsets"), fmt_ns(d, 32, jtext_int(gr, "gpu_ns")));
 }
 
 static void print_gpu(const struct out *o, const json_t *j)
@@ -767,21 +731,21 @@ static void print_gpu(const struct out *o, const json_t *j)
     if (json_array_size(json_object_get(g, "devices")) == 0)
         return;
     fprintf(o->f, "\n%sGPU%s (what the GPU ran, from CUPTI: %s)\n", col(o, C_BOLD), col(o, C_OFF),
-            gets_(g, "source"));
+            jtext_str(g, "source"));
     json_array_foreach(json_object_get(g, "devices"), i, v) {
         fprintf(o->f, "  pid %d device %d: busy %.1f %% of %s covered; %s kernels (median %s), "
                       "%s copies, %s memsets\n",
-                (int)geti(v, "pid"), (int)geti(v, "device"),
+                (int)jtext_int(v, "pid"), (int)jtext_int(v, "device"),
                 json_real_value(json_object_get(v, "busy_pct")),
-                fmt_ns(a, 32, geti(v, "covered_ns")), fmt_count(b, 32, geti(v, "kernels")),
-                fmt_ns(c, 32, geti(v, "kernel_p50_ns")), fmt_count(d, 32, geti(v, "copies")),
-                fmt_count(e, 32, geti(v, "memsets")));
+                fmt_ns(a, 32, jtext_int(v, "covered_ns")), fmt_count(b, 32, jtext_int(v, "kernels")),
+                fmt_ns(c, 32, jtext_int(v, "kernel_p50_ns")), fmt_count(d, 32, jtext_int(v, "copies")),
+                fmt_count(e, 32, jtext_int(v, "memsets")));
         fprintf(o->f, "    kernels at once %.1f %% of kernel time; copies overlapping kernels "
                       "%.1f %% of copy time\n",
                 json_real_value(json_object_get(v, "concurrent_kernels_pct")),
                 json_real_value(json_object_get(v, "copy_compute_overlap_pct")));
         fprintf(o->f, "    idle %s, by what the feeding thread did: ",
-                fmt_ns(a, 32, geti(v, "idle_ns")));
+                fmt_ns(a, 32, jtext_int(v, "idle_ns")));
         print_split(o, json_object_get(v, "idle_by_host_state"));
         fputc('\n', o->f);
     }
@@ -789,9 +753,9 @@ static void print_gpu(const struct out *o, const json_t *j)
     json_array_foreach(json_object_get(g, "top_kernels_by_time"), k, w) {
         if (k == 5)
             break;
-        fprintf(o->f, "    %10s  %9s x %9s  %s\n", fmt_ns(a, 32, geti(w, "total_ns")),
-                fmt_count(b, 32, geti(w, "count")), fmt_ns(c, 32, geti(w, "mean_ns")),
-                gets_(w, "kernel"));
+        fprintf(o->f, "    %10s  %9s x %9s  %s\n", fmt_ns(a, 32, jtext_int(w, "total_ns")),
+                fmt_count(b, 32, jtext_int(w, "count")), fmt_ns(c, 32, jtext_int(w, "mean_ns")),
+                jtext_str(w, "kernel"));
     }
     print_graphs(o, json_object_get(g, "graphs"));
 }
@@ -808,9 +772,9 @@ static void print_graph_kernels(const struct out *o, const json_t *j)
     fprintf(o->f, "\n%sKERNELS IN CUDA GRAPHS%s (GPU time, from CUPTI)\n", col(o, C_BOLD),
             col(o, C_OFF));
     json_array_foreach(rows, k, w)
-        fprintf(o->f, "    %10s  %9s x %9s  %s\n", fmt_ns(a, 32, geti(w, "total_ns")),
-                fmt_count(b, 32, geti(w, "count")), fmt_ns(c, 32, geti(w, "mean_ns")),
-                gets_(w, "kernel"));
+        fprintf(o->f, "    %10s  %9s x %9s  %s\n", fmt_ns(a, 32, jtext_int(w, "total_ns")),
+                fmt_count(b, 32, jtext_int(w, "count")), fmt_ns(c, 32, jtext_int(w, "mean_ns")),
+                jtext_str(w, "kernel"));
 }
 
 static void print_procs(const struct out *o, const json_t *j)
@@ -829,15 +793,15 @@ static void print_procs(const struct out *o, const json_t *j)
             "stall", "vcsw", "ivcsw", "pg alloc", "faults");
     json_array_foreach(json_object_get(j, "processes"), i, v)
         fprintf(o->f, "  %7d %7d %-15s %-9s %9s %8s %8s %8s %8s %8s %8s %8s %8s %9s %9s %8s\n",
-                (int)geti(v, "pid"), (int)geti(v, "ppid"), gets_(v, "comm"), gets_(v, "role"),
-                fmt_count(b[0], 32, geti(v, "cuda_calls")), fmt_ns(b[1], 32, geti(v, "cuda_ns")),
-                fmt_ns(b[2], 32, geti(v, "oncpu_ns")), fmt_ns(b[3], 32, geti(v, "sleep_ns")),
-                fmt_ns(b[4], 32, geti(v, "disk_ns")), fmt_ns(b[5], 32, geti(v, "preempted_ns")),
-                fmt_ns(b[6], 32, geti(v, "runq_delay_ns")),
-                fmt_ns(b[7], 32, geti(v, "max_stall_ns")), fmt_count(b[8], 32, geti(v, "vcsw")),
-                fmt_count(b[9], 32, geti(v, "ivcsw")),
-                fmt_count(b[10], 32, geti(v, "page_allocs")),
-                fmt_count(b[11], 32, geti(v, "page_faults")));
+                (int)jtext_int(v, "pid"), (int)jtext_int(v, "ppid"), jtext_str(v, "comm"), jtext_str(v, "role"),
+                fmt_count(b[0], 32, jtext_int(v, "cuda_calls")), fmt_ns(b[1], 32, jtext_int(v, "cuda_ns")),
+                fmt_ns(b[2], 32, jtext_int(v, "oncpu_ns")), fmt_ns(b[3], 32, jtext_int(v, "sleep_ns")),
+                fmt_ns(b[4], 32, jtext_int(v, "disk_ns")), fmt_ns(b[5], 32, jtext_int(v, "preempted_ns")),
+                fmt_ns(b[6], 32, jtext_int(v, "runq_delay_ns")),
+                fmt_ns(b[7], 32, jtext_int(v, "max_stall_ns")), fmt_count(b[8], 32, jtext_int(v, "vcsw")),
+                fmt_count(b[9], 32, jtext_int(v, "ivcsw")),
+                fmt_count(b[10], 32, jtext_int(v, "page_allocs")),
+                fmt_count(b[11], 32, jtext_int(v, "page_faults")));
 }
 
 void analysis_print(const struct analysis *a, FILE *out, int color)
@@ -875,6 +839,8 @@ static const char usage_text[] =
     "    cudaspy-analyze summary --save BASE.json RUN.lmdb\n"
     "    cudaspy-analyze export --chrome OUT.json RUN.lmdb\n"
     "    cudaspy-analyze mcp RUN.lmdb...\n"
+    "    cudaspy-analyze top [--interval S] [--window S] [--once] RUN|PID\n"
+    "    cudaspy-analyze metrics --listen HOST:PORT [--window S] RUN|PID\n"
     "\n"
     "DESCRIPTION\n"
     "    Reads one or more run files (for example one per rank; their processes are\n"
@@ -883,6 +849,9 @@ static const char usage_text[] =
     "    and a fix; latency per CUDA API over every call (count, total, mean, p50,\n"
     "    p90, p99, p99.9, max; percentiles by nearest rank); GPU feed (a lower bound\n"
     "    of GPU idle time from host-side syncs); and the per-process breakdown.\n"
+    "    top and metrics read a run while it is recorded (RUN, or the recorded\n"
+    "    program's PID): a live terminal view, and Prometheus metrics served at\n"
+    "    http://HOST:PORT/metrics (docs/live.md; each has its own --help).\n"
     "\n"
     "OPTIONS\n"
     "    --json              print the report as one JSON object (docs/json.md)\n"
@@ -911,7 +880,9 @@ static const char usage_text[] =
     "    cudaspy-analyze run.lmdb\n"
     "    cudaspy-analyze --json run.lmdb > report.json\n"
     "    cudaspy-analyze --since 10 --until 20 --by pid,stream run.lmdb\n"
-    "    cudaspy-analyze --fail-on high rank0.lmdb rank1.lmdb\n";
+    "    cudaspy-analyze --fail-on high rank0.lmdb rank1.lmdb\n"
+    "    cudaspy-analyze top run.lmdb\n"
+    "    cudaspy-analyze metrics --listen 127.0.0.1:9464 $(pgrep -f train.py)\n";
 
 struct report_opts {
     struct analysis_opts a;

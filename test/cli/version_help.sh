@@ -58,6 +58,8 @@ Commands:
               'cudaspy record --help' gives its options
   ctl         start or stop recording a running program (record --capture
               signal): 'cudaspy ctl PID start|stop'
+  top         a live view of a run while it is recorded: 'cudaspy top
+              RUN|PID' (cudaspy-analyze top; keys 1 p f b, q quits)
 
 Options:
   -h, --help  print this help and exit
@@ -67,6 +69,7 @@ Exit status: 0 for --help and --version; 2 usage error (record: its --help).
 
 EXAMPLES
   cudaspy record -o run.lmdb -- python train.py
+  cudaspy top run.lmdb
   cudaspy-analyze run.lmdb" "" --help
     cp out.txt help.txt
     check 0 "$(cat help.txt)" "" -h
@@ -74,7 +77,11 @@ EXAMPLES
         record --help
     check 2 "" "cudaspy: no subcommand
 Try 'cudaspy --help'"
-    check 2 "" "cudaspy: unknown subcommand (record or ctl)
+    help_starts "Usage: cudaspy-analyze top [--interval S] [--window S] [--view NAME] [--once] RUN|PID" \
+        top --help
+    check 2 "" "cudaspy-analyze: top: no run file or pid
+Try 'cudaspy-analyze top --help'" top
+    check 2 "" "cudaspy: unknown subcommand (record, ctl or top)
 Try 'cudaspy --help'" replay
     check 2 "" "cudaspy: unknown option '--bogus'
 Try 'cudaspy record --help'" record --bogus -- true
