@@ -101,3 +101,16 @@ void live_close(struct live *l)
     free(l->path);
     free(l);
 }
+
+int live_parse_secs(const char *s, uint64_t *ns, int zero_ok)
+{
+    char *end;
+    double v;
+
+    errno = 0;
+    v = strtod(s, &end);
+    if (end == s || *end || errno || !(v >= 0) || (v == 0 && !zero_ok) || v > 86400)
+        return -1;
+    *ns = (uint64_t)(v * 1e9 + 0.5);
+    return 0;
+}

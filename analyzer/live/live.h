@@ -55,6 +55,10 @@ const char *live_path(const struct live *l);
 /** Free. Accepts NULL. */
 void live_close(struct live *l);
 
+/** Seconds of a live view's option (decimals: "0.5"; at most a day; 0 only
+ * with @p zero_ok) into *@p ns. @return 0 or -1 */
+int live_parse_secs(const char *s, uint64_t *ns, int zero_ok);
+
 /* The run a command line names (live_target.c): a run file, or the pid of
  * a program (or of its cudaspy-sampler) being recorded, whose run file is
  * the one that sampler writes (cudaspy/samplerfind.h). */

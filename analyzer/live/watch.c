@@ -161,9 +161,10 @@ static int notify(pid_t pid, const struct live_sample *s)
     return pid ? sigqueue(pid, SIGRTMIN, v) : 0;
 }
 
-static int watch_loop(struct live *l, struct watch *w, pid_t pid, double window, double interval)
+static int watch_loop(struct live *l, struct watch *w, pid_t pid, uint64_t window,
+                      uint64_t interval)
 {
-    struct timespec nap = {(time_t)interval, (long)((interval - (double)(time_t)interval) * 1e9)};
+    struct timespec nap = {(time_t)(interval / 1000000000u), (long)(interval % 1000000000u)};
     struct live_sample s;
     struct cs_err err;
     char why[200];
@@ -172,7 +173,7 @@ static int watch_loop(struct live *l, struct watch *w, pid_t pid, double window,
         nanosleep(&nap, NULL);
         if (pid && kill(pid, 0) < 0)
             return 0; /* the collector is gone */
-        if (live_sample(l, (uint64_t)(window * 1e9), &s, &err) < 0)
+        if (live_sample(l, window, &s, &err) < 0)
             continue; /* not there yet, or between commits */
         why[0] = '\0';
         if (w->e.high ? match_high(w, s.json, why, sizeof(why))
@@ -197,7 +198,7 @@ static int watch_loop(struct live *l, struct watch *w, pid_t pid, double window,
 int watch_main(int argc, char **argv)
 {
     const char *expr = NULL, *path = NULL;
-    double window = 2, interval = 0.5;
+    uint64_t window = 2000000000ull, interval = 500000000ull;
     struct watch w = {0};
     struct live *l;
     pid_t pid = 0;
@@ -218,14 +219,14 @@ int watch_main(int argc, char **argv)
             expr = v;
         else if (strcmp(o, "--notify") == 0)
             pid = (pid_t)atoi(v);
-        else if (strcmp(o, "--window") == 0)
-            window = atof(v);
-        else if (strcmp(o, "--interval") == 0)
-            interval = atof(v);
+        else if (strcmp(o, "--window") == 0 || strcmp(o, "--interval") == 0) {
+            if (live_parse_secs(v, o[2] == 'w' ? &window : &interval, 0) < 0)
+                return usage_error("invalid seconds");
+        }
         else
             return usage_error("unknown option");
     }
-    if (expr == NULL || path == NULL || window <= 0 || interval <= 0)
+    if (expr == NULL || path == NULL)
         return usage_error("--keep-on EXPR and a run file are needed");
     if (parse_expr(expr, &w.e) < 0)
         return usage_error("invalid EXPR (step_p99>1.5x, step_p50>20ms, high)");

@@ -394,19 +394,6 @@ static int usage_error(const char *what, const char *arg)
     return 2;
 }
 
-static int parse_secs(const char *s, uint64_t *ns, int zero_ok)
-{
-    char *end;
-    double v;
-
-    errno = 0;
-    v = strtod(s, &end);
-    if (end == s || *end || errno || !(v >= 0) || (v == 0 && !zero_ok) || v > 86400)
-        return -1;
-    *ns = (uint64_t)(v * 1e9 + 0.5);
-    return 0;
-}
-
 /* @return 0 to run, 1 after --help, else the exit status (2) */
 static int parse(int argc, char **argv, struct metrics_opts *o)
 {
@@ -433,7 +420,7 @@ static int parse(int argc, char **argv, struct metrics_opts *o)
         } else if (c == '1') {
             o->once = 1;
         } else if ((c == 'w' || c == 'g') &&
-                   parse_secs(optarg, c == 'w' ? &o->window_ns : &o->linger_ns, c == 'g') < 0) {
+                   live_parse_secs(optarg, c == 'w' ? &o->window_ns : &o->linger_ns, c == 'g') < 0) {
             return usage_error("invalid seconds:", optarg);
         } else if (c == '?') {
             return usage_error("unknown or incomplete option", argv[optind - 1]);

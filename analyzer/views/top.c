@@ -123,20 +123,6 @@ static int usage_error(const char *what, const char *arg)
     return 2;
 }
 
-/* Seconds (decimals allowed, above 0) into ns. @return 0 or -1 */
-static int parse_secs(const char *s, uint64_t *ns)
-{
-    char *end;
-    double v;
-
-    errno = 0;
-    v = strtod(s, &end);
-    if (end == s || *end || errno || !(v > 0) || v > 86400)
-        return -1;
-    *ns = (uint64_t)(v * 1e9 + 0.5);
-    return 0;
-}
-
 /* @return 0 to run, 1 after --help, else the exit status (2) */
 static int parse(int argc, char **argv, struct top_opts *o)
 {
@@ -161,7 +147,7 @@ static int parse(int argc, char **argv, struct top_opts *o)
         } else if (c == 'v') {
             return usage_error("invalid view (overview, processes, findings or buckets):", optarg);
         } else if ((c == 'i' || c == 'w') &&
-                   parse_secs(optarg, c == 'i' ? &o->interval_ns : &o->window_ns) < 0) {
+                   live_parse_secs(optarg, c == 'i' ? &o->interval_ns : &o->window_ns, 0) < 0) {
             return usage_error("invalid seconds:", optarg);
         } else if (c == '?') {
             return usage_error("unknown or incomplete option", argv[optind - 1]);
