@@ -22,7 +22,7 @@
 #include "collector_priv.h"
 #include "cudaspy/flight.h"
 #include "cudaspy/version.h"
-#include "metrics.h"
+#include "beside.h"
 #include "nvml.h"
 #include "privs.h"
 #ifdef CS_HAVE_HOST
@@ -46,7 +46,7 @@ struct sampler_args {
     uint64_t window_ns, offcpu_ns, runq_ns, map_bytes, max_map_bytes, duty_ns, max_size;
     unsigned page_period, ring_pages;
     struct capture_opts capture;
-    const char *keep_on; /* --keep-on EXPR: the flight recorder's trigger (watch_start) */
+    const char *keep_on; /* --keep-on EXPR: the flight recorder's trigger (beside.h) */
 };
 
 /* sig_capture: the last capture request from outside (--capture signal):
@@ -477,7 +477,6 @@ struct loop {
     int root_status;  /* wait status of the root, -1 while unknown */
     int tree_gone;
     uint64_t stop_at; /* launch mode after SIGINT: give up waiting then */
-    pid_t watcher;    /* --keep-on: cudaspy-analyze watch, 0 = none */
 };
 
 static int proc_running(pid_t pid)
@@ -504,45 +503,6 @@ static int proc_running(pid_t pid)
 
 #define KEEP_AFTER_NS 1000000000ull /* kept past the moment the trigger matched */
 
-/* Start cudaspy-analyze watch (beside this program) on the run file @p path:
- * it signals us (SIGRTMIN) when --keep-on's EXPR first holds. */
-static void watch_start(struct loop *l, const char *path)
-{
-    char exe[PATH_MAX], pid[24], *slash;
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 32);
-
-    if (l->a->keep_on == NULL || n <= 0)
-        return;
-    exe[n] = '\0';
-    if ((slash = strrchr(exe, '/')) == NULL)
-        return;
-    strcpy(slash + 1, "cudaspy-analyze");
-    snprintf(pid, sizeof(pid), "%d", (int)getpid());
-    l->watcher = fork();
-    if (l->watcher == 0) {
-        execl(exe, "cudaspy-analyze", "watch", "--keep-on", l->a->keep_on, "--notify", pid,
-              path, (char *)NULL);
-        fprintf(stderr, PROG ": --keep-on: cannot run %s (%s)\n", exe, strerror(errno));
-        _exit(127);
-    }
-    if (l->watcher < 0) {
-        fprintf(stderr, PROG ": --keep-on: fork: %s; no trigger\n", strerror(errno));
-        l->watcher = 0;
-    }
-}
-
-/* End the watcher (@p wait: and reap it here). */
-static void watch_stop(struct loop *l, int wait)
-{
-    if (l->watcher <= 0)
-        return;
-    kill(l->watcher, SIGTERM);
-    if (wait) {
-        waitpid(l->watcher, NULL, 0);
-        l->watcher = 0;
-    }
-}
-
 /* The trigger matched: keep from its window's start to a while from now. */
 static void watch_keep(struct loop *l, uint64_t now)
 {
@@ -562,15 +522,9 @@ static void reap(struct loop *l, uint64_t now)
     pid_t p;
 
     while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
-        if (p == l->watcher) { /* ours, not the program's */
-            l->watcher = 0;
-            continue;
-        }
         collector_exited(l->c, p, st, now);
-        if (p == l->root) {
+        if (p == l->root)
             l->root_status = st;
-            watch_stop(l, 0);
-        }
     }
     if (p < 0 && errno == ECHILD)
         l->tree_gone = 1;
@@ -918,6 +872,9 @@ int main(int argc, char **argv)
     signals_setup();
     if (a.metrics && (rc = metrics_start(a.metrics)) < 0) /* before the subreaper: not ours */
         fprintf(stderr, PROG ": warning: --metrics: cannot start the server (%s)\n", strerror(-rc));
+    if (a.keep_on && (rc = watch_start(a.keep_on)) < 0) /* the same */
+        fprintf(stderr, PROG ": warning: --keep-on: cannot start the watcher (%s); no "
+                        "trigger\n", strerror(-rc));
     if (a.cmd)
         prctl(PR_SET_CHILD_SUBREAPER, 1);
     l.root = a.pid;
@@ -937,10 +894,8 @@ int main(int argc, char **argv)
     collector_flush_start(l.c); /* after the drop: it starts a thread */
     gpus_start(&l);             /* the same */
     ready(&a);
-    watch_start(&l, path);
     gate_release(&gate, 1);
     loop_run(&l);
-    watch_stop(&l, 1);
     if (l.nv)
         gpus_meta(&l, NVML_WAIT_NS);
 #ifdef CS_HAVE_HOST

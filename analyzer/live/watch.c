@@ -1,5 +1,6 @@
 /* live/watch.c: `cudaspy-analyze watch`, the flight recorder's trigger
- * (record --max-size SIZE --keep-on EXPR, issue 33): while the run is
+ * (record --max-size SIZE --keep-on EXPR, issue 33): while the run (a file,
+ * or the pid of a process being recorded: live.h's live_target) is
  * written, analyse its last seconds every interval (live.h) and, the first
  * time EXPR holds, tell the collector (--notify PID: SIGRTMIN with the
  * matched window's start, CLOCK_MONOTONIC ns) to keep every record from
@@ -147,7 +148,7 @@ static int match_step(struct watch *w, json_t *j, char *why, size_t n)
 static int usage_error(const char *what)
 {
     fprintf(stderr, PROG ": %s\nUsage: cudaspy-analyze watch --keep-on EXPR [--notify PID] "
-                    "[--window S=2] [--interval S=0.5] RUN\n", what);
+                    "[--window S=2] [--interval S=0.5] RUN|PID\n", what);
     return 2;
 }
 
@@ -161,38 +162,51 @@ static int notify(pid_t pid, const struct live_sample *s)
     return pid ? sigqueue(pid, SIGRTMIN, v) : 0;
 }
 
-static int watch_loop(struct live *l, struct watch *w, pid_t pid, uint64_t window,
+/* One look at the run: @return 1 when EXPR held (the collector told), 0
+ * to look again, -1 when the run is over */
+static int watch_once(struct live *l, struct watch *w, pid_t pid, uint64_t window)
+{
+    struct live_sample s;
+    struct cs_err err;
+    char why[200] = "";
+    int hit, done;
+
+    if (live_sample(l, window, &s, &err) < 0)
+        return 0; /* not there yet, or between commits */
+    hit = w->e.high ? match_high(w, s.json, why, sizeof(why))
+                    : match_step(w, s.json, why, sizeof(why));
+    if (hit) {
+        int rc = notify(pid, &s);
+        fprintf(stderr, PROG ": %s: %s at %.2f-%.2f s: %s\n", live_path(l), why,
+                (double)s.since_ns / 1e9, (double)s.end_ns / 1e9, rc < 0 ? strerror(errno) : "kept");
+    }
+    if (w->e.high && w->nbase == 0)
+        w->nbase = 1; /* the first window is past */
+    done = !s.writing;
+    live_sample_clear(&s);
+    return hit ? 1 : done ? -1 : 0;
+}
+
+/* Look every @p interval ns until EXPR holds or the run or @p pid ends. */
+static int watch_loop(struct live_target *tg, struct watch *w, pid_t pid, uint64_t window,
                       uint64_t interval)
 {
     struct timespec nap = {(time_t)(interval / 1000000000u), (long)(interval % 1000000000u)};
-    struct live_sample s;
-    struct cs_err err;
-    char why[200];
+    struct live *l = NULL;
+    int rc = 0;
 
-    for (;;) {
+    while (rc == 0) {
         nanosleep(&nap, NULL);
-        if (pid && kill(pid, 0) < 0)
-            return 0; /* the collector is gone */
-        if (live_sample(l, window, &s, &err) < 0)
-            continue; /* not there yet, or between commits */
-        why[0] = '\0';
-        if (w->e.high ? match_high(w, s.json, why, sizeof(why))
-                      : match_step(w, s.json, why, sizeof(why))) {
-            int rc = notify(pid, &s);
-            fprintf(stderr, PROG ": %s: %s at %.2f-%.2f s: %s\n", live_path(l), why,
-                    (double)s.since_ns / 1e9, (double)s.end_ns / 1e9,
-                    rc < 0 ? strerror(errno) : "kept");
-            live_sample_clear(&s);
-            return 0;
-        }
-        if (w->e.high && w->nbase == 0)
-            w->nbase = 1; /* the first window is past */
-        if (!s.writing) {
-            live_sample_clear(&s);
-            return 0;
-        }
-        live_sample_clear(&s);
+        if (!live_target_poll(tg) || (pid && kill(pid, 0) < 0))
+            break; /* the collector is gone */
+        if (tg->path[0] == '\0')
+            continue; /* its run file is not open yet */
+        if (l == NULL && live_open(tg->path, NULL, &l) < 0)
+            return 3;
+        rc = watch_once(l, w, pid, window);
     }
+    live_close(l);
+    return 0;
 }
 
 int watch_main(int argc, char **argv)
@@ -200,7 +214,7 @@ int watch_main(int argc, char **argv)
     const char *expr = NULL, *path = NULL;
     uint64_t window = 2000000000ull, interval = 500000000ull;
     struct watch w = {0};
-    struct live *l;
+    struct live_target tg;
     pid_t pid = 0;
     int rc;
 
@@ -230,10 +244,11 @@ int watch_main(int argc, char **argv)
         return usage_error("--keep-on EXPR and a run file are needed");
     if (parse_expr(expr, &w.e) < 0)
         return usage_error("invalid EXPR (step_p99>1.5x, step_p50>20ms, high)");
-    if ((rc = live_open(path, NULL, &l)) < 0)
-        return 3;
-    rc = watch_loop(l, &w, pid, window, interval);
-    live_close(l);
+    if (live_target_init(&tg, path) < 0) {
+        fprintf(stderr, PROG ": %s: no cudaspy-sampler records that pid\n", path);
+        return 1;
+    }
+    rc = watch_loop(&tg, &w, pid, window, interval);
     for (size_t i = 0; i < w.nhigh; i++)
         free(w.high[i]);
     free(w.high);

@@ -1,7 +1,9 @@
-/* metrics.c: the sampler's side of `--metrics HOST:PORT`: starts the
- * metrics server, cudaspy-analyze metrics (analyzer/views/metrics.c),
- * in a process of its own; it reads the run file as the collector writes
- * it, so the collector spends nothing on it. Owns nothing once started. */
+/* beside.c: the sampler's side of `--metrics HOST:PORT` and `--keep-on
+ * EXPR`: starts the metrics server (cudaspy-analyze metrics,
+ * analyzer/views/metrics.c) and the trigger's watcher (cudaspy-analyze
+ * watch, analyzer/live/watch.c), each in a process of its own that reads
+ * the run file as the collector writes it, so the collector spends
+ * nothing on them. Owns nothing once started. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +15,7 @@
 #include <unistd.h>
 
 #include "cudaspy/inetaddr.h"
-#include "metrics.h"
+#include "beside.h"
 
 int metrics_check_addr(const char *addr)
 {
@@ -60,22 +62,22 @@ static void close_others(void)
         closedir(d);
 }
 
-int metrics_start(const char *addr)
+/* Start cudaspy-analyze with @p args (after its path) detached from us. */
+static int analyze_start(char **args)
 {
-    char prog[PATH_MAX + 32], pid[24];
+    char prog[PATH_MAX + 32];
     int st;
     pid_t mid;
 
     analyze_path(prog, sizeof(prog));
-    snprintf(pid, sizeof(pid), "%d", (int)getpid());
+    args[0] = prog;
     if ((mid = fork()) < 0)
         return -errno;
-    if (mid == 0) { /* fork again and leave: the server is reparented away from us */
+    if (mid == 0) { /* fork again and leave: it is reparented away from us */
         if (fork() == 0) {
-            char *argv[] = {prog, "metrics", "--listen", (char *)addr, pid, NULL};
             close_others();
-            execv(prog, argv);
-            fprintf(stderr, "cudaspy-sampler: --metrics: %s: cannot execute (%s)\n", prog,
+            execv(prog, args);
+            fprintf(stderr, "cudaspy-sampler: %s: cannot execute %s (%s)\n", args[1], prog,
                     strerror(errno));
         }
         _exit(0);
@@ -83,4 +85,20 @@ int metrics_start(const char *addr)
     while (waitpid(mid, &st, 0) < 0 && errno == EINTR)
         ;
     return 0;
+}
+
+int metrics_start(const char *addr)
+{
+    char pid[24], *args[] = {NULL, "metrics", "--listen", (char *)addr, pid, NULL};
+
+    snprintf(pid, sizeof(pid), "%d", (int)getpid());
+    return analyze_start(args);
+}
+
+int watch_start(const char *expr)
+{
+    char pid[24], *args[] = {NULL, "watch", "--keep-on", (char *)expr, "--notify", pid, pid, NULL};
+
+    snprintf(pid, sizeof(pid), "%d", (int)getpid());
+    return analyze_start(args);
 }

@@ -1,7 +1,9 @@
-/* metrics.h: `--metrics HOST:PORT`, the run's live figures for Prometheus,
- * served by a process of their own beside the collector (metrics.c). */
-#ifndef CUDASPY_SAMPLER_METRICS_H
-#define CUDASPY_SAMPLER_METRICS_H
+/* beside.h: the processes that read the run beside the collector as it
+ * writes it, each a cudaspy-analyze of its own (beside.c): the metrics
+ * server (--metrics HOST:PORT, Prometheus) and the flight recorder's
+ * trigger (--keep-on EXPR). */
+#ifndef CUDASPY_SAMPLER_BESIDE_H
+#define CUDASPY_SAMPLER_BESIDE_H
 
 /** Is @p addr a HOST:PORT the metrics server can listen on? @return 0 or -EINVAL */
 int metrics_check_addr(const char *addr);
@@ -13,5 +15,10 @@ int metrics_check_addr(const char *addr);
  * metrics.c). Call before becoming a subreaper. @return 0 or -errno (a
  * failed exec is only reported by the child, on stderr) */
 int metrics_start(const char *addr);
+
+/** Start `cudaspy-analyze watch --keep-on EXPR --notify <our pid> <our
+ * pid>` (analyzer/live/watch.c) as metrics_start() starts the server: it
+ * signals us (SIGRTMIN) when EXPR first holds, and ends with us. */
+int watch_start(const char *expr);
 
 #endif
