@@ -59,6 +59,10 @@ int live_sample(struct live *l, uint64_t window_ns, struct live_sample *s, struc
         cs_run_free(r);
         return rc;
     }
+    if (cs_run_meta(r, "t_start_ns") == NULL) { /* created, its first commit to come */
+        cs_run_free(r);
+        return cs_err_set(err, -EAGAIN, "%s: not written yet", l->path);
+    }
     s->writing = model_writer_alive(r);
     s->end_ns = run_end_ns(r, s->writing);
     cs_run_free(r);

@@ -34,7 +34,8 @@ int live_open(const char *path, const struct analysis_opts *o, struct live **out
 /** Analyse the run's last @p window_ns (0: the whole run) as it stands now
  * into @p s (live_sample_clear() it after use). The run's end is now on
  * CLOCK_MONOTONIC while its collector writes it on this host, else the
- * run's recorded end. @return 0, or the run-file error with @p err set */
+ * run's recorded end. @return 0, -EAGAIN (the file is there, its first
+ * commit is not: look again), or the run-file error with @p err set */
 int live_sample(struct live *l, uint64_t window_ns, struct live_sample *s, struct cs_err *err);
 
 /** Free what @p s holds; safe to call twice. */
