@@ -9,10 +9,11 @@ torch.cuda.profiler.start()/stop()), while `cudaspy-analyze top --once`
 and `cudaspy-analyze metrics --once` (when the build has them) read the run
 beside it. Checks: the run holds exactly B-A+1 NVTX steps, the first and
 last of them are the loop's steps A and B (times within 1 ms of its log),
-its cudaLaunchKernel count is the untraced per-step count times the steps
-(the loop counts its own launches: torch.cuda kernels per step are
-constant), and nothing from outside the range. Writes OUT/summary.json,
-runs.jsonl, reports.txt.
+its launches (outermost calls of the launch family: __cudaLaunchKernel,
+cuLaunchKernelEx, cuLaunchKernel...) are a whole number a step, the same
+in both modes, and nothing from outside the range. `top --once` runs
+every second beside the recording; the last frame that saw steps is kept.
+Writes OUT/summary.json, runs.jsonl, reports.txt.
 
 Usage: capture.py BUILD OUT RUNS"""
 import json
@@ -68,18 +69,23 @@ def main():
         p = subprocess.Popen([build + "/cudaspy", "record", "-q", "-o", run_file, "--capture", cap,
                               "--", sys.executable, loop, str(steps), mode, log, str(a), str(b)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        beside = {}
-        for tool in ("top", "metrics"):  # the live views beside the run, if built
-            time.sleep(2)
-            r = run([build + "/cudaspy-analyze", tool, "--once", run_file], timeout=30)
-            beside[tool] = {"rc": r.returncode, "out": r.stdout[-1500:], "err": r.stderr[-300:]}
+        beside, frames = {}, 0
+        while p.poll() is None:  # the live view beside the run, each second
+            time.sleep(1)
+            r = run([build + "/cudaspy", "top", "--once", "--window", "2", run_file], timeout=30)
+            frames += 1
+            if r.returncode == 0 and ("top" not in beside or "p50" in r.stdout):
+                beside["top"] = {"rc": r.returncode, "frame": frames, "out": r.stdout[-1500:]}
+        r = run([build + "/cudaspy-analyze", "metrics", "--once", run_file], timeout=30)
+        beside["metrics"] = {"rc": r.returncode, "out": r.stdout[-2500:], "err": r.stderr[-300:]}
+        beside["top_frames"] = frames
         o, e = p.communicate(timeout=300)
         rep = json.loads(run([build + "/cudaspy-analyze", "--json", run_file]).stdout)
         reports.append(run([build + "/cudaspy-analyze", run_file]).stdout)
         logged = {int(l.split()[0]): tuple(map(int, l.split()[1:])) for l in open(log)}
         f = rep["run"]["files"][0]
         launches = sum(x["count"] for x in rep["apis"]
-                       if x["api"] == "cudaLaunchKernel" and not x.get("nested"))
+                       if x.get("family") == "launch" and not x.get("nested"))
         want = b - a + 1
         row = {"mode": mode, "capture": f.get("capture"), "steps": rep["steps"]["count"],
                "steps_source": rep["steps"]["source"], "want_steps": want,
@@ -97,6 +103,7 @@ def main():
         ok_all &= ok
         rows.append(row)
         print("capture: %s" % json.dumps({k: row[k] for k in row if k != "beside"}), file=sys.stderr)
+    ok_all &= len({r["launches"] for r in rows}) == 1  # the same steps, the same launches
     json.dump({"pass": ok_all, "rows": rows}, open(os.path.join(out, "summary.json"), "w"), indent=1)
     with open(os.path.join(out, "runs.jsonl"), "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in rows)
