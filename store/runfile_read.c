@@ -112,12 +112,15 @@ static char *dup_text(const MDB_val *v)
 
 /* Where LMDB mapped the data file: mdb_env_info()'s me_mapaddr is only set
  * with MDB_FIXEDMAP, so look for our file's mapping from offset 0 in
- * /proc/self/maps (the largest one: the lock file is another inode). */
-static const uint8_t *run_find_map(const struct stat *st)
+ * /proc/self/maps: the one that holds @p hint (a pointer LMDB handed out),
+ * else the largest (the lock file is another inode). A process that has
+ * the file open twice (a live view keeping one sample while it reads the
+ * next) has two such maps, and the largest may be the other open's. */
+static const uint8_t *run_find_map(const struct stat *st, const void *hint)
 {
     FILE *f = fopen("/proc/self/maps", "re");
     const uint8_t *map = NULL;
-    unsigned long long best = 0;
+    unsigned long long best = 0, h = (unsigned long long)(uintptr_t)hint;
     char line[512];
 
     if (f == NULL)
@@ -125,9 +128,14 @@ static const uint8_t *run_find_map(const struct stat *st)
     while (fgets(line, sizeof(line), f)) {
         unsigned long long lo, hi, off, ino;
         unsigned maj, mnr;
-        if (sscanf(line, "%llx-%llx %*s %llx %x:%x %llu", &lo, &hi, &off, &maj, &mnr, &ino) == 6 &&
-            ino == (unsigned long long)st->st_ino && makedev(maj, mnr) == st->st_dev &&
-            off == 0 && hi - lo > best) {
+        if (sscanf(line, "%llx-%llx %*s %llx %x:%x %llu", &lo, &hi, &off, &maj, &mnr, &ino) != 6 ||
+            ino != (unsigned long long)st->st_ino || makedev(maj, mnr) != st->st_dev || off != 0)
+            continue;
+        if (hint && h >= lo && h < hi) {
+            map = (const uint8_t *)(uintptr_t)lo;
+            break;
+        }
+        if (hi - lo > best) {
             best = hi - lo;
             map = (const uint8_t *)(uintptr_t)lo;
         }
@@ -136,14 +144,15 @@ static const uint8_t *run_find_map(const struct stat *st)
     return map;
 }
 
-/* Refresh the map address and file size (the writer may have grown both). */
-static void run_map_refresh(struct cs_run *r)
+/* Refresh the map address (around @p hint) and file size (the writer may
+ * have grown both). */
+static void run_map_refresh(struct cs_run *r, const void *hint)
 {
     struct stat st;
 
     if (fstat(r->fd, &st) == 0) {
         r->file_bytes = (uint64_t)st.st_size;
-        r->map = run_find_map(&st);
+        r->map = run_find_map(&st, hint);
     }
 }
 
@@ -158,7 +167,7 @@ static int run_in_file(struct cs_run *r, const MDB_val *k, const MDB_val *v)
         if (lo && (k->mv_size == 0 || (pk >= lo && pk <= hi && k->mv_size <= (size_t)(hi - pk))) &&
             (v->mv_size == 0 || (pv >= lo && pv <= hi && v->mv_size <= (size_t)(hi - pv))))
             return 1;
-        run_map_refresh(r);
+        run_map_refresh(r, v->mv_size ? v->mv_data : k->mv_data);
     }
     return 0;
 }
