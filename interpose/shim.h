@@ -514,6 +514,8 @@ extern int shim_cap_mode_;
 
 /** Constructor: the mode in CUDASPY_CAPTURE. */
 void shim_capture_init(void);
+/** A fork child: the counts go on, the lock is free. */
+void shim_capture_atfork_child(void);
 /** cuProfilerStart (@p on 1) or cuProfilerStop returned or is called. */
 void shim_capture_profiler(int on) SHIM_COLD;
 /** The NVTX range that bounds the ranges (nvtx:, steps:); "" (steps:):

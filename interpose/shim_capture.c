@@ -36,6 +36,11 @@ void shim_capture_init(void)
         shim_cap_mode_ = (int)cap.want.kind;
 }
 
+void shim_capture_atfork_child(void)
+{
+    pthread_mutex_init(&cap.lock, NULL); /* another thread may have held it at the fork */
+}
+
 const char *shim_capture_range_name(void)
 {
     return shim_cap_mode_ == CS_CAPTURE_NVTX || shim_cap_mode_ == CS_CAPTURE_STEPS ? cap.want.name

@@ -106,6 +106,7 @@ static void atfork_child(void)
     shim_stack_atfork_child();
     shim_gpu_atfork_child();
     shim_nvtx_atfork_child();
+    shim_capture_atfork_child();
 }
 
 __attribute__((constructor)) static void shim_init(void)
