@@ -235,9 +235,9 @@ static int parse_capture(struct sampler_args *a, int opt, const char *what, cons
         return 0;
     }
     if (parse_secs(arg, to) < 0 || (opt == OPT_DURATION && *to == 0)) {
-        char msg[96];
-        snprintf(msg, sizeof(msg), "%s: invalid seconds '%%s'", what);
-        return usage_error(msg, arg);
+        char msg[400]; /* what is the user's too (--delay=...): never a format */
+        snprintf(msg, sizeof(msg), "%.100s: invalid seconds '%.200s'", what, arg);
+        return usage_error("%s", msg);
     }
     return 0;
 }
@@ -345,7 +345,10 @@ static int parse_args(int argc, char **argv, struct sampler_args *a)
         case OPT_DELAY:
         case OPT_DURATION:
         case OPT_CAPTURE:
-            if ((rc = parse_capture(a, opt, argv[optind - 1], optarg)) < 0)
+            if ((rc = parse_capture(a, opt, opt == OPT_DELAY      ? "--delay"
+                                            : opt == OPT_DURATION ? "--duration"
+                                                                  : "--capture",
+                                    optarg)) < 0)
                 return rc;
             break;
         case OPT_METRICS: a->metrics = optarg; break;

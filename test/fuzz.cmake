@@ -20,7 +20,8 @@ if(CS_FUZZ)
   list(REMOVE_ITEM FUZZ_ANALYZE_SRCS ${CMAKE_SOURCE_DIR}/analyzer/main.c)
   add_library(fuzz_analyze STATIC ${FUZZ_ANALYZE_SRCS})
   target_include_directories(fuzz_analyze PUBLIC ${CMAKE_SOURCE_DIR}/analyzer ${CS_JANSSON_INC})
-  target_link_libraries(fuzz_analyze PUBLIC cs_runfile cs_core ${CS_LMDB_LIB} ${CS_JANSSON_LIB} m)
+  target_link_libraries(fuzz_analyze PUBLIC cs_runfile cs_core cs_samplerfind ${CS_LMDB_LIB}
+                        ${CS_JANSSON_LIB} m)
   add_library(fuzz_analyze_main OBJECT ${CMAKE_SOURCE_DIR}/analyzer/main.c)
   target_compile_definitions(fuzz_analyze_main PRIVATE main=cs_analyze_main)
 
@@ -38,7 +39,7 @@ if(CS_FUZZ)
   target_compile_definitions(fuzz_mcp PRIVATE
     CS_FUZZ_RUN="${FUZZ_DIR}/corpus/runfile/seed-small.run")
   cs_fuzz(fuzz_cli ${FUZZ_DIR}/fuzz_cli_sampler.c ${CMAKE_SOURCE_DIR}/sampler/privs.c
-          $<TARGET_OBJECTS:fuzz_analyze_main>)
+          ${CMAKE_SOURCE_DIR}/sampler/beside.c $<TARGET_OBJECTS:fuzz_analyze_main>)
   target_include_directories(fuzz_cli PRIVATE ${CMAKE_SOURCE_DIR}/sampler)
   if(TARGET cs_host)
     target_compile_definitions(fuzz_cli PRIVATE CS_HAVE_HOST=1)

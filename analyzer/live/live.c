@@ -118,3 +118,9 @@ int live_parse_secs(const char *s, uint64_t *ns, int zero_ok)
     *ns = (uint64_t)(v * 1e9 + 0.5);
     return 0;
 }
+
+int live_error_final(int rc, uint64_t waited_ns)
+{
+    /* a file just created is empty, or not yet a run: give it time */
+    return rc < 0 && rc != -EAGAIN && waited_ns >= LIVE_WAIT_NS;
+}

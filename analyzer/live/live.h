@@ -38,6 +38,16 @@ int live_open(const char *path, const struct analysis_opts *o, struct live **out
  * commit is not: look again), or the run-file error with @p err set */
 int live_sample(struct live *l, uint64_t window_ns, struct live_sample *s, struct cs_err *err);
 
+/* How long a live view waits for a run file that is not there yet (the
+ * recorder may start after it). */
+#define LIVE_WAIT_NS 5000000000ull
+
+/** Is @p rc, what a view's first live_sample() (or a pid's run-file
+ * lookup) failed with after @p waited_ns of trying, for good: no run file,
+ * or a file that is no run, after LIVE_WAIT_NS? -EAGAIN (a first commit
+ * to come) never is. Once a view has had a sample, it keeps trying. */
+int live_error_final(int rc, uint64_t waited_ns);
+
 /** Free what @p s holds; safe to call twice. */
 void live_sample_clear(struct live_sample *s);
 

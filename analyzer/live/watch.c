@@ -39,6 +39,7 @@ struct watch {
     size_t nbase, cap;
     char **high;  /* causes HIGH in an earlier window */
     size_t nhigh, hcap;
+    int looked;   /* a sample was had */
 };
 
 /* "20ms", "1.5s" into ns. @return 0 or -1 */
@@ -162,17 +163,24 @@ static int notify(pid_t pid, const struct live_sample *s)
     return pid ? sigqueue(pid, SIGRTMIN, v) : 0;
 }
 
-/* One look at the run: @return 1 when EXPR held (the collector told), 0
- * to look again, -1 when the run is over */
-static int watch_once(struct live *l, struct watch *w, pid_t pid, uint64_t window)
+/* One look at the run, @p waited_ns after the first: @return 1 when EXPR
+ * held (the collector told), 0 to look again, -1 when the run is over,
+ * -2 when there is no run to watch (live_error_final) */
+static int watch_once(struct live *l, struct watch *w, pid_t pid, uint64_t window,
+                      uint64_t waited_ns)
 {
     struct live_sample s;
-    struct cs_err err;
+    struct cs_err err = {""};
     char why[200] = "";
-    int hit, done;
+    int hit, done, rc;
 
-    if (live_sample(l, window, &s, &err) < 0)
-        return 0; /* not there yet, or between commits */
+    if ((rc = live_sample(l, window, &s, &err)) < 0) {
+        if (w->looked || !live_error_final(rc, waited_ns))
+            return 0; /* not there yet, or between commits */
+        fprintf(stderr, PROG ": %s\n", err.msg[0] ? err.msg : cs_strerror(rc));
+        return -2;
+    }
+    w->looked = 1;
     hit = w->e.high ? match_high(w, s.json, why, sizeof(why))
                     : match_step(w, s.json, why, sizeof(why));
     if (hit) {
@@ -193,20 +201,22 @@ static int watch_loop(struct live_target *tg, struct watch *w, pid_t pid, uint64
 {
     struct timespec nap = {(time_t)(interval / 1000000000u), (long)(interval % 1000000000u)};
     struct live *l = NULL;
+    uint64_t waited = 0;
     int rc = 0;
 
     while (rc == 0) {
         nanosleep(&nap, NULL);
+        waited += interval;
         if (!live_target_poll(tg) || (pid && kill(pid, 0) < 0))
             break; /* the collector is gone */
         if (tg->path[0] == '\0')
             continue; /* its run file is not open yet */
         if (l == NULL && live_open(tg->path, NULL, &l) < 0)
             return 3;
-        rc = watch_once(l, w, pid, window);
+        rc = watch_once(l, w, pid, window, waited);
     }
     live_close(l);
-    return 0;
+    return rc == -2 ? 2 : 0;
 }
 
 int watch_main(int argc, char **argv)

@@ -168,9 +168,19 @@ struct top {
     struct live_sample s;    /* the last good sample (released: its JSON alone) */
     int have;                /* s holds one */
     int finished;            /* its collector is done (or gone): s is final */
+    uint64_t start_ns;       /* when top started (CLOCK_MONOTONIC) */
+    int bad;                 /* no run there after LIVE_WAIT_NS: why says why */
     char why[320];           /* why there is no sample, "" when there is one */
     struct term tm;
 };
+
+static uint64_t top_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* Take a new sample into @p t (the last one stays when this one fails).
  * @return 0, or the run file's error */
@@ -191,6 +201,7 @@ static int refresh(struct top *t)
     if ((rc = live_sample(t->l, t->o.window_ns, &s, &err)) < 0) {
         snprintf(t->why, sizeof(t->why), "%s", err.msg[0] ? err.msg : cs_strerror(rc));
         t->finished = !alive;
+        t->bad = !t->have && live_error_final(rc, top_now_ns() - t->start_ns);
         return rc;
     }
     live_sample_release(&s); /* the frames read its JSON alone */
@@ -262,6 +273,8 @@ static void run_tty(struct top *t)
         clock_gettime(CLOCK_MONOTONIC, &a);
         if (!t->finished || !t->have)
             refresh(t);
+        if (t->bad)
+            break;
         draw(t);
         do {
             int wait = t->finished ? -1 : t->have ? ms : TOP_WAIT_MS, left;
@@ -279,6 +292,8 @@ static void run_tty(struct top *t)
         } while (!top_stop);
     }
     term_leave(&t->tm);
+    if (t->bad)
+        fprintf(stderr, PROG ": top: %s\n", t->why);
 }
 
 /* Not a terminal: a frame per interval until the run ends (--once: one).
@@ -287,7 +302,7 @@ static int run_plain(struct top *t)
 {
     for (;;) {
         int rc = refresh(t);
-        if (rc < 0 && t->o.once) {
+        if (rc < 0 && (t->o.once || t->bad)) {
             fprintf(stderr, PROG ": top: %s\n", t->why);
             return rc == -ENOMEM ? 3 : 2;
         }
@@ -311,10 +326,13 @@ int top_main(int argc, char **argv)
         return 2;
     }
     signals_setup();
+    t.start_ns = top_now_ns();
     if (isatty(STDOUT_FILENO) && !t.o.once)
         run_tty(&t);
     else
         rc = run_plain(&t);
+    if (t.bad)
+        rc = 2;
     live_sample_clear(&t.s);
     live_close(t.l);
     return rc;

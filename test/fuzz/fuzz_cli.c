@@ -7,8 +7,11 @@
  * The analyzer's entry points run for real: after parsing they try to load
  * the run files named, which in the empty scratch directory this target
  * works in fail with a message (no file the fuzzer can name is a valid run).
- * `mcp` is skipped: with a valid run it would serve stdin. stdout and
- * stderr are closed to the fuzzer's output with -close_fd_mask=3. */
+ * `mcp` is skipped: with a valid run it would serve stdin; so are the live
+ * views, `top` and `metrics` but with --once (they follow a run, or serve
+ * HTTP, until stopped) and `watch` (it waits LIVE_WAIT_NS for a run to
+ * appear). stdout and stderr are closed to the fuzzer's output with
+ * -close_fd_mask=3. */
 #include <getopt.h>
 #include <sys/stat.h>
 
@@ -30,6 +33,21 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         exit(1);
     }
     return 0;
+}
+
+/* Does the analyzer's command line @p argv run until stopped? */
+static int long_running(int argc, char **argv)
+{
+    if (argc < 2)
+        return 0;
+    if (strcmp(argv[1], "mcp") == 0 || strcmp(argv[1], "watch") == 0)
+        return 1;
+    if (strcmp(argv[1], "top") != 0 && strcmp(argv[1], "metrics") != 0)
+        return 0;
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], "--once") == 0)
+            return 0;
+    return 1;
 }
 
 /* glibc's getopt keeps a pointer into the previous argv unless optind is 0
@@ -57,7 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
     getopt_reset();
     if (d[0] & 1) { /* 'A' */
         argc = fuzz_argv(d + 1, n - 1, buf, argv, ARGS_MAX, "cudaspy-analyze");
-        if (argc < 2 || strcmp(argv[1], "mcp") != 0)
+        if (!long_running(argc, argv))
             (void)cs_analyze_main(argc, argv);
     } else { /* 'B' */
         argc = fuzz_argv(d + 1, n - 1, buf, argv, ARGS_MAX, "cudaspy-sampler");
