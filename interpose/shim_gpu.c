@@ -11,7 +11,9 @@
  * Why switch at a call's end: CUPTI keeps costing every launch once it has
  * been enabled, even after cuptiActivityDisable (+0.8 us a launch on the
  * H200), so a slice ends with cuptiFinalize, which CUPTI wants called at the
- * exit of a driver or runtime call. Nothing here blocks the program on I/O:
+ * exit of a driver or runtime call. Sampled mode keeps within a budget
+ * (CUDASPY_GPU_BUDGET, 0.5 % of the run): after each slice the next period
+ * is made long enough for what that slice cost. Nothing here blocks the program on I/O:
  * buffers come from a fixed pool, records go into the shim's rings (a full
  * ring drops and counts), and every failure ends GPU activity for the
  * process with one line on stderr while the CUDA recording goes on. */
@@ -38,6 +40,11 @@
 #define GPU_PENDING_MAX 8192u       /* GPU records waiting for their correlation */
 #define NS_PER_MS 1000000ull
 #define GPU_REATTACH_TRIES 3u       /* sampled: slices in a row CUPTI may refuse before we stop */
+#define GPU_BUDGET_PPM 5000u        /* sampled: what slices may cost, per million ns of run (0.5 %) */
+#define GPU_BUDGET_MAX_PPM 100000u  /* CUDASPY_GPU_BUDGET at most (10 %) */
+#define GPU_REC_COST_NS 1700ull     /* CUPTI's cost on a call whose work it recorded (H100/H200:
+                                       +1.50..1.82 us a launch inside a slice, docs/gpu.md) */
+#define GPU_PERIOD_MAX_NS (60ull * 1000000000ull) /* a budgeted period at most */
 
 enum gpu_phase {
     PH_NONE,   /* not started (no CUDA yet, off, or this is a fork child) */
@@ -81,6 +88,10 @@ struct xcorr {
 static struct {
     int mode;                 /* enum cs_gpu_mode */
     uint64_t slice_ns, period_ns;
+    uint64_t period_min_ns;   /* sampled: the period when slices cost nothing */
+    uint32_t budget_ppm;      /* sampled: slices' share of the run at most; 0 = fixed period */
+    uint64_t sw_ns;           /* this slice's switches, timed on the thread that made them */
+    uint64_t nrec;            /* this slice's GPU records (under conv) */
     int keep;                 /* CUDASPY_GPU_SWITCH=kinds: between slices CUPTI stays
                                  attached with its activity kinds off */
     int live;                 /* keep: attached since an earlier slice */
@@ -367,6 +378,7 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, 
                 *xslot(x->correlationId) =
                     (struct xcorr){x->correlationId, gpu.epoch, x->externalId};
         } else if (convert(a, &r)) {
+            gpu.nrec++;
             take(&r);
         }
     }
@@ -525,17 +537,42 @@ static void turn_on(uint64_t now)
         set_due(now + (gpu.mode == CS_GPU_MODE_SAMPLED ? gpu.period_ns : GPU_FULL_TICK_NS));
         return;
     }
+    gpu.t_on_ns = mono_ns();
+    pthread_mutex_lock(&gpu.conv);
+    gpu.nrec = 0;
+    pthread_mutex_unlock(&gpu.conv);
+    gpu.sw_ns = gpu.attached ? gpu.t_on_ns - now : 0; /* the first attach is CUPTI's set-up */
     gpu.attached++;
     gpu.refused = 0;
-    gpu.t_on_ns = mono_ns();
     atomic_store(&gpu.phase, PH_ON);
     set_due(gpu.t_on_ns + (gpu.mode == CS_GPU_MODE_SAMPLED ? gpu.slice_ns : GPU_FULL_TICK_NS));
+}
+
+/* Sampled mode within a budget: the next period long enough that what
+ * this slice cost the program (its switches, timed on the thread that made
+ * them, and CUPTI's cost on each call whose work it recorded) is at most
+ * budget_ppm of the period; never shorter than the configured period. */
+static void budget_period(void)
+{
+    uint64_t cost, p;
+
+    if (gpu.budget_ppm == 0)
+        return;
+    pthread_mutex_lock(&gpu.conv);
+    cost = gpu.sw_ns + gpu.nrec * GPU_REC_COST_NS;
+    pthread_mutex_unlock(&gpu.conv);
+    p = cost / gpu.budget_ppm * 1000000ull;
+    gpu.period_ns = p < gpu.period_min_ns ? gpu.period_min_ns
+                    : p > GPU_PERIOD_MAX_NS ? GPU_PERIOD_MAX_NS : p;
 }
 
 /* The next slice's start: the next period's, or now if that has passed. */
 static void due_next_period(void)
 {
-    uint64_t now = mono_ns();
+    uint64_t now;
+
+    budget_period();
+    now = mono_ns();
 
     set_due(gpu.period_base_ns + gpu.period_ns > now ? gpu.period_base_ns + gpu.period_ns : now);
 }
@@ -546,8 +583,10 @@ static void due_next_period(void)
 static void keep_idle(void)
 {
     uint32_t dropped = 0;
+    uint64_t t0 = mono_ns();
     uint16_t lost = flush_epoch(&dropped, 1);
 
+    gpu.sw_ns += mono_ns() - t0;
     push_cov(gpu.t_attach_ns, gpu.t_on_ns, gpu.t_off_ns, mono_ns(), lost, dropped, NULL);
     atomic_store(&gpu.phase, PH_IDLE);
     due_next_period();
@@ -564,6 +603,7 @@ static void turn_off(uint64_t now)
     atomic_store_explicit(&shim_hot_.gpu_corr, 0, memory_order_relaxed);
     kinds_off();
     gpu.t_off_ns = now;
+    gpu.sw_ns += mono_ns() - now;
     if (gpu.keep) {
         keep_idle();
         return;
@@ -576,6 +616,7 @@ static void turn_off(uint64_t now)
 static void detach(uint64_t now)
 {
     uint32_t dropped = 0;
+    uint64_t t0;
     uint16_t lost;
 
     if (atomic_load(&gpu.inflight) != 0) {
@@ -583,8 +624,10 @@ static void detach(uint64_t now)
                               memory_order_relaxed);
         return;
     }
+    t0 = mono_ns();
     lost = flush_epoch(&dropped, 1);
     gpu.f.finalize();
+    gpu.sw_ns += mono_ns() - t0;
     /* detached: CUPTI forgets the buffers it still held (empty ones) */
     atomic_store(&gpu.free_bufs, GPU_NBUF >= 64 ? ~0ull : (1ull << GPU_NBUF) - 1);
     push_cov(gpu.t_attach_ns, gpu.t_on_ns, gpu.t_off_ns, mono_ns(), lost, dropped, NULL);
@@ -939,22 +982,41 @@ static int preloaded(const char *self)
     return 0;
 }
 
-/* "SLICE/PERIOD" in ms (CUDASPY_GPU_SAMPLE); bad values keep the defaults. */
-static void parse_sample(const char *s)
+/* "SLICE/PERIOD" in ms (CUDASPY_GPU_SAMPLE); bad values keep the defaults.
+ * @return 1 when set: a period asked for is kept, not budgeted. */
+static int parse_sample(const char *s)
 {
     char *end;
     unsigned long a, b;
 
     if (s == NULL || *s == '\0')
-        return;
+        return 0;
     a = strtoul(s, &end, 10);
     if (*end != '/')
-        return;
+        return 0;
     b = strtoul(end + 1, &end, 10);
     if (*end != '\0' || a == 0 || b < a || b > 3600000)
-        return;
+        return 0;
     gpu.slice_ns = a * NS_PER_MS;
     gpu.period_ns = b * NS_PER_MS;
+    return 1;
+}
+
+/* CUDASPY_GPU_BUDGET: percent of the run that slices may cost (0 = a fixed
+ * period), "0.5" or "2"; @p dflt when unset or bad (one warning). */
+static uint32_t parse_budget(const char *s, uint32_t dflt)
+{
+    char *end;
+    double pct;
+
+    if (s == NULL || *s == '\0')
+        return dflt;
+    pct = strtod(s, &end);
+    if (end == s || *end != '\0' || !(pct >= 0) || pct * 10000 > GPU_BUDGET_MAX_PPM) {
+        shim_log("warning: CUDASPY_GPU_BUDGET is not a percent from 0 to 10; the default kept");
+        return dflt;
+    }
+    return (uint32_t)(pct * 10000 + 0.5);
 }
 
 int shim_gpu_init(void)
@@ -973,7 +1035,9 @@ int shim_gpu_init(void)
         gpu.mode = CS_GPU_MODE_FULL;
     else if (m && *m && strcmp(m, "sampled") != 0)
         shim_log("CUDASPY_GPU_ACTIVITY must be sampled, full or off; using sampled");
-    parse_sample(getenv("CUDASPY_GPU_SAMPLE"));
+    gpu.budget_ppm = parse_budget(getenv("CUDASPY_GPU_BUDGET"),
+                                  parse_sample(getenv("CUDASPY_GPU_SAMPLE")) ? 0 : GPU_BUDGET_PPM);
+    gpu.period_min_ns = gpu.period_ns;
     gpu.keep = (m = getenv("CUDASPY_GPU_SWITCH")) != NULL && strcmp(m, "kinds") == 0;
     if (!dladdr((void *)shim_gpu_init, &di) || di.dli_fname == NULL ||
         realpath(di.dli_fname, self) == NULL)

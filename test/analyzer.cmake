@@ -187,6 +187,12 @@ if(TARGET cudaspy_launcher AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fake/cause_wor
                    $<TARGET_FILE:cause_workload> ${CS_AN_WORK}/gpu_modes)
   set_tests_properties(cli.gpu_modes PROPERTIES LABELS "slow;nosan" TIMEOUT 90 RUN_SERIAL TRUE
     ENVIRONMENT "CS_ANALYZE=$<TARGET_FILE:cudaspy-analyze>;CS_JSON_EXPECT=$<TARGET_FILE:json_expect>")
+  # sampled GPU activity within its cost budget (issue 35, docs/gpu.md)
+  add_test(NAME cli.gpu_budget
+           COMMAND sh ${CS_AN_DIR}/gpu_budget.sh $<TARGET_FILE:cudaspy_launcher>
+                   $<TARGET_FILE:cause_workload> ${CS_AN_WORK}/gpu_budget)
+  set_tests_properties(cli.gpu_budget PROPERTIES LABELS "cli" TIMEOUT 90
+    ENVIRONMENT "CS_ANALYZE=$<TARGET_FILE:cudaspy-analyze>;CS_JSON_EXPECT=$<TARGET_FILE:json_expect>")
 endif()
 
 # data.analyzer.<case>: golden reports. test/data/analyzer/<case>/ holds gen

@@ -26,7 +26,8 @@
  * CUPTI_ERROR_NOT_INITIALIZED in the K attaches after the first, as the
  * real one did on the H200 in torch processes), FAKECUPTI_VERSION=N (what
  * cuptiGetVersion says), FAKECUPTI_LOG=path (one line per attach, detach
- * and enable/disable, for tests that check the client's switching). */
+ * and enable/disable, for tests that check the client's switching),
+ * FAKECUPTI_FINALIZE_US=N (cuptiFinalize takes N us more: a costly switch). */
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -70,8 +71,10 @@ static struct {
     int64_t off;        /* clock_offset(), once off_set */
     int off_set;
     pthread_cond_t up;
+    pthread_cond_t wake;  /* the worker's 10 ms wait, cut short by cuptiFinalize */
     FILE *log;
-} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .up = PTHREAD_COND_INITIALIZER};
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .up = PTHREAD_COND_INITIALIZER,
+       .wake = PTHREAD_COND_INITIALIZER};
 
 static _Thread_local uint64_t ext_stack[EXT_DEPTH];
 static _Thread_local int ext_n;
@@ -199,8 +202,15 @@ static void *worker(void *arg)
     pthread_cond_broadcast(&g.up);
     pthread_mutex_unlock(&g.mu);
     for (;;) {
-        usleep(10000);
+        struct timespec t;
+
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_nsec += 10000000;
+        if (t.tv_nsec >= 1000000000)
+            t.tv_sec++, t.tv_nsec -= 1000000000;
         pthread_mutex_lock(&g.mu);
+        if (g.worker_on)
+            pthread_cond_timedwait(&g.wake, &g.mu, &t);
         if (!g.worker_on) {
             pthread_mutex_unlock(&g.mu);
             return NULL;
@@ -312,6 +322,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+    pthread_cond_init(&g.wake, NULL); /* the parent's worker may have been waiting on it */
     g.attached = 0;
     g.worker_on = 0;
     g.worker_up = 0;
@@ -555,6 +566,7 @@ API CUptiResult cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationK
  * client flushes first), and so are its callbacks. */
 API CUptiResult cuptiFinalize(void)
 {
+    const char *f;
     pthread_t w;
     int join;
     void *drv;
@@ -572,6 +584,7 @@ API CUptiResult cuptiFinalize(void)
     join = g.worker_on;
     w = g.worker;
     g.worker_on = 0;
+    pthread_cond_signal(&g.wake);
     g.attached = 0;
     memset(g.on, 0, sizeof(g.on));
     g.req = NULL, g.done = NULL, g.ts = NULL;
@@ -582,5 +595,7 @@ API CUptiResult cuptiFinalize(void)
     pthread_mutex_unlock(&g.mu);
     if (join)
         pthread_join(w, NULL);
+    if ((f = getenv("FAKECUPTI_FINALIZE_US")) != NULL)
+        usleep((useconds_t)strtoul(f, NULL, 10));
     return CUPTI_SUCCESS;
 }

@@ -1,0 +1,31 @@
+#!/bin/sh
+# gpu_budget.sh CUDASPY WORKLOAD DIR: cli.gpu_budget, sampled GPU activity
+# kept within its cost budget (CUDASPY_GPU_BUDGET, docs/gpu.md). The fake
+# CUPTI's cuptiFinalize made to take 30 ms (FAKECUPTI_FINALIZE_US): a slice
+# then costs at least that, so at 0.5 % the next one waits 6 s or more, and
+# a 4 s run gets its first slice alone; with the budget off (0) slices come
+# every second; with switches that cost nothing the budget keeps them every
+# second too. Slices are counted by the fake's attaches (FAKECUPTI_LOG), and
+# the analyzer must still call the run's GPU figures sampled.
+# Needs CS_ANALYZE and CS_JSON_EXPECT (test/analyzer.cmake).
+set -u
+cudaspy=$1 workload=$2 dir=$3
+rm -rf "$dir" && mkdir -p "$dir" || exit 1
+slices() { # NAME ENV...: record the duty workload for 4 s, print its slices
+    name=$1
+    shift
+    env "$@" FAKECUPTI_LOG="$dir/$name.cupti" CUDASPY_GPU_ACTIVITY=sampled "$cudaspy" record \
+        -q -o "$dir/$name.lmdb" --no-host -- "$workload" duty 4 >"$dir/$name.log" 2>&1 ||
+        { cat "$dir/$name.log" >&2; echo "gpu_budget: $name: recording failed" >&2; exit 1; }
+    "$CS_ANALYZE" --json "$dir/$name.lmdb" | "$CS_JSON_EXPECT" gpu=sampled >/dev/null ||
+        { echo "gpu_budget: $name: GPU figures are not sampled" >&2; exit 1; }
+    grep -c '^attach' "$dir/$name.cupti"
+}
+costly=$(slices costly FAKECUPTI_FINALIZE_US=30000) || exit 1
+fixed=$(slices fixed FAKECUPTI_FINALIZE_US=30000 CUDASPY_GPU_BUDGET=0) || exit 1
+cheap=$(slices cheap FAKECUPTI_FINALIZE_US=0) || exit 1
+echo "gpu_budget: slices in 4 s: $costly (30 ms switches, 0.5 %), $fixed (budget off)," \
+    "$cheap (free switches)"
+[ "$costly" -eq 1 ] || { echo "gpu_budget: costly switches: want 1 slice" >&2; exit 1; }
+[ "$fixed" -ge 3 ] || { echo "gpu_budget: budget off: want 3 slices or more" >&2; exit 1; }
+[ "$cheap" -ge 3 ] || { echo "gpu_budget: free switches: want 3 slices or more" >&2; exit 1; }
