@@ -10,7 +10,7 @@
 #   parts: smoke seed suite profiler ddp overhead faults seedov ddpov ddpdiag
 #   ddppin ddpduty ddpdutysplit ddpdutyvar seedpairs pfab perf quick launchshared
 #   launchduty seedconc truth steps scale slicecost accuracy gate
-#   memory-graphs
+#   memory-graphs capture alwayson
 #   (default: seed suite)
 #   overhead: the shim's cost per call on this host (bench_shim, fake driver)
 #        and the empty-kernel launch loop (static and shared runtime), traced
@@ -57,6 +57,11 @@
 #        workers must fail, a rerun must pass) and each run's steps against
 #        the program's (torch.cuda.nvtx ranges for the nvtx loop); writes
 #        $OUT/steps/summary.json, runs.jsonl;
+#        alwayson: issue 35's proof (bench/gpu/alwayson.py): real PyTorch
+#        programs (launch-, data- and GPU-bound, the a.add_ loop) untraced
+#        and recorded with each component on and off, interleaved rounds;
+#        writes $OUT/alwayson/summary.json, runs.jsonl (ALWAYS_PLAN
+#        breakdown|accept, ALWAYS_ROUNDS, ALWAYS_BUDGET_S);
 #        memory-graphs: issue 31's proof (bench/gpu/memgraph.py): peak
 #        memory against torch.cuda.max_memory_reserved() (plain and
 #        expandable segments), allocator retries found HIGH (PyTorch's
@@ -705,6 +710,10 @@ part_gate() { # issue 36: the gate on real programs: identical reruns pass, plan
 part_memory-graphs() { # issue 31: GPU memory, OOM, allocator retries, CUDA graphs on PyTorch
     CS_PIN=${CS_PIN:-$(gpu_local_cpus 6)} "$PY" "$here/gpu/memgraph.py" "$B" \
         "$OUT/memory-graphs" "$RUNS/memory-graphs" 2>>"$LOG"
+}
+
+part_alwayson() { # issue 35: what recording costs real training programs, by component
+    "$PY" "$here/gpu/alwayson.py" "$B" "$OUT/alwayson" "$RUNS/alwayson" 2>>"$LOG"
 }
 
 part_capture() { # issue 33: --capture steps:A-B and cudaProfilerApi on PyTorch, top beside it
