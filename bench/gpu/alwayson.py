@@ -20,6 +20,8 @@ Variants (ALWAYS_PLAN picks which run where):
   gpuoff     --gpu-activity off
   oneslice   one slice at CUDA's start, never again (what CUPTI leaves
              behind after cuptiFinalize)
+  kinds      slices that switch CUPTI's activity kinds, attached throughout
+             (CUDASPY_GPU_SWITCH=kinds: no re-attach)
   nohost     --no-host (no perf_event records, no Python samples)
   nopy       no Python stacks and samples (CUDASPY_PYTHON=0,
              CUDASPY_PYSAMPLE_HZ=0)
@@ -68,14 +70,15 @@ VARIANTS = {  # name: (record arguments or None = untraced, environment)
     "nohost": (["--no-host"], {}),
     "nopy": ([], NOPY),
     "bare": (["--no-host", "--gpu-activity", "off"], NOPY),
+    "kinds": ([], {"CUDASPY_GPU_SWITCH": "kinds"}),
     "light": (["--light"], {}),
     "torchprof": (None, {}),
 }
-ALL = ["untraced", "default", "fixed1s", "gpuoff", "oneslice", "nohost", "nopy", "bare"]
+ALL = ["untraced", "default", "fixed1s", "gpuoff", "oneslice", "kinds", "nohost", "nopy", "bare"]
 PLANS = {
     "breakdown": {"wlm": ALL, "add": ALL + ["torchprof"],
-                  "dcgan": ["untraced", "default", "fixed1s", "gpuoff"],
-                  "matmul": ["untraced", "default", "fixed1s", "gpuoff"]},
+                  "dcgan": ["untraced", "default", "gpuoff"],
+                  "matmul": ["untraced", "default", "gpuoff"]},
     "accept": {p: ["untraced", "default"] for p in ("wlm", "add", "dcgan", "matmul")},
 }
 COMPONENTS = [  # name, minuend, subtrahend (None: untraced)
@@ -86,6 +89,7 @@ COMPONENTS = [  # name, minuend, subtrahend (None: untraced)
     ("GPU activity, budgeted (default - gpuoff)", "default", "gpuoff"),
     ("GPU activity, a slice every second (fixed1s - gpuoff)", "fixed1s", "gpuoff"),
     ("CUPTI after its slice (oneslice - gpuoff)", "oneslice", "gpuoff"),
+    ("GPU activity, attached throughout (kinds - gpuoff)", "kinds", "gpuoff"),
     ("light", "light", None),
     ("torch.profiler", "torchprof", None),
 ]
