@@ -1246,6 +1246,24 @@ static json_t *graphs_json(const struct model *m)
     return o;
 }
 
+/* What sampling cost to switch: the slices recorded and the time their
+ * attaches and detaches took on the threads that made them (docs/gpu.md,
+ * "Sampled slices keep within a budget"). */
+static void slices_json(json_t *o, const struct model *m)
+{
+    uint64_t n = 0, sw = 0;
+
+    for (uint64_t i = 0; i < m->ngcov; i++) {
+        const struct m_gcov *c = &m->gcov[i];
+        if (c->mode != CS_GPU_MODE_SAMPLED || (c->flags & (CS_GCF_UNAVAIL | CS_GCF_PAUSED)))
+            continue;
+        n++;
+        sw += (c->t_start_ns - c->t_attach_ns) + (c->t_detach_ns - c->t_end_ns);
+    }
+    json_object_set_new(o, "slices", json_integer((json_int_t)n));
+    json_object_set_new(o, "switch_ns", json_integer((json_int_t)sw));
+}
+
 json_t *gpu_json(const struct gpu_truth *g, const struct model *m)
 {
     uint64_t window = 0, covered = 0, busy = 0, idle_est = 0, idle_meas = 0, by[GH_COUNT] = {0};
@@ -1272,6 +1290,7 @@ json_t *gpu_json(const struct gpu_truth *g, const struct model *m)
                   (json_int_t)idle_meas, "idle_by_host_state", byo, "devices", devs, "notes",
                   g->notes);
     kernels_json(o, m);
+    slices_json(o, m);
     json_object_set_new(o, "graphs", graphs_json(m));
     return o;
 }
