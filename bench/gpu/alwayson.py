@@ -200,7 +200,8 @@ class Bench:
                        host_lost=f.get("host_lost"), collector_cpu_ns=f.get("collector_cpu_ns"),
                        active_ns=f.get("active_ns"), gpucov=c.get("gpucov"),
                        gpu_records=c.get("gpu"), coverage_pct=g.get("coverage_pct"),
-                       gpu_source=g.get("source"), bytes=size,
+                       gpu_source=g.get("source"), slices=g.get("slices"),
+                       switch_ns=g.get("switch_ns"), bytes=size,
                        bytes_per_record=round(size / recs, 2) if recs else None,
                        top=[f"{x['severity']} {x['cause']}" for x in a.get("chains", [])[:3]])
         except (ValueError, KeyError, OSError) as ex:
@@ -238,7 +239,7 @@ def summarise(rows, plan):
             tr = [r for r in rows if r["program"] == prog and r["variant"] == v and
                   r.get("collector_cpu_ns") is not None]
             for key in ("cuda_records", "cuda_dropped", "collector_cpu_ns", "gpucov",
-                        "coverage_pct", "bytes_per_record"):
+                        "coverage_pct", "slices", "switch_ns", "bytes_per_record"):
                 vals = [r[key] for r in tr if r.get(key) is not None]
                 if vals:
                     var[v][key + "_median"] = statistics.median(vals)
