@@ -191,7 +191,7 @@ if(TARGET cudaspy_launcher AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fake/cause_wor
   add_test(NAME cli.gpu_budget
            COMMAND sh ${CS_AN_DIR}/gpu_budget.sh $<TARGET_FILE:cudaspy_launcher>
                    $<TARGET_FILE:cause_workload> ${CS_AN_WORK}/gpu_budget)
-  set_tests_properties(cli.gpu_budget PROPERTIES LABELS "cli" TIMEOUT 90
+  set_tests_properties(cli.gpu_budget PROPERTIES LABELS "cli;notsan" TIMEOUT 90
     ENVIRONMENT "CS_ANALYZE=$<TARGET_FILE:cudaspy-analyze>;CS_JSON_EXPECT=$<TARGET_FILE:json_expect>")
 endif()
 

