@@ -43,8 +43,9 @@ a timed run.
 
 Writes OUT/runs.jsonl (every run) and OUT/summary.json.
 Usage: python3 alwayson.py BUILD OUT RUNS   (env PYTHON, ALWAYS_PLAN
-breakdown|accept, ALWAYS_ROUNDS, ALWAYS_BUDGET_S: no round starts that
-would end past it)
+breakdown|accept, ALWAYS_ROUNDS (3), ALWAYS_CORE_ROUNDS: rounds after
+ALWAYS_ROUNDS up to this many run untraced and default alone,
+ALWAYS_BUDGET_S: no round starts that would end past it)
        python3 alwayson.py child add N [profiler]
 """
 import json
@@ -273,20 +274,21 @@ def main():
     plan_name = os.environ.get("ALWAYS_PLAN", "breakdown")
     plan = PLANS[plan_name]
     rounds = int(os.environ.get("ALWAYS_ROUNDS", "3"))
+    core = max(rounds, int(os.environ.get("ALWAYS_CORE_ROUNDS", "0")))
     budget = float(os.environ.get("ALWAYS_BUDGET_S", "420"))
     t_start = time.time()
     done = 0
-    for rnd in range(rounds):
-        t_round = time.time()
-        pairs = [(p, v) for p, vs in plan.items() for v in vs]
+    for rnd in range(core):
+        pairs = [(p, v) for p, vs in plan.items() for v in vs
+                 if rnd < rounds or v in ("untraced", "default")]
+        per_run = (time.time() - t_start) / max(len(b.rows), 1)
+        if b.rows and time.time() - t_start + per_run * len(pairs) > budget:
+            break
         random.Random(rnd).shuffle(pairs)
         for p, v in pairs:
             b.log.write(json.dumps(b.run(rnd, p, v)) + "\n")
             b.log.flush()
         done += 1
-        took = time.time() - t_round
-        if time.time() - t_start + took > budget:
-            break
     with ThreadPoolExecutor(8) as ex:
         list(ex.map(b.analyse, b.rows))
     with open(os.path.join(b.out, "runs.jsonl"), "w") as f:
