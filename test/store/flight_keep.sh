@@ -4,7 +4,8 @@
 # ms steps (top-level NVTX ranges) with 41 slow steps (20 ms) near 3 s,
 # recorded twice under a 2 MiB cap:
 #  - without a trigger, the slow steps are evicted (the tail alone remains);
-#  - with --keep-on 'step_p99>1.5x', the run keeps a window holding every
+#  - with --keep-on 'step_p99>4x' (the slow steps are 8x; 1.5x fired on a
+#    busy CI box before them, at 2 s), the run keeps a window holding every
 #    slow step (the workload's own times) and the tail, the file stays at
 #    or under the cap, and the analysis finds the slow steps (max >= 20 ms)
 #    and says what was evicted between the two;
@@ -25,7 +26,7 @@ record() { # record NAME [--keep-on EXPR]
         fail "$name: analysis failed: $(cat "$T/$name.aerr")"
 }
 record tail
-record keep --keep-on 'step_p99>1.5x'
+record keep --keep-on 'step_p99>4x'
 env -u LD_PRELOAD python3 - "$T" "$(stat -c %s "$T/keep.lmdb")" <<'PY' || fail "wrong kept window"
 import json, re, sys
 T, size = sys.argv[1], int(sys.argv[2])
@@ -44,14 +45,14 @@ print("kept: %s; slow steps at %.2f-%.2f s; steps %d, max %.1f ms; file %d bytes
 tf = tail["run"]["files"][0]
 assert tf["t_start_ns"] + tf["window_start_ns"] > list(slow("tail"))[1], "the tail holds the slow steps"
 cap = f["capture"]
-assert cap["keep_on"] and cap["mode"] == "step_p99>1.5x" and len(cap["ranges"]) == 2, cap
+assert cap["keep_on"] and cap["mode"] == "step_p99>4x" and len(cap["ranges"]) == 2, cap
 k0, k1 = cap["ranges"][0]
 assert start + k0 <= t0 and t1 <= start + k1, "the kept window misses the slow steps"
 assert keep["steps"]["max_ns"] >= 20e6, keep["steps"]
 assert size <= 2 * 1024 * 1024, size
 assert any("the trigger kept" in m for m in keep["missing"]), keep["missing"]
 PY
-"$B/cudaspy" record --keep-on 'step_p99>1.5x' -- true 2>"$T/e1"; rc=$?
+"$B/cudaspy" record --keep-on 'step_p99>4x' -- true 2>"$T/e1"; rc=$?
 [ $rc = 2 ] && grep -q "give --max-size" "$T/e1" || fail "--keep-on without --max-size: exit $rc"
 "$B/cudaspy-analyze" watch --keep-on 'step_p99>' "$T/keep.lmdb" 2>"$T/e2"; rc=$?
 [ $rc = 2 ] && grep -q "invalid EXPR" "$T/e2" || fail "a bad EXPR: exit $rc"
