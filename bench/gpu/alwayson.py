@@ -57,6 +57,8 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from steps import run_text
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ACC = os.path.join(HERE, "accuracy")
 TRUTH_TAG = "cudaspy-truth: "
@@ -159,13 +161,7 @@ class Bench:
                 ["--"] + cmd
         e = dict(os.environ, PYTHONUNBUFFERED="1", CUDASPY_QUIET="1", **env)
         t0 = time.time()
-        try:
-            p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=180)
-            rc, out, err = p.returncode, p.stdout, p.stderr
-        except subprocess.TimeoutExpired as ex:
-            rc, out, err = 124, ex.stdout or "", ex.stderr or ""
-            out = out.decode() if isinstance(out, bytes) else out
-            err = err.decode() if isinstance(err, bytes) else err
+        rc, out, err = run_text(cmd, e, 180)
         row = {"round": rnd, "program": prog, "variant": var, "rc": rc,
                "wall_s": round(time.time() - t0, 3), "run": path}
         truth = [ln for ln in out.splitlines() if ln.startswith(TRUTH_TAG)]

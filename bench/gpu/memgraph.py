@@ -42,7 +42,7 @@ import subprocess
 import sys
 import time
 
-from steps import Steps
+from steps import Steps, run_text
 
 TAG = "memgraph-truth: "
 MIB = 1 << 20
@@ -249,12 +249,7 @@ class Run(Steps):
             cmd = ["taskset", "-c", self.pin] + cmd
         e = dict(os.environ, PYTHONUNBUFFERED="1", CUDASPY_QUIET="1", **env)
         t0 = time.time()
-        try:
-            p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=400)
-            rc, out, err = p.returncode, p.stdout, p.stderr
-        except subprocess.TimeoutExpired as ex:
-            rc, out, err = -1, ex.stdout or "", "timeout"
-            out = out.decode() if isinstance(out, bytes) else out
+        rc, out, err = run_text(cmd, e, 400)
         row = {"case": name, "rc": rc, "wall_s": round(time.time() - t0, 2),
                "stderr_tail": err[-600:]}
         for line in out.splitlines():

@@ -29,6 +29,17 @@ W = os.path.join(HERE, "workloads.py")
 SEED_ENV = {"N": "2000000", "B": "32768"}  # 62 batches: steps enough for the gate
 
 
+def run_text(cmd, env, timeout):
+    """Run @cmd; (exit code, stdout, stderr) as text, 124 and what came
+    out when it ran past @timeout seconds."""
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+        return p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired as ex:
+        text = lambda b: b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
+        return 124, text(ex.stdout), text(ex.stderr) + "\ntimeout"
+
+
 class Steps:
     tag = "steps"  # what note() prints before each row on stderr
 
