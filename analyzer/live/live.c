@@ -3,6 +3,7 @@
  * analyse its last window (live.h). The analysis is analysis.c's, read
  * without waiting for the collector (analysis_opts.live). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -117,6 +118,21 @@ int live_parse_secs(const char *s, uint64_t *ns, int zero_ok)
         return -1;
     *ns = (uint64_t)(v * 1e9 + 0.5);
     return 0;
+}
+
+int live_usage_error(const char *cmd, const char *what, const char *arg)
+{
+    fprintf(stderr, "cudaspy-analyze: %s: %s%s%s\nTry 'cudaspy-analyze %s --help'\n", cmd, what,
+            arg ? " " : "", arg ? arg : "", cmd);
+    return 2;
+}
+
+int live_one_target(const char *cmd, int argc, int optind)
+{
+    if (optind == argc - 1)
+        return 0;
+    return live_usage_error(cmd, optind < argc ? "one run file or pid only" : "no run file or pid",
+                            NULL);
 }
 
 int live_error_final(int rc, uint64_t waited_ns)

@@ -70,6 +70,14 @@ void live_close(struct live *l);
  * with @p zero_ok) into *@p ns. @return 0 or -1 */
 int live_parse_secs(const char *s, uint64_t *ns, int zero_ok);
 
+/** A live view's usage error: "cudaspy-analyze CMD: WHAT [ARG]" and where
+ * its help is, on stderr. @return 2 (the exit status) */
+int live_usage_error(const char *cmd, const char *what, const char *arg);
+
+/** After the options (getopt's @p optind): exactly one RUN|PID left, else
+ * live_usage_error(). @return 0 or 2 */
+int live_one_target(const char *cmd, int argc, int optind);
+
 /* The run a command line names (live_target.c): a run file, or the pid of
  * a program (or of its cudaspy-sampler) being recorded, whose run file is
  * the one that sampler writes (cudaspy/samplerfind.h). */

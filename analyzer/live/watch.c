@@ -40,6 +40,7 @@ struct watch {
     char **high;  /* causes HIGH in an earlier window */
     size_t nhigh, hcap;
     int looked;   /* a sample was had */
+    int past;     /* high: the first window, which sets what is usual, is past */
 };
 
 /* "20ms", "1.5s" into ns. @return 0 or -1 */
@@ -102,7 +103,7 @@ static int match_high(struct watch *w, json_t *j, char *why, size_t n)
         const char *cause = json_string_value(json_object_get(f, "cause"));
         if (!sev || !cause || strcmp(sev, "HIGH") != 0 || seen_high(w, cause))
             continue;
-        if (w->nbase && !hit) { /* the first window sets what is usual */
+        if (w->past && !hit) { /* the first window sets what is usual */
             snprintf(why, n, "a new HIGH finding: %s", cause);
             hit = 1;
         }
@@ -188,8 +189,7 @@ static int watch_once(struct live *l, struct watch *w, pid_t pid, uint64_t windo
         fprintf(stderr, PROG ": %s: %s at %.2f-%.2f s: %s\n", live_path(l), why,
                 (double)s.since_ns / 1e9, (double)s.end_ns / 1e9, rc < 0 ? strerror(errno) : "kept");
     }
-    if (w->e.high && w->nbase == 0)
-        w->nbase = 1; /* the first window is past */
+    w->past = 1;
     done = !s.writing;
     live_sample_clear(&s);
     return hit ? 1 : done ? -1 : 0;

@@ -387,12 +387,6 @@ static int serve(struct metrics *m)
 
 /* ---- options ---- */
 
-static int usage_error(const char *what, const char *arg)
-{
-    fprintf(stderr, PROG ": metrics: %s%s%s\nTry '" PROG " metrics --help'\n", what,
-            arg ? " " : "", arg ? arg : "");
-    return 2;
-}
 
 /* @return 0 to run, 1 after --help, else the exit status (2) */
 static int parse(int argc, char **argv, struct metrics_opts *o)
@@ -414,23 +408,23 @@ static int parse(int argc, char **argv, struct metrics_opts *o)
             fputs(metrics_usage, stdout);
             return 1;
         } else if (c == 'l' && cs_inet_addr(optarg, &ss, &len) < 0) {
-            return usage_error("invalid address (HOST:PORT):", optarg);
+            return live_usage_error("metrics", "invalid address (HOST:PORT):", optarg);
         } else if (c == 'l') {
             o->listen = optarg;
         } else if (c == '1') {
             o->once = 1;
         } else if ((c == 'w' || c == 'g') &&
                    live_parse_secs(optarg, c == 'w' ? &o->window_ns : &o->linger_ns, c == 'g') < 0) {
-            return usage_error("invalid seconds:", optarg);
+            return live_usage_error("metrics", "invalid seconds:", optarg);
         } else if (c == '?') {
-            return usage_error("unknown or incomplete option", argv[optind - 1]);
+            return live_usage_error("metrics", "unknown or incomplete option",
+                                    argv[optind - 1]);
         }
     }
-    if (optind != argc - 1)
-        return usage_error(optind < argc ? "one run file or pid only" : "no run file or pid",
-                           NULL);
+    if (live_one_target("metrics", argc, optind))
+        return 2;
     if (!o->once && o->listen == NULL)
-        return usage_error("--listen HOST:PORT or --once needed", NULL);
+        return live_usage_error("metrics", "--listen HOST:PORT or --once needed", NULL);
     return 0;
 }
 

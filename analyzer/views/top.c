@@ -116,12 +116,6 @@ static void signals_setup(void)
 
 /* ---- options ---- */
 
-static int usage_error(const char *what, const char *arg)
-{
-    fprintf(stderr, PROG ": top: %s%s%s\nTry '" PROG " top --help'\n", what, arg ? " " : "",
-            arg ? arg : "");
-    return 2;
-}
 
 /* @return 0 to run, 1 after --help, else the exit status (2) */
 static int parse(int argc, char **argv, struct top_opts *o)
@@ -145,17 +139,17 @@ static int parse(int argc, char **argv, struct top_opts *o)
         } else if (c == 'v' && (v = top_view_of_name(optarg)) >= 0) {
             o->view = (enum top_view)v;
         } else if (c == 'v') {
-            return usage_error("invalid view (overview, processes, findings or buckets):", optarg);
+            return live_usage_error(
+                "top", "invalid view (overview, processes, findings or buckets):", optarg);
         } else if ((c == 'i' || c == 'w') &&
                    live_parse_secs(optarg, c == 'i' ? &o->interval_ns : &o->window_ns, 0) < 0) {
-            return usage_error("invalid seconds:", optarg);
+            return live_usage_error("top", "invalid seconds:", optarg);
         } else if (c == '?') {
-            return usage_error("unknown or incomplete option", argv[optind - 1]);
+            return live_usage_error("top", "unknown or incomplete option", argv[optind - 1]);
         }
     }
-    if (optind != argc - 1)
-        return usage_error(optind < argc ? "one run file or pid only" : "no run file or pid",
-                           NULL);
+    if (live_one_target("top", argc, optind))
+        return 2;
     return 0;
 }
 
