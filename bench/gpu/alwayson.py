@@ -42,8 +42,8 @@ bytes a record, GPU coverage and slices), so the analysis never runs beside
 a timed run.
 
 Writes OUT/runs.jsonl (every run) and OUT/summary.json.
-Usage: python3 alwayson.py BUILD OUT RUNS   (env PYTHON, ALWAYS_PLAN
-breakdown|accept, ALWAYS_ROUNDS (3), ALWAYS_CORE_ROUNDS: rounds after
+Usage: python3 alwayson.py BUILD OUT RUNS   (env PYTHON, CS_PIN: taskset
+CPUs for every run, ALWAYS_PLAN breakdown|accept|focus, ALWAYS_ROUNDS (3), ALWAYS_CORE_ROUNDS: rounds after
 ALWAYS_ROUNDS up to this many run untraced and default alone,
 ALWAYS_BUDGET_S: no round starts that would end past it)
        python3 alwayson.py child add N [profiler]
@@ -83,6 +83,7 @@ PLANS = {
                   "dcgan": ["untraced", "default", "gpuoff"],
                   "matmul": ["untraced", "default", "gpuoff"]},
     "accept": {p: ["untraced", "default"] for p in ("wlm", "add", "dcgan", "matmul")},
+    "focus": {p: ["untraced", "default", "gpuoff", "fixed1s"] for p in ("wlm", "add")},
 }
 COMPONENTS = [  # name, minuend, subtrahend (None: untraced)
     ("all (default)", "default", None),
@@ -159,6 +160,8 @@ class Bench:
             path = os.path.join(self.runs, f"{prog}-{var}-{rnd}-{self.n}.lmdb")
             cmd = [os.path.join(self.b, "cudaspy"), "record", "-q", "-o", path] + args + \
                 ["--"] + cmd
+        if os.environ.get("CS_PIN"):
+            cmd = ["taskset", "-c", os.environ["CS_PIN"]] + cmd
         e = dict(os.environ, PYTHONUNBUFFERED="1", CUDASPY_QUIET="1", **env)
         t0 = time.time()
         rc, out, err = run_text(cmd, e, 180)
