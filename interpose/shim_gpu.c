@@ -45,6 +45,7 @@
 #define GPU_REC_COST_NS 1700ull     /* CUPTI's cost on a call whose work it recorded (H100/H200:
                                        +1.50..1.82 us a launch inside a slice, docs/gpu.md) */
 #define GPU_PERIOD_MAX_NS (60ull * 1000000000ull) /* a budgeted period at most */
+#define GPU_PACE_MIN 50u            /* calls on each side of an attach to measure a slice's pace */
 
 enum gpu_phase {
     PH_NONE,   /* not started (no CUDA yet, off, or this is a fork child) */
@@ -92,6 +93,10 @@ static struct {
     uint32_t budget_ppm;      /* sampled: slices' share of the run at most; 0 = fixed period */
     uint64_t sw_ns;           /* this slice's switches, timed on the thread that made them */
     uint64_t nrec;            /* this slice's GPU records (under conv) */
+    uint64_t paced_ns;        /* this slice's cost by its switcher's pace, or UINT64_MAX */
+    struct pace { const void *thr; uint32_t seq; uint64_t ns; } idle_at, on_at;
+                              /* a thread's recorded calls at the last detach and at
+                                 this slice's attach: its pace outside and inside */
     int keep;                 /* CUDASPY_GPU_SWITCH=kinds: between slices CUPTI stays
                                  attached with its activity kinds off */
     int live;                 /* keep: attached since an earlier slice */
@@ -515,6 +520,31 @@ static int refused(uint64_t now, const char *why)
     return 0;
 }
 
+/* Where the calling thread's recorded calls stand now (shim.h: seq counts them). */
+static struct pace pace_now(uint64_t ns)
+{
+    return (struct pace){&shim_t_, shim_t_.seq, ns};
+}
+
+/* What the slice ending at @p off cost in time, measured: the calls of the
+ * thread that switched it on came slower inside it than between the last
+ * detach and its attach (a GPU-bound program, whose calls wait for the
+ * GPU, pays nothing and shows nothing). UINT64_MAX when it cannot be told:
+ * another thread, the first slice, too few calls on either side. */
+static uint64_t pace_cost(uint64_t off)
+{
+    const struct pace *a = &gpu.idle_at, *b = &gpu.on_at;
+    uint32_t n_out = b->seq - a->seq, n_in = shim_t_.seq - b->seq;
+    double out, in;
+
+    if (a->thr != &shim_t_ || b->thr != &shim_t_ || n_out < GPU_PACE_MIN ||
+        n_in < GPU_PACE_MIN || b->ns <= a->ns || off <= b->ns)
+        return UINT64_MAX;
+    out = (double)(b->ns - a->ns) / n_out;
+    in = (double)(off - b->ns) / n_in;
+    return in > out ? (uint64_t)((in - out) * n_in) : 0;
+}
+
 /* A slice (sampled) or the whole run (full) begins: attach, or try again a
  * period later while another client holds CUPTI. */
 static void turn_on(uint64_t now)
@@ -542,6 +572,8 @@ static void turn_on(uint64_t now)
     gpu.nrec = 0;
     pthread_mutex_unlock(&gpu.conv);
     gpu.sw_ns = gpu.attached ? gpu.t_on_ns - now : 0; /* the first attach is CUPTI's set-up */
+    gpu.on_at = pace_now(gpu.t_on_ns);
+    gpu.paced_ns = UINT64_MAX;
     gpu.attached++;
     gpu.refused = 0;
     atomic_store(&gpu.phase, PH_ON);
@@ -550,8 +582,9 @@ static void turn_on(uint64_t now)
 
 /* Sampled mode within a budget: the next period long enough that what
  * this slice cost the program (its switches, timed on the thread that made
- * them, and CUPTI's cost on each call whose work it recorded) is at most
- * budget_ppm of the period; never shorter than the configured period. */
+ * them, and the slower pace of that thread's calls inside it, else CUPTI's
+ * usual cost on each call whose work it recorded) is at most budget_ppm of
+ * the period; never shorter than the configured period. */
 static void budget_period(void)
 {
     uint64_t cost, p;
@@ -559,7 +592,7 @@ static void budget_period(void)
     if (gpu.budget_ppm == 0)
         return;
     pthread_mutex_lock(&gpu.conv);
-    cost = gpu.sw_ns + gpu.nrec * GPU_REC_COST_NS;
+    cost = gpu.sw_ns + (gpu.paced_ns != UINT64_MAX ? gpu.paced_ns : gpu.nrec * GPU_REC_COST_NS);
     pthread_mutex_unlock(&gpu.conv);
     p = cost / gpu.budget_ppm * 1000000ull;
     gpu.period_ns = p < gpu.period_min_ns ? gpu.period_min_ns
@@ -573,6 +606,7 @@ static void due_next_period(void)
 
     budget_period();
     now = mono_ns();
+    gpu.idle_at = pace_now(now);
 
     set_due(gpu.period_base_ns + gpu.period_ns > now ? gpu.period_base_ns + gpu.period_ns : now);
 }
@@ -601,6 +635,7 @@ static void turn_off(uint64_t now)
         return;
     }
     atomic_store_explicit(&shim_hot_.gpu_corr, 0, memory_order_relaxed);
+    gpu.paced_ns = pace_cost(now);
     kinds_off();
     gpu.t_off_ns = now;
     gpu.sw_ns += mono_ns() - now;

@@ -6,27 +6,35 @@
 # a 4 s run gets its first slice alone; with the budget off (0) slices come
 # every second; with switches that cost nothing the budget keeps them every
 # second too (2 at least here: under load a switch takes longer). Slices
-# are counted by the fake's attaches (FAKECUPTI_LOG), and
+# are counted by the fake's attaches (FAKECUPTI_LOG). A slice's cost is
+# also its switcher's slower pace inside it: the sync workload (0.4 ms of
+# host work, a 0.3 ms kernel, its sync) with each launch recorded taking
+# 1 ms more (FAKECUPTI_RECORD_US) runs at half pace in a slice, so the
+# second slice waits 8 s and a 4 s run has 2. (At 0.2 ms the kernel's wait
+# hides it on a quiet machine, and slices come every second; not tested:
+# beside a CPU hog the spin is preempted and shows.) And
 # the analyzer must still call the run's GPU figures sampled.
 # Needs CS_ANALYZE and CS_JSON_EXPECT (test/analyzer.cmake).
 set -u
 cudaspy=$1 workload=$2 dir=$3
 rm -rf "$dir" && mkdir -p "$dir" || exit 1
-slices() { # NAME ENV...: record the duty workload for 4 s, print its slices
-    name=$1
-    shift
+slices() { # NAME MODE ENV...: record the workload's MODE for 4 s, print its slices
+    name=$1 mode=$2
+    shift 2
     env "$@" FAKECUPTI_LOG="$dir/$name.cupti" CUDASPY_GPU_ACTIVITY=sampled "$cudaspy" record \
-        -q -o "$dir/$name.lmdb" --no-host -- "$workload" duty 4 >"$dir/$name.log" 2>&1 ||
+        -q -o "$dir/$name.lmdb" --no-host -- "$workload" "$mode" 4 >"$dir/$name.log" 2>&1 ||
         { cat "$dir/$name.log" >&2; echo "gpu_budget: $name: recording failed" >&2; exit 1; }
     "$CS_ANALYZE" --json "$dir/$name.lmdb" | "$CS_JSON_EXPECT" gpu=sampled >/dev/null ||
         { echo "gpu_budget: $name: GPU figures are not sampled" >&2; exit 1; }
     grep -c '^attach' "$dir/$name.cupti"
 }
-costly=$(slices costly FAKECUPTI_FINALIZE_US=30000) || exit 1
-fixed=$(slices fixed FAKECUPTI_FINALIZE_US=30000 CUDASPY_GPU_BUDGET=0) || exit 1
-cheap=$(slices cheap FAKECUPTI_FINALIZE_US=0) || exit 1
+costly=$(slices costly duty FAKECUPTI_FINALIZE_US=30000) || exit 1
+fixed=$(slices fixed duty FAKECUPTI_FINALIZE_US=30000 CUDASPY_GPU_BUDGET=0) || exit 1
+cheap=$(slices cheap duty FAKECUPTI_FINALIZE_US=0) || exit 1
+paced=$(slices paced sync FAKECUPTI_RECORD_US=1000) || exit 1
 echo "gpu_budget: slices in 4 s: $costly (30 ms switches, 0.5 %), $fixed (budget off)," \
-    "$cheap (free switches)"
+    "$cheap (free switches), $paced (1 ms a launch recorded)"
 [ "$costly" -eq 1 ] || { echo "gpu_budget: costly switches: want 1 slice" >&2; exit 1; }
+[ "$paced" -le 2 ] || { echo "gpu_budget: slow launches in slices: want 2 at most" >&2; exit 1; }
 [ "$fixed" -ge 3 ] || { echo "gpu_budget: budget off: want 3 slices or more" >&2; exit 1; }
 [ "$cheap" -ge 2 ] || { echo "gpu_budget: free switches: want 2 slices or more" >&2; exit 1; }

@@ -27,7 +27,8 @@
  * real one did on the H200 in torch processes), FAKECUPTI_VERSION=N (what
  * cuptiGetVersion says), FAKECUPTI_LOG=path (one line per attach, detach
  * and enable/disable, for tests that check the client's switching),
- * FAKECUPTI_FINALIZE_US=N (cuptiFinalize takes N us more: a costly switch). */
+ * FAKECUPTI_FINALIZE_US=N (cuptiFinalize takes N us more: a costly switch),
+ * FAKECUPTI_RECORD_US=N (each enqueue recorded takes N us more). */
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -224,6 +225,24 @@ static void *worker(void *arg)
 
 /* ---- what the driver ran ---- */
 
+/* FAKECUPTI_RECORD_US=N: each enqueue recorded costs its thread N us more,
+ * as the real one's activity and API records cost each launch. */
+static void spin_record_cost(void)
+{
+    static long us = -1;
+    uint64_t until;
+
+    if (us < 0) {
+        const char *v = getenv("FAKECUPTI_RECORD_US");
+        us = v ? strtol(v, NULL, 10) : 0;
+    }
+    if (us <= 0)
+        return;
+    until = clock_ns(CLOCK_MONOTONIC) + (uint64_t)us * 1000;
+    while (clock_ns(CLOCK_MONOTONIC) < until)
+        ;
+}
+
 static void on_activity(const struct fakecuda_act *a)
 {
     int kind = a->kind == FAKECUDA_ACT_KERNEL ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
@@ -305,6 +324,7 @@ static void on_activity(const struct fakecuda_act *a)
     if (end > g.cur_last_end)
         g.cur_last_end = end;
     pthread_mutex_unlock(&g.mu);
+    spin_record_cost();
 }
 
 /* fork(): the child does not inherit the session (its worker thread is
