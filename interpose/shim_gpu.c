@@ -13,7 +13,8 @@
  * H200), so a slice ends with cuptiFinalize, which CUPTI wants called at the
  * exit of a driver or runtime call. Sampled mode keeps within a budget
  * (CUDASPY_GPU_BUDGET, 0.5 % of the run): after each slice the next period
- * is made long enough for what that slice cost. Nothing here blocks the program on I/O:
+ * is made long enough for what that slice cost, its switches and the
+ * slower pace of its switcher's calls. Nothing here blocks the program on I/O:
  * buffers come from a fixed pool, records go into the shim's rings (a full
  * ring drops and counts), and every failure ends GPU activity for the
  * process with one line on stderr while the CUDA recording goes on. */
