@@ -1246,22 +1246,69 @@ static json_t *graphs_json(const struct model *m)
     return o;
 }
 
-/* What sampling cost to switch: the slices recorded and the time their
- * attaches and detaches took on the threads that made them (docs/gpu.md,
+#define PACE_MIN_CALLS 50 /* calls on each side of an attach to compare their pace */
+
+/* Calls of thread @p t that entered in [@p lo, @p hi). */
+static uint64_t calls_in(const struct model *m, uint32_t t, uint64_t lo, uint64_t hi)
+{
+    const struct m_thread *th = &m->thr[t];
+    uint64_t a = M_FIRST_GE(struct m_call, m->call, t_enter_ns, th->first_call,
+                            th->first_call + th->ncalls, lo);
+    uint64_t b = M_FIRST_GE(struct m_call, m->call, t_enter_ns, a, th->first_call + th->ncalls, hi);
+
+    return b - a;
+}
+
+/* How much slower slice @p c made its process: the busiest thread of the
+ * slice, its calls' pace inside [on, off) against the stretch from the
+ * process's previous detach to this attach, times its calls inside (the
+ * shim's own measure, shim_gpu.c pace_cost). 0 when it cannot be told
+ * (the process's first slice, too few calls). */
+static uint64_t slice_slowdown(const struct model *m, const struct m_gcov *c, uint64_t prev_detach)
+{
+    uint64_t best = 0, out = 0;
+    double p_in, p_out;
+
+    if (prev_detach == 0 || prev_detach >= c->t_attach_ns || c->t_end_ns <= c->t_start_ns)
+        return 0;
+    for (uint32_t t = 0; t < m->nthr; t++) {
+        uint64_t n;
+        if (m->thr[t].proc != c->proc ||
+            (n = calls_in(m, t, c->t_start_ns, c->t_end_ns)) <= best)
+            continue;
+        best = n;
+        out = calls_in(m, t, prev_detach, c->t_attach_ns);
+    }
+    if (best < PACE_MIN_CALLS || out < PACE_MIN_CALLS)
+        return 0;
+    p_in = (double)(c->t_end_ns - c->t_start_ns) / (double)best;
+    p_out = (double)(c->t_attach_ns - prev_detach) / (double)out;
+    return p_in > p_out ? (uint64_t)((p_in - p_out) * (double)best) : 0;
+}
+
+/* What sampling cost the program: the slices recorded, the time their
+ * attaches and detaches took on the threads that made them, and how much
+ * slower their busiest threads' calls came inside them (docs/gpu.md,
  * "Sampled slices keep within a budget"). */
 static void slices_json(json_t *o, const struct model *m)
 {
-    uint64_t n = 0, sw = 0;
+    uint64_t n = 0, sw = 0, slow = 0, prev_detach = 0;
+    uint32_t prev_proc = UINT32_MAX;
 
     for (uint64_t i = 0; i < m->ngcov; i++) {
         const struct m_gcov *c = &m->gcov[i];
+        if (c->proc != prev_proc)
+            prev_detach = 0, prev_proc = c->proc;
         if (c->mode != CS_GPU_MODE_SAMPLED || (c->flags & (CS_GCF_UNAVAIL | CS_GCF_PAUSED)))
             continue;
         n++;
         sw += (c->t_start_ns - c->t_attach_ns) + (c->t_detach_ns - c->t_end_ns);
+        slow += slice_slowdown(m, c, prev_detach);
+        prev_detach = c->t_detach_ns;
     }
     json_object_set_new(o, "slices", json_integer((json_int_t)n));
     json_object_set_new(o, "switch_ns", json_integer((json_int_t)sw));
+    json_object_set_new(o, "slowdown_ns", json_integer((json_int_t)slow));
 }
 
 json_t *gpu_json(const struct gpu_truth *g, const struct model *m)

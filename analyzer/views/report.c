@@ -195,10 +195,11 @@ static void print_gpu_line(const struct out *o, const json_t *g, const json_t *a
         char iv[48] = "";
         if (hi - lo >= 0.1)
             snprintf(iv, sizeof(iv), ", 95 %% %.1f-%.1f %%", lo, hi);
-        char sl[80] = "";
+        char sl[120] = "", b[32];
         if (jtext_int(g, "slices"))
-            snprintf(sl, sizeof(sl), " in %d slices, %s switching", (int)jtext_int(g, "slices"),
-                     fmt_ns(a, sizeof(a), jtext_int(g, "switch_ns")));
+            snprintf(sl, sizeof(sl), " in %d slices, %s switching, %s slower inside",
+                     (int)jtext_int(g, "slices"), fmt_ns(a, sizeof(a), jtext_int(g, "switch_ns")),
+                     fmt_ns(b, sizeof(b), jtext_int(g, "slowdown_ns")));
         fprintf(o->f, "GPU      busy %.1f %% of the steps' window (%s%s, %.1f %% of the "
                       "CUDA-active window covered%s); idle: ",
                 busy, src, iv, json_real_value(json_object_get(g, "coverage_pct")), sl);

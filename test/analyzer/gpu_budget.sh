@@ -12,7 +12,8 @@
 # 1 ms more (FAKECUPTI_RECORD_US) runs at half pace in a slice, so the
 # second slice waits 8 s and a 4 s run has 2. (At 0.2 ms the kernel's wait
 # hides it on a quiet machine, and slices come every second; not tested:
-# beside a CPU hog the spin is preempted and shows.) And
+# beside a CPU hog the spin is preempted and shows.) The analyzer's
+# gpu.slowdown_ns, the same pace measured in the run, must see it. And
 # the analyzer must still call the run's GPU figures sampled.
 # Needs CS_ANALYZE and CS_JSON_EXPECT (test/analyzer.cmake).
 set -u
@@ -36,5 +37,11 @@ echo "gpu_budget: slices in 4 s: $costly (30 ms switches, 0.5 %), $fixed (budget
     "$cheap (free switches), $paced (1 ms a launch recorded)"
 [ "$costly" -eq 1 ] || { echo "gpu_budget: costly switches: want 1 slice" >&2; exit 1; }
 [ "$paced" -le 2 ] || { echo "gpu_budget: slow launches in slices: want 2 at most" >&2; exit 1; }
+# what the analyzer measures of it: the second slice's 100 ms held about 70
+# steps of 1.4 ms, which take 50 ms at the usual 0.7: 20 ms slower at least
+slow=$("$CS_ANALYZE" --json "$dir/paced.lmdb" | python3 -c \
+    'import json, sys; print(json.load(sys.stdin)["gpu"]["slowdown_ns"])') || exit 1
+echo "gpu_budget: slowdown inside the slices: $slow ns"
+[ "$slow" -ge 20000000 ] || { echo "gpu_budget: slowdown_ns: want 20 ms or more" >&2; exit 1; }
 [ "$fixed" -ge 3 ] || { echo "gpu_budget: budget off: want 3 slices or more" >&2; exit 1; }
 [ "$cheap" -ge 2 ] || { echo "gpu_budget: free switches: want 2 slices or more" >&2; exit 1; }
