@@ -201,7 +201,8 @@ class Bench:
                        active_ns=f.get("active_ns"), gpucov=c.get("gpucov"),
                        gpu_records=c.get("gpu"), coverage_pct=g.get("coverage_pct"),
                        gpu_source=g.get("source"), slices=g.get("slices"),
-                       switch_ns=g.get("switch_ns"), bytes=size,
+                       switch_ns=g.get("switch_ns"), slowdown_ns=g.get("slowdown_ns"),
+                       bytes=size,
                        bytes_per_record=round(size / recs, 2) if recs else None,
                        top=[f"{x['severity']} {x['cause']}" for x in a.get("chains", [])[:3]])
         except (ValueError, KeyError, OSError) as ex:
@@ -239,12 +240,17 @@ def summarise(rows, plan):
             tr = [r for r in rows if r["program"] == prog and r["variant"] == v and
                   r.get("collector_cpu_ns") is not None]
             for key in ("cuda_records", "cuda_dropped", "collector_cpu_ns", "gpucov",
-                        "coverage_pct", "slices", "switch_ns", "bytes_per_record"):
+                        "coverage_pct", "slices", "switch_ns", "slowdown_ns",
+                        "bytes_per_record"):
                 vals = [r[key] for r in tr if r.get(key) is not None]
                 if vals:
                     var[v][key + "_median"] = statistics.median(vals)
             if tr:
                 var[v]["dropped_total"] = sum(r.get("cuda_dropped") or 0 for r in tr)
+                # sampling's cost paired inside each run (gpu.switch_ns + slowdown_ns)
+                var[v]["sampling_cost_pct_of_active"] = round(statistics.median(
+                    ((r.get("switch_ns") or 0) + (r.get("slowdown_ns") or 0)) / r["active_ns"] * 100
+                    for r in tr if r.get("active_ns")), 3)
                 var[v]["collector_cpu_pct_of_active"] = round(statistics.median(
                     r["collector_cpu_ns"] / r["active_ns"] * 100 for r in tr if r.get("active_ns")), 3)
         comps = []
