@@ -61,7 +61,9 @@
 #        programs (launch-, data- and GPU-bound, the a.add_ loop) untraced
 #        and recorded with each component on and off, interleaved rounds;
 #        writes $OUT/alwayson/summary.json, runs.jsonl (ALWAYS_PLAN
-#        breakdown|accept, ALWAYS_ROUNDS, ALWAYS_BUDGET_S);
+#        breakdown|accept|focus|duty, ALWAYS_ROUNDS, ALWAYS_CORE_ROUNDS,
+#        ALWAYS_BUDGET_S, CS_PIN; duty: record --duty 250 paired inside
+#        each run, as the program's own step log says);
 #        memory-graphs: issue 31's proof (bench/gpu/memgraph.py): peak
 #        memory against torch.cuda.max_memory_reserved() (plain and
 #        expandable segments), allocator retries found HIGH (PyTorch's

@@ -26,6 +26,14 @@ Variants (ALWAYS_PLAN picks which run where):
   nopy       no Python stacks and samples (CUDASPY_PYTHON=0,
              CUDASPY_PYSAMPLE_HZ=0)
   bare       the shim's records alone (--no-host, GPU activity off, nopy)
+  duty       record --duty 250: on and off phases of 250 ms in one run;
+             with ALWAYS_PLAN=duty every run logs its steps (wlm reports
+             every batch) and each recorded run's on phases are compared
+             with their off neighbours (collect.py's pairing; untraced runs
+             on the same grid are the placebo): the cost paired inside one
+             process, which between processes is lost in their 10-20 %
+             spread (call 2 of gpu-2026-12-06-alwayson)
+  dutyoff    the same with --gpu-activity off (the shim and host records)
   light      cudaspy record --light
   torchprof  add only: the loop inside torch.profiler (CPU and CUDA)
 
@@ -43,10 +51,10 @@ a timed run.
 
 Writes OUT/runs.jsonl (every run) and OUT/summary.json.
 Usage: python3 alwayson.py BUILD OUT RUNS   (env PYTHON, CS_PIN: taskset
-CPUs for every run, ALWAYS_PLAN breakdown|accept|focus, ALWAYS_ROUNDS (3), ALWAYS_CORE_ROUNDS: rounds after
+CPUs for every run, ALWAYS_PLAN breakdown|accept|focus|duty, ALWAYS_ROUNDS (3), ALWAYS_CORE_ROUNDS: rounds after
 ALWAYS_ROUNDS up to this many run untraced and default alone,
 ALWAYS_BUDGET_S: no round starts that would end past it)
-       python3 alwayson.py child add N [profiler]
+       python3 alwayson.py child add N plain|profiler [STAMPS]
 """
 import json
 import os
@@ -57,11 +65,13 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from collect import phase_sums, sum_ratios
 from steps import run_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ACC = os.path.join(HERE, "accuracy")
 TRUTH_TAG = "cudaspy-truth: "
+DUTY_NS = 250_000_000  # the duty plan's phases (record --duty 250)
 
 NOPY = {"CUDASPY_PYTHON": "0", "CUDASPY_PYSAMPLE_HZ": "0"}
 VARIANTS = {  # name: (record arguments or None = untraced, environment)
@@ -74,6 +84,8 @@ VARIANTS = {  # name: (record arguments or None = untraced, environment)
     "nopy": ([], NOPY),
     "bare": (["--no-host", "--gpu-activity", "off"], NOPY),
     "kinds": ([], {"CUDASPY_GPU_SWITCH": "kinds"}),
+    "duty": (["--duty", "250"], {}),
+    "dutyoff": (["--duty", "250", "--gpu-activity", "off"], {}),
     "light": (["--light"], {}),
     "torchprof": (None, {}),
 }
@@ -84,6 +96,7 @@ PLANS = {
                   "matmul": ["untraced", "default", "gpuoff"]},
     "accept": {p: ["untraced", "default"] for p in ("wlm", "add", "dcgan", "matmul")},
     "focus": {p: ["untraced", "default", "gpuoff", "fixed1s"] for p in ("wlm", "add")},
+    "duty": {p: ["untraced", "duty", "dutyoff"] for p in ("wlm", "add")},
 }
 COMPONENTS = [  # name, minuend, subtrahend (None: untraced)
     ("all (default)", "default", None),
@@ -99,25 +112,31 @@ COMPONENTS = [  # name, minuend, subtrahend (None: untraced)
 ]
 
 
-def program(name, py, profiled=False):
+def program(name, py, profiled=False, stamps=None):
+    """The command of program @name; @stamps: it writes each step's end
+    there (a report every batch for wlm), for the duty plan's pairing."""
     ext = [py, os.path.join(ACC, "extrun.py"), "--case", "cost_" + name, "--planted", "none"]
+    if stamps:
+        ext += ["--stamps", stamps]
     if name == "wlm":
-        return ext + ["--corpus", "420000,2000,2000,10000", "word_language_model", "--",
-                      "--accel", "--data", "corpus", "--epochs", "1", "--log-interval", "50",
-                      "--save", "model.pt"]
+        return ext + ["--corpus", "1400000,2000,2000,10000" if stamps else "420000,2000,2000,10000",
+                      "word_language_model", "--",
+                      "--accel", "--data", "corpus", "--epochs", "1", "--log-interval",
+                      "1" if stamps else "50", "--save", "model.pt"]
     if name == "dcgan":
         return ext + ["--fakedata", "1000:10240", "dcgan", "--", "--dataset", "fake", "--accel",
                       "--workers", "4", "--batchSize", "128", "--niter", "1", "--manualSeed", "1"]
     if name == "matmul":
         return [py, os.path.join(ACC, "planted.py"), "matmul"]
     if name == "add":
-        return [py, os.path.abspath(__file__), "child", "add", "300000"] + \
-            (["profiler"] if profiled else [])
+        return [py, os.path.abspath(__file__), "child", "add", "1000000" if stamps else "300000",
+                "profiler" if profiled else "plain"] + ([stamps] if stamps else [])
     raise ValueError(name)
 
 
-def child_add(n, mode=""):
-    """The a.add_ loop: n launches after a warm-up, one sync at the end."""
+def child_add(n, mode="plain", stamps=None):
+    """The a.add_ loop: n launches after a warm-up, one sync at the end;
+    @stamps: the host's time every 1000 launches goes there (a step log)."""
     import torch
     a = torch.ones(16, device="cuda")
     t_first = time.perf_counter_ns()
@@ -129,11 +148,17 @@ def child_add(n, mode=""):
         from torch.profiler import ProfilerActivity, profile
         prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
         prof.__enter__()
+    ends = []
     t0 = time.perf_counter_ns()
-    for _ in range(int(n)):
+    for i in range(int(n)):
         a.add_(1.0)
+        if stamps and i % 1000 == 999:
+            ends.append(time.monotonic_ns())
     torch.cuda.synchronize()
     t1 = time.perf_counter_ns()
+    if stamps:
+        with open(stamps, "w") as f:
+            f.writelines(f"{t}\n" for t in ends)
     if prof is not None:
         prof.__exit__(None, None, None)
     print(TRUTH_TAG + json.dumps({"case": "cost_add", "planted": "none", "truth_ns": 0,
@@ -151,10 +176,11 @@ class Bench:
         self.rows = []
         self.n = 0
 
-    def run(self, rnd, prog, var):
+    def run(self, rnd, prog, var, stamped=False):
         args, env = VARIANTS[var]
-        cmd = program(prog, self.py, profiled=(var == "torchprof"))
         self.n += 1
+        stamps = os.path.join(self.runs, f"{prog}-{var}-{rnd}-{self.n}.steps") if stamped else None
+        cmd = program(prog, self.py, profiled=(var == "torchprof"), stamps=stamps)
         path = None
         if args is not None:
             path = os.path.join(self.runs, f"{prog}-{var}-{rnd}-{self.n}.lmdb")
@@ -166,7 +192,7 @@ class Bench:
         t0 = time.time()
         rc, out, err = run_text(cmd, e, 180)
         row = {"round": rnd, "program": prog, "variant": var, "rc": rc,
-               "wall_s": round(time.time() - t0, 3), "run": path}
+               "wall_s": round(time.time() - t0, 3), "run": path, "stamps": stamps}
         truth = [ln for ln in out.splitlines() if ln.startswith(TRUTH_TAG)]
         if truth:
             t = json.loads(truth[-1][len(TRUTH_TAG):])
@@ -195,6 +221,7 @@ class Bench:
                        for x in (os.listdir(path) if os.path.isdir(path) else []))
             size = size or os.path.getsize(path)
             g = a.get("gpu", {})
+            row.update(duty_ns=f.get("duty_ns"), t_start_ns=f.get("t_start_ns"))
             row.update(cuda_records=c.get("cuda"), host_records=a["run"].get("host_records"),
                        cuda_dropped=f.get("cuda_dropped"), shim_lost=f.get("shim_lost"),
                        host_lost=f.get("host_lost"), collector_cpu_ns=f.get("collector_cpu_ns"),
@@ -212,6 +239,24 @@ class Bench:
                 os.remove(path + suffix)
             except OSError:
                 pass
+
+
+def duty_pairs(rows, period=DUTY_NS):
+    """Each stamped run's phase ratios (collect.py): a --duty run on its own
+    grid (on phases against their off neighbours), an untraced one on a
+    grid of the same period from its first step (a placebo, near 0)."""
+    for r in rows:
+        try:
+            ends = [int(x) for x in open(r["stamps"]).read().split()] if r.get("stamps") else []
+        except (OSError, ValueError):
+            ends = []
+        if len(ends) < 10:
+            continue
+        t0 = r.get("t_start_ns") if r.get("duty_ns") else ends[0]
+        pcts = sum_ratios(phase_sums(ends, r.get("duty_ns") or period, t0))
+        if pcts:
+            r["duty_pct_median"] = round(statistics.median(pcts), 3)
+            r["duty_phases"] = len(pcts)
 
 
 def summarise(rows, plan):
@@ -237,6 +282,11 @@ def summarise(rows, plan):
                               cost_pct_range=[round((rr[0] - 1) * 100, 3),
                                               round((rr[-1] - 1) * 100, 3)],
                               rounds=len(rr))
+            dp = [r["duty_pct_median"] for r in rows if r["program"] == prog and
+                  r["variant"] == v and "duty_pct_median" in r]
+            if dp:
+                var[v].update(duty_pct_median=round(statistics.median(dp), 3),
+                              duty_pct_runs=dp)
             tr = [r for r in rows if r["program"] == prog and r["variant"] == v and
                   r.get("collector_cpu_ns") is not None]
             for key in ("cuda_records", "cuda_dropped", "collector_cpu_ns", "gpucov",
@@ -291,11 +341,12 @@ def main():
             break
         random.Random(rnd).shuffle(pairs)
         for p, v in pairs:
-            b.log.write(json.dumps(b.run(rnd, p, v)) + "\n")
+            b.log.write(json.dumps(b.run(rnd, p, v, stamped=(plan_name == "duty"))) + "\n")
             b.log.flush()
         done += 1
     with ThreadPoolExecutor(8) as ex:
         list(ex.map(b.analyse, b.rows))
+    duty_pairs(b.rows)
     with open(os.path.join(b.out, "runs.jsonl"), "w") as f:
         for r in b.rows:
             f.write(json.dumps(r) + "\n")

@@ -4,7 +4,7 @@ truth line from the program's own output (gpu-check.sh accuracy).
 
     extrun.py --case NAME --planted CAUSE [--fakedata OLD:NEW,...]
               [--corpus TRAIN,VALID,TEST,VOCAB] [--item-sync on|off]
-              [--host-ms MS]
+              [--host-ms MS] [--stamps FILE]
               PROGRAM [--] ARGS...
 
 PROGRAM is a folder of ext/ (imagenet, dcgan, word_language_model); its
@@ -29,6 +29,9 @@ running main.py with runpy:
   there exactly once, and run the same way: an A/B pair differing in that
   line alone. --host-ms MS (with --item-sync) makes that line wait MS ms on
   the host as well: a planted regression for the gate's proof (gate_real.py).
+--stamps FILE writes the arrival time (CLOCK_MONOTONIC ns) of each of the
+loop's report lines to FILE, one a line: with a report every step, a step
+log for `record --duty`'s paired measure (alwayson.py).
 --corpus writes a synthetic corpus (Zipf-distributed words w0..wVOCAB-1,
 20 tokens a line with <eos>) of at least that many tokens to ./corpus for
 word_language_model (no network here, and the upstream snapshot lacks
@@ -229,6 +232,15 @@ def truth_wlm(lines, waits):
 
 
 TRUTHS = {"imagenet": truth_imagenet, "dcgan": truth_dcgan, "word_language_model": truth_wlm}
+LOOP_LINES = {"imagenet": IMAGENET, "dcgan": DCGAN, "word_language_model": WLM}
+
+
+def write_stamps(path, prog, lines):
+    """--stamps: the arrival of each of the loop's report lines, ns, one a
+    line (a step log as bench/gpu/collect.py reads one: with one report a
+    step, each is a step's end)."""
+    with open(path, "w") as f:
+        f.writelines(f"{t}\n" for t, x in lines if LOOP_LINES[prog].match(x))
 
 
 def truth_line(case, planted, prog, lines, waits):
@@ -244,7 +256,7 @@ def truth_line(case, planted, prog, lines, waits):
 
 def parse_args(argv):
     opts = {"case": None, "planted": None, "fakedata": "", "corpus": "", "item-sync": "",
-            "host-ms": ""}
+            "host-ms": "", "stamps": ""}
     i = 0
     while i < len(argv) and argv[i].startswith("--") and argv[i] != "--":
         key = argv[i][2:]
@@ -289,6 +301,8 @@ def parent(argv):
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     out = truth_line(opts["case"], opts["planted"], prog, lines, waits)
+    if opts["stamps"]:
+        write_stamps(opts["stamps"], prog, lines)
     if out:
         print(out, flush=True)
     else:
