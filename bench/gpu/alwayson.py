@@ -51,7 +51,8 @@ a timed run.
 
 Writes OUT/runs.jsonl (every run) and OUT/summary.json.
 Usage: python3 alwayson.py BUILD OUT RUNS   (env PYTHON, CS_PIN: taskset
-CPUs for every run, ALWAYS_PLAN breakdown|accept|focus|duty, ALWAYS_ROUNDS (3), ALWAYS_CORE_ROUNDS: rounds after
+CPUs for every run, ALWAYS_PLAN breakdown|accept|focus|duty,
+ALWAYS_ROUNDS (3), ALWAYS_CORE_ROUNDS: rounds after
 ALWAYS_ROUNDS up to this many run untraced and default alone,
 ALWAYS_BUDGET_S: no round starts that would end past it)
        python3 alwayson.py child add N plain|profiler [STAMPS]
@@ -302,7 +303,8 @@ def summarise(rows, plan):
                     ((r.get("switch_ns") or 0) + (r.get("slowdown_ns") or 0)) / r["active_ns"] * 100
                     for r in tr if r.get("active_ns")), 3)
                 var[v]["collector_cpu_pct_of_active"] = round(statistics.median(
-                    r["collector_cpu_ns"] / r["active_ns"] * 100 for r in tr if r.get("active_ns")), 3)
+                    r["collector_cpu_ns"] / r["active_ns"] * 100
+                    for r in tr if r.get("active_ns")), 3)
         comps = []
         for name, a, b in COMPONENTS:
             ra, rb = ratio.get(a, {}), (ratio.get(b, {}) if b else None)
