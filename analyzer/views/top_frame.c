@@ -131,19 +131,39 @@ static void gpu_line(struct out *o, const json_t *g)
         line(o, "GPU      busy %.1f %% (%s)", jtext_num(g, "busy_pct"), jtext_str(g, "source"));
 }
 
-static void buckets_line(struct out *o, const json_t *buckets)
+typedef int (*item_fmt)(char *b, size_t n, const struct out *o, const json_t *e);
+
+/* The @p shown largest elements of @p arr by @p key, each as @p fmt writes
+ * it, three spaces apart, into @p buf. @return how many elements there are */
+static size_t top_joined(char *buf, size_t n, const struct out *o, const json_t *arr,
+                         const char *key, size_t shown, item_fmt fmt)
 {
-    size_t idx[TOP_MAX_ROWS], n = sorted_by(buckets, "ns", idx, TOP_MAX_ROWS);
-    char buf[512];
-    int len = 0;
+    size_t idx[TOP_MAX_ROWS], k = sorted_by(arr, key, idx, TOP_MAX_ROWS), len = 0;
 
     buf[0] = '\0';
-    for (size_t i = 0; i < n && i < TOP_BUCKETS_SHOWN && len < (int)sizeof(buf); i++) {
-        const json_t *b = json_array_get(buckets, idx[i]);
-        len += snprintf(buf + len, sizeof(buf) - (size_t)len, "%s%s %.1f %%", i ? "   " : "",
-                        jtext_str(b, "name"), jtext_num(b, "pct"));
+    for (size_t i = 0; i < k && i < shown && len < n; i++) {
+        if (i)
+            len += (size_t)snprintf(buf + len, n - len, "   ");
+        if (len < n)
+            len += (size_t)fmt(buf + len, n - len, o, json_array_get(arr, idx[i]));
     }
-    line(o, "ACCOUNT  %s", n ? buf : "nothing CUDA-active in the window");
+    return k;
+}
+
+static int bucket_fmt(char *b, size_t n, const struct out *o, const json_t *e)
+{
+    (void)o;
+    return snprintf(b, n, "%s %.1f %%", jtext_str(e, "name"), jtext_num(e, "pct"));
+}
+
+static void buckets_line(struct out *o, const json_t *buckets)
+{
+    char buf[512];
+
+    if (top_joined(buf, sizeof(buf), o, buckets, "ns", TOP_BUCKETS_SHOWN, bucket_fmt))
+        line(o, "ACCOUNT  %s", buf);
+    else
+        line(o, "ACCOUNT  nothing CUDA-active in the window");
 }
 
 /* Where finding @p c's time is spent in the user's code, if it knows. */
@@ -169,20 +189,20 @@ static double cpu_pct(const struct out *o, const json_t *p)
     return o->window_ns ? 100.0 * (double)jtext_int(p, "oncpu_ns") / (double)o->window_ns : 0;
 }
 
+static int proc_fmt(char *b, size_t n, const struct out *o, const json_t *e)
+{
+    return snprintf(b, n, "%s (%" JSON_INTEGER_FORMAT ") %.1f %%", jtext_str(e, "comm"),
+                    jtext_int(e, "pid"), cpu_pct(o, e));
+}
+
 static void cpu_line(struct out *o, const json_t *procs)
 {
-    size_t idx[TOP_MAX_ROWS], n = sorted_by(procs, "oncpu_ns", idx, TOP_MAX_ROWS);
     char buf[512];
-    int len = 0;
 
-    buf[0] = '\0';
-    for (size_t i = 0; i < n && i < TOP_PROCS_SHOWN && len < (int)sizeof(buf); i++) {
-        const json_t *p = json_array_get(procs, idx[i]);
-        len += snprintf(buf + len, sizeof(buf) - (size_t)len, "%s%s (%" JSON_INTEGER_FORMAT
-                        ") %.1f %%", i ? "   " : "", jtext_str(p, "comm"), jtext_int(p, "pid"),
-                        cpu_pct(o, p));
-    }
-    line(o, "CPU      %s", n ? buf : "no process data");
+    if (top_joined(buf, sizeof(buf), o, procs, "oncpu_ns", TOP_PROCS_SHOWN, proc_fmt))
+        line(o, "CPU      %s", buf);
+    else
+        line(o, "CPU      no process data");
 }
 
 static void dropped_line(struct out *o, const json_t *run)
