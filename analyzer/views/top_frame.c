@@ -133,21 +133,22 @@ static void gpu_line(struct out *o, const json_t *g)
 
 typedef int (*item_fmt)(char *b, size_t n, const struct out *o, const json_t *e);
 
-/* The @p shown largest elements of @p arr by @p key, each as @p fmt writes
- * it, three spaces apart, into @p buf. @return how many elements there are */
-static size_t top_joined(char *buf, size_t n, const struct out *o, const json_t *arr,
-                         const char *key, size_t shown, item_fmt fmt)
+/* One line "@p lead" and the @p shown largest elements of @p arr by @p key,
+ * each as @p fmt writes it, three spaces apart; @p none when there are none. */
+static void top_line(struct out *o, const char *lead, const json_t *arr, const char *key,
+                     size_t shown, item_fmt fmt, const char *none)
 {
     size_t idx[TOP_MAX_ROWS], k = sorted_by(arr, key, idx, TOP_MAX_ROWS), len = 0;
+    char buf[512];
 
     buf[0] = '\0';
-    for (size_t i = 0; i < k && i < shown && len < n; i++) {
+    for (size_t i = 0; i < k && i < shown && len < sizeof(buf); i++) {
         if (i)
-            len += (size_t)snprintf(buf + len, n - len, "   ");
-        if (len < n)
-            len += (size_t)fmt(buf + len, n - len, o, json_array_get(arr, idx[i]));
+            len += (size_t)snprintf(buf + len, sizeof(buf) - len, "   ");
+        if (len < sizeof(buf))
+            len += (size_t)fmt(buf + len, sizeof(buf) - len, o, json_array_get(arr, idx[i]));
     }
-    return k;
+    line(o, "%s%s", lead, k ? buf : none);
 }
 
 static int bucket_fmt(char *b, size_t n, const struct out *o, const json_t *e)
@@ -158,12 +159,8 @@ static int bucket_fmt(char *b, size_t n, const struct out *o, const json_t *e)
 
 static void buckets_line(struct out *o, const json_t *buckets)
 {
-    char buf[512];
-
-    if (top_joined(buf, sizeof(buf), o, buckets, "ns", TOP_BUCKETS_SHOWN, bucket_fmt))
-        line(o, "ACCOUNT  %s", buf);
-    else
-        line(o, "ACCOUNT  nothing CUDA-active in the window");
+    top_line(o, "ACCOUNT  ", buckets, "ns", TOP_BUCKETS_SHOWN, bucket_fmt,
+             "nothing CUDA-active in the window");
 }
 
 /* Where finding @p c's time is spent in the user's code, if it knows. */
@@ -197,12 +194,7 @@ static int proc_fmt(char *b, size_t n, const struct out *o, const json_t *e)
 
 static void cpu_line(struct out *o, const json_t *procs)
 {
-    char buf[512];
-
-    if (top_joined(buf, sizeof(buf), o, procs, "oncpu_ns", TOP_PROCS_SHOWN, proc_fmt))
-        line(o, "CPU      %s", buf);
-    else
-        line(o, "CPU      no process data");
+    top_line(o, "CPU      ", procs, "oncpu_ns", TOP_PROCS_SHOWN, proc_fmt, "no process data");
 }
 
 static void dropped_line(struct out *o, const json_t *run)
