@@ -91,6 +91,8 @@ static struct {
     int mode;                 /* enum cs_gpu_mode */
     uint64_t slice_ns, period_ns;
     uint64_t period_min_ns;   /* sampled: the period when slices cost nothing */
+    uint64_t first_ns;        /* sampled: the first slice this long after CUDA's start
+                                 (CUDASPY_GPU_FIRST_MS; 0: at once) */
     uint32_t budget_ppm;      /* sampled: slices' share of the run at most; 0 = fixed period */
     uint64_t sw_ns;           /* this slice's switches, timed on the thread that made them */
     uint64_t nrec;            /* this slice's GPU records (under conv) */
@@ -975,7 +977,10 @@ static void gpu_start(void)
         return;
     }
     atexit(gpu_atexit);
-    turn_on(mono_ns());
+    if (gpu.mode == CS_GPU_MODE_SAMPLED && gpu.first_ns) /* CUPTI untouched until then */
+        set_due(mono_ns() + gpu.first_ns);
+    else
+        turn_on(mono_ns());
 }
 
 /* The driver's injection entry point (CUDA_INJECTION64_PATH): called once
@@ -1074,6 +1079,8 @@ int shim_gpu_init(void)
     gpu.budget_ppm = parse_budget(getenv("CUDASPY_GPU_BUDGET"),
                                   parse_sample(getenv("CUDASPY_GPU_SAMPLE")) ? 0 : GPU_BUDGET_PPM);
     gpu.period_min_ns = gpu.period_ns;
+    if ((m = getenv("CUDASPY_GPU_FIRST_MS")) != NULL)
+        gpu.first_ns = strtoull(m, NULL, 10) * NS_PER_MS;
     gpu.keep = (m = getenv("CUDASPY_GPU_SWITCH")) != NULL && strcmp(m, "kinds") == 0;
     if (!dladdr((void *)shim_gpu_init, &di) || di.dli_fname == NULL ||
         realpath(di.dli_fname, self) == NULL)

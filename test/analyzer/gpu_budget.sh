@@ -14,6 +14,7 @@
 # hides it on a quiet machine, and slices come every second; not tested:
 # beside a CPU hog the spin is preempted and shows.) The analyzer's
 # gpu.slowdown_ns, the same pace measured in the run, must see it. And
+# CUDASPY_GPU_FIRST_MS=9000 leaves CUPTI untouched through a 2 s run. And
 # the analyzer must still call the run's GPU figures sampled.
 # Needs CS_ANALYZE and CS_JSON_EXPECT (test/analyzer.cmake).
 set -u
@@ -37,6 +38,13 @@ echo "gpu_budget: slices in 4 s: $costly (30 ms switches, 0.5 %), $fixed (budget
     "$cheap (free switches), $paced (1 ms a launch recorded)"
 [ "$costly" -eq 1 ] || { echo "gpu_budget: costly switches: want 1 slice" >&2; exit 1; }
 [ "$paced" -le 2 ] || { echo "gpu_budget: slow launches in slices: want 2 at most" >&2; exit 1; }
+# CUDASPY_GPU_FIRST_MS puts off the first slice: CUPTI untouched until then
+env CUDASPY_GPU_FIRST_MS=9000 FAKECUPTI_LOG="$dir/late.cupti" CUDASPY_GPU_ACTIVITY=sampled \
+    "$cudaspy" record -q -o "$dir/late.lmdb" --no-host -- "$workload" duty 2 \
+    >"$dir/late.log" 2>&1 ||
+    { cat "$dir/late.log" >&2; echo "gpu_budget: late: recording failed" >&2; exit 1; }
+[ ! -s "$dir/late.cupti" ] ||
+    { echo "gpu_budget: first slice at 9 s: CUPTI attached in 2 s" >&2; exit 1; }
 # what the analyzer measures of it: the second slice's 100 ms held about 70
 # steps of 1.4 ms, which take 50 ms at the usual 0.7: 20 ms slower at least
 slow=$("$CS_ANALYZE" --json "$dir/paced.lmdb" | python3 -c \
