@@ -34,6 +34,11 @@ Variants (ALWAYS_PLAN picks which run where):
              process, which between processes is lost in their 10-20 %
              spread (call 2 of gpu-2026-12-06-alwayson)
   dutyoff    the same with --gpu-activity off (the shim and host records)
+  residual   one slice, 3 s after CUDA's start (CUDASPY_GPU_FIRST_MS), never
+             again: in the add loop's step log the slice shows as slower
+             chunks; the chunks after it against those before it (CUPTI
+             never attached yet) say whether a finalized CUPTI still costs
+             each launch (gpuoff runs split at their middle: the placebo)
   light      cudaspy record --light
   torchprof  add only: the loop inside torch.profiler (CPU and CUDA)
 
@@ -87,6 +92,7 @@ VARIANTS = {  # name: (record arguments or None = untraced, environment)
     "kinds": ([], {"CUDASPY_GPU_SWITCH": "kinds"}),
     "duty": (["--duty", "250"], {}),
     "dutyoff": (["--duty", "250", "--gpu-activity", "off"], {}),
+    "residual": ([], {"CUDASPY_GPU_SAMPLE": "100/3600000", "CUDASPY_GPU_FIRST_MS": "3000"}),
     "light": (["--light"], {}),
     "torchprof": (None, {}),
 }
@@ -97,7 +103,8 @@ PLANS = {
                   "matmul": ["untraced", "default", "gpuoff"]},
     "accept": {p: ["untraced", "default"] for p in ("wlm", "add", "dcgan", "matmul")},
     "focus": {p: ["untraced", "default", "gpuoff", "fixed1s"] for p in ("wlm", "add")},
-    "duty": {p: ["untraced", "duty", "dutyoff"] for p in ("wlm", "add")},
+    "duty": {"wlm": ["untraced", "duty", "dutyoff"],
+             "add": ["untraced", "duty", "dutyoff", "residual", "gpuoff"]},
 }
 COMPONENTS = [  # name, minuend, subtrahend (None: untraced)
     ("all (default)", "default", None),
@@ -253,11 +260,38 @@ def duty_pairs(rows, period=DUTY_NS):
             ends = []
         if len(ends) < 10:
             continue
+        if r["variant"] in ("residual", "gpuoff"):
+            res = residual_pct(ends)
+            if res is not None:
+                r["residual_pct"] = round(res, 3)
+            continue
         t0 = r.get("t_start_ns") if r.get("duty_ns") else ends[0]
         pcts = sum_ratios(phase_sums(ends, r.get("duty_ns") or period, t0))
         if pcts:
             r["duty_pct_median"] = round(statistics.median(pcts), 3)
             r["duty_phases"] = len(pcts)
+
+
+def residual_pct(ends, warm=0.5e9, after=0.05e9):
+    """The step log @ends split around its slice (the longest run of steps
+    15 % slower than the median), or at its middle when it has none: the
+    median step after it against the median before it (warm-up left out),
+    less 1, in %; None when either side is short."""
+    d = [b - a for a, b in zip(ends, ends[1:])]
+    if len(d) < 50:
+        return None
+    m = statistics.median(d)
+    best, run = (None, 0), 0
+    for i, x in enumerate(d):
+        run = run + 1 if x > 1.15 * m else 0
+        if run > best[1]:
+            best = (i, run)
+    lo, hi = (best[0] - best[1] + 1, best[0] + 1) if best[1] >= 3 else (len(d) // 2, len(d) // 2)
+    before = [x for i, x in enumerate(d[:lo]) if ends[i] - ends[0] >= warm]
+    after_ = [x for i, x in enumerate(d) if i >= hi and ends[i] - ends[hi] >= after]
+    if len(before) < 20 or len(after_) < 20:
+        return None
+    return 100 * (statistics.median(after_) / statistics.median(before) - 1)
 
 
 def summarise(rows, plan):
@@ -288,6 +322,11 @@ def summarise(rows, plan):
             if dp:
                 var[v].update(duty_pct_median=round(statistics.median(dp), 3),
                               duty_pct_runs=dp)
+            rp = [r["residual_pct"] for r in rows if r["program"] == prog and
+                  r["variant"] == v and "residual_pct" in r]
+            if rp:
+                var[v].update(residual_pct_median=round(statistics.median(rp), 3),
+                              residual_pct_runs=rp)
             tr = [r for r in rows if r["program"] == prog and r["variant"] == v and
                   r.get("collector_cpu_ns") is not None]
             for key in ("cuda_records", "cuda_dropped", "collector_cpu_ns", "gpucov",
