@@ -229,12 +229,14 @@ static void *worker(void *arg)
  * as the real one's activity and API records cost each launch. */
 static void spin_record_cost(void)
 {
-    static long us = -1;
+    static _Atomic long cached = -1; /* read by every enqueuing thread */
+    long us = atomic_load_explicit(&cached, memory_order_relaxed);
     uint64_t until;
 
     if (us < 0) {
         const char *v = getenv("FAKECUPTI_RECORD_US");
         us = v ? strtol(v, NULL, 10) : 0;
+        atomic_store_explicit(&cached, us, memory_order_relaxed);
     }
     if (us <= 0)
         return;
