@@ -116,7 +116,8 @@ static struct {
     uint32_t attached;        /* attaches that worked */
     uint32_t refused;         /* attaches in a row that failed after one worked */
     uint64_t due_ns;          /* next switch, CLOCK_MONOTONIC */
-    uint64_t period_base_ns;  /* sampled: this period's start */
+    uint64_t period_base_ns;  /* sampled: this period's start (its slice starts at a
+                                 random point of it, period_place()) */
     uint64_t t_attach_ns, t_on_ns, t_off_ns;
     uint32_t tick;              /* flushes so far: ages the pending records */
     uint64_t ref_units, ref_ns; /* shim clock vs CLOCK_MONOTONIC at start */
@@ -557,7 +558,8 @@ static void turn_on(uint64_t now)
     int rc;
 
     gpu.t_attach_ns = now;
-    gpu.period_base_ns = now;
+    if (now >= gpu.period_base_ns + gpu.period_ns) /* the first, or late: a period from here */
+        gpu.period_base_ns = now;
     rc = attach(why, sizeof(why));
     if (rc < 0) {
         if (refused(now, why) < 0)
@@ -602,16 +604,36 @@ static void budget_period(void)
                     : p > GPU_PERIOD_MAX_NS ? GPU_PERIOD_MAX_NS : p;
 }
 
-/* The next slice's start: the next period's, or now if that has passed. */
+/* A random offset below @p n (0 for n 0): splitmix64 of the clock and pid,
+ * only ever a slice's placement, so no state to share after a fork. */
+static uint64_t period_place(uint64_t now, uint64_t n)
+{
+    uint64_t z = now ^ ((uint64_t)getpid() << 32);
+
+    if (n == 0)
+        return 0;
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (z ^ (z >> 31)) % n;
+}
+
+/* The next slice's start: a random point of the next period, so that the
+ * slices see every phase of a program's step (slices a fixed period apart
+ * see one phase only where the step divides the period, and the ratio
+ * estimate is then off by more than its interval says), or now if that
+ * point has passed. The periods stay a period apart, so coverage holds. */
 static void due_next_period(void)
 {
-    uint64_t now;
+    uint64_t now, room, t;
 
     budget_period();
     now = mono_ns();
     gpu.idle_at = pace_now(now);
-
-    set_due(gpu.period_base_ns + gpu.period_ns > now ? gpu.period_base_ns + gpu.period_ns : now);
+    gpu.period_base_ns += gpu.period_ns;
+    room = gpu.period_ns > gpu.slice_ns ? gpu.period_ns - gpu.slice_ns : 0;
+    t = gpu.period_base_ns + period_place(now, room);
+    set_due(t > now ? t : now);
 }
 
 /* gpu.keep, the slice is over and its kinds are off: hand its records to

@@ -89,6 +89,7 @@ struct conn {
     uint64_t next_check_ns;   /* detached: next liveness check */
     struct pysample *py;      /* its Python stacks, from its first segment's layout; NULL none */
     uint32_t py_hz;           /* samples a second per thread it asked for (CUDASPY_PYSAMPLE_HZ) */
+    int self_capture;         /* it bounds capture ranges: its shim pauses its own rings */
 };
 
 /* Host records of one kind waiting for a block. */
@@ -620,7 +621,7 @@ static int ent_nvtx(struct drain_ctx *d, const struct cs_ring_ent *e)
     return 0;
 }
 
-static void capture_mark_at(struct collector *c, int on, uint64_t t_ns);
+static void capture_mark_at(struct collector *c, struct conn *from, int on, uint64_t t_ns);
 
 /* The program opened or closed a capture range (record --capture
  * cudaProfilerApi, nvtx:, steps:): its shim has set its own rings; every
@@ -634,8 +635,10 @@ static int ent_capture(struct drain_ctx *d, const struct cs_ring_ent *e)
     memcpy(&m, e + 1, sizeof(m));
     if (d->s->clock == CS_CLOCK_TSC)
         m.t_ns = clock_tsc_to_ns(&d->c->cal, m.t_ns);
-    if (d->c->cap.o.program)
-        capture_mark_at(d->c, m.on != 0, m.t_ns);
+    if (d->c->cap.o.program) {
+        d->k->self_capture = 1;
+        capture_mark_at(d->c, d->k, m.on != 0, m.t_ns);
+    }
     return 0;
 }
 
@@ -1134,7 +1137,8 @@ static int conn_read_one(struct collector *c, size_t i, uint64_t now_ns)
         if (h.magic == CS_MSG_MAGIC && h.version == CS_RING_VERSION) {
             if (h.type == CS_MSG_HELLO && fd < 0)
                 rc = on_hello(c, k, b, (size_t)n);
-            else if (h.type == CS_MSG_SEG && (rc = on_seg(k, b, (size_t)n, fd)) == 0)
+            else if (h.type == CS_MSG_SEG && (rc = on_seg(k, b, (size_t)n, fd)) == 0 &&
+                     !k->self_capture)
                 seg_pause(&k->segs[k->nseg - 1], c->paused);
         }
     }
@@ -1292,26 +1296,36 @@ static void capture_meta(struct collector *c, uint64_t now_ns)
     free(s);
 }
 
-/* Start or end an off phase: every mapped segment of every process. */
-static void duty_tick(struct collector *c, uint64_t now_ns)
+/* Start or end an off phase: every mapped segment of every process but
+ * @p from, whose shim set its own as it marked the bound (this pass may
+ * read the mark after the shim has already closed the range again). */
+static void duty_set(struct collector *c, const struct conn *from, uint64_t now_ns)
 {
     uint32_t ph = duty_phase(c, now_ns);
 
     if (ph == c->paused)
         return;
     c->paused = ph;
-    for (size_t i = 0; i < c->nconns; i++)
+    for (size_t i = 0; i < c->nconns; i++) {
+        if (c->conns[i] == from)
+            continue;
         for (uint32_t s = 0; s < c->conns[i]->nseg; s++)
             seg_pause(&c->conns[i]->segs[s], ph);
+    }
     if (capture_active(&c->cap)) {
         capture_set(&c->cap, !ph, now_ns);
         capture_meta(c, now_ns);
     }
 }
 
+static void duty_tick(struct collector *c, uint64_t now_ns)
+{
+    duty_set(c, NULL, now_ns);
+}
+
 /* A bound the program set at @p t_ns: never before the last range's
  * edge (another process's bound may come late), never in the future. */
-static void capture_mark_at(struct collector *c, int on, uint64_t t_ns)
+static void capture_mark_at(struct collector *c, struct conn *from, int on, uint64_t t_ns)
 {
     uint64_t now = clock_mono_ns();
 
@@ -1321,7 +1335,7 @@ static void capture_mark_at(struct collector *c, int on, uint64_t t_ns)
         t_ns = t_ns < edge ? edge : t_ns;
     }
     capture_mark(&c->cap, on);
-    duty_tick(c, t_ns > now ? now : t_ns);
+    duty_set(c, from, t_ns > now ? now : t_ns);
 }
 
 int collector_flight_keep(struct collector *c, uint64_t t0_ns, uint64_t t1_ns)

@@ -15,7 +15,10 @@
 # beside a CPU hog the spin is preempted and shows.) The analyzer's
 # gpu.slowdown_ns, the same pace measured in the run, must see it. And
 # CUDASPY_GPU_FIRST_MS=9000 leaves CUPTI untouched through a 2 s run. And
-# the analyzer must still call the run's GPU figures sampled.
+# the analyzer must still call the run's GPU figures sampled. Each slice
+# starts at a random point of its period (a fixed phase sees one part of a
+# periodic step only): at 50 ms every 200 ms the attaches (the fake logs
+# their times) lie 200 ms apart on average, but not all alike.
 # Needs CS_ANALYZE and CS_JSON_EXPECT (test/analyzer.cmake).
 set -u
 cudaspy=$1 workload=$2 dir=$3
@@ -36,6 +39,15 @@ cheap=$(slices cheap duty FAKECUPTI_FINALIZE_US=0) || exit 1
 paced=$(slices paced sync FAKECUPTI_RECORD_US=1000) || exit 1
 echo "gpu_budget: slices in 4 s: $costly (30 ms switches, 0.5 %), $fixed (budget off)," \
     "$cheap (free switches), $paced (1 ms a launch recorded)"
+placed=$(slices placed duty CUDASPY_GPU_SAMPLE=50/200) || exit 1
+awk '$1 == "attach" { if (n++) { d = ($3 - t) / 1e6; s += d; lo = n == 2 || d < lo ? d : lo;
+        hi = d > hi ? d : hi }; t = $3 }
+    END { if (n < 8) { print "gpu_budget: 50/200: " n " slices in 4 s, want 8 or more"; exit 1 }
+        printf "gpu_budget: 50/200: %d slices, %.0f ms apart on average, %.0f to %.0f\n",
+            n, s / (n - 1), lo, hi
+        if (s / (n - 1) < 150 || s / (n - 1) > 260) { print "gpu_budget: want 150-260 ms"; exit 1 }
+        if (hi - lo < 40) { print "gpu_budget: slices at one phase of the period"; exit 1 } }' \
+    "$dir/placed.cupti" >&2 || exit 1
 [ "$costly" -eq 1 ] || { echo "gpu_budget: costly switches: want 1 slice" >&2; exit 1; }
 [ "$paced" -le 2 ] || { echo "gpu_budget: slow launches in slices: want 2 at most" >&2; exit 1; }
 # CUDASPY_GPU_FIRST_MS puts off the first slice: CUPTI untouched until then

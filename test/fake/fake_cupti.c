@@ -26,7 +26,8 @@
  * CUPTI_ERROR_NOT_INITIALIZED in the K attaches after the first, as the
  * real one did on the H200 in torch processes), FAKECUPTI_VERSION=N (what
  * cuptiGetVersion says), FAKECUPTI_LOG=path (one line per attach, detach
- * and enable/disable, for tests that check the client's switching),
+ * and enable/disable with its CLOCK_MONOTONIC ns, for tests that check the
+ * client's switching),
  * FAKECUPTI_FINALIZE_US=N (cuptiFinalize takes N us more: a costly switch),
  * FAKECUPTI_RECORD_US=N (each enqueue recorded takes N us more). */
 #include <cupti.h>
@@ -107,7 +108,7 @@ static int64_t clock_offset(void)
 static void logf_(const char *what, int v)
 {
     if (g.log) {
-        fprintf(g.log, "%s %d\n", what, v);
+        fprintf(g.log, "%s %d %llu\n", what, v, (unsigned long long)clock_ns(CLOCK_MONOTONIC));
         fflush(g.log);
     }
 }
