@@ -14,5 +14,6 @@ int mcp_main(int argc, char **argv);     /* mcp RUN.lmdb... (mcp.c) */
 int watch_main(int argc, char **argv);   /* watch --keep-on EXPR RUN (live/watch.c) */
 int top_main(int argc, char **argv);     /* top RUN|PID: the live view (views/top.c) */
 int metrics_main(int argc, char **argv); /* metrics --listen ADDR RUN|PID (views/metrics.c) */
+int push_main(int argc, char **argv);    /* push --clickhouse URL RUN... (fleet/push.c) */
 
 #endif

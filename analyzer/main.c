@@ -13,7 +13,7 @@ struct cmd {
 static const struct cmd cmds[] = {
     {"gate", gate_main},     {"summary", summary_main}, {"export", export_main},
     {"mcp", mcp_main},       {"report", report_main},   {"top", top_main},
-    {"metrics", metrics_main}, {"watch", watch_main},
+    {"metrics", metrics_main}, {"watch", watch_main},   {"push", push_main},
 };
 
 /* `report --html OUT RUN` is the HTML report (report_html.c). */

@@ -46,6 +46,7 @@ void clock_cal_init(struct clock_cal *c)
 {
     uint64_t t = 0, n = 0;
 
+    *c = (struct clock_cal){0}; /* the history ring too: a caller's struct may hold garbage */
     take_pair(&c->tsc0, &c->ns0);
     do
         take_pair(&t, &n);

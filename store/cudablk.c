@@ -242,6 +242,10 @@ static int get_var(struct dec *d, unsigned bits, uint64_t *v)
 {
     uint64_t x = 0;
 
+    if (d->p < d->end && *d->p < 0x80) { /* one byte: most fields of most records */
+        *v = *d->p++;
+        return 0;
+    }
     for (unsigned shift = 0;; shift += 7) {
         uint8_t b;
         if (d->p == d->end) {

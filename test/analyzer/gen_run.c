@@ -29,7 +29,8 @@
  * in a DataLoader's receive path, the rest in an optimizer's own Python
  * (the account's data_recv and host_framework, 2 to 1).
  * Usage: gen_run SCENARIO OUT.lmdb [--steps N] [--seed S] [--big N]
- *        [--big-host H] (big: H host records instead of N)
+ *        [--big-host H] (big: H host records instead of N) [--id N] (the
+ *        collector's pid in the meta: runs alike but for it are other runs)
  *        [--format-version V] (V overrides the stored format version)
  *        [--lost N] (N host records lost on CPU 1, and no clean shutdown) */
 #include <errno.h>
@@ -611,7 +612,7 @@ int main(int argc, char **argv)
 {
     int sc = -1, rc;
     unsigned steps = 600;
-    uint64_t nbig = 0, nbig_host = UINT64_MAX, t_end, fmt_version = 0, lost = 0;
+    uint64_t nbig = 0, nbig_host = UINT64_MAX, t_end, fmt_version = 0, lost = 0, id = 0;
 
     rng_state = 42;
     size_t len = argc > 1 ? strlen(argv[1]) : 0;
@@ -641,6 +642,8 @@ int main(int argc, char **argv)
             lost = strtoull(argv[i + 1], NULL, 0);
         else if (!strcmp(argv[i], "--format-version"))
             fmt_version = strtoull(argv[i + 1], NULL, 0);
+        else if (!strcmp(argv[i], "--id"))
+            id = strtoull(argv[i + 1], NULL, 0);
     }
     gen_prog = "gen_run";
     gen_st = cs_store_new();
@@ -702,6 +705,8 @@ int main(int argc, char **argv)
     meta((enum scen)sc, t_end);
     if (fmt_version)
         cs_store_put_meta_u64(gen_st, "format_version", fmt_version);
+    if (id) /* another collector: another run, for push (docs/fleet.md) */
+        cs_store_put_meta_u64(gen_st, "collector_pid", id);
     if (lost) {
         cs_store_put_meta_u64(gen_st, "host_lost", lost);
         cs_store_put_meta_u64(gen_st, "clean_shutdown", 0);
