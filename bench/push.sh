@@ -5,9 +5,11 @@
 # 1. push rate from one core: a synthetic run of CALLS CUDA calls and
 #    CALLS/2 off-CPU intervals (build/gen_run big), pushed REPEAT times
 #    (each time as another run, gen_run --id) by a push pinned to CPU 0;
-#    records a second = the run file's records / the time streaming them
-#    (the push line's "records streamed in"), and over the push's whole
-#    wall time (analysis, steps, account, findings included);
+#    records a second of the push's own CPU while it streams them (the
+#    push line's "s of CPU": reading, decoding, Native blocks, sending),
+#    of the wall time streaming them into the server ("records streamed
+#    in": the server's inserts included, on the other CPU), and of the
+#    whole push (analysis, steps, account, findings included);
 # 2. a fleet of RUNS runs of 2 M records each (1.4 M calls, 0.6 M off-CPU
 #    intervals; 8 hosts, 4 commits) pushed one after the other, then the
 #    per-host step-time p99 over all of them (docs/fleet.md's step_time
@@ -32,9 +34,11 @@ rate() {
 import re, sys
 l = sys.argv[1]
 c, g, o = (int(x) for x in re.search(r"(\d+) calls, (\d+) GPU, (\d+) off-CPU", l).groups())
-wall, stream = (float(x) for x in re.search(r"in ([\d.]+) s \(records streamed in ([\d.]+) s", l).groups())
-print("%d records, %.2f M/s streamed (%.2f s), %.2f M/s over the push (%.2f s)" %
-      (c + g + o, (c + g + o) / stream / 1e6, stream, (c + g + o) / wall / 1e6, wall))' "$1"
+wall, stream, cpu = (float(x) for x in re.search(
+    r"in ([\d.]+) s \(records streamed in ([\d.]+) s, ([\d.]+) s of CPU", l).groups())
+n = c + g + o
+print("%d records: %.2f M/s a CPU second of the push (%.2f s), %.2f M/s streamed into the server (%.2f s), %.2f M/s over the whole push (%.2f s)" %
+      (n, n / cpu / 1e6, cpu, n / stream / 1e6, stream, n / wall / 1e6, wall))' "$1"
 }
 
 echo "== 1. push rate from one core: $calls calls + $((calls / 2)) off-CPU a run"

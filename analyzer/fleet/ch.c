@@ -269,76 +269,228 @@ int ch_query(const struct ch_url *u, const char *sql, char *out, size_t outn, st
     return finish(fd, u, out, outn, e);
 }
 
-int ch_insert_begin(const struct ch_url *u, const char *into, struct ch_insert *in,
-                    struct ch_err *e)
+/* The bytes a value of @p type takes in Native (0: String), or -1. */
+static int type_width(const char *type)
+{
+    static const struct {
+        const char *prefix;
+        int width;
+    } w[] = {{"UInt8", 1},  {"Int8", 1},    {"Enum8", 1},    {"UInt16", 2},  {"Int16", 2},
+             {"Enum16", 2}, {"UInt32", 4},  {"Int32", 4},    {"DateTime", 4}, {"Float32", 4},
+             {"UInt64", 8}, {"Int64", 8},   {"Float64", 8},  {"String", 0}};
+
+    for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++)
+        if (strcmp(type, w[i].prefix) == 0 ||
+            (w[i].prefix[0] == 'E' && strncmp(type, w[i].prefix, strlen(w[i].prefix)) == 0))
+            return w[i].width;
+    return -1;
+}
+
+/* "name Type, name Type(a, b), ..." into @p in's columns. */
+static int parse_cols(struct ch_insert *in, const char *cols, struct ch_err *e)
+{
+    const char *p = cols;
+
+    in->ncol = 0;
+    while (*p) {
+        struct ch_col *c = &in->col[in->ncol];
+        const char *sp = strchr(p, ' '), *end = p;
+        int depth = 0, w;
+
+        while (*end && (depth || *end != ','))
+            depth += *end == '(' ? 1 : *end == ')' ? -1 : 0, end++;
+        if (in->ncol == CH_COLS_MAX || sp == NULL || sp > end ||
+            (size_t)(sp - p) >= sizeof(c->name) || (size_t)(end - sp - 1) >= sizeof(c->type))
+            goto bad;
+        snprintf(c->name, sizeof(c->name), "%.*s", (int)(sp - p), p);
+        snprintf(c->type, sizeof(c->type), "%.*s", (int)(end - sp - 1), sp + 1);
+        if ((w = type_width(c->type)) < 0)
+            goto bad;
+        c->width = (unsigned)w;
+        c->n = 0;
+        in->ncol++;
+        p = *end ? end + 1 + strspn(end + 1, " ") : end;
+    }
+    return in->ncol ? 0 : -EINVAL;
+bad:
+    snprintf(e->msg, sizeof(e->msg), "internal: a column this writer cannot send: %.60s", p);
+    return -EINVAL;
+}
+
+static void free_cols(struct ch_insert *in)
+{
+    for (unsigned i = 0; i < in->ncol; i++) {
+        free(in->col[i].buf);
+        in->col[i].buf = NULL;
+        in->col[i].cap = in->col[i].n = 0;
+    }
+}
+
+int ch_insert_begin(const struct ch_url *u, const char *table, const char *cols,
+                    struct ch_insert *in, struct ch_err *e)
 {
     char q[1024];
-    int fd = dial(u, e);
+    int fd, rc;
 
-    if (fd < 0)
+    memset(in, 0, sizeof(*in));
+    if ((rc = parse_cols(in, cols, e)) < 0)
+        return rc;
+    if ((fd = dial(u, e)) < 0)
         return fd;
-    snprintf(q, sizeof(q), "INSERT INTO %s FORMAT RowBinary", into);
+    snprintf(q, sizeof(q), "INSERT INTO %s FORMAT Native", table);
     in->u = u;
     in->fd = fd;
-    in->n = 0;
-    in->bytes = 0;
     in->failed = send_head(fd, u, q, -1) < 0;
     return 0;
 }
 
-static void flush_chunk(struct ch_insert *in)
+/* @p n bytes as one chunk of the body. */
+static void send_chunk(struct ch_insert *in, const void *p, size_t n)
 {
     char h[24];
     int k;
 
-    if (in->n == 0 || in->failed) { /* a failed request drops what comes after */
-        in->n = 0;
+    if (n == 0 || in->failed)
         return;
-    }
-    k = snprintf(h, sizeof(h), "%zx\r\n", in->n);
-    in->failed = send_all(in->fd, h, (size_t)k) < 0 || send_all(in->fd, in->buf, in->n) < 0 ||
+    k = snprintf(h, sizeof(h), "%zx\r\n", n);
+    in->failed = send_all(in->fd, h, (size_t)k) < 0 || send_all(in->fd, p, n) < 0 ||
                  send_all(in->fd, "\r\n", 2) < 0;
-    in->bytes += in->n;
-    in->n = 0;
+    in->bytes += n;
 }
 
-/* A full buffer (@p n 0), or @p n bytes that do not fit the room left. */
-void ch_put_slow(struct ch_insert *in, const void *p, size_t n)
+static size_t put_var(unsigned char *b, uint64_t n)
 {
-    const unsigned char *c = p;
+    size_t k = 0;
 
-    if (in->n == sizeof(in->buf))
-        flush_chunk(in);
-    while (n) {
-        size_t k = sizeof(in->buf) - in->n < n ? sizeof(in->buf) - in->n : n;
-        memcpy(in->buf + in->n, c, k);
-        in->n += k, c += k, n -= k;
-        if (in->n == sizeof(in->buf))
-            flush_chunk(in);
+    do {
+        b[k++] = (unsigned char)((n & 0x7f) | (n > 0x7f ? 0x80 : 0));
+        n >>= 7;
+    } while (n);
+    return k;
+}
+
+/* This block out, Native: columns and rows, then each column's name, type
+ * and values. */
+static void send_block(struct ch_insert *in)
+{
+    unsigned char h[160];
+    size_t k;
+
+    if (in->rows == 0 || in->failed)
+        goto reset;
+    k = put_var(h, in->ncol);
+    k += put_var(h + k, in->rows);
+    send_chunk(in, h, k);
+    for (unsigned i = 0; i < in->ncol; i++) {
+        const struct ch_col *c = &in->col[i];
+        k = put_var(h, strlen(c->name));
+        memcpy(h + k, c->name, strlen(c->name)), k += strlen(c->name);
+        k += put_var(h + k, strlen(c->type));
+        memcpy(h + k, c->type, strlen(c->type)), k += strlen(c->type);
+        send_chunk(in, h, k);
+        send_chunk(in, c->buf, c->n);
     }
+reset:
+    for (unsigned i = 0; i < in->ncol; i++)
+        in->col[i].n = 0;
+    in->rows = 0;
+}
+
+/* Room for @p n more bytes in column @p c; 0, or -1 (no memory: failed). */
+static int col_room(struct ch_insert *in, struct ch_col *c, size_t n)
+{
+    size_t cap = c->cap ? c->cap : (c->width ? c->width : 16u) * (size_t)CH_BLOCK_ROWS;
+    unsigned char *b;
+
+    while (cap < c->n + n)
+        cap *= 2;
+    if (cap == c->cap)
+        return 0;
+    if ((b = realloc(c->buf, cap)) == NULL) {
+        snprintf(in->bad, sizeof(in->bad), "out of memory for column %s", c->name);
+        in->failed = 1;
+        return -1;
+    }
+    c->buf = b, c->cap = cap;
+    return 0;
+}
+
+/* The value just put ended a column: the row, maybe the block. */
+static void next_col(struct ch_insert *in)
+{
+    if (++in->cur < in->ncol)
+        return;
+    in->cur = 0;
+    if (++in->rows == CH_BLOCK_ROWS)
+        send_block(in);
+}
+
+void ch_val(struct ch_insert *in, const void *v, unsigned width)
+{
+    struct ch_col *c = &in->col[in->cur];
+
+    if (in->failed)
+        return;
+    if (c->width != width) {
+        snprintf(in->bad, sizeof(in->bad), "internal: column %s is %s, not %u bytes", c->name,
+                 c->type, width);
+        in->failed = 1;
+        return;
+    }
+    if (c->n + width > c->cap && col_room(in, c, width) < 0)
+        return;
+    memcpy(c->buf + c->n, v, width);
+    c->n += width;
+    next_col(in);
 }
 
 void ch_str(struct ch_insert *in, const char *s)
 {
+    struct ch_col *c = &in->col[in->cur];
     size_t n = s ? strlen(s) : 0;
-    unsigned char v[10];
-    int k = 0;
 
-    do { /* LEB128 length */
-        v[k++] = (unsigned char)((n & 0x7f) | (n > 0x7f ? 0x80 : 0));
-        n >>= 7;
-    } while (n);
-    ch_put(in, v, (size_t)k);
-    if (s)
-        ch_put(in, s, strlen(s));
+    if (in->failed)
+        return;
+    if (c->width != 0) {
+        snprintf(in->bad, sizeof(in->bad), "internal: column %s is %s, not a String", c->name,
+                 c->type);
+        in->failed = 1;
+        return;
+    }
+    if (c->n + n + 10 > c->cap && col_room(in, c, n + 10) < 0)
+        return;
+    c->n += put_var(c->buf + c->n, n);
+    memcpy(c->buf + c->n, s ? s : "", n);
+    c->n += n;
+    next_col(in);
+}
+
+void ch_insert_abort(struct ch_insert *in)
+{
+    in->failed = 1;
 }
 
 int ch_insert_end(struct ch_insert *in, struct ch_err *e)
 {
-    flush_chunk(in);
+    int rc;
+
+    if (in->cur != 0 && !in->failed) {
+        snprintf(in->bad, sizeof(in->bad), "internal: a row of %u values, not %u", in->cur,
+                 in->ncol);
+        in->failed = 1;
+    }
+    send_block(in);
     if (!in->failed)
         in->failed = send_all(in->fd, "0\r\n\r\n", 5) < 0;
-    if (in->failed) /* cut short: the server sees the body end early and keeps no answer back */
+    if (in->failed) /* cut short: the server sees the body end early */
         shutdown(in->fd, SHUT_WR);
-    return finish(in->fd, in->u, NULL, 0, e);
+    rc = finish(in->fd, in->u, NULL, 0, e);
+    free_cols(in);
+    if (rc == 0 && in->bad[0]) { /* the server took a whole request of fewer rows */
+        snprintf(e->msg, sizeof(e->msg), "%s", in->bad);
+        rc = -EPROTO;
+    } else if (rc < 0 && in->bad[0]) {
+        snprintf(e->msg, sizeof(e->msg), "%s", in->bad);
+    }
+    return rc;
 }

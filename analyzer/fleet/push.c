@@ -2,9 +2,10 @@
  * runs into ClickHouse tables for fleet-wide SQL. Owns the schema (the
  * tables, created when missing, and its version), a run's identity, and
  * the rows: every CUDA call, GPU activity record and off-CPU interval
- * streamed from the run file block by block (RowBinary, never the whole
- * table in memory), then what the analysis says (steps, the account,
- * findings, Python call sites), then the run's own row, last. Queries
+ * streamed from the run file block by block (Native blocks of a bounded
+ * size, never the whole table in memory), then what the analysis says
+ * (steps, the account, findings, Python call sites), then the run's own
+ * row, last. Queries
  * count a run only through its row in cudaspy_runs, so a push cut short
  * counts nothing; the next push of that run clears what it left. */
 #include <errno.h>
@@ -82,7 +83,7 @@ struct pusher {
     uint64_t id, rt_off; /* run id; the run's realtime minus monotonic clock */
     uint64_t rows[NTABLES];
     char (*api_names)[64]; /* cs_api_display() by api * 3 + variant, made once */
-    double stream_s; /* spent streaming the run file's records */
+    double stream_s, stream_cpu_s; /* streaming the run file's records: wall, CPU */
     struct ch_insert in;
     struct ch_err e;
 };
@@ -101,8 +102,7 @@ static const char push_usage[] =
 
 static int usage_error(const char *what)
 {
-    fprintf(stderr, PROG ": push: %s\nTry '" PROG " push --help'\n", what);
-    return 2;
+    return cmd_usage_error("push", what);
 }
 
 static int push_parse(struct push_cli *c, int argc, char **argv)
@@ -200,7 +200,7 @@ static int stream_kind(struct pusher *p, size_t t, unsigned kind, rows_fn fn)
     const struct cs_blk_hdr *h;
     const void *recs;
     struct cs_err err = {{0}};
-    int rc = ch_insert_begin(p->u, tables[t].name, &p->in, &p->e);
+    int rc = ch_insert_begin(p->u, tables[t].name, tables[t].cols, &p->in, &p->e);
 
     if (rc < 0)
         return rc;
@@ -218,7 +218,7 @@ static int stream_kind(struct pusher *p, size_t t, unsigned kind, rows_fn fn)
     if (rc < 0) { /* a bad run: the server must not keep a part of it */
         snprintf(p->e.msg, sizeof(p->e.msg), "%s: %s", p->path,
                  err.msg[0] ? err.msg : cs_strerror(rc));
-        p->in.failed = 1;
+        ch_insert_abort(&p->in);
         ch_insert_end(&p->in, &(struct ch_err){{0}});
         return rc;
     }
@@ -316,7 +316,7 @@ static int push_steps(struct pusher *p, size_t t)
 {
     uint32_t pid = 0, tid = 0;
     const struct steps *s = analysis_steps(p->a, &pid, &tid);
-    int rc = ch_insert_begin(p->u, tables[t].name, &p->in, &p->e);
+    int rc = ch_insert_begin(p->u, tables[t].name, tables[t].cols, &p->in, &p->e);
 
     for (size_t i = 0; rc == 0 && s && i < s->n; i++) {
         ch_u64(&p->in, p->id);
@@ -334,7 +334,7 @@ typedef void (*json_row_fn)(struct pusher *p, const json_t *o, size_t i);
 
 static int push_json(struct pusher *p, size_t t, const json_t *arr, json_row_fn fn)
 {
-    int rc = ch_insert_begin(p->u, tables[t].name, &p->in, &p->e);
+    int rc = ch_insert_begin(p->u, tables[t].name, tables[t].cols, &p->in, &p->e);
     size_t i;
     json_t *o;
 
@@ -428,7 +428,8 @@ static int push_run_row(struct pusher *p)
     int rc;
 
     command_job(cmd, job, sizeof(job));
-    rc = ch_insert_begin(p->u, tables[RUNS_TABLE].name, &p->in, &p->e);
+    rc = ch_insert_begin(p->u, tables[RUNS_TABLE].name, tables[RUNS_TABLE].cols, &p->in,
+                         &p->e);
     if (rc < 0)
         return rc;
     ch_u64(&p->in, p->id);
@@ -509,10 +510,17 @@ static int stored(struct pusher *p)
 
 static double now_s(void);
 
+static double cpu_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
 static int push_rows(struct pusher *p)
 {
     json_t *pyl = analysis_pylines(p->a);
-    double t0 = now_s();
+    double t0 = now_s(), c0 = cpu_s();
     int rc = stream_kind(p, 0, CS_REC_CUDA, call_row);
 
     if (rc == 0)
@@ -520,6 +528,7 @@ static int push_rows(struct pusher *p)
     if (rc == 0)
         rc = stream_kind(p, 2, CS_REC_OFFCPU, offcpu_row);
     p->stream_s = now_s() - t0;
+    p->stream_cpu_s = cpu_s() - c0;
     if (rc == 0)
         rc = push_steps(p, 3);
     if (rc == 0)
@@ -569,9 +578,9 @@ static int push_one(const struct push_cli *c, const struct ch_url *u, const char
     else if (rc == 0 && (rc = push_rows(p)) == 0 && !c->quiet)
         printf("push: %s: run %" PRIu64 ": %" PRIu64 " calls, %" PRIu64 " GPU, %" PRIu64
                " off-CPU, %" PRIu64 " steps, %" PRIu64 " findings into %s in %.2f s"
-               " (records streamed in %.2f s)\n",
+               " (records streamed in %.2f s, %.2f s of CPU)\n",
                path, p->id, p->rows[0], p->rows[1], p->rows[2], p->rows[3], p->rows[5],
-               u->text, now_s() - t0, p->stream_s);
+               u->text, now_s() - t0, p->stream_s, p->stream_cpu_s);
     json_decref(p->j);
     analysis_free(p->a);
     if (rc < 0)

@@ -626,11 +626,6 @@ static const char summary_usage[] =
     "EXAMPLES\n"
     "  cudaspy-analyze summary --save base.json base.lmdb\n";
 
-static int usage_error(const char *cmd, const char *what)
-{
-    fprintf(stderr, PROG ": %s: %s\nTry '" PROG " %s --help'\n", cmd, what, cmd);
-    return 2;
-}
 
 static int parse_num(const char *s, double *v)
 {
@@ -714,11 +709,11 @@ static int gate_limit(struct gate_cli *c, int opt, char *arg)
     double v;
     if (opt == OPT_CRIT)
         return parse_criteria(arg, &c->o.criteria) < 0
-                   ? usage_error("gate", "--criteria: expected a list of steps, api-time, "
+                   ? cmd_usage_error("gate", "--criteria: expected a list of steps, api-time, "
                                          "p99, gpu-idle, findings")
                    : 0;
     if (parse_num(arg, &v) < 0 || (opt == OPT_MINSTEPS && (v != floor(v) || v > 1e15)))
-        return usage_error("gate", "expected a positive number");
+        return cmd_usage_error("gate", "expected a positive number");
     switch (opt) {
     case OPT_STEP: c->o.max_step_ratio = v; break;
     case OPT_STEP99: c->o.max_step_p99_ratio = v; break;
@@ -734,7 +729,7 @@ static int gate_limit(struct gate_cli *c, int opt, char *arg)
 static int add_base(struct gate_cli *c, const char *path)
 {
     if (c->nbases == GATE_MAX_BASES)
-        return usage_error("gate", "--baseline: at most 16 baselines");
+        return cmd_usage_error("gate", "--baseline: at most 16 baselines");
     c->bases[c->nbases++] = path;
     return 0;
 }
@@ -749,15 +744,15 @@ static int gate_opt(struct gate_cli *c, int opt, char *arg)
     case OPT_BASE: return add_base(c, arg);
     case OPT_METRIC:
         if ((c->o.metric = summary_q_parse(arg)) < 0)
-            return usage_error("gate", "--metric: expected p50, p90, p99 or p99.9");
+            return cmd_usage_error("gate", "--metric: expected p50, p90, p99 or p99.9");
         return 0;
     case OPT_RATIO:
         if (parse_num(arg, &c->o.max_ratio) < 0)
-            return usage_error("gate", "--max-p99-ratio: expected a positive number");
+            return cmd_usage_error("gate", "--max-p99-ratio: expected a positive number");
         return 0;
     case OPT_DELTA:
         if (parse_num(arg, &c->o.min_delta_us) < 0)
-            return usage_error("gate", "--min-delta-us: expected a number of microseconds");
+            return cmd_usage_error("gate", "--min-delta-us: expected a number of microseconds");
         return 0;
     case OPT_CALLS:
     case OPT_RES:
@@ -767,7 +762,7 @@ static int gate_opt(struct gate_cli *c, int opt, char *arg)
          * one past UINT64_MAX (or UINT_MAX for resamples) is undefined */
         if (parse_num(arg, &v) < 0 || v != floor(v) || v > 9007199254740992.0 ||
             (opt == OPT_RES && (v < 10 || v > UINT_MAX)) || (opt == OPT_SAMPLES && v < 1))
-            return usage_error("gate", "expected a whole number (resamples >= 10, samples >= 1)");
+            return cmd_usage_error("gate", "expected a whole number (resamples >= 10, samples >= 1)");
         if (opt == OPT_CALLS)
             c->o.min_calls = (uint64_t)v;
         else if (opt == OPT_RES)
@@ -786,7 +781,7 @@ static int gate_opt(struct gate_cli *c, int opt, char *arg)
     case OPT_MD: c->markdown = arg; return 0;
     case OPT_STEPNAME: c->step = arg; return 0;
     case OPT_HELP: c->help = 1; return 0;
-    default: return usage_error("gate", "unknown option");
+    default: return cmd_usage_error("gate", "unknown option");
     }
 }
 
@@ -799,7 +794,7 @@ static int gate_parse(struct gate_cli *c, int argc, char **argv)
         if (opt == 'h')
             opt = OPT_HELP;
         if (opt == '?' || opt == ':')
-            return usage_error("gate", optopt ? "option needs an argument" : "unknown option");
+            return cmd_usage_error("gate", optopt ? "option needs an argument" : "unknown option");
         if ((rc = gate_opt(c, opt, optarg)) != 0)
             return rc;
     }
@@ -807,9 +802,9 @@ static int gate_parse(struct gate_cli *c, int argc, char **argv)
         return 0;
     c->o.apis = c->apis;
     if (!c->nbases)
-        return usage_error("gate", "--baseline BASE is required");
+        return cmd_usage_error("gate", "--baseline BASE is required");
     if (optind > argc - 1)
-        return usage_error("gate", "expected a RUN (run file or summary)");
+        return cmd_usage_error("gate", "expected a RUN (run file or summary)");
     /* `--baseline A B C RUN`: the arguments before the last are baselines */
     for (rc = 0; rc == 0 && optind < argc - 1; optind++)
         rc = add_base(c, argv[optind]);
@@ -985,12 +980,12 @@ static int summary_parse(struct gate_cli *c, const char **save, int argc, char *
             continue;
         }
         if (opt == '?' || opt == ':')
-            return usage_error("summary", optopt ? "option needs an argument" : "unknown option");
+            return cmd_usage_error("summary", optopt ? "option needs an argument" : "unknown option");
         if ((rc = gate_opt(c, opt == 'h' ? OPT_HELP : opt, optarg)) != 0)
             return rc;
     }
     if (!c->help && optind != argc - 1)
-        return usage_error("summary", "expected exactly one RUN");
+        return cmd_usage_error("summary", "expected exactly one RUN");
     c->run = c->help ? NULL : argv[optind];
     return 0;
 }

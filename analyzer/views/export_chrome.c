@@ -1028,8 +1028,7 @@ static const char export_usage[] =
 
 static int usage_error(const char *what)
 {
-    fprintf(stderr, PROG ": export: %s\nTry '" PROG " export --help'\n", what);
-    return 2;
+    return cmd_usage_error("export", what);
 }
 
 struct export_cli {

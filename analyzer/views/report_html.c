@@ -359,8 +359,7 @@ static const char html_usage[] =
 
 static int usage_error(const char *what)
 {
-    fprintf(stderr, PROG ": report: %s\nTry '" PROG " report --help'\n", what);
-    return 2;
+    return cmd_usage_error("report", what);
 }
 
 static int html_parse(int argc, char **argv, const char **out, const char **run)
