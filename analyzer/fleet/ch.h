@@ -55,7 +55,7 @@ struct ch_insert {
     unsigned ncol, cur; /* columns; the next value's */
     uint32_t rows;      /* whole rows in this block */
     uint64_t bytes;     /* sent in all */
-    char bad[160];      /* why a value did not fit its column */
+    char bad[256];      /* why a value did not fit its column */
 };
 
 /** Start `INSERT INTO @p table FORMAT Native`; @p cols is the table's
