@@ -596,9 +596,14 @@ static void budget_period(void)
 
     if (gpu.budget_ppm == 0)
         return;
-    pthread_mutex_lock(&gpu.conv);
-    cost = gpu.sw_ns + (gpu.paced_ns != UINT64_MAX ? gpu.paced_ns : gpu.nrec * GPU_REC_COST_NS);
-    pthread_mutex_unlock(&gpu.conv);
+    cost = gpu.sw_ns;
+    if (gpu.paced_ns != UINT64_MAX) {
+        cost += gpu.paced_ns;
+    } else { /* nrec is the converting thread's, under conv */
+        pthread_mutex_lock(&gpu.conv);
+        cost += gpu.nrec * GPU_REC_COST_NS;
+        pthread_mutex_unlock(&gpu.conv);
+    }
     p = cost / gpu.budget_ppm * 1000000ull;
     gpu.period_ns = p < gpu.period_min_ns ? gpu.period_min_ns
                     : p > GPU_PERIOD_MAX_NS ? GPU_PERIOD_MAX_NS : p;
