@@ -51,7 +51,8 @@
  *                    from each epoch's start to its first batch, plus the
  *                    waits for the other 3 workers' first batches
  *   dstate           2 x 1 MiB O_DIRECT reads of a 64 MiB file (D state),
- *                    then a 1 ms kernel and a sync. Truth: time in the reads
+ *                    then a 1 ms kernel and a sync. Truth: time blocked in
+ *                    the reads (less their time on a CPU and in the run queue)
  *   setup_heavy      ~1 s of set-up (a 256 MiB table, 0.5 s of CPU, 30
  *                    synced 8 MiB parameter copies) then a GPU-bound loop.
  *                    Truth: setup_ns
@@ -200,22 +201,30 @@ static void sleep_us(long us)
         ;
 }
 
-/* The calling thread's run-queue delay so far (schedstat's second field).
- * The file stays open per thread; a pread at 0 reads it afresh. */
-static uint64_t runq_delay_ns(void)
+/* The calling thread's time on a CPU (@p run) and its run-queue delay so
+ * far (schedstat's first two fields). The file stays open per thread; a
+ * pread at 0 reads it afresh. @return the delay */
+static uint64_t schedstat_ns(uint64_t *run)
 {
     static _Thread_local int fd = -1;
     char buf[128];
-    unsigned long long run = 0, delay = 0;
+    unsigned long long r = 0, delay = 0;
     ssize_t n;
     if (fd < 0)
         fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
     if (fd < 0 || (n = pread(fd, buf, sizeof buf - 1, 0)) <= 0 ||
-        (buf[n] = 0, sscanf(buf, "%llu %llu", &run, &delay)) != 2) {
+        (buf[n] = 0, sscanf(buf, "%llu %llu", &r, &delay)) != 2) {
         fprintf(stderr, "%s: /proc/thread-self/schedstat: cannot read\n", NAME);
         exit(3);
     }
+    if (run)
+        *run = r;
     return delay;
+}
+
+static uint64_t runq_delay_ns(void)
+{
+    return schedstat_ns(NULL);
 }
 
 /* A stretch of the calling thread's time. The meters count its wall time
@@ -1176,10 +1185,14 @@ static void run_dstate(struct acc *a)
         for (int i = 0; i < (is_nocause ? 0 : 2); i++) {
             seed = seed * 6364136223846793005ull + 1442695040888963407ull;
             off_t off = (off_t)((seed >> 33) % (fsize / blk) * blk);
-            struct span s = span_begin();
+            uint64_t run0, run1, rq0 = schedstat_ns(&run0), t0 = now_ns(), t1, rq1;
             if (pread(fd, buf, blk, off) != (ssize_t)blk)
                 CHECK_RT(cudaErrorUnknown);
-            a->truth_ns += span_end(&s);
+            t1 = now_ns();
+            rq1 = schedstat_ns(&run1);
+            /* off CPU and not waiting for one: blocked on the disk */
+            if (t1 - t0 > (rq1 - rq0) + (run1 - run0))
+                a->truth_ns += t1 - t0 - (rq1 - rq0) - (run1 - run0);
         }
         launch(K_MS, 1);
         sync_stream();
