@@ -16,7 +16,8 @@ int top_main(int argc, char **argv);     /* top RUN|PID: the live view (views/to
 int metrics_main(int argc, char **argv); /* metrics --listen ADDR RUN|PID (views/metrics.c) */
 int push_main(int argc, char **argv);    /* push --clickhouse URL RUN... (fleet/push.c) */
 
-/** "cudaspy-analyze: CMD: WHAT" and where help is, on stderr. @return 2 */
+/** "cudaspy-analyze: CMD: WHAT" and where help is, on stderr (commands.c).
+ * @return 2 */
 int cmd_usage_error(const char *cmd, const char *what);
 
 #endif

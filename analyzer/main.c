@@ -1,7 +1,6 @@
 /* main.c: cudaspy-analyze's entry point. Picks the subcommand and hands it
  * argv starting at the subcommand's name (commands.h); a bare run file list
  * is the default `report`. Option parsing is each subcommand's own. */
-#include <stdio.h>
 #include <string.h>
 
 #include "commands.h"
@@ -16,12 +15,6 @@ static const struct cmd cmds[] = {
     {"mcp", mcp_main},       {"report", report_main},   {"top", top_main},
     {"metrics", metrics_main}, {"watch", watch_main},   {"push", push_main},
 };
-
-int cmd_usage_error(const char *cmd, const char *what)
-{
-    fprintf(stderr, "cudaspy-analyze: %s: %s\nTry 'cudaspy-analyze %s --help'\n", cmd, what, cmd);
-    return 2;
-}
 
 /* `report --html OUT RUN` is the HTML report (report_html.c). */
 static int has_html(int argc, char **argv)
