@@ -486,11 +486,9 @@ int ch_insert_end(struct ch_insert *in, struct ch_err *e)
         shutdown(in->fd, SHUT_WR);
     rc = finish(in->fd, in->u, NULL, 0, e);
     free_cols(in);
-    if (rc == 0 && in->bad[0]) { /* the server took a whole request of fewer rows */
+    if (in->bad[0]) { /* ours, whatever the server made of the request cut short */
         snprintf(e->msg, sizeof(e->msg), "%s", in->bad);
-        rc = -EPROTO;
-    } else if (rc < 0 && in->bad[0]) {
-        snprintf(e->msg, sizeof(e->msg), "%s", in->bad);
+        rc = rc < 0 ? rc : -EPROTO;
     }
     return rc;
 }
