@@ -35,6 +35,7 @@ static struct {
     int fd;               /* socket to the collector, -1 = none */
     int tried;            /* connect attempted in this process */
     uint32_t start_paused; /* new sub-rings start paused (start_paused()) */
+    uint32_t self_capture; /* this shim bounds capture ranges (cs_seg_hdr) */
     uint32_t pid;
     void *seg[SEG_MAX];
     uint64_t seg_bytes[SEG_MAX];
@@ -427,6 +428,7 @@ static int seg_create(void)
     h->seg_index = g.nseg;
     h->pid = g.pid;
     h->clock = shim_ring_clock();
+    atomic_store_explicit(&h->self_capture, g.self_capture, memory_order_relaxed);
     for (uint32_t i = 0; i < SEG_NSUB; i++)
         atomic_store_explicit(&cs_seg_sub(p, i)->paused, g.start_paused, memory_order_relaxed);
     if (g.py_publish)
@@ -749,6 +751,10 @@ void shim_ring_capture(int on, uint64_t t)
 
     pthread_mutex_lock(&g.lock);
     g.start_paused = !on;
+    g.self_capture = 1;
+    for (uint32_t s = 0; s < g.nseg; s++)
+        atomic_store_explicit(&((struct cs_seg_hdr *)g.seg[s])->self_capture, 1,
+                              memory_order_seq_cst);
     for (uint32_t s = 0; s < g.nseg; s++)
         for (uint32_t i = 0; i < SEG_NSUB; i++)
             atomic_store_explicit(&cs_seg_sub(g.seg[s], i)->paused, (uint32_t)!on,

@@ -621,7 +621,7 @@ static int ent_nvtx(struct drain_ctx *d, const struct cs_ring_ent *e)
     return 0;
 }
 
-static void capture_mark_at(struct collector *c, struct conn *from, int on, uint64_t t_ns);
+static void capture_mark_at(struct collector *c, int on, uint64_t t_ns);
 
 /* The program opened or closed a capture range (record --capture
  * cudaProfilerApi, nvtx:, steps:): its shim has set its own rings; every
@@ -637,7 +637,7 @@ static int ent_capture(struct drain_ctx *d, const struct cs_ring_ent *e)
         m.t_ns = clock_tsc_to_ns(&d->c->cal, m.t_ns);
     if (d->c->cap.o.program) {
         d->k->self_capture = 1;
-        capture_mark_at(d->c, d->k, m.on != 0, m.t_ns);
+        capture_mark_at(d->c, m.on != 0, m.t_ns);
     }
     return 0;
 }
@@ -1050,6 +1050,27 @@ static void seg_pause(struct seg *s, uint32_t paused)
         atomic_store_explicit(&cs_seg_sub(s->base, i)->paused, paused, memory_order_relaxed);
 }
 
+/* Does @p k's shim pause its own rings (cs_seg_hdr.self_capture)? Its
+ * segments say so before its marks reach this pass. */
+static int conn_self_capture(struct conn *k)
+{
+    for (uint32_t s = 0; s < k->nseg && !k->self_capture; s++)
+        k->self_capture = atomic_load_explicit(
+            &((struct cs_seg_hdr *)k->segs[s].base)->self_capture, memory_order_seq_cst) != 0;
+    return k->self_capture;
+}
+
+/* Bring @p k's newest segment to the run's state. Under a capture the
+ * program bounds, every shim starts paused (CUDASPY_CAPTURE) and one that
+ * bounds ranges keeps its own state: only an open range is passed on, and
+ * not to those. */
+static void seg_join(struct collector *c, struct conn *k)
+{
+    if (conn_self_capture(k) || (c->cap.o.program && c->paused))
+        return;
+    seg_pause(&k->segs[k->nseg - 1], c->paused);
+}
+
 /* Map a segment after checking the message, the memfd and its header. */
 static int on_seg(struct conn *k, const uint8_t *b, size_t n, int fd)
 {
@@ -1137,9 +1158,8 @@ static int conn_read_one(struct collector *c, size_t i, uint64_t now_ns)
         if (h.magic == CS_MSG_MAGIC && h.version == CS_RING_VERSION) {
             if (h.type == CS_MSG_HELLO && fd < 0)
                 rc = on_hello(c, k, b, (size_t)n);
-            else if (h.type == CS_MSG_SEG && (rc = on_seg(k, b, (size_t)n, fd)) == 0 &&
-                     !k->self_capture)
-                seg_pause(&k->segs[k->nseg - 1], c->paused);
+            else if (h.type == CS_MSG_SEG && (rc = on_seg(k, b, (size_t)n, fd)) == 0)
+                seg_join(c, k);
         }
     }
     if (fd >= 0)
@@ -1297,9 +1317,9 @@ static void capture_meta(struct collector *c, uint64_t now_ns)
 }
 
 /* Start or end an off phase: every mapped segment of every process but
- * @p from, whose shim set its own as it marked the bound (this pass may
- * read the mark after the shim has already closed the range again). */
-static void duty_set(struct collector *c, const struct conn *from, uint64_t now_ns)
+ * those whose shims set their own as they mark their bounds (this pass may
+ * read a mark after the shim has already closed the range again). */
+static void duty_set(struct collector *c, uint64_t now_ns)
 {
     uint32_t ph = duty_phase(c, now_ns);
 
@@ -1307,7 +1327,7 @@ static void duty_set(struct collector *c, const struct conn *from, uint64_t now_
         return;
     c->paused = ph;
     for (size_t i = 0; i < c->nconns; i++) {
-        if (c->conns[i] == from)
+        if (conn_self_capture(c->conns[i]))
             continue;
         for (uint32_t s = 0; s < c->conns[i]->nseg; s++)
             seg_pause(&c->conns[i]->segs[s], ph);
@@ -1320,12 +1340,12 @@ static void duty_set(struct collector *c, const struct conn *from, uint64_t now_
 
 static void duty_tick(struct collector *c, uint64_t now_ns)
 {
-    duty_set(c, NULL, now_ns);
+    duty_set(c, now_ns);
 }
 
 /* A bound the program set at @p t_ns: never before the last range's
  * edge (another process's bound may come late), never in the future. */
-static void capture_mark_at(struct collector *c, struct conn *from, int on, uint64_t t_ns)
+static void capture_mark_at(struct collector *c, int on, uint64_t t_ns)
 {
     uint64_t now = clock_mono_ns();
 
@@ -1335,7 +1355,7 @@ static void capture_mark_at(struct collector *c, struct conn *from, int on, uint
         t_ns = t_ns < edge ? edge : t_ns;
     }
     capture_mark(&c->cap, on);
-    duty_set(c, from, t_ns > now ? now : t_ns);
+    duty_set(c, t_ns > now ? now : t_ns);
 }
 
 int collector_flight_keep(struct collector *c, uint64_t t0_ns, uint64_t t1_ns)

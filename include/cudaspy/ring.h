@@ -142,7 +142,13 @@ struct cs_seg_hdr {
     uint32_t seg_index; /* 0, 1, ... within the process */
     uint32_t pid;
     uint32_t clock;     /* enum cs_clock for every record in this segment */
-    uint32_t pad;
+    /* 1 once the process's shim bounds capture ranges itself (record
+     * --capture cudaProfilerApi, nvtx:, steps:): from then on it alone sets
+     * its sub-rings' paused words. The shim stores it (relaxed) before
+     * those words, in every segment it has and makes; the collector reads
+     * it before touching them, so a segment it maps late, or a mark it
+     * reads late, cannot pause a range the shim opened. */
+    _Atomic uint32_t self_capture;
     /* The process's CPython layout, for the collector's Python samples of
      * its threads (sub-ring py_tstate); zero (magic 0) when it has none to
      * offer. Written before the segment is sent, never changed after. */

@@ -17,14 +17,15 @@ W="$B/fake/capture_workload"
 check() {
     "$B/cudaspy-analyze" --json "$1" >"$T/r.json" 2>"$T/r.err" ||
         fail "$2: analysis failed: $(cat "$T/r.err")"
-    env -u LD_PRELOAD python3 - "$T/r.json" "$@" <<'PY' || fail "$2: wrong capture"
+    env -u LD_PRELOAD python3 - "$T/r.json" "$@" <<'PY' || fail "$2: wrong capture ($(cat "$T/err"))"
 import json, sys
 rep = json.load(open(sys.argv[1]))
 mode, launches, steps, ranges = sys.argv[3], *map(int, sys.argv[4:7])
 f = rep["run"]["files"][0]
 got = sum(a["count"] for a in rep["apis"] if a["api"] == "cudaLaunchKernel" and not a.get("nested"))
-print("%s: %s; launches %d (want %d), steps %d (%s)" % (mode, f["capture"], got, launches,
-      rep["steps"]["count"], rep["steps"]["how"]))
+print("%s: %s; launches %d (want %d), steps %d (%s); counts %s, dropped %s, lost %s" % (
+      mode, f["capture"], got, launches, rep["steps"]["count"], rep["steps"]["how"], f["counts"],
+      f["cuda_dropped"], f["shim_lost"]))
 assert f["capture"]["mode"] == mode, f["capture"]
 assert len(f["capture"]["ranges"]) == ranges, f["capture"]
 assert got == launches, (got, launches)
