@@ -684,6 +684,9 @@ json_t *analysis_json(const struct analysis *a)
     json_object_set_new(o, "chains", json_deep_copy(a->chains));
     if (json_array_size(a->ranks))
         json_object_set_new(o, "ranks", json_deep_copy(a->ranks));
+    json_t *hosts = clocks_json(&a->m);
+    if (hosts)
+        json_object_set_new(o, "hosts", hosts);
     return o;
 }
 

@@ -26,6 +26,7 @@
 #include "clock.h"
 #include "collector_priv.h"
 #include "flight_rec.h"
+#include "hostclock.h"
 #include "procfs.h"
 #include "pysample.h"
 #include "cudaspy/grow.h"
@@ -121,6 +122,7 @@ struct idx_map {
 struct collector {
     struct collector_opts o;
     struct capture cap; /* capture ranges (capture.h) */
+    struct hostclock hc; /* the host's clock pairs (hostclock.h) */
     uint64_t capture_outside; /* CUDA records dropped: entered outside every range */
     struct cs_store *st;
     char addr[108];
@@ -1394,6 +1396,15 @@ static void meta_clock(struct collector *c)
     collector_meta_u64(c, "tsc_ref_ns", c->cal.ns1);
 }
 
+/* The host's clock pairs so far (hostclock.h) into the meta. */
+static void meta_pairs(struct collector *c)
+{
+    char buf[HC_MAX * 64];
+
+    hostclock_str(&c->hc, buf, sizeof(buf));
+    collector_meta(c, "clock_pairs", buf);
+}
+
 /* LMDB reports a short write as EIO; tell the user when it was space. */
 static int disk_nearly_full(const char *path)
 {
@@ -1476,6 +1487,8 @@ int collector_tick(struct collector *c, uint64_t now_ns)
     int rc = 0;
 
     duty_tick(c, now_ns);
+    if (hostclock_tick(&c->hc, now_ns, 0))
+        meta_pairs(c);
     if (now_ns - c->last_cal_ns >= NS_PER_S / 10) {
         clock_cal_update(&c->cal);
         c->last_cal_ns = now_ns;
@@ -1517,6 +1530,8 @@ int collector_finish(struct collector *c, int clean, uint64_t now_ns)
         host_flush(c, k);
     clock_cal_update(&c->cal);
     meta_clock(c);
+    hostclock_tick(&c->hc, now_ns, 1);
+    meta_pairs(c);
     if (capture_active(&c->cap)) {
         capture_set(&c->cap, 0, now_ns);
         capture_meta(c, now_ns);
@@ -1596,22 +1611,23 @@ static int listen_on(struct collector *c, struct cs_err *err)
 
 static void meta_start(struct collector *c)
 {
-    struct timespec rt, mono;
-    char host[256] = "";
+    char host[256], boot[64];
 
-    clock_gettime(CLOCK_REALTIME, &rt);
-    clock_gettime(CLOCK_MONOTONIC, &mono);
-    gethostname(host, sizeof(host) - 1);
+    if (hostclock_init(&c->hc, c->t_start_ns) < 0)
+        warn("cudaspy-sampler: CUDASPY_TEST_REALTIME_SHIFT: want NS[:PPM]; ignored");
+    hostclock_host(host, sizeof(host));
+    hostclock_boot_id(boot, sizeof(boot));
     collector_meta(c, "host", host);
+    if (*boot)
+        collector_meta(c, "boot_id", boot);
     /* who writes it: an analyzer started before the end waits for this
      * process (model.c, "a run still being written") */
     collector_meta_u64(c, "collector_pid", (uint64_t)getpid());
     collector_meta_u64(c, "t_start_ns", c->t_start_ns);
     collector_meta_u64(c, "t_end_ns", 0);
     collector_meta(c, "clock", "monotonic");
-    collector_meta_u64(c, "realtime_offset_ns",
-                       ((uint64_t)rt.tv_sec * NS_PER_S + (uint64_t)rt.tv_nsec) -
-                           ((uint64_t)mono.tv_sec * NS_PER_S + (uint64_t)mono.tv_nsec));
+    collector_meta_u64(c, "realtime_offset_ns", hostclock_rt_offset(&c->hc));
+    meta_pairs(c);
     collector_meta_u64(c, "cuda_dropped", 0);
     collector_meta_u64(c, "host_lost", 0);
     if (c->o.duty_ns)
@@ -1690,6 +1706,7 @@ void collector_free(struct collector *c)
     cs_store_free(c->st);
     flight_free(c->fl);
     capture_free(&c->cap);
+    hostclock_close(&c->hc);
     for (unsigned k = 0; k < CS_REC_KIND_COUNT; k++)
         free(c->host[k].buf);
     free(c->conns);

@@ -21,3 +21,17 @@ if(TARGET cudaspy-analyze AND TARGET cudaspy_launcher)
     set_tests_properties(cli.ranks_${case} PROPERTIES LABELS unit TIMEOUT 60)
   endforeach()
 endif()
+
+# cli.hosts_2, cli.hosts_4: ranks of 2 and 4 "hosts" (own host names, planted
+# real-time clock errors and drift), one run file each, on one clock
+# (issue 32, docs/multihost.md); test/ranks/hosts.sh holds the checks.
+if(TARGET cudaspy-analyze AND TARGET cudaspy_launcher)
+  foreach(n 2 4)
+    add_test(NAME cli.hosts_${n}
+             COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/ranks/hosts.sh ${n}
+                     $<TARGET_FILE:cudaspy_launcher> $<TARGET_FILE:cudaspy-analyze>
+                     $<TARGET_FILE:client_ranks> $<TARGET_FILE:check_trace>
+                     ${CMAKE_CURRENT_BINARY_DIR}/hosts-work/${n})
+    set_tests_properties(cli.hosts_${n} PROPERTIES LABELS cli TIMEOUT 120)
+  endforeach()
+endif()

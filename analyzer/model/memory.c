@@ -81,7 +81,8 @@ static int scan_block(uint32_t run, const void *recs, uint32_t n, void *arg)
     for (uint32_t i = 0; i < n; i++, r++) {
         int k = kind_of(r);
         uint32_t p;
-        if (k < 0 || r->t_enter_ns < mr->win_lo_ns || r->t_enter_ns >= mr->win_hi_ns)
+        uint64_t t0 = clocks_time(s->m, run, r->t_enter_ns), t1 = clocks_time(s->m, run, r->t_exit_ns);
+        if (k < 0 || t0 < mr->win_lo_ns || t0 >= mr->win_hi_ns)
             continue;
         p = model_find_proc(s->m, run, r->pid);
         if (p == M_NONE || !s->m->proc[p].selected)
@@ -89,8 +90,7 @@ static int scan_block(uint32_t run, const void *recs, uint32_t n, void *arg)
         if (cs_grow((void **)&s->ev, &s->cap, s->n + 1, sizeof(*s->ev)) < 0)
             return -ENOMEM;
         s->ev[s->n++] = (struct ev){
-            .t0_ns = r->t_enter_ns, .t1_ns = r->t_exit_ns < r->t_enter_ns ? r->t_enter_ns
-                                                                          : r->t_exit_ns,
+            .t0_ns = t0, .t1_ns = t1 < t0 ? t0 : t1,
             .key = r->aux, .bytes = r->bytes, .total = k == EV_READ ? r->aux : 0, .proc = p,
             .tid = r->tid, .stack_id = r->stack_id, .run = run, .device = r->device,
             .api = r->api, .kind = (uint8_t)k, .nested = !!(r->flags & CS_CF_NESTED),

@@ -1591,7 +1591,7 @@ int model_load(struct model *m, const char *const *paths, int n, const struct an
         return -ENOMEM;
     gpu_join(m);
     fix_extent(m);
-    return 0;
+    return clocks_align(m);
 }
 
 void model_exit(struct model *m)

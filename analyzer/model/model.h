@@ -14,6 +14,7 @@
 #include "analysis.h"
 #include "cudaspy/record.h"
 #include "cudaspy/runfile.h"
+#include "model/clocks.h"
 
 #define M_NONE 0xffffffffu
 
@@ -174,6 +175,7 @@ struct m_run {
                           tail (record --keep-on; meta flight_kept) */
     uint32_t ncapture;
     uint64_t *capture; /* ncapture pairs: each range's start, end (absolute), in order */
+    struct m_clock clk; /* how its times were moved onto the first run's clock (clocks.h) */
 };
 
 /** Time between run @p r's capture ranges (inside their hull): not recorded. */
@@ -240,6 +242,13 @@ void model_scratch_flush(void);
 /** The folder the big arrays of the last model_load() go to as scratch
  * files, NULL when they are anonymous memory. @return borrowed */
 const char *model_scratch_dir(void);
+
+/** An outermost host sync: a step point of its thread (ranks.h, clocks.h). */
+static inline int model_is_step_sync(const struct m_call *c)
+{
+    const struct cs_api_info *in = &cs_api_table[c->api];
+    return in->family == CS_FAM_SYNC && in->is_sync && !(c->flags & CS_CF_NESTED);
+}
 
 /** Open and load @p n run files. @return 0, a run-file error (@p err says
  * which file), -ENOMEM */

@@ -300,6 +300,11 @@ static void wake_rec(struct ctx *x, uint32_t run, const struct cs_rec_runq *r)
 {
     const struct model *m = x->m;
     const struct m_run *mr = &m->runs[run];
+    struct cs_rec_runq q = *r; /* on the model's clock (clocks.h) */
+
+    q.t_enqueue_ns = clocks_time(m, run, r->t_enqueue_ns);
+    q.t_run_ns = clocks_time(m, run, r->t_run_ns);
+    r = &q;
     uint64_t d = model_overlap(r->t_enqueue_ns, r->t_run_ns, mr->win_lo_ns, mr->win_hi_ns), ci;
     uint32_t p = model_find_proc(m, run, r->pid), t, hp;
     double share;

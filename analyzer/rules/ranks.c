@@ -75,12 +75,6 @@ struct rk_ctx {
 
 /* ---- helpers ---- */
 
-static int is_step_sync(const struct m_call *c)
-{
-    const struct cs_api_info *in = &cs_api_table[c->api];
-    return in->family == CS_FAM_SYNC && in->is_sync && !(c->flags & CS_CF_NESTED);
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -160,7 +154,7 @@ static int pick_thread(struct rk_ctx *x, uint32_t ri)
             continue;
         r->thrs[r->nthrs++] = t;
         for (uint64_t i = 0; i < m->thr[t].ncalls; i++)
-            n += is_step_sync(&m->call[m->thr[t].first_call + i]);
+            n += model_is_step_sync(&m->call[m->thr[t].first_call + i]);
         if (n > best)
             best = n, r->thr = t;
     }
@@ -170,7 +164,7 @@ static int pick_thread(struct rk_ctx *x, uint32_t ri)
         return -ENOMEM;
     const struct m_thread *th = &m->thr[r->thr];
     for (uint64_t i = 0; i < th->ncalls; i++)
-        if (is_step_sync(&m->call[th->first_call + i]))
+        if (model_is_step_sync(&m->call[th->first_call + i]))
             r->sync[r->nsync++] = th->first_call + i;
     return 0;
 }
@@ -316,7 +310,7 @@ static int relay_add(struct rk_ctx *x, uint32_t run, const struct cs_rec_offcpu 
     r = &x->r[ri];
     if (cs_grow((void **)&r->relay, &r->relay_cap, r->nrelay + 1, sizeof(*r->relay)) < 0)
         return -ENOMEM;
-    r->relay[r->nrelay++] = (struct rk_relay){o->tid, o->t_end_ns};
+    r->relay[r->nrelay++] = (struct rk_relay){o->tid, clocks_time(x->m, run, o->t_end_ns)};
     return 0;
 }
 
@@ -592,6 +586,9 @@ static json_t *rank_json(const struct rk_ctx *x, const struct rk_rank *r)
                   (json_int_t)sync, "oncpu_ns", (json_int_t)oncpu, "offcpu_ns",
                   (json_int_t)(sleep + disk + pre), "sleep_ns", (json_int_t)sleep, "disk_ns",
                   (json_int_t)disk, "preempted_ns", (json_int_t)pre);
+    const char *host = cs_run_meta(m->runs[m->proc[r->proc[0]].run].run, "host");
+    if (host)
+        json_object_set_new(o, "host", json_string(host));
     json_object_set_new(o, "steps", json_integer((json_int_t)(r->thr == M_NONE ? 0 : x->steps)));
     json_object_set_new(o, "skipped_syncs", json_integer((json_int_t)r->first));
     json_object_set_new(o, "median_wait_ns", json_integer((json_int_t)r->med_wait));
@@ -629,7 +626,9 @@ static const char *rank_pid_label(const struct rk_ctx *x, const struct rk_rank *
                                   size_t n)
 {
     const struct m_proc *p = &x->m->proc[r->proc[0]];
-    snprintf(buf, n, "pid %u %s", p->pid, p->comm);
+    const char *host = clocks_host(x->m, p->run);
+
+    snprintf(buf, n, "%s%spid %u %s", host ? host : "", host ? ", " : "", p->pid, p->comm);
     return buf;
 }
 
@@ -808,6 +807,8 @@ static json_t *finding(const struct rk_ctx *x, const struct rk_rank *s)
              fmt_ns(tot, sizeof(tot), s->caused_ns));
     json_object_set_new(o, "chain", json_string(line));
     json_object_set_new(o, "rank", json_integer(s->rank));
+    if (clocks_host(x->m, x->m->proc[s->proc[0]].run))
+        json_object_set_new(o, "host", json_string(clocks_host(x->m, x->m->proc[s->proc[0]].run)));
     json_object_set_new(o, "host_cause", json_string(rk_cause_names[cause]));
     json_object_set_new(o, "steps", json_integer((json_int_t)x->steps));
     json_object_set_new(o, "straggled_steps", json_integer((json_int_t)s->straggled));

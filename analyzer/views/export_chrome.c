@@ -18,6 +18,7 @@
 #include "cudaspy/record.h"
 #include "cudaspy/runfile.h"
 #include "cudaspy/version.h"
+#include "model/clocks.h"
 #include "model/memory.h"
 #include "model/pystack.h"
 #include "model/steps.h"
@@ -30,7 +31,13 @@
 struct exporter {
     struct cs_run *run;
     FILE *out;
-    uint64_t t0;             /* ts 0 of the trace (run start) */
+    uint64_t t0;             /* ts 0 of the trace (the first run's start) */
+    /* runs of several hosts (docs/multihost.md): this run's clock onto
+     * the first's, its pids moved above the others', its host named */
+    struct m_clock clk;
+    uint32_t pid_base;
+    char prefix[64];
+    uint64_t ev_t;           /* the start of the event ev_begin() began */
     uint64_t since, until;   /* absolute window, records starting in it */
     int nevents;
     uint64_t flow_id;
@@ -84,14 +91,18 @@ static void put_us(FILE *f, int64_t ns)
 static void ev_begin(struct exporter *x, const char *ph, uint32_t pid, uint32_t tid, uint64_t t)
 {
     fputs(x->nevents++ ? ",\n{\"ph\":\"" : "{\"ph\":\"", x->out);
-    fprintf(x->out, "%s\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"ts\":", ph, pid, tid);
-    put_us(x->out, (int64_t)(t - x->t0));
+    fprintf(x->out, "%s\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"ts\":", ph,
+            pid + x->pid_base, tid);
+    put_us(x->out, (int64_t)(clocks_shift(&x->clk, t) - x->t0));
+    x->ev_t = t;
 }
 
+/* The duration of the event just begun: both ends moved, as slices that
+ * touch must still touch on the first run's clock. */
 static void put_dur(struct exporter *x, uint64_t d)
 {
     fputs(",\"dur\":", x->out);
-    put_us(x->out, (int64_t)d);
+    put_us(x->out, (int64_t)(clocks_shift(&x->clk, x->ev_t + d) - clocks_shift(&x->clk, x->ev_t)));
 }
 
 /* ---- metadata ---- */
@@ -116,8 +127,14 @@ static void meta_name(struct exporter *x, const char *what, uint32_t pid, uint32
 {
     fputs(x->nevents++ ? ",\n" : "", x->out);
     fprintf(x->out, "{\"ph\":\"M\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"ts\":0,\"name\":\"%s\","
-            "\"args\":{\"name\":", pid, tid, what);
-    put_str(x->out, name);
+            "\"args\":{\"name\":", pid + x->pid_base, tid, what);
+    if (x->prefix[0] && tid == 0) {
+        char buf[160];
+        snprintf(buf, sizeof(buf), "%s%s", x->prefix, name);
+        put_str(x->out, buf);
+    } else {
+        put_str(x->out, name);
+    }
     fputs("}}", x->out);
 }
 
@@ -985,13 +1002,17 @@ static int write_analysed(struct exporter *x, const char *path)
 
 /* ---- command ---- */
 
-static int export_run(struct exporter *x, const char *path)
+static void write_header(struct exporter *x)
 {
     fprintf(x->out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"cudaspy "
             CS_VERSION "\",\"host\":");
     const char *host = cs_run_meta(x->run, "host");
     put_str(x->out, host ? host : "");
     fprintf(x->out, ",\"t0_monotonic_ns\":%" PRIu64 "},\n\"traceEvents\":[\n", x->t0);
+}
+
+static int export_run(struct exporter *x, const char *path)
+{
     write_metadata(x);
     int rc = write_gpu(x);
     if (rc >= 0)
@@ -1006,19 +1027,20 @@ static int export_run(struct exporter *x, const char *path)
         rc = write_nvtx(x);
     if (rc >= 0)
         rc = write_analysed(x, path);
-    fputs("\n]}\n", x->out);
     return rc < 0 ? rc : 0;
 }
 
 static const char export_usage[] =
-    "Usage: cudaspy-analyze export --chrome OUT.json [--since S] [--until S] RUN\n"
+    "Usage: cudaspy-analyze export --chrome OUT.json [--since S] [--until S] RUN...\n"
     "\n"
     "Write RUN as Chrome Trace Event JSON (open it in ui.perfetto.dev or\n"
     "chrome://tracing): a track per process and thread, CUDA calls and off-CPU\n"
     "intervals as slices, CPU and paging counters, arrows from host causes to\n"
     "the calls they delayed, the steps, and the account of each feeding\n"
     "process's CUDA-active window. --since/--until keep records starting in that\n"
-    "window (seconds from the run start). See docs/export.md.\n"
+    "window (seconds from the run start). Runs of several hosts go on the first\n"
+    "one's clock (docs/multihost.md), each host's processes named after it.\n"
+    "See docs/export.md.\n"
     "\n"
     "Exit status: 0 ok, 2 usage or input error, 3 system failure.\n"
     "\n"
@@ -1032,7 +1054,9 @@ static int usage_error(const char *what)
 }
 
 struct export_cli {
-    const char *out, *run;
+    const char *out;
+    const char *const *runs;
+    int nruns;
     double since_s, until_s;
     int help;
 };
@@ -1072,11 +1096,14 @@ static int export_parse(struct export_cli *c, int argc, char **argv)
         return 0;
     if (!c->out)
         return usage_error("--chrome OUT.json is required");
-    if (optind != argc - 1)
-        return usage_error("expected exactly one RUN");
+    if (optind >= argc)
+        return usage_error("expected a RUN");
+    if (argc - optind > 512)
+        return usage_error("at most 512 RUNs");
     if (c->until_s > 0 && c->until_s <= c->since_s)
         return usage_error("--until must be after --since");
-    c->run = argv[optind];
+    c->runs = (const char *const *)argv + optind;
+    c->nruns = argc - optind;
     return 0;
 }
 
@@ -1094,39 +1121,76 @@ static int open_run(const char *path, struct cs_run **out)
     return 0;
 }
 
+/* Run @p i of the export: its clock, pids and host name; its records. */
+static int export_one(struct exporter *x, const struct export_cli *c, int i,
+                      const struct m_clock *clk)
+{
+    int rc;
+
+    if ((rc = open_run(c->runs[i], &x->run)))
+        return rc;
+    if (i == 0) {
+        x->t0 = cs_run_meta_u64(x->run, "t_start_ns", 0);
+        write_header(x);
+    }
+    x->clk = clk ? clk[i] : (struct m_clock){0};
+    x->pid_base = (uint32_t)i << 22; /* above any pid_max */
+    x->prefix[0] = '\0';
+    const char *host = cs_run_meta(x->run, "host");
+    if (c->nruns > 1)
+        snprintf(x->prefix, sizeof(x->prefix), "%s: ", host ? host : "?");
+    uint64_t t0 = cs_run_meta_u64(x->run, "t_start_ns", 0);
+    x->since = t0 + (uint64_t)(c->since_s * 1e9);
+    x->until = c->until_s > 0 ? t0 + (uint64_t)(c->until_s * 1e9) : UINT64_MAX;
+    x->n_named = 0;
+    if (x->named)
+        memset(x->named, 0, x->cap_named * sizeof(*x->named));
+    rc = export_run(x, c->runs[i]);
+    if (rc < 0)
+        fprintf(stderr, PROG ": %s: %s\n", c->runs[i], x->err.msg[0] ? x->err.msg : cs_strerror(rc));
+    cs_run_free(x->run);
+    x->run = NULL;
+    return rc < 0 ? ((rc == -ENOMEM || rc == -EIO || rc == -ENOSPC) ? 3 : 2) : 0;
+}
+
 int export_main(int argc, char **argv)
 {
     struct export_cli c = {0};
     struct exporter x = {0};
+    struct m_clock *clk = NULL;
     int rc = export_parse(&c, argc, argv);
     if (rc || c.help) {
         if (c.help)
             fputs(export_usage, stdout);
         return rc;
     }
-    if ((rc = open_run(c.run, &x.run)))
-        return rc;
-    x.t0 = cs_run_meta_u64(x.run, "t_start_ns", 0);
-    x.since = x.t0 + (uint64_t)(c.since_s * 1e9);
-    x.until = c.until_s > 0 ? x.t0 + (uint64_t)(c.until_s * 1e9) : UINT64_MAX;
+    if (c.nruns > 1) { /* one timeline: the analyzer's alignment of the hosts */
+        if ((clk = calloc((size_t)c.nruns, sizeof(*clk))) == NULL)
+            return 3;
+        if ((rc = clocks_of_runs(c.runs, c.nruns, clk, &x.err)) < 0) {
+            fprintf(stderr, PROG ": %s\n", x.err.msg[0] ? x.err.msg : cs_strerror(rc));
+            free(clk);
+            return rc == -ENOMEM || rc == -EIO ? 3 : 2;
+        }
+    }
     x.out = fopen(c.out, "w");
     if (!x.out) {
         fprintf(stderr, PROG ": %s: cannot create (%s)\n", c.out, strerror(errno));
-        cs_run_free(x.run);
+        free(clk);
         return 3;
     }
     setvbuf(x.out, NULL, _IOFBF, 1 << 20);
-    rc = export_run(&x, c.run);
-    if (rc < 0)
-        fprintf(stderr, PROG ": %s: %s\n", c.run, x.err.msg[0] ? x.err.msg : cs_strerror(rc));
+    for (int i = 0; rc == 0 && i < c.nruns; i++)
+        rc = export_one(&x, &c, i, clk);
+    fputs("\n]}\n", x.out);
     if (fclose(x.out) != 0 && rc == 0) {
         fprintf(stderr, PROG ": %s: write failed (%s)\n", c.out, strerror(errno));
-        rc = -EIO;
+        rc = 3;
     }
     free(x.calls);
     free(x.offs);
     free(x.named);
     free(x.gflow);
-    cs_run_free(x.run);
-    return rc == 0 ? 0 : (rc == -ENOMEM || rc == -EIO || rc == -ENOSPC) ? 3 : 2;
+    free(clk);
+    return rc;
 }

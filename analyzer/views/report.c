@@ -826,6 +826,7 @@ void analysis_print(const struct analysis *a, FILE *out, int color)
     print_gpu(&o, j);
     print_feed(&o, j);
     ranks_print(out, j, color);
+    clocks_print(out, j);
     print_procs(&o, j);
     json_decref(j);
 }

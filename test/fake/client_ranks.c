@@ -9,6 +9,11 @@
  * planted straggler: its peer waits in the barrier); `control` does not;
  * `relay` straggles too, but a helper thread of each rank runs the barrier
  * and wakes the main thread (as gloo's threads do): cli.ranks_relay.
+ * `host R N DIR [straggler=-1] [steps=300] [burn_ms=20]` is rank R of N
+ * on its own "host": one process, recorded by its own `cudaspy record`
+ * (cli.hosts_*, docs/multihost.md), its barrier a star of FIFOs in DIR
+ * (DIR/up, which rank 0 reads, and DIR/downR for each other rank; the
+ * test makes them); rank STRAGGLER burns before every 10th step.
  * Usage: client_ranks [straggle|control|relay] [steps=300] [burn_ms=20]
  * Prints "ranks 2", "steps N" and "checksum <hex>" (identical traced or
  * untraced); exits 0, or 3 after one line naming the failed call. */
@@ -16,6 +21,7 @@
 
 #include "fake_client.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -26,11 +32,16 @@
 #define NAME "client_ranks"
 #define CHECK_CU(call) CLIENT_CHECK(NAME, call)
 
+#define MAX_RANKS 16
+
 struct rank_cfg {
-    int rank;
-    int to_peer, from_peer; /* pipe ends */
+    int rank, nranks;
+    int to_peer, from_peer; /* pipe ends; host mode: DIR/up, DIR/down<rank> */
+    int down[MAX_RANKS];    /* host mode, rank 0: DIR/down<r> for r >= 1 */
     long steps, burn_ms;
     int straggle, relay;
+    int star;               /* host mode: the barrier is star_barrier() */
+    int straggler;          /* the rank that straggles */
 };
 
 /* The relay thread's hand-off with the main thread. */
@@ -69,14 +80,41 @@ static uint64_t burn(long ms)
     return x;
 }
 
+static void peer_gone(const struct rank_cfg *c)
+{
+    fprintf(stderr, "%s: rank %d: barrier: peer gone\n", NAME, c->rank);
+    _exit(3);
+}
+
+/* Host mode's star: rank 0 takes a byte from every other rank on DIR/up,
+ * then hands one to each on its DIR/down<r>. */
+static void star_barrier(const struct rank_cfg *c)
+{
+    char b = (char)c->rank;
+
+    if (c->rank != 0) {
+        if (write(c->to_peer, &b, 1) != 1 || read(c->from_peer, &b, 1) != 1)
+            peer_gone(c);
+        return;
+    }
+    for (int i = 1; i < c->nranks; i++)
+        if (read(c->from_peer, &b, 1) != 1)
+            peer_gone(c);
+    for (int r = 1; r < c->nranks; r++)
+        if (write(c->down[r], &b, 1) != 1)
+            peer_gone(c);
+}
+
 static void barrier(const struct rank_cfg *c)
 {
     char b = (char)c->rank;
 
-    if (write(c->to_peer, &b, 1) != 1 || read(c->from_peer, &b, 1) != 1) {
-        fprintf(stderr, "%s: rank %d: barrier: peer gone\n", NAME, c->rank);
-        _exit(3);
+    if (c->star) {
+        star_barrier(c);
+        return;
     }
+    if (write(c->to_peer, &b, 1) != 1 || read(c->from_peer, &b, 1) != 1)
+        peer_gone(c);
 }
 
 /* Helper thread: runs the barrier whenever the main thread asks. */
@@ -108,14 +146,16 @@ static void relay_barrier(void)
     pthread_mutex_unlock(&relay_mu);
 }
 
-static void set_rank_env(int rank)
+static void set_rank_env(int rank, int nranks, int local)
 {
     char v[16];
 
     snprintf(v, sizeof(v), "%d", rank);
     setenv("RANK", v, 1);
+    snprintf(v, sizeof(v), "%d", local);
     setenv("LOCAL_RANK", v, 1);
-    setenv("WORLD_SIZE", "2", 1);
+    snprintf(v, sizeof(v), "%d", nranks);
+    setenv("WORLD_SIZE", v, 1);
 }
 
 /* One rank's process: never returns. */
@@ -127,12 +167,13 @@ static void rank_main(const struct rank_cfg *c)
     CUfunction fn;
     uint64_t h = CLIENT_FNV_INIT, sink = 0;
 
-    set_rank_env(c->rank);
+    int local = c->star ? 0 : c->rank; /* a host of its own: its only GPU */
+    set_rank_env(c->rank, c->nranks, local);
     int ndev = 1;
 
     CHECK_CU(cuInit(0));
     CHECK_CU(cuDeviceGetCount(&ndev));
-    CHECK_CU(cuDeviceGet(&dev, c->rank % ndev)); /* one GPU per rank, as LOCAL_RANK */
+    CHECK_CU(cuDeviceGet(&dev, local % ndev)); /* one GPU per rank, as LOCAL_RANK */
     CHECK_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
     CHECK_CU(cuCtxSetCurrent(ctx));
     CHECK_CU(cuModuleLoadData(&mod, "rank_step"));
@@ -145,7 +186,7 @@ static void rank_main(const struct rank_cfg *c)
     if (c->relay && pthread_create(&relay, NULL, relay_main, (void *)c) != 0)
         CHECK_CU(CUDA_ERROR_OUT_OF_MEMORY);
     for (long s = 0; s < c->steps; s++) {
-        if (c->straggle && c->rank == 1 && s % 10 == 9)
+        if (c->straggle && c->rank == c->straggler && s % 10 == 9)
             sink += burn(c->burn_ms);
         CHECK_CU(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
         CHECK_CU(cuStreamSynchronize(NULL));
@@ -170,8 +211,50 @@ static pid_t spawn(struct rank_cfg *c)
     return pid;
 }
 
+/* Host mode: open the star's FIFOs (rank 0 holds DIR/up open for reading
+ * and writing, so no open waits on it) and be rank R. */
+static int host_main(int argc, char **argv)
+{
+    struct rank_cfg c = {0};
+    char path[4096];
+
+    if (argc < 5) {
+        fprintf(stderr, "usage: %s host R N DIR [straggler=-1] [steps=300] [burn_ms=20]\n", NAME);
+        return 2;
+    }
+    c.rank = atoi(argv[2]), c.nranks = atoi(argv[3]);
+    c.straggler = (int)client_arg(argc, argv, 5, -1);
+    c.steps = client_arg(argc, argv, 6, 300), c.burn_ms = client_arg(argc, argv, 7, 20);
+    c.straggle = c.straggler >= 0, c.star = 1;
+    if (c.nranks < 2 || c.nranks > MAX_RANKS || c.rank < 0 || c.rank >= c.nranks) {
+        fprintf(stderr, "%s: host: want 0 <= R < N <= %d\n", NAME, MAX_RANKS);
+        return 2;
+    }
+    snprintf(path, sizeof(path), "%s/up", argv[4]);
+    if (c.rank == 0) {
+        c.from_peer = open(path, O_RDWR);
+        for (int r = 1; r < atoi(argv[3]); r++) {
+            snprintf(path, sizeof(path), "%s/down%d", argv[4], r);
+            if ((c.down[r] = open(path, O_WRONLY)) < 0)
+                c.from_peer = -1;
+        }
+    } else {
+        c.to_peer = open(path, O_WRONLY);
+        snprintf(path, sizeof(path), "%s/down%d", argv[4], c.rank);
+        c.from_peer = open(path, O_RDONLY);
+    }
+    if (c.from_peer < 0 || c.to_peer < 0) {
+        fprintf(stderr, "%s: rank %d: %s: cannot open\n", NAME, c.rank, path);
+        return 3;
+    }
+    rank_main(&c);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "host") == 0)
+        return host_main(argc, argv);
     int relay = argc > 1 && strcmp(argv[1], "relay") == 0;
     int straggle = relay || (argc > 1 && strcmp(argv[1], "straggle") == 0);
     long steps = client_arg(argc, argv, 2, 300), burn_ms = client_arg(argc, argv, 3, 20);
@@ -186,8 +269,12 @@ int main(int argc, char **argv)
     if (pipe(p01) != 0 || pipe(p10) != 0)
         CHECK_CU(CUDA_ERROR_OUT_OF_MEMORY);
     fflush(stdout);
-    struct rank_cfg c0 = {0, p01[1], p10[0], steps, burn_ms, straggle, relay};
-    struct rank_cfg c1 = {1, p10[1], p01[0], steps, burn_ms, straggle, relay};
+    struct rank_cfg c0 = {.rank = 0, .nranks = 2, .to_peer = p01[1], .from_peer = p10[0],
+                          .steps = steps, .burn_ms = burn_ms, .straggle = straggle,
+                          .relay = relay, .straggler = 1};
+    struct rank_cfg c1 = c0;
+
+    c1.rank = 1, c1.to_peer = p10[1], c1.from_peer = p01[0];
     pid[0] = spawn(&c0);
     pid[1] = spawn(&c1);
     close(p01[0]), close(p01[1]), close(p10[0]), close(p10[1]);
