@@ -59,6 +59,7 @@ static struct hc_pair take(const struct hostclock *h)
 int hostclock_init(struct hostclock *h, uint64_t now_ns)
 {
     const char *s = getenv("CUDASPY_TEST_REALTIME_SHIFT");
+    int rc = 0;
 
     memset(h, 0, sizeof(*h));
     h->ptp_fd = open("/dev/ptp0", O_RDONLY | O_CLOEXEC);
@@ -68,10 +69,10 @@ int hostclock_init(struct hostclock *h, uint64_t now_ns)
     }
     h->every_ns = HC_EVERY_NS;
     h->t0_ns = now_ns;
-    if (s && *s && parse_shift(h, s) < 0)
-        return -EINVAL;
+    if (s && *s && (rc = parse_shift(h, s)) < 0)
+        h->shift_ns = 0, h->shift_ppm = 0; /* the true clock, then */
     hostclock_tick(h, now_ns, 1);
-    return 0;
+    return rc;
 }
 
 int hostclock_tick(struct hostclock *h, uint64_t now_ns, int force)

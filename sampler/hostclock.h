@@ -34,7 +34,8 @@ struct hostclock {
 };
 
 /** Open the PTP clock if any, read the test shift, take the first pair at
- * @p now_ns. @return 0, or -EINVAL for a malformed test shift */
+ * @p now_ns. @return 0, or -EINVAL for a malformed test shift (none is
+ * applied; the pair is taken all the same) */
 int hostclock_init(struct hostclock *h, uint64_t now_ns);
 
 /** Take a pair when one is due (or always, with @p force). @return 1 when

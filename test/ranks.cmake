@@ -34,4 +34,9 @@ if(TARGET cudaspy-analyze AND TARGET cudaspy_launcher)
                      ${CMAKE_CURRENT_BINARY_DIR}/hosts-work/${n})
     set_tests_properties(cli.hosts_${n} PROPERTIES LABELS cli TIMEOUT 120)
   endforeach()
+  # notsan: under TSan the 4 instrumented samplers and 4 ranks overrun the
+  # 2 CPUs; the barrier's wake-ups lag unevenly and the fitted drift put the
+  # offset at the run's end 60-170 us off in 4 of 4 tries (hosts_2 passed
+  # 4 of 4; both pass plain and under ASan; docs/multihost.md)
+  set_tests_properties(cli.hosts_4 PROPERTIES LABELS "cli;notsan")
 endif()

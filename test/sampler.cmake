@@ -56,3 +56,11 @@ target_include_directories(test_clock PRIVATE ${CMAKE_CURRENT_LIST_DIR} ${CMAKE_
 target_link_libraries(test_clock cs_collect)
 add_test(NAME unit.clock COMMAND test_clock)
 set_tests_properties(unit.clock PROPERTIES LABELS unit TIMEOUT 60)
+
+# unit.hostclock: the host's clock pairs (sampler/hostclock.h) on the real
+# clocks: the test shift, the thinning of a long run's pairs, bad shifts.
+add_executable(test_hostclock ${CMAKE_CURRENT_LIST_DIR}/unit/test_hostclock.c)
+target_include_directories(test_hostclock PRIVATE ${CMAKE_CURRENT_LIST_DIR} ${CMAKE_SOURCE_DIR}/sampler)
+target_link_libraries(test_hostclock cs_collect)
+add_test(NAME unit.hostclock COMMAND test_hostclock)
+set_tests_properties(unit.hostclock PROPERTIES LABELS unit TIMEOUT 60)

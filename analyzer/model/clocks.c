@@ -14,6 +14,8 @@
 #define CK_LAG_MAX 8       /* sync points a sequence may be shifted by, around a guess */
 #define CK_LAG_SAMPLE 4096 /* sync points compared to choose the shift */
 #define CK_MIN_POINTS 16   /* fewer paired sync points: stage 1 alone */
+#define CK_VIOL_NS 10000ull /* a violated window weighs as 10 us more width */
+#define CK_WINDOWS 16      /* stretches of a run whose modes set the line, at most */
 
 /* A clock against the shared one: shared - mono = c + e * (mono - t). */
 struct ck_line {
@@ -198,14 +200,40 @@ static uint64_t diffs(const struct ck_seq *ref, const struct ck_seq *b, int64_t 
     return n;
 }
 
+/* Syncs whose windows cannot hold one moment with b's times moved by
+ * coarse + @p mode: the k-th collective completes after each rank's sync
+ * k-1 returned and before its sync k returns, so the two ranks' windows
+ * [exit k-1, exit k] overlap at the right shift, whatever the wake-ups
+ * cost; one sync off, a step that was longer on one side (a straggler's)
+ * pulls them apart. Over the first @p max pairs. */
+static uint64_t lag_violations(const struct ck_seq *ref, const struct ck_seq *b, int64_t lag,
+                               const struct ck_line *la, const struct ck_line *lb, int64_t mode,
+                               uint64_t max)
+{
+    uint64_t bad = 0, n = 0;
+
+    for (uint64_t k = lag < 0 ? (uint64_t)-lag + 1 : 1; k < ref->n && n < max; k++, n++) {
+        uint64_t j = k + (uint64_t)lag;
+        if (j >= b->n)
+            break;
+        int64_t b0 = (int64_t)b->t[j - 1] + coarse_at(la, lb, b->t[j - 1]) + mode;
+        int64_t b1 = (int64_t)b->t[j] + coarse_at(la, lb, b->t[j]) + mode;
+        bad += (int64_t)ref->t[k - 1] > b1 || b0 > (int64_t)ref->t[k];
+    }
+    return bad;
+}
+
 /* The shift of b's sequence whose differences to the reference's are
- * tightest, around the start (every rank recorded from its first sync) and
- * around where stage 1 puts the reference's first point. */
+ * tightest (the width of their tightest half) and whose windows agree
+ * (lag_violations(), CK_VIOL_NS each: a straggler's steps tell a sequence
+ * one sync off from the right one), looked for around the start (every
+ * rank recorded from its first sync) and around where stage 1 puts the
+ * reference's first point. */
 static int64_t best_lag(const struct ck_seq *ref, const struct ck_seq *b, const struct ck_line *la,
                         const struct ck_line *lb, int64_t *d)
 {
     int64_t guess[2] = {0, 0}, lag = 0;
-    uint64_t best = UINT64_MAX, lo, near = UINT64_MAX;
+    uint64_t best = UINT64_MAX, near = UINT64_MAX;
 
     for (uint64_t j = 0; j < b->n; j++) { /* b's point nearest ref's first */
         int64_t x = (int64_t)(ref->t[0] - b->t[j]) - coarse_at(la, lb, b->t[j]);
@@ -218,7 +246,9 @@ static int64_t best_lag(const struct ck_seq *ref, const struct ck_seq *b, const 
             uint64_t n = diffs(ref, b, l, la, lb, CK_LAG_SAMPLE, d, NULL), w;
             if (n < CK_MIN_POINTS)
                 continue;
+            uint64_t lo, h = n / 2 ? n / 2 : 1;
             w = shorth(d, n, &lo);
+            w += lag_violations(ref, b, l, la, lb, d[lo + h / 2], CK_LAG_SAMPLE) * CK_VIOL_NS;
             if (w < best)
                 best = w, lag = l;
         }
@@ -269,17 +299,55 @@ static uint64_t resid_shorth(const int64_t *d, const uint64_t *tb, uint64_t n, u
     return w;
 }
 
-/* Offset and drift from the differences at @p lag: a first slope from the
- * medians of the first and the second half in time (a trend must not bias
- * which half is kept), then twice: keep the residuals' tightest half and
- * fit a line to it. */
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A line through the modes of CK_WINDOWS stretches of the run: each the
+ * middle of its tightest half, the slope the median of the pairwise slopes
+ * (Theil-Sen), so neither a straggler's late steps nor a stretch whose
+ * wake-ups lagged more than the others' pulls it. @p s: n scratch values */
+static struct ck_fit window_line(const int64_t *d, const uint64_t *tb, uint64_t n, uint64_t t0,
+                                 int64_t *s)
+{
+    double x[CK_WINDOWS], y[CK_WINDOWS], sl[CK_WINDOWS * CK_WINDOWS / 2], ic[CK_WINDOWS];
+    uint64_t nw = n / 32, ns = 0, lo;
+    struct ck_fit f = {0, 0, 0, 0};
+
+    nw = nw < 4 ? 4 : nw > CK_WINDOWS ? CK_WINDOWS : nw;
+    for (uint64_t w = 0; w < nw; w++) {
+        uint64_t a = n * w / nw, b = n * (w + 1) / nw, h;
+        memcpy(s, d + a, (b - a) * sizeof(*s));
+        shorth(s, b - a, &lo);
+        h = (b - a) / 2 ? (b - a) / 2 : 1;
+        y[w] = (double)s[lo + h / 2];
+        x[w] = (double)(int64_t)(tb[(a + b) / 2] - t0);
+    }
+    for (uint64_t i = 0; i < nw; i++)
+        for (uint64_t j = i + 1; j < nw; j++)
+            if (x[j] > x[i])
+                sl[ns++] = (y[j] - y[i]) / (x[j] - x[i]);
+    qsort(sl, ns, sizeof(*sl), cmp_dbl);
+    f.r = ns ? sl[ns / 2] : 0;
+    for (uint64_t i = 0; i < nw; i++)
+        ic[i] = y[i] - f.r * x[i];
+    qsort(ic, nw, sizeof(*ic), cmp_dbl);
+    f.a = ic[nw / 2];
+    return f;
+}
+
+/* Offset and drift from the differences at @p lag: window_line()'s line;
+ * the scatter of the tightest half of the residuals around it gives the
+ * uncertainty (the fit's standard error) and the spread. */
 static int refine(struct m_clock *k, const struct ck_seq *ref, const struct ck_seq *b,
                   const struct ck_line *la, const struct ck_line *lb, int64_t lag)
 {
-    uint64_t max = ref->n < b->n ? ref->n : b->n, n, h, w = 0;
+    uint64_t max = ref->n < b->n ? ref->n : b->n, n, w;
     int64_t *d = malloc((max + 1) * sizeof(*d)), *s = malloc((max + 1) * sizeof(*s));
     uint64_t *tb = malloc((max + 1) * sizeof(*tb));
-    struct ck_fit f = {0, 0, 0, 0};
+    struct ck_fit f, g;
     double lo, hi;
 
     if (d == NULL || s == NULL || tb == NULL) {
@@ -287,25 +355,14 @@ static int refine(struct m_clock *k, const struct ck_seq *ref, const struct ck_s
         return -ENOMEM;
     }
     n = diffs(ref, b, lag, la, lb, max, d, tb);
-    h = n / 2;
-    memcpy(s, d, h * sizeof(*s));
-    qsort(s, h, sizeof(*s), cmp_i64);
-    int64_t m1 = s[h / 2];
-    memcpy(s, d + h, (n - h) * sizeof(*s));
-    qsort(s, n - h, sizeof(*s), cmp_i64);
-    int64_t m2 = s[(n - h) / 2];
-    double dt = (double)(int64_t)(tb[h + (n - h) / 2] - tb[h / 2]);
-    f.r = dt > 0 ? (double)(m2 - m1) / dt : 0;
-    f.a = (double)m1 - f.r * (double)(int64_t)(tb[h / 2] - k->t0_ns);
-    for (int it = 0; it < 2; it++) {
-        w = resid_shorth(d, tb, n, k->t0_ns, &f, s, &lo, &hi);
-        f = fit_kept(d, tb, n, k->t0_ns, &f, lo, hi);
-    }
+    f = window_line(d, tb, n, k->t0_ns, s);
+    w = resid_shorth(d, tb, n, k->t0_ns, &f, s, &lo, &hi);
+    g = fit_kept(d, tb, n, k->t0_ns, &f, lo, hi); /* the kept points' scatter */
     k->spread_ns = w / 2;
     k->off_ns = k->coarse_ns + (int64_t)llround(f.a);
     k->rate = k->coarse_rate + f.r;
-    k->unc_ns = f.m > 2 ? (uint64_t)llround(sqrt(f.ss / (double)(f.m - 2)) / sqrt((double)f.m)) : 0;
-    k->points = f.m;
+    k->unc_ns = g.m > 2 ? (uint64_t)llround(sqrt(g.ss / (double)(g.m - 2)) / sqrt((double)g.m)) : 0;
+    k->points = g.m;
     k->lag = lag;
     k->how = M_CLOCK_COLLECTIVES;
     free(d), free(s), free(tb);

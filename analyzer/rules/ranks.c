@@ -223,16 +223,26 @@ static void align(struct rk_ctx *x)
 
 /* ---- per-step waits ---- */
 
-/* Whether @p waker is a process of another rank than @p self. Ranks may sit
- * in different run files of one host (one file per rank): every run is
- * searched, as pids of one host are one namespace. */
-static int woken_by_peer(const struct rk_ctx *x, uint32_t self, uint32_t waker)
+/* Whether @p waker, who woke a thread of run @p run, is a process of
+ * another rank than @p self. Ranks may sit in different run files of one
+ * host (one file per rank): every run of the sleeper's host is searched, as
+ * its pids are one namespace; only a pid that host does not know is looked
+ * for on the other hosts (hosts simulated on one machine, docs/multihost.md). */
+static int woken_by_peer(const struct rk_ctx *x, uint32_t self, uint32_t run, uint32_t waker)
 {
-    for (int run = 0; waker && run < x->m->nruns; run++) {
-        uint32_t p = model_find_proc(x->m, (uint32_t)run, waker);
-        if (p != M_NONE && x->rank_of[p] != M_NONE && x->rank_of[p] != self)
-            return 1;
-    }
+    const struct model *m = x->m;
+    uint32_t dom = m->runs[run].clk.domain;
+    int known = 0;
+
+    for (int pass = 0; waker && pass < 2 && !known; pass++)
+        for (int r = 0; r < m->nruns; r++) {
+            if ((m->runs[r].clk.domain == dom) != (pass == 0))
+                continue;
+            uint32_t p = model_find_proc(m, (uint32_t)r, waker);
+            if (p != M_NONE && x->rank_of[p] != M_NONE && x->rank_of[p] != self)
+                return 1;
+            known |= p != M_NONE;
+        }
     return 0;
 }
 
@@ -286,7 +296,7 @@ static uint64_t peer_sleep(const struct rk_ctx *x, uint32_t ri, uint64_t t0, uin
         const struct m_off *o = &m->off[i];
         if (o->cls != CS_OFF_SLEEP && o->cls != CS_OFF_BLOCKED)
             continue;
-        if (woken_by_peer(x, ri, o->waker_pid) ||
+        if (woken_by_peer(x, ri, run, o->waker_pid) ||
             woken_by_relay(x, ri, run, o->waker_pid, o->waker_tid, o->t_start_ns, o->t_end_ns))
             sum += model_overlap(o->t_start_ns, o->t_end_ns, t0, t1);
     }
@@ -305,7 +315,7 @@ static int relay_add(struct rk_ctx *x, uint32_t run, const struct cs_rec_offcpu 
     p = model_find_proc(x->m, run, o->pid);
     ri = p != M_NONE ? x->rank_of[p] : M_NONE;
     if (ri == M_NONE || x->r[ri].thr == M_NONE || o->tid == x->m->thr[x->r[ri].thr].tid ||
-        !woken_by_peer(x, ri, o->waker_pid))
+        !woken_by_peer(x, ri, run, o->waker_pid))
         return 0;
     r = &x->r[ri];
     if (cs_grow((void **)&r->relay, &r->relay_cap, r->nrelay + 1, sizeof(*r->relay)) < 0)

@@ -11,9 +11,13 @@
  * and wakes the main thread (as gloo's threads do): cli.ranks_relay.
  * `host R N DIR [straggler=-1] [steps=300] [burn_ms=20]` is rank R of N
  * on its own "host": one process, recorded by its own `cudaspy record`
- * (cli.hosts_*, docs/multihost.md), its barrier a star of FIFOs in DIR
- * (DIR/up, which rank 0 reads, and DIR/downR for each other rank; the
- * test makes them); rank STRAGGLER burns before every 10th step.
+ * (cli.hosts_*, docs/multihost.md), its barrier a mesh of FIFOs in DIR
+ * (DIR/pS_R from rank S to rank R, for every pair; the test makes them):
+ * a rank sends a byte to every other, then takes one from every other, so
+ * the last to arrive releases the others, whichever it is, as in an
+ * all-reduce, and the collective's wait is a cuCtxSynchronize (the fake
+ * delay of cuStreamSynchronize stands for the step's compute alone); rank
+ * STRAGGLER burns before every 10th step.
  * Usage: client_ranks [straggle|control|relay] [steps=300] [burn_ms=20]
  * Prints "ranks 2", "steps N" and "checksum <hex>" (identical traced or
  * untraced); exits 0, or 3 after one line naming the failed call. */
@@ -37,10 +41,10 @@
 struct rank_cfg {
     int rank, nranks;
     int to_peer, from_peer; /* pipe ends; host mode: DIR/up, DIR/down<rank> */
-    int down[MAX_RANKS];    /* host mode, rank 0: DIR/down<r> for r >= 1 */
+    int in[MAX_RANKS], out[MAX_RANKS]; /* host mode: DIR/p<r>_<rank>, DIR/p<rank>_<r> */
     long steps, burn_ms;
     int straggle, relay;
-    int star;               /* host mode: the barrier is star_barrier() */
+    int mesh;               /* host mode: the barrier is mesh_barrier() */
     int straggler;          /* the rank that straggles */
 };
 
@@ -86,22 +90,16 @@ static void peer_gone(const struct rank_cfg *c)
     _exit(3);
 }
 
-/* Host mode's star: rank 0 takes a byte from every other rank on DIR/up,
- * then hands one to each on its DIR/down<r>. */
-static void star_barrier(const struct rank_cfg *c)
+/* Host mode's mesh: a byte to every other rank, then one from each. */
+static void mesh_barrier(const struct rank_cfg *c)
 {
     char b = (char)c->rank;
 
-    if (c->rank != 0) {
-        if (write(c->to_peer, &b, 1) != 1 || read(c->from_peer, &b, 1) != 1)
+    for (int r = 0; r < c->nranks; r++)
+        if (r != c->rank && write(c->out[r], &b, 1) != 1)
             peer_gone(c);
-        return;
-    }
-    for (int i = 1; i < c->nranks; i++)
-        if (read(c->from_peer, &b, 1) != 1)
-            peer_gone(c);
-    for (int r = 1; r < c->nranks; r++)
-        if (write(c->down[r], &b, 1) != 1)
+    for (int r = 0; r < c->nranks; r++)
+        if (r != c->rank && read(c->in[r], &b, 1) != 1)
             peer_gone(c);
 }
 
@@ -109,8 +107,8 @@ static void barrier(const struct rank_cfg *c)
 {
     char b = (char)c->rank;
 
-    if (c->star) {
-        star_barrier(c);
+    if (c->mesh) {
+        mesh_barrier(c);
         return;
     }
     if (write(c->to_peer, &b, 1) != 1 || read(c->from_peer, &b, 1) != 1)
@@ -167,7 +165,7 @@ static void rank_main(const struct rank_cfg *c)
     CUfunction fn;
     uint64_t h = CLIENT_FNV_INIT, sink = 0;
 
-    int local = c->star ? 0 : c->rank; /* a host of its own: its only GPU */
+    int local = c->mesh ? 0 : c->rank; /* a host of its own: its only GPU */
     set_rank_env(c->rank, c->nranks, local);
     int ndev = 1;
 
@@ -194,7 +192,10 @@ static void rank_main(const struct rank_cfg *c)
             relay_barrier();
         else
             barrier(c);
-        CHECK_CU(cuStreamSynchronize(NULL));
+        if (c->mesh) /* the wait for the all-reduce: done when the last rank came */
+            CHECK_CU(cuCtxSynchronize());
+        else
+            CHECK_CU(cuStreamSynchronize(NULL));
         h = client_fnv(h, &s, sizeof(s));
     }
     CHECK_CU(cuModuleUnload(mod));
@@ -211,8 +212,9 @@ static pid_t spawn(struct rank_cfg *c)
     return pid;
 }
 
-/* Host mode: open the star's FIFOs (rank 0 holds DIR/up open for reading
- * and writing, so no open waits on it) and be rank R. */
+/* Host mode: open the mesh's FIFOs (this rank's own ones for reading and
+ * writing first, so that no open waits on a rank that waits on this one)
+ * and be rank R. */
 static int host_main(int argc, char **argv)
 {
     struct rank_cfg c = {0};
@@ -225,28 +227,24 @@ static int host_main(int argc, char **argv)
     c.rank = atoi(argv[2]), c.nranks = atoi(argv[3]);
     c.straggler = (int)client_arg(argc, argv, 5, -1);
     c.steps = client_arg(argc, argv, 6, 300), c.burn_ms = client_arg(argc, argv, 7, 20);
-    c.straggle = c.straggler >= 0, c.star = 1;
+    c.straggle = c.straggler >= 0, c.mesh = 1;
     if (c.nranks < 2 || c.nranks > MAX_RANKS || c.rank < 0 || c.rank >= c.nranks) {
         fprintf(stderr, "%s: host: want 0 <= R < N <= %d\n", NAME, MAX_RANKS);
         return 2;
     }
-    snprintf(path, sizeof(path), "%s/up", argv[4]);
-    if (c.rank == 0) {
-        c.from_peer = open(path, O_RDWR);
-        for (int r = 1; r < atoi(argv[3]); r++) {
-            snprintf(path, sizeof(path), "%s/down%d", argv[4], r);
-            if ((c.down[r] = open(path, O_WRONLY)) < 0)
-                c.from_peer = -1;
+    for (int pass = 0; pass < 2; pass++)
+        for (int r = 0; r < c.nranks; r++) {
+            if (r == c.rank)
+                continue;
+            snprintf(path, sizeof(path), "%s/p%d_%d", argv[4], pass ? c.rank : r,
+                     pass ? r : c.rank);
+            int fd = open(path, pass ? O_WRONLY : O_RDWR);
+            if (fd < 0) {
+                fprintf(stderr, "%s: rank %d: %s: cannot open\n", NAME, c.rank, path);
+                return 3;
+            }
+            *(pass ? &c.out[r] : &c.in[r]) = fd;
         }
-    } else {
-        c.to_peer = open(path, O_WRONLY);
-        snprintf(path, sizeof(path), "%s/down%d", argv[4], c.rank);
-        c.from_peer = open(path, O_RDONLY);
-    }
-    if (c.from_peer < 0 || c.to_peer < 0) {
-        fprintf(stderr, "%s: rank %d: %s: cannot open\n", NAME, c.rank, path);
-        return 3;
-    }
     rank_main(&c);
     return 0;
 }

@@ -14,8 +14,11 @@ n=$1 cudaspy=$2 analyze=$3 client=$4 check=$5 dir=$6
 rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
 fail() { echo "FAIL hosts_$n: $*" >&2; exit 1; }
 shifts="0 1700000000:40 -400000000:-25 2500000000:15"
-mkfifo up || fail "mkfifo"
-for r in $(seq 1 $((n - 1))); do mkfifo "down$r" || fail "mkfifo"; done
+for a in $(seq 0 $((n - 1))); do
+    for b in $(seq 0 $((n - 1))); do
+        [ "$a" = "$b" ] || mkfifo "p${a}_$b" || fail "mkfifo"
+    done
+done
 export FAKECUDA_LAT_NS="cuStreamSynchronize=1000000" FAKECUDA_LAT_MODE=sleep
 r=0 pids=
 for s in $shifts; do
