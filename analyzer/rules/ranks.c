@@ -943,11 +943,16 @@ void ranks_print(FILE *f, const json_t *j, int color)
         return;
     fprintf(f, "\n%sRANKS%s (step = k-th host sync of each rank; wait = sync + sleep woken by "
                "a peer)\n", color ? "\033[1m" : "", color ? "\033[0m" : "");
-    fprintf(f, "  %4s %-16s %9s %9s %9s %9s %9s %7s %9s %9s %6s\n", "rank", "pids", "cuda",
-            "sync t", "on-CPU", "off-CPU", "preempt", "steps", "med wait", "lost", "late");
+    int hosts = json_array_size(json_object_get(j, "hosts")) > 0; /* several: name them */
+    fprintf(f, "  %4s %-16s %9s %9s %9s %9s %9s %7s %9s %9s %6s\n", "rank",
+            hosts ? "host:pids" : "pids", "cuda", "sync t", "on-CPU", "off-CPU", "preempt",
+            "steps", "med wait", "lost", "late");
     json_array_foreach(ranks, i, r) {
         char pids[64] = "";
         size_t l = 0;
+        const char *host = json_string_value(json_object_get(r, "host"));
+        if (hosts)
+            l = (size_t)snprintf(pids, sizeof(pids), "%s:", host ? host : "?");
         json_array_foreach(json_object_get(r, "pids"), k, a)
             l += (size_t)snprintf(pids + l, l < sizeof(pids) ? sizeof(pids) - l : 0, "%s%d",
                                   k ? "," : "", (int)json_integer_value(a));

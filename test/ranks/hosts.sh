@@ -54,6 +54,9 @@ assert st and st[0].get("host") == "host%d" % (n - 1), [(c.get("cause"), c.get("
 print("straggler: rank %d on %s" % (st[0]["rank"], st[0]["host"]))
 PY
 # shellcheck disable=SC2086
+"$analyze" $runs >r.txt 2>&1 || fail "text report exited $?"
+grep -q "^ *$((n - 1)) host$((n - 1)):[0-9]" r.txt || { sed -n '/^RANKS/,/^$/p' r.txt >&2; fail "RANKS does not name the hosts"; }
+# shellcheck disable=SC2086
 "$analyze" export --chrome all.json $runs 2>x.err || { cat x.err >&2; fail "export exited $?"; }
 "$check" all.json >/dev/null || fail "check_trace rejects the trace of all hosts"
 for r in $(seq 0 $((n - 1))); do
