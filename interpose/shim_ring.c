@@ -752,13 +752,13 @@ void shim_ring_capture(int on, uint64_t t)
     pthread_mutex_lock(&g.lock);
     g.start_paused = !on;
     g.self_capture = 1;
-    for (uint32_t s = 0; s < g.nseg; s++)
+    for (uint32_t s = 0; s < g.nseg; s++) {
         atomic_store_explicit(&((struct cs_seg_hdr *)g.seg[s])->self_capture, 1,
-                              memory_order_seq_cst);
-    for (uint32_t s = 0; s < g.nseg; s++)
+                              memory_order_seq_cst); /* before the paused words */
         for (uint32_t i = 0; i < SEG_NSUB; i++)
             atomic_store_explicit(&cs_seg_sub(g.seg[s], i)->paused, (uint32_t)!on,
                                   memory_order_relaxed);
+    }
     pthread_mutex_unlock(&g.lock);
     (void)shim_ring_push_raw(CS_ENT_CAPTURE, &c, sizeof(c));
     errno = err;

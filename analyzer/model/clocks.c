@@ -165,10 +165,16 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* How many values make the half of @p n (at least one). */
+static uint64_t half(uint64_t n)
+{
+    return n / 2 ? n / 2 : 1;
+}
+
 /* Sort @p v and find its tightest half: @return its width, *lo its first */
 static uint64_t shorth(int64_t *v, uint64_t n, uint64_t *lo)
 {
-    uint64_t h = n / 2 ? n / 2 : 1, best = UINT64_MAX;
+    uint64_t h = half(n), best = UINT64_MAX;
 
     qsort(v, n, sizeof(*v), cmp_i64);
     *lo = 0;
@@ -246,9 +252,9 @@ static int64_t best_lag(const struct ck_seq *ref, const struct ck_seq *b, const 
             uint64_t n = diffs(ref, b, l, la, lb, CK_LAG_SAMPLE, d, NULL), w;
             if (n < CK_MIN_POINTS)
                 continue;
-            uint64_t lo, h = n / 2 ? n / 2 : 1;
+            uint64_t lo;
             w = shorth(d, n, &lo);
-            w += lag_violations(ref, b, l, la, lb, d[lo + h / 2], CK_LAG_SAMPLE) * CK_VIOL_NS;
+            w += lag_violations(ref, b, l, la, lb, d[lo + half(n) / 2], CK_LAG_SAMPLE) * CK_VIOL_NS;
             if (w < best)
                 best = w, lag = l;
         }
@@ -261,7 +267,8 @@ struct ck_fit {
     uint64_t m;
 };
 
-/* Least squares through the points whose residual to @p f lies in [lo, hi]. */
+/* Least squares through the points whose residual to @p f lies in [lo, hi]
+ * (ss: their squared residuals to that new line). */
 static struct ck_fit fit_kept(const int64_t *d, const uint64_t *tb, uint64_t n, uint64_t t0,
                               const struct ck_fit *f, double lo, double hi)
 {
@@ -290,12 +297,12 @@ static struct ck_fit fit_kept(const int64_t *d, const uint64_t *tb, uint64_t n, 
 static uint64_t resid_shorth(const int64_t *d, const uint64_t *tb, uint64_t n, uint64_t t0,
                              const struct ck_fit *f, int64_t *tmp, double *lo, double *hi)
 {
-    uint64_t first, h = n / 2 ? n / 2 : 1, w;
+    uint64_t first, w;
 
     for (uint64_t i = 0; i < n; i++)
         tmp[i] = (int64_t)llround((double)d[i] - f->a - f->r * (double)(int64_t)(tb[i] - t0));
     w = shorth(tmp, n, &first);
-    *lo = (double)tmp[first], *hi = (double)tmp[first + h - 1];
+    *lo = (double)tmp[first], *hi = (double)tmp[first + half(n) - 1];
     return w;
 }
 
@@ -318,11 +325,10 @@ static struct ck_fit window_line(const int64_t *d, const uint64_t *tb, uint64_t 
 
     nw = nw < 4 ? 4 : nw > CK_WINDOWS ? CK_WINDOWS : nw;
     for (uint64_t w = 0; w < nw; w++) {
-        uint64_t a = n * w / nw, b = n * (w + 1) / nw, h;
+        uint64_t a = n * w / nw, b = n * (w + 1) / nw;
         memcpy(s, d + a, (b - a) * sizeof(*s));
         shorth(s, b - a, &lo);
-        h = (b - a) / 2 ? (b - a) / 2 : 1;
-        y[w] = (double)s[lo + h / 2];
+        y[w] = (double)s[lo + half(b - a) / 2];
         x[w] = (double)(int64_t)(tb[(a + b) / 2] - t0);
     }
     for (uint64_t i = 0; i < nw; i++)
@@ -338,9 +344,10 @@ static struct ck_fit window_line(const int64_t *d, const uint64_t *tb, uint64_t 
     return f;
 }
 
-/* Offset and drift from the differences at @p lag: window_line()'s line;
- * the scatter of the tightest half of the residuals around it gives the
- * uncertainty (the fit's standard error) and the spread. */
+/* Offset and drift from the differences at @p lag: window_line()'s line.
+ * The tightest half of the residuals around it gives the spread, and the
+ * standard error of a least-squares line through those points the
+ * uncertainty. */
 static int refine(struct m_clock *k, const struct ck_seq *ref, const struct ck_seq *b,
                   const struct ck_line *la, const struct ck_line *lb, int64_t lag)
 {
@@ -370,23 +377,24 @@ static int refine(struct m_clock *k, const struct ck_seq *ref, const struct ck_s
 }
 
 /* Align domain @p d (its first run's clock) to the reference's. */
-static int align_domain(struct model *m, uint32_t d, const struct ck_seq *ref, int ptp)
+static int align_domain(struct model *m, uint32_t d, const struct ck_seq *ref,
+                        const struct ck_line *la, int ptp)
 {
     struct m_clock *k = &m->runs[d].clk;
-    struct ck_line la, lb;
+    struct ck_line lb;
     struct ck_seq b = {0};
     uint64_t span;
     int rc;
 
-    if (domain_line(m, 0, ptp, &la) < 0 || domain_line(m, d, ptp, &lb) < 0)
+    if (domain_line(m, d, ptp, &lb) < 0)
         return 0; /* nothing to align on: left as recorded */
     span = m->runs[d].t_end_ns > k->t0_ns + 1000000000ull ? m->runs[d].t_end_ns - k->t0_ns
                                                            : 1000000000ull;
     k->coarse_ptp = (uint8_t)ptp;
     k->how = ptp ? M_CLOCK_PTP : M_CLOCK_REALTIME;
-    k->coarse_ns = k->off_ns = coarse_at(&la, &lb, k->t0_ns);
+    k->coarse_ns = k->off_ns = coarse_at(la, &lb, k->t0_ns);
     k->coarse_rate = k->rate =
-        (double)(coarse_at(&la, &lb, k->t0_ns + span) - k->coarse_ns) / (double)span;
+        (double)(coarse_at(la, &lb, k->t0_ns + span) - k->coarse_ns) / (double)span;
     if ((rc = domain_syncs(m, d, &b)) < 0)
         return rc;
     rc = 0;
@@ -396,10 +404,10 @@ static int align_domain(struct model *m, uint32_t d, const struct ck_seq *ref, i
             free(b.t);
             return -ENOMEM;
         }
-        lag = best_lag(ref, &b, &la, &lb, tmp);
+        lag = best_lag(ref, &b, la, &lb, tmp);
         free(tmp);
         if (lag != INT64_MIN)
-            rc = refine(k, ref, &b, &la, &lb, lag);
+            rc = refine(k, ref, &b, la, &lb, lag);
     }
     free(b.t);
     return rc;
@@ -480,6 +488,7 @@ static void move_runs(struct model *m)
 int clocks_align(struct model *m)
 {
     struct ck_seq ref = {0};
+    struct ck_line la;
     int ptp = 1, rc = 0, many = 0;
 
     for (int i = 0; i < m->nruns; i++) {
@@ -495,15 +504,16 @@ int clocks_align(struct model *m)
     }
     if (!many)
         return 0;
-    for (int i = 0; i < m->nruns; i++) {
-        struct ck_line l;
-        ptp &= domain_line(m, m->runs[i].clk.domain, 1, &l) == 0;
-    }
+    for (int i = 0; i < m->nruns; i++) /* PTP only where every domain has it */
+        if (m->runs[i].clk.domain == (uint32_t)i)
+            ptp &= domain_line(m, (uint32_t)i, 1, &la) == 0;
+    if (domain_line(m, 0, ptp, &la) < 0)
+        return 0; /* the reference has no pairs: every run left as recorded */
     if ((rc = domain_syncs(m, 0, &ref)) < 0)
         return rc;
     for (int i = 1; i < m->nruns && rc == 0; i++)
         if (m->runs[i].clk.domain == (uint32_t)i)
-            rc = align_domain(m, (uint32_t)i, &ref, ptp);
+            rc = align_domain(m, (uint32_t)i, &ref, &la, ptp);
     free(ref.t);
     for (int i = 1; i < m->nruns; i++) { /* the domain's line, at each run's own start */
         struct m_clock *k = &m->runs[i].clk, *d = &m->runs[k->domain].clk;

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct cs_err;
 struct model;
 
 enum m_clock_how {
@@ -55,7 +56,6 @@ uint64_t clocks_shift(const struct m_clock *k, uint64_t t_ns);
 
 /** The clocks of @p n runs (model_load()'s alignment, none of the rest of
  * the model) into @p out. @return 0, a run-file error (@p err), -ENOMEM */
-struct cs_err;
 int clocks_of_runs(const char *const *paths, int n, struct m_clock *out, struct cs_err *err);
 
 /** A time of run @p run as the model has it (the records that stages read

@@ -144,7 +144,7 @@ struct cs_seg_hdr {
     uint32_t clock;     /* enum cs_clock for every record in this segment */
     /* 1 once the process's shim bounds capture ranges itself (record
      * --capture cudaProfilerApi, nvtx:, steps:): from then on it alone sets
-     * its sub-rings' paused words. The shim stores it (relaxed) before
+     * its sub-rings' paused words. The shim stores it before
      * those words, in every segment it has and makes; the collector reads
      * it before touching them, so a segment it maps late, or a mark it
      * reads late, cannot pause a range the shim opened. */

@@ -40,7 +40,7 @@
 
 struct rank_cfg {
     int rank, nranks;
-    int to_peer, from_peer; /* pipe ends; host mode: DIR/up, DIR/down<rank> */
+    int to_peer, from_peer; /* pipe ends (not in host mode) */
     int in[MAX_RANKS], out[MAX_RANKS]; /* host mode: DIR/p<r>_<rank>, DIR/p<rank>_<r> */
     long steps, burn_ms;
     int straggle, relay;
