@@ -127,6 +127,8 @@ struct cs_run {
     int ncursors;  /* open cursors (a map resize must wait for 0) */
     const uint8_t *map;  /* LMDB's map of the file, as last seen */
     uint64_t file_bytes; /* file size, as last seen */
+    uint64_t view_bytes; /* of the file readable at map: the file size or, where the
+                            map is shorter (its header's map size), the map's length */
     struct meta_kv *meta;
     size_t nmeta;
     char **strings; /* by id; NULL = unknown */

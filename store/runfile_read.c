@@ -115,8 +115,10 @@ static char *dup_text(const MDB_val *v)
  * /proc/self/maps: the one that holds @p hint (a pointer LMDB handed out),
  * else the largest (the lock file is another inode). A process that has
  * the file open twice (a live view keeping one sample while it reads the
- * next) has two such maps, and the largest may be the other open's. */
-static const uint8_t *run_find_map(const struct stat *st, const void *hint)
+ * next) has two such maps, and the largest may be the other open's. The
+ * map's length goes to @p len: LMDB maps the size the file's header asks
+ * for, which a damaged or appended-to file makes shorter than the file. */
+static const uint8_t *run_find_map(const struct stat *st, const void *hint, uint64_t *len)
 {
     FILE *f = fopen("/proc/self/maps", "re");
     const uint8_t *map = NULL;
@@ -133,11 +135,13 @@ static const uint8_t *run_find_map(const struct stat *st, const void *hint)
             continue;
         if (hint && h >= lo && h < hi) {
             map = (const uint8_t *)(uintptr_t)lo;
+            *len = hi - lo;
             break;
         }
         if (hi - lo > best) {
             best = hi - lo;
             map = (const uint8_t *)(uintptr_t)lo;
+            *len = best;
         }
     }
     fclose(f);
@@ -149,21 +153,24 @@ static const uint8_t *run_find_map(const struct stat *st, const void *hint)
 static void run_map_refresh(struct cs_run *r, const void *hint)
 {
     struct stat st;
+    uint64_t len = 0;
 
     if (fstat(r->fd, &st) == 0) {
         r->file_bytes = (uint64_t)st.st_size;
-        r->map = run_find_map(&st, hint);
+        r->map = run_find_map(&st, hint, &len);
+        r->view_bytes = r->file_bytes < len ? r->file_bytes : len;
     }
 }
 
-/* Do key @p k and value @p v lie inside the file? LMDB follows a corrupt
- * node to any page number, and touching the map past the end of the file
- * is SIGBUS in whoever reads the bytes (found by fuzz_runfile). */
+/* Do key @p k and value @p v lie inside the file and its map? LMDB follows
+ * a corrupt node to any page number: touching the map past the end of the
+ * file is SIGBUS in whoever reads the bytes, and past the end of the map
+ * reads whatever memory lies there (both found by fuzz_runfile). */
 static int run_in_file(struct cs_run *r, const MDB_val *k, const MDB_val *v)
 {
     for (int pass = 0; pass < 2; pass++) {
         const uint8_t *pk = k->mv_data, *pv = v->mv_data;
-        const uint8_t *lo = r->map, *hi = lo ? lo + r->file_bytes : NULL; /* NULL + 0 is UB */
+        const uint8_t *lo = r->map, *hi = lo ? lo + r->view_bytes : NULL; /* NULL + 0 is UB */
         if (lo && (k->mv_size == 0 || (pk >= lo && pk <= hi && k->mv_size <= (size_t)(hi - pk))) &&
             (v->mv_size == 0 || (pv >= lo && pv <= hi && v->mv_size <= (size_t)(hi - pv))))
             return 1;
@@ -824,8 +831,9 @@ void cs_cursor_close(struct cs_cursor *c)
 {
     if (c == NULL)
         return;
-    if (c->copy && c->r->map) /* what walking the tree's pages mapped */
-        madvise((void *)c->r->map, c->r->file_bytes, MADV_DONTNEED);
+    if (c->copy && c->r->map) /* what walking the tree's pages mapped; never past
+                                 the map, where DONTNEED would zero others' memory */
+        madvise((void *)c->r->map, c->r->view_bytes, MADV_DONTNEED);
     mdb_cursor_close(c->cur);
     mdb_txn_abort(c->txn);
     c->r->ncursors--;

@@ -15,6 +15,7 @@
 #include "cudaspy/cudablk.h"
 #include "cudaspy/runfile.h"
 #include "cudaspy/version.h"
+#include "runfile_priv.h" /* the reader's view of its map (test_appended_file_...) */
 
 static char dir[] = "/tmp/cs_test_runfile.XXXXXX";
 static char path[128];
@@ -482,6 +483,68 @@ static int test_released_pages_read_back(void)
     return 0;
 }
 
+/* Length of the largest mapping of file @p p from offset 0 here, 0 if none. */
+static uint64_t map_len_of(const char *p)
+{
+    FILE *f = fopen("/proc/self/maps", "re");
+    unsigned long long lo, hi, off, ino, best = 0;
+    char line[512];
+    struct stat st;
+
+    if (f == NULL || stat(p, &st) < 0) {
+        if (f)
+            fclose(f);
+        return 0;
+    }
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "%llx-%llx %*s %llx %*x:%*x %llu", &lo, &hi, &off, &ino) == 4 &&
+            ino == (unsigned long long)st.st_ino && off == 0 && hi - lo > best)
+            best = hi - lo;
+    fclose(f);
+    return best;
+}
+
+/* A file longer than LMDB's map of it (its header's map size zeroed, so
+ * LMDB maps the pages in use, then 1 MiB appended): the reader bounds what
+ * it trusts and what it hands back to the kernel by the map, not by the
+ * file. Bounded by the file, closing a releasing cursor zeroed 1 MiB of
+ * whatever memory lay past the map (fuzz_runfile: an ASan CHECK in
+ * cs_cursor_close, docs/reliability.md). */
+static int test_appended_file_stays_inside_map(void)
+{
+    struct cs_store *s = cs_store_new();
+    struct cs_store_opts o = {0};
+    struct cs_run *r = cs_run_new();
+    static uint8_t tail[1 << 20];
+    uint64_t zero = 0;
+    long page = sysconf(_SC_PAGESIZE);
+    char p[160];
+    int fd;
+
+    snprintf(p, sizeof(p), "%s/appended.lmdb", dir);
+    CHECK_OK(cs_store_open(s, p, &o, NULL));
+    for (uint32_t i = 0; i < 20; i++)
+        CHECK_OK(put_kind(s, CS_REC_CUDA, i * 600, 600));
+    CHECK_OK(cs_store_commit(s));
+    cs_store_free(s);
+    fd = open(p, O_RDWR);
+    CHECK(fd >= 0);
+    /* mm_mapsize of both meta pages: after the 16-byte page header, the
+     * magic, the version and mm_address (lmdb's mdb.c, MDB_meta) */
+    CHECK_EQ(pwrite(fd, &zero, 8, 32), 8);
+    CHECK_EQ(pwrite(fd, &zero, 8, page + 32), 8);
+    CHECK_EQ(pwrite(fd, tail, sizeof(tail), lseek(fd, 0, SEEK_END)), (ssize_t)sizeof(tail));
+    close(fd);
+    CHECK_OK(cs_run_open(r, p, NULL));
+    CHECK_EQ(read_released(r), 20 * 600);
+    CHECK(map_len_of(p) > 0);
+    CHECK(r->file_bytes > map_len_of(p)); /* the case: the map is shorter */
+    CHECK(r->view_bytes <= map_len_of(p));
+    CHECK_EQ(read_released(r), 20 * 600);
+    cs_run_free(r);
+    return 0;
+}
+
 /* A reader that cannot create the lock file (uid nobody, root-owned
  * directory) falls back to MDB_NOLOCK. */
 static int test_readonly_dir_opens_without_lock(void)
@@ -866,6 +929,7 @@ int main(void)
     RUN(test_map_limit_keeps_committed_data);
     RUN(test_map_grows_and_replays);
     RUN(test_released_pages_read_back);
+    RUN(test_appended_file_stays_inside_map);
     RUN(test_readonly_dir_opens_without_lock);
     RUN(test_live_reader_follows_writer);
     RUN(test_compact_put_splits_and_round_trips);
