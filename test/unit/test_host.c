@@ -268,7 +268,11 @@ static int test_pipe_sleeps_are_s_and_name_the_partner_as_waker(void)
         by_partner += o->waker_pid == b;
     }
     fprintf(stderr, "ping_a sleeps %u, woken by ping_b %u\n", sleeps, by_partner);
-    CHECK(sleeps >= 100); /* a read often finds the byte already there */
+    /* 400 round trips: a quiet machine blocks ping_a's read in each; under
+     * a CPU hog its read often finds the byte already there (49 once, a
+     * .ci/run beside three busy loops), so the floor is what the share
+     * below needs to mean something */
+    CHECK(sleeps >= 20);
     CHECK(by_partner * 10 >= sleeps * 9);
     return 0;
 }
