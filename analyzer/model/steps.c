@@ -279,7 +279,8 @@ struct seq {
     uint32_t nsym;
     uint64_t *sym_key;   /* nsym: call_sym() of each */
     uint64_t *count;     /* nsym */
-    uint64_t t_last_exit; /* return of the last of them */
+    uint64_t t_last_exit; /* return of the last of them that gave the GPU work
+                             or waited for it (frees after the loop are not a step) */
 };
 
 static void seq_free(struct seq *s)
@@ -288,6 +289,13 @@ static void seq_free(struct seq *s)
     model_free_big(s->t);
     free(s->sym_key);
     free(s->count);
+}
+
+/* A launch, copy or memset, or a wait for the GPU: what a step is made of. */
+static int gives_work_or_waits(const struct m_call *c)
+{
+    enum cs_family f = cs_api_table[c->api].family;
+    return f == CS_FAM_LAUNCH || f == CS_FAM_COPY || f == CS_FAM_MEMSET || f == CS_FAM_SYNC;
 }
 
 static int seq_build(const struct model *m, const struct steps_opts *o, uint32_t thr, uint64_t n,
@@ -328,7 +336,8 @@ static int seq_build(const struct model *m, const struct steps_opts *o, uint32_t
                 goto nomem;
         }
         s->count[id]++;
-        s->t_last_exit = c->t_exit_ns;
+        if (gives_work_or_waits(c))
+            s->t_last_exit = c->t_exit_ns;
         s->sym[s->n] = id;
         s->t[s->n++] = c->t_enter_ns;
     }
@@ -563,7 +572,7 @@ static uint64_t boundaries(const struct seq *s, const struct anchor *a, const ui
     if (per && first >= per) /* the step that the first anchor ends */
         h0 = first - per + 1;
     head = s->t[first] - s->t[h0];
-    tail = s->t_last_exit - s->t[last];
+    tail = s->t_last_exit > s->t[last] ? s->t_last_exit - s->t[last] : 0;
     if (2 * tail >= med) {
         b[nb++] = s->t_last_exit;
     } else if (2 * head >= med) {
@@ -585,6 +594,7 @@ static int from_anchor(const struct model *m, const struct seq *s, uint32_t thr,
     if ((rc = fill_steps(out, b, nb, thr, NULL)) < 0)
         return rc;
     out->source = STEPS_INFERRED;
+    out->work_end_ns = s->t_last_exit;
     anchor_name(m, thr, s->sym_key[a->sym], out->name, sizeof(out->name));
     if (a->period > 1)
         snprintf(out->how, sizeof(out->how),
@@ -773,6 +783,9 @@ struct step_setup steps_setup_end(const struct model *m, const struct steps *s)
         steps_durations(s, d);
         su.proc = m->thr[s->thr].proc;
         su.wind_ns = s->s[s->n - 1].t_end_ns + d[(s->n - 1) / 2];
+        if (s->work_end_ns) /* inferred: the steps end with the thread's last work */
+            su.wind_ns = s->work_end_ns > s->s[s->n - 1].t_end_ns ? s->work_end_ns
+                                                                   : s->s[s->n - 1].t_end_ns;
         free(d);
     }
     return su;

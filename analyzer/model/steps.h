@@ -34,6 +34,9 @@ struct steps {
     struct m_step *s;   /* by start time */
     size_t n;
     double cv;          /* regularity: stddev / mean of step time (0 = perfectly regular) */
+    uint64_t work_end_ns; /* inferred: the return of the thread's last call that gave
+                             the GPU work or waited for it (what comes after, frees
+                             and exit, is wind-down); 0 for NVTX steps */
 };
 
 /* What steps_find() looks for. */
@@ -72,8 +75,10 @@ struct step_setup {
     uint32_t proc;               /* M_NONE: no steps, no set-up */
     uint64_t end_ns;             /* the first step's start */
     uint64_t wind_ns;            /* where the wind-down after the steps begins:
-                                    the last step's end and one median step more
-                                    (the last anchor starts a step of its own);
+                                    inferred steps, the later of the last step's end
+                                    and the thread's last work (steps.work_end_ns);
+                                    NVTX, the last step's end and one median step
+                                    more (the last range starts a step of its own);
                                     UINT64_MAX: none (no steps, or --until cut
                                     the run's end) */
 };
