@@ -769,25 +769,33 @@ void steps_free(struct steps *s)
     s->n = 0;
 }
 
+/* Where the wind-down after steps @p s (STEPS_MIN or more) begins; UINT64_MAX
+ * if that cannot be said (no memory). */
+static uint64_t wind_start(const struct steps *s)
+{
+    uint64_t last = s->s[s->n - 1].t_end_ns, med, *d;
+
+    if (s->work_end_ns) /* inferred: the steps end with the thread's last work */
+        return s->work_end_ns > last ? s->work_end_ns : last;
+    if ((d = malloc(s->n * sizeof(*d))) == NULL)
+        return UINT64_MAX;
+    steps_durations(s, d);
+    med = d[(s->n - 1) / 2];
+    free(d);
+    return last + med; /* NVTX: the last range starts a step of its own */
+}
+
 struct step_setup steps_setup_end(const struct model *m, const struct steps *s)
 {
     struct step_setup su = {M_NONE, 0, UINT64_MAX};
-    uint64_t *d;
 
     if (s->n > 0 && m->opts.since_ns == 0) {
         su.proc = m->thr[s->thr].proc;
         su.end_ns = s->s[0].t_start_ns;
     }
     if (s->n >= STEPS_MIN && m->opts.until_ns == UINT64_MAX &&
-        (d = malloc(s->n * sizeof(*d))) != NULL) {
-        steps_durations(s, d);
+        (su.wind_ns = wind_start(s)) != UINT64_MAX)
         su.proc = m->thr[s->thr].proc;
-        su.wind_ns = s->s[s->n - 1].t_end_ns + d[(s->n - 1) / 2];
-        if (s->work_end_ns) /* inferred: the steps end with the thread's last work */
-            su.wind_ns = s->work_end_ns > s->s[s->n - 1].t_end_ns ? s->work_end_ns
-                                                                   : s->s[s->n - 1].t_end_ns;
-        free(d);
-    }
     return su;
 }
 

@@ -457,20 +457,30 @@ static long read_released(struct cs_run *r)
     return seen;
 }
 
+/* Run file @p p with @p nblocks blocks of 600 CUDA records, record i as
+ * fill_rec() makes it. @return 0 or a store error */
+static int write_cuda_blocks(const char *p, uint32_t nblocks)
+{
+    struct cs_store *s = cs_store_new();
+    struct cs_store_opts o = {0};
+    int rc = s ? cs_store_open(s, p, &o, NULL) : -ENOMEM;
+
+    for (uint32_t i = 0; i < nblocks && rc == 0; i++)
+        rc = put_kind(s, CS_REC_CUDA, i * 600, 600);
+    if (rc == 0)
+        rc = cs_store_commit(s);
+    cs_store_free(s);
+    return rc;
+}
+
 /* A cursor told to release pages does not leave the file's 46 MB mapped,
  * and what it hands out reads right, also the second time round. Issue 5. */
 static int test_released_pages_read_back(void)
 {
-    struct cs_store *s = cs_store_new();
-    struct cs_store_opts o = {0};
     struct cs_run *r = cs_run_new();
     long before;
 
-    CHECK_OK(cs_store_open(s, path, &o, NULL));
-    for (uint32_t i = 0; i < 800; i++)
-        CHECK_OK(put_kind(s, CS_REC_CUDA, i * 600, 600));
-    CHECK_OK(cs_store_commit(s));
-    cs_store_free(s);
+    CHECK_OK(write_cuda_blocks(path, 800));
     CHECK_OK(cs_run_open(r, path, NULL));
     before = rss_file_kb();
     CHECK(before >= 0);
@@ -512,8 +522,6 @@ static uint64_t map_len_of(const char *p)
  * cs_cursor_close, docs/reliability.md). */
 static int test_appended_file_stays_inside_map(void)
 {
-    struct cs_store *s = cs_store_new();
-    struct cs_store_opts o = {0};
     struct cs_run *r = cs_run_new();
     static uint8_t tail[1 << 20];
     uint64_t zero = 0;
@@ -522,11 +530,7 @@ static int test_appended_file_stays_inside_map(void)
     int fd;
 
     snprintf(p, sizeof(p), "%s/appended.lmdb", dir);
-    CHECK_OK(cs_store_open(s, p, &o, NULL));
-    for (uint32_t i = 0; i < 20; i++)
-        CHECK_OK(put_kind(s, CS_REC_CUDA, i * 600, 600));
-    CHECK_OK(cs_store_commit(s));
-    cs_store_free(s);
+    CHECK_OK(write_cuda_blocks(p, 20));
     fd = open(p, O_RDWR);
     CHECK(fd >= 0);
     /* mm_mapsize of both meta pages: after the 16-byte page header, the
