@@ -93,14 +93,23 @@ static uint64_t clock_ns(clockid_t c)
  * (under g.mu): read once per timestamp source and kept, as CUPTI's own
  * conversion is one mapping, so that work one after the other on a stream
  * stays one after the other (two reads of two clocks differ by a few ns
- * each time). */
+ * each time). The client's read is bracketed by two of ours, and the
+ * tightest of a few brackets kept: a preemption between two bare reads once
+ * moved every GPU record of a run 279 us late. */
 static int64_t clock_offset(void)
 {
-    if (!g.off_set) {
-        uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    uint64_t best = UINT64_MAX;
+
+    for (int i = 0; i < 8 && !g.off_set; i++) {
+        uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
         uint64_t client = g.ts ? g.ts() : clock_ns(CLOCK_REALTIME);
-        g.off = (int64_t)(client - now);
-        g.off_set = 1;
+        uint64_t t1 = clock_ns(CLOCK_MONOTONIC);
+        if (t1 - t0 < best) {
+            best = t1 - t0;
+            g.off = (int64_t)(client - (t0 + (t1 - t0) / 2));
+        }
+        if (best < 2000 || i == 7)
+            g.off_set = 1;
     }
     return g.off;
 }
