@@ -308,8 +308,9 @@ static uint64_t resid_shorth(const int64_t *d, const uint64_t *tb, uint64_t n, u
 
 /* A line through the modes of CK_WINDOWS stretches of the run: each the
  * middle of its tightest half, weighed by its points over that half's width
- * squared (a mode's precision), so that neither a straggler's late steps
- * nor a stretch whose wake-ups lagged pulls it much. @p s: n scratch values */
+ * squared (a mode's precision; widths under 1 us count as 1 us), so that
+ * neither a straggler's late steps nor a stretch whose wake-ups lagged
+ * pulls it much. @p s: n scratch values */
 static struct ck_fit window_line(const int64_t *d, const uint64_t *tb, uint64_t n, uint64_t t0,
                                  int64_t *s)
 {
@@ -320,12 +321,13 @@ static struct ck_fit window_line(const int64_t *d, const uint64_t *tb, uint64_t 
     nw = nw < 4 ? 4 : nw > CK_WINDOWS ? CK_WINDOWS : nw;
     for (uint64_t w = 0; w < nw; w++) {
         uint64_t a = n * w / nw, b = n * (w + 1) / nw;
-        double x, y, wt;
+        double x, y, wd, wt;
         memcpy(s, d + a, (b - a) * sizeof(*s));
         width = shorth(s, b - a, &lo);
         y = (double)s[lo + half(b - a) / 2];
         x = (double)(int64_t)(tb[(a + b) / 2] - t0);
-        wt = (double)(b - a) / ((double)(width > 1000 ? width : 1000) * (width > 1000 ? width : 1000));
+        wd = (double)(width > 1000 ? width : 1000);
+        wt = (double)(b - a) / (wd * wd);
         sw += wt, sx += wt * x, sy += wt * y, sxx += wt * x * x, sxy += wt * x * y;
     }
     den = sw * sxx - sx * sx;
@@ -338,7 +340,7 @@ static struct ck_fit window_line(const int64_t *d, const uint64_t *tb, uint64_t 
  * picks the tightest half of the residuals, and the least-squares line
  * through those points is the answer, its standard error the uncertainty.
  * On a 1.2 s run whose first half CI's load made noisy, Theil-Sen over
- * the modes put the end 52 us off, this 29 us (docs/multihost.md). */
+ * the modes put the start 52 us off, this 30 us (docs/multihost.md). */
 static int refine(struct m_clock *k, const struct ck_seq *ref, const struct ck_seq *b,
                   const struct ck_line *la, const struct ck_line *lb, int64_t lag)
 {
