@@ -14,7 +14,9 @@
 #define CK_LAG_MAX 8       /* sync points a sequence may be shifted by, around a guess */
 #define CK_LAG_SAMPLE 4096 /* sync points compared to choose the shift */
 #define CK_MIN_POINTS 16   /* fewer paired sync points: stage 1 alone */
-#define CK_VIOL_NS 10000ull /* a violated window weighs as 10 us more width */
+#define CK_VIOL_NS 6000000ull /* every window violated weighs as 6 ms more width (10 us
+                                 a window of 600: a share, so that a longer run's
+                                 count does not outweigh the width) */
 #define CK_WINDOWS 16      /* stretches of a run whose modes set the line, at most */
 
 /* A clock against the shared one: shared - mono = c + e * (mono - t). */
@@ -231,8 +233,10 @@ static uint64_t lag_violations(const struct ck_seq *ref, const struct ck_seq *b,
 
 /* The shift of b's sequence whose differences to the reference's are
  * tightest (the width of their tightest half) and whose windows agree
- * (lag_violations(), CK_VIOL_NS each: a straggler's steps tell a sequence
- * one sync off from the right one), looked for around the start (every
+ * (lag_violations(): their share times CK_VIOL_NS; a straggler's steps
+ * tell a sequence one sync off from the right one. A share, not a count:
+ * a count grew with the run until, at 2000 syncs under load, it outweighed
+ * a width 5 times wider), looked for around the start (every
  * rank recorded from its first sync) and around where stage 1 puts the
  * reference's first point. */
 static int64_t best_lag(const struct ck_seq *ref, const struct ck_seq *b, const struct ck_line *la,
@@ -254,7 +258,8 @@ static int64_t best_lag(const struct ck_seq *ref, const struct ck_seq *b, const 
                 continue;
             uint64_t lo;
             w = shorth(d, n, &lo);
-            w += lag_violations(ref, b, l, la, lb, d[lo + half(n) / 2], CK_LAG_SAMPLE) * CK_VIOL_NS;
+            w += lag_violations(ref, b, l, la, lb, d[lo + half(n) / 2], CK_LAG_SAMPLE) *
+                 CK_VIOL_NS / n;
             if (w < best)
                 best = w, lag = l;
         }
