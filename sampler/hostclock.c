@@ -13,6 +13,8 @@
 #include "hostclock.h"
 
 #define FD_TO_CLOCKID(fd) ((~(clockid_t)(fd) << 3) | 3) /* the kernel's dynamic clocks */
+#define HC_TRIES 8       /* brackets read for one pair, at most */
+#define HC_TIGHT_NS 5000 /* a bracket this tight ends the tries */
 
 static uint64_t clock_ns(clockid_t id)
 {
@@ -41,16 +43,24 @@ static int parse_shift(struct hostclock *h, const char *s)
     return *end ? -EINVAL : 0;
 }
 
-/* One pair: the monotonic time is the middle of two reads around the others. */
+/* One pair: the monotonic time is the middle of two reads around the
+ * others, the tightest of up to HC_TRIES brackets (a preemption between two
+ * reads once put a pair, and the real-time error fitted through it, 8 ms
+ * off under ASan beside a busy loop). */
 static struct hc_pair take(const struct hostclock *h)
 {
-    struct hc_pair p;
-    uint64_t a = clock_ns(CLOCK_MONOTONIC), b;
+    struct hc_pair p = {0, 0, 0}, q;
+    uint64_t best = UINT64_MAX;
 
-    p.rt_ns = clock_ns(CLOCK_REALTIME);
-    p.ptp_ns = h->ptp_fd >= 0 ? clock_ns(FD_TO_CLOCKID(h->ptp_fd)) : 0;
-    b = clock_ns(CLOCK_MONOTONIC);
-    p.mono_ns = a + (b - a) / 2;
+    for (int i = 0; i < HC_TRIES && best > HC_TIGHT_NS; i++) {
+        uint64_t a = clock_ns(CLOCK_MONOTONIC), b;
+        q.rt_ns = clock_ns(CLOCK_REALTIME);
+        q.ptp_ns = h->ptp_fd >= 0 ? clock_ns(FD_TO_CLOCKID(h->ptp_fd)) : 0;
+        b = clock_ns(CLOCK_MONOTONIC);
+        q.mono_ns = a + (b - a) / 2;
+        if (b - a < best)
+            best = b - a, p = q;
+    }
     p.rt_ns += (uint64_t)(h->shift_ns +
                           (int64_t)(h->shift_ppm * 1e-6 * (double)(p.mono_ns - h->t0_ns)));
     return p;
