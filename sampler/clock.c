@@ -1,5 +1,6 @@
 /* clock.c: the TSC calibration of clock.h. Owns the (tsc, monotonic)
  * pairs; deciding which records need conversion is the collector's job. */
+#include <string.h>
 #include <time.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
@@ -24,22 +25,37 @@ static uint64_t read_tsc(void)
 #endif
 }
 
-/* One pair: the TSC read between two clock reads, taken where they were
- * closest together out of a few tries. */
-static void take_pair(uint64_t *tsc, uint64_t *ns)
+uint64_t clock_bracket(int tries, uint64_t tight_ns, void (*read)(void *arg, void *val),
+                       void *arg, void *best, void *tmp, size_t size)
 {
-    uint64_t best = UINT64_MAX;
+    uint64_t width = UINT64_MAX, mid = 0;
 
-    *tsc = 0;
-    *ns = 0;
-    for (int i = 0; i < 5; i++) {
-        uint64_t a = clock_mono_ns(), t = read_tsc(), b = clock_mono_ns();
-        if (b - a < best) {
-            best = b - a;
-            *tsc = t;
-            *ns = a + (b - a) / 2;
+    for (int i = 0; i < tries && width > tight_ns; i++) {
+        uint64_t a = clock_mono_ns(), b;
+        read(arg, tmp);
+        b = clock_mono_ns();
+        if (b - a < width) {
+            width = b - a;
+            mid = a + (b - a) / 2;
+            memcpy(best, tmp, size);
         }
     }
+    return mid;
+}
+
+static void read_tsc_into(void *arg, void *val)
+{
+    (void)arg;
+    *(uint64_t *)val = read_tsc();
+}
+
+/* One pair: the TSC read between two clock reads, the tightest of 5. */
+static void take_pair(uint64_t *tsc, uint64_t *ns)
+{
+    uint64_t tmp;
+
+    *tsc = 0;
+    *ns = clock_bracket(5, 0, read_tsc_into, NULL, tsc, &tmp, sizeof(tmp));
 }
 
 void clock_cal_init(struct clock_cal *c)

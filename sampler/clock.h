@@ -12,6 +12,7 @@
 #ifndef CUDASPY_SAMPLER_CLOCK_H
 #define CUDASPY_SAMPLER_CLOCK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define CLOCK_HIST 16 /* recent pairs kept for the slope (1.6 s at 100 ms) */
@@ -36,6 +37,15 @@ struct clock_cal {
 
 /** CLOCK_MONOTONIC now, in ns. */
 uint64_t clock_mono_ns(void);
+
+/** Read something between two CLOCK_MONOTONIC reads, up to @p tries times
+ * (stopping at a bracket of @p tight_ns or less), and keep the tightest: a
+ * preemption between the reads would move the pair. @p read fills the
+ * @p size bytes at its second argument on each try; @p best gets the
+ * tightest try's (@p tmp is a scratch slot of the same size). Returns the
+ * middle of that bracket, the monotonic time @p best goes with. */
+uint64_t clock_bracket(int tries, uint64_t tight_ns, void (*read)(void *arg, void *val),
+                       void *arg, void *best, void *tmp, size_t size);
 
 /** Take the first pair (and a rough slope from a ~2 ms measurement). */
 void clock_cal_init(struct clock_cal *c);

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "hostclock.h"
 
 #define FD_TO_CLOCKID(fd) ((~(clockid_t)(fd) << 3) | 3) /* the kernel's dynamic clocks */
@@ -43,24 +44,24 @@ static int parse_shift(struct hostclock *h, const char *s)
     return *end ? -EINVAL : 0;
 }
 
+static void read_others(void *arg, void *val)
+{
+    const struct hostclock *h = arg;
+    struct hc_pair *q = val;
+
+    q->rt_ns = clock_ns(CLOCK_REALTIME);
+    q->ptp_ns = h->ptp_fd >= 0 ? clock_ns(FD_TO_CLOCKID(h->ptp_fd)) : 0;
+}
+
 /* One pair: the monotonic time is the middle of two reads around the
  * others, the tightest of up to HC_TRIES brackets (a preemption between two
  * reads once put a pair, and the real-time error fitted through it, 8 ms
  * off under ASan beside a busy loop). */
 static struct hc_pair take(const struct hostclock *h)
 {
-    struct hc_pair p = {0, 0, 0}, q;
-    uint64_t best = UINT64_MAX;
+    struct hc_pair p = {0, 0, 0}, q = {0, 0, 0};
 
-    for (int i = 0; i < HC_TRIES && best > HC_TIGHT_NS; i++) {
-        uint64_t a = clock_ns(CLOCK_MONOTONIC), b;
-        q.rt_ns = clock_ns(CLOCK_REALTIME);
-        q.ptp_ns = h->ptp_fd >= 0 ? clock_ns(FD_TO_CLOCKID(h->ptp_fd)) : 0;
-        b = clock_ns(CLOCK_MONOTONIC);
-        q.mono_ns = a + (b - a) / 2;
-        if (b - a < best)
-            best = b - a, p = q;
-    }
+    p.mono_ns = clock_bracket(HC_TRIES, HC_TIGHT_NS, read_others, (void *)h, &p, &q, sizeof(q));
     p.rt_ns += (uint64_t)(h->shift_ns +
                           (int64_t)(h->shift_ppm * 1e-6 * (double)(p.mono_ns - h->t0_ns)));
     return p;
