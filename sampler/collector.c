@@ -860,12 +860,20 @@ static void py_sample(struct collector *c, struct conn *k, const struct cs_subri
     uint64_t cpu0 = thread_cpu_ns();
     int trunc, n;
 
+    r.tid = atomic_load_explicit(&ctl->owner_tid, memory_order_acquire);
     r.t_start_ns = clock_mono_ns();
     n = pysample_read(k->py, tstate, f, PYSAMPLE_FRAMES, &trunc, py_intern, c);
     r.t_end_ns = clock_mono_ns();
     c->py_cpu_ns += thread_cpu_ns() - cpu0;
     r.pid = k->pid;
-    r.tid = atomic_load_explicit(&ctl->owner_tid, memory_order_relaxed);
+    /* the thread exited during the read (its sub-ring given back, maybe to
+     * another thread): a fresh-clone CI run kept such a sample of the
+     * thread's last frame (threading's Thread._delete) under tid 0 */
+    if (n > 0 && (atomic_load_explicit(&ctl->owner_tid, memory_order_acquire) != r.tid ||
+                  atomic_load_explicit(&ctl->py_tstate, memory_order_relaxed) != tstate)) {
+        c->py_failed++;
+        return;
+    }
     if (n == -EPERM || n == -EACCES) {
         warn("cudaspy-sampler: pid %" PRIu32 ": cannot read its memory (%s); no Python "
              "samples of its host code", k->pid, strerror(-n));
