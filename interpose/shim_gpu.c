@@ -46,7 +46,8 @@
 #define GPU_REC_COST_NS 1700ull     /* CUPTI's cost on a call whose work it recorded (H100/H200:
                                        +1.50..1.82 us a launch inside a slice, docs/gpu.md) */
 #define GPU_PERIOD_MAX_NS (60ull * 1000000000ull) /* a budgeted period at most */
-#define GPU_PACE_MIN 50u            /* calls on each side of an attach to measure a slice's pace */
+#define GPU_PACE_MIN 50u            /* calls before an attach to measure the pace outside slices */
+#define GPU_PACE_MIN_IN 8u          /* and inside the slice: fewer are what a costly slice leaves */
 
 enum gpu_phase {
     PH_NONE,   /* not started (no CUDA yet, off, or this is a fork child) */
@@ -534,7 +535,10 @@ static struct pace pace_now(uint64_t ns)
  * thread that switched it on came slower inside it than between the last
  * detach and its attach (a GPU-bound program, whose calls wait for the
  * GPU, pays nothing and shows nothing). UINT64_MAX when it cannot be told:
- * another thread, the first slice, too few calls on either side. */
+ * another thread, the first slice, too few calls on either side. Inside,
+ * a few are enough: the costlier the slice, the fewer calls it holds (a
+ * 1 ms recording cost beside two busy loops left under 50 in 100 ms, and
+ * the budget then took the slice for a cheap one). */
 static uint64_t pace_cost(uint64_t off)
 {
     const struct pace *a = &gpu.idle_at, *b = &gpu.on_at;
@@ -542,7 +546,7 @@ static uint64_t pace_cost(uint64_t off)
     double out, in;
 
     if (a->thr != &shim_t_ || b->thr != &shim_t_ || n_out < GPU_PACE_MIN ||
-        n_in < GPU_PACE_MIN || b->ns <= a->ns || off <= b->ns)
+        n_in < GPU_PACE_MIN_IN || b->ns <= a->ns || off <= b->ns)
         return UINT64_MAX;
     out = (double)(b->ns - a->ns) / n_out;
     in = (double)(off - b->ns) / n_in;
