@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cudaspy/cudablk.h"
+#include "cudaspy/varint.h"
 #include "cudaspy/error.h"
 
 /* ---- CRC32C ---- */
@@ -72,38 +73,6 @@ uint32_t cs_crc32c(uint32_t crc, const void *p, size_t len)
     return ~crc_soft(c, p, len);
 }
 
-/* ---- varints ---- */
-
-static inline uint64_t zz64(uint64_t d)
-{
-    return (d << 1) ^ (0 - (d >> 63));
-}
-
-static inline uint64_t unzz64(uint64_t z)
-{
-    return (z >> 1) ^ (0 - (z & 1));
-}
-
-static inline uint32_t zz32(uint32_t d)
-{
-    return (d << 1) ^ (0u - (d >> 31));
-}
-
-static inline uint32_t unzz32(uint32_t z)
-{
-    return (z >> 1) ^ (0u - (z & 1));
-}
-
-static inline uint8_t *put_var(uint8_t *p, uint64_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
 /* ---- encoder ---- */
 
 /* An encoded record is at most: mask 3, thread 2 + 5 + 5, times 10 + 10,
@@ -136,47 +105,47 @@ static uint8_t *enc_rec(uint8_t *p, const struct cs_rec_cuda *r, const struct cs
     m |= (r->variant != q->variant || r->dir != q->dir) ? CS_CB_VARDIR : 0;
     m |= r->stack_id != q->stack_id ? CS_CB_STACK : 0;
     m |= r->drv_api != q->drv_api ? CS_CB_DRV_API : 0;
-    p = put_var(p, m);
+    p = cs_put_var(p, m);
     if (m & CS_CB_THREAD) {
-        p = put_var(p, idx);
+        p = cs_put_var(p, idx);
         if (is_new) {
-            p = put_var(p, r->pid);
-            p = put_var(p, r->tid);
+            p = cs_put_var(p, r->pid);
+            p = cs_put_var(p, r->tid);
         }
     }
-    p = put_var(p, zz64(r->t_enter_ns - t_prev));
-    p = put_var(p, zz64(r->t_exit_ns - r->t_enter_ns));
-    p = put_var(p, zz32(r->seq - q->seq - 1u));
+    p = cs_put_var(p, cs_zz64(r->t_enter_ns - t_prev));
+    p = cs_put_var(p, cs_zz64(r->t_exit_ns - r->t_enter_ns));
+    p = cs_put_var(p, cs_zz32(r->seq - q->seq - 1u));
     if (m & CS_CB_PARENT)
-        p = put_var(p, zz32(r->seq - r->parent_seq));
+        p = cs_put_var(p, cs_zz32(r->seq - r->parent_seq));
     if (m & CS_CB_API)
-        p = put_var(p, r->api);
+        p = cs_put_var(p, r->api);
     if (m & CS_CB_FLAGS)
-        p = put_var(p, r->flags);
+        p = cs_put_var(p, r->flags);
     if (m & CS_CB_NAME)
-        p = put_var(p, r->name_id);
+        p = cs_put_var(p, r->name_id);
     if (m & CS_CB_GRID)
         for (int i = 0; i < 3; i++)
-            p = put_var(p, r->grid[i]);
+            p = cs_put_var(p, r->grid[i]);
     if (m & CS_CB_BLOCK)
         for (int i = 0; i < 3; i++)
-            p = put_var(p, r->block[i]);
+            p = cs_put_var(p, r->block[i]);
     if (m & CS_CB_BYTES)
-        p = put_var(p, zz64(r->bytes - q->bytes));
+        p = cs_put_var(p, cs_zz64(r->bytes - q->bytes));
     if (m & CS_CB_STREAM)
-        p = put_var(p, zz64(r->stream - q->stream));
+        p = cs_put_var(p, cs_zz64(r->stream - q->stream));
     if (m & CS_CB_AUX)
-        p = put_var(p, zz64(r->aux - q->aux));
+        p = cs_put_var(p, cs_zz64(r->aux - q->aux));
     if (m & CS_CB_RESULT)
-        p = put_var(p, zz32((uint32_t)r->result));
+        p = cs_put_var(p, cs_zz32((uint32_t)r->result));
     if (m & CS_CB_DEVICE)
-        p = put_var(p, r->device);
+        p = cs_put_var(p, r->device);
     if (m & CS_CB_VARDIR)
-        p = put_var(p, (uint32_t)r->variant | (uint32_t)r->dir << 8);
+        p = cs_put_var(p, (uint32_t)r->variant | (uint32_t)r->dir << 8);
     if (m & CS_CB_STACK)
-        p = put_var(p, r->stack_id);
+        p = cs_put_var(p, r->stack_id);
     if (m & CS_CB_DRV_API)
-        p = put_var(p, r->drv_api);
+        p = cs_put_var(p, r->drv_api);
     return p;
 }
 
@@ -291,14 +260,14 @@ static int dec_rec(struct dec *d, uint32_t m, const struct cs_rec_cuda *q, struc
     *r = *q;
     r->parent_seq = 0;
     GET(64, v);
-    r->t_enter_ns = q->t_enter_ns + unzz64(v);
+    r->t_enter_ns = q->t_enter_ns + cs_unzz64(v);
     GET(64, v);
-    r->t_exit_ns = r->t_enter_ns + unzz64(v);
+    r->t_exit_ns = r->t_enter_ns + cs_unzz64(v);
     GET(32, u);
-    r->seq = q->seq + 1u + unzz32(u);
+    r->seq = q->seq + 1u + cs_unzz32(u);
     if (m & CS_CB_PARENT) {
         GET(32, u);
-        r->parent_seq = r->seq - unzz32(u);
+        r->parent_seq = r->seq - cs_unzz32(u);
     }
     if (m & CS_CB_API)
         GET(16, r->api);
@@ -314,19 +283,19 @@ static int dec_rec(struct dec *d, uint32_t m, const struct cs_rec_cuda *q, struc
             GET(16, r->block[i]);
     if (m & CS_CB_BYTES) {
         GET(64, v);
-        r->bytes = q->bytes + unzz64(v);
+        r->bytes = q->bytes + cs_unzz64(v);
     }
     if (m & CS_CB_STREAM) {
         GET(64, v);
-        r->stream = q->stream + unzz64(v);
+        r->stream = q->stream + cs_unzz64(v);
     }
     if (m & CS_CB_AUX) {
         GET(64, v);
-        r->aux = q->aux + unzz64(v);
+        r->aux = q->aux + cs_unzz64(v);
     }
     if (m & CS_CB_RESULT) {
         GET(32, u);
-        r->result = (int32_t)unzz32(u);
+        r->result = (int32_t)cs_unzz32(u);
     }
     if (m & CS_CB_DEVICE)
         GET(16, r->device);

@@ -1,0 +1,129 @@
+/* test_callstore.c: analyzer/model/callstore.c: calls put into the compact
+ * store come back from a cursor exactly as they went in (every field, by
+ * index in order, at random and across block and chunk ends), for calls of
+ * every shape (times that go backwards across threads, a call that ends
+ * before it starts, 64-bit streams and byte counts, threads and kinds that
+ * change every call), and a launch loop's calls take under 8 bytes each.
+ * Prints its seed (CS_TEST_SEED). */
+#include <stdlib.h>
+
+#include "check.h"
+#include "model/callstore.h"
+#include "unit/u64.h"
+
+static unsigned seed;
+
+/* Call @p i of a series of shape @p shape, after @p prev. */
+static void make_call(uint64_t *s, int shape, uint64_t i, const struct m_call *prev,
+                      struct m_call *c)
+{
+    static const uint16_t kernels[] = {3, 7, 11};
+
+    memset(c, 0, sizeof(*c));
+    if (shape == 0) { /* a launch loop: 3 kernels in turn, a sync every 600 */
+        c->t_enter_ns = prev->t_exit_ns + 900 + rnd(s) % 200;
+        c->t_exit_ns = c->t_enter_ns + 6000 + rnd(s) % 500;
+        c->api = i % 601 == 600 ? 2 : 1;
+        c->bytes_or_name = c->api == 1 ? kernels[i % 3] : 0;
+        c->stream = 0x7f0000001000ull;
+        c->thr = 4;
+        c->flags = c->api == 1 ? 0x40 : 0;
+        return;
+    }
+    c->t_enter_ns = rnd(s) % 4 ? prev->t_enter_ns + rnd(s) % 100000 : rnd(s);
+    c->t_exit_ns = rnd(s) % 8 ? c->t_enter_ns + rnd(s) % 10000000 : rnd(s);
+    c->stream = rnd(s) % 2 ? rnd(s) : prev->stream;
+    c->bytes_or_name = rnd(s) % 2 ? rnd(s) >> (rnd(s) % 64) : prev->bytes_or_name;
+    c->thr = rnd(s) % 3 ? prev->thr : (uint32_t)rnd(s);
+    c->api = rnd(s) % 2048, c->variant = rnd(s) % 4, c->dir = rnd(s) % 8;
+    c->flags = (uint16_t)rnd(s);
+}
+
+static struct m_call *fill(struct callstore *st, int shape, uint64_t n, uint64_t *s)
+{
+    struct m_call *want = malloc(n * sizeof(*want)), prev;
+
+    memset(&prev, 0, sizeof(prev));
+    if (want == NULL)
+        return NULL;
+    callstore_init(st);
+    for (uint64_t i = 0; i < n; i++) {
+        make_call(s, shape, i, &prev, &want[i]);
+        if (callstore_put(st, &want[i]) < 0) {
+            free(want);
+            return NULL;
+        }
+        prev = want[i];
+    }
+    return want;
+}
+
+static int test_calls_come_back_as_put(void)
+{
+    uint64_t s = seed, sizes[] = {0, 1, 63, 64, 65, 1000, 100003};
+
+    for (int shape = 0; shape < 2; shape++)
+        for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+            struct callstore st;
+            struct callcur a, b;
+            uint64_t n = sizes[z];
+            struct m_call *want = fill(&st, shape, n, &s);
+            CHECK(want != NULL);
+            CHECK_EQ(st.n, n);
+            callcur_init(&a, &st), callcur_init(&b, &st);
+            for (uint64_t i = 0; i < n; i++) /* in order */
+                CHECK(memcmp(callcur_at(&a, i), &want[i], sizeof(want[i])) == 0);
+            for (uint64_t k = 0; n && k < 20000; k++) { /* at random, two cursors */
+                uint64_t i = rnd(&s) % n, j = rnd(&s) % n;
+                const struct m_call *x = callcur_at(&a, i), *y = callcur_at(&b, j);
+                CHECK(memcmp(x, &want[i], sizeof(*x)) == 0);
+                CHECK(memcmp(y, &want[j], sizeof(*y)) == 0);
+            }
+            free(want);
+            callstore_free(&st);
+        }
+    return 0;
+}
+
+/* Enough calls of the worst shape for blocks to start a second chunk. */
+static int test_blocks_cross_chunks(void)
+{
+    uint64_t s = seed ^ 0x5a5a, n = 3000000;
+    struct callstore st;
+    struct callcur a;
+    struct m_call *want = fill(&st, 1, n, &s);
+
+    CHECK(want != NULL);
+    CHECK(st.nchunk >= 2);
+    callcur_init(&a, &st);
+    for (uint64_t i = 0; i < n; i++)
+        CHECK(memcmp(callcur_at(&a, i), &want[i], sizeof(want[i])) == 0);
+    free(want);
+    callstore_free(&st);
+    return 0;
+}
+
+static int test_launch_loop_is_compact(void)
+{
+    uint64_t s = seed, n = 600000;
+    struct callstore st;
+    struct m_call *want = fill(&st, 0, n, &s);
+    double per;
+
+    CHECK(want != NULL);
+    per = (double)callstore_bytes(&st) / (double)n;
+    printf("launch loop: %.2f bytes a call (struct m_call: %zu)\n", per, sizeof(struct m_call));
+    CHECK(per < 8.0);
+    free(want);
+    callstore_free(&st);
+    return 0;
+}
+
+int main(void)
+{
+    seed = check_seed();
+    RUN(test_calls_come_back_as_put);
+    RUN(test_blocks_cross_chunks);
+    RUN(test_launch_loop_is_compact);
+    return check_status();
+}
