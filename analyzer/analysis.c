@@ -90,8 +90,8 @@ static void active_window(const struct model *m, int i, uint64_t *lo, uint64_t *
         const struct m_proc *p = &m->proc[th->proc];
         if (th->ncalls == 0 || (int)p->run != i || !p->selected)
             continue;
-        if (m->call[th->first_call].t_enter_ns < *first)
-            *first = m->call[th->first_call].t_enter_ns;
+        if (model_call(m, th->first_call).t_enter_ns < *first)
+            *first = model_call(m, th->first_call).t_enter_ns;
     }
     for (uint32_t p = 0; p < m->nproc; p++) {
         uint64_t plo, phi;
@@ -342,16 +342,16 @@ static uint64_t cuda_init_ns(const struct model *m, uint64_t first)
     uint32_t proc = M_NONE;
 
     for (uint32_t t = 0; t < m->nthr && proc == M_NONE; t++)
-        if (m->thr[t].ncalls && m->call[m->thr[t].first_call].t_enter_ns == first)
+        if (m->thr[t].ncalls && model_call(m, m->thr[t].first_call).t_enter_ns == first)
             proc = m->thr[t].proc;
     for (uint32_t t = 0; proc != M_NONE && t < m->nthr; t++) {
         const struct m_thread *th = &m->thr[t];
         if (th->proc != proc)
             continue;
         for (uint64_t k = th->first_call; k < th->first_call + th->ncalls; k++)
-            if (cs_api_table[m->call[k].api].family == CS_FAM_INIT &&
-                !(m->call[k].flags & CS_CF_NESTED))
-                sum += model_dur(&m->call[k]);
+            if (cs_api_table[model_call(m, k).api].family == CS_FAM_INIT &&
+                !(model_call(m, k).flags & CS_CF_NESTED))
+                sum += model_call_dur(m, k);
     }
     return sum;
 }

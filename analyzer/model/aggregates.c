@@ -149,7 +149,7 @@ static int add_uncapped(struct agg_load *l)
     const struct model *m = l->m;
 
     for (uint64_t i = 0; i < m->ncall; i++) {
-        const struct m_call *c = &m->call[i];
+        const struct m_call cv = model_call(m, i), *c = &cv;
         uint64_t d = model_dur(c);
         struct agg_slot *s;
         if (l->g->run[model_call_proc(m, c)->run].capped)

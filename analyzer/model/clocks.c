@@ -143,8 +143,7 @@ static int domain_syncs(const struct model *m, uint32_t d, struct ck_seq *s)
         uint64_t n = 0;
         if (m->runs[p->run].clk.domain != d || !p->selected)
             continue;
-        for (uint64_t i = 0; i < m->thr[t].ncalls; i++)
-            n += model_is_step_sync(&m->call[m->thr[t].first_call + i]);
+        n = model_thread_step_syncs(m, t);
         if (n > most)
             most = n, best = t;
     }
@@ -154,7 +153,7 @@ static int domain_syncs(const struct model *m, uint32_t d, struct ck_seq *s)
     if ((s->t = malloc(most * sizeof(*s->t))) == NULL)
         return -ENOMEM;
     for (uint64_t i = 0; i < m->thr[best].ncalls; i++) {
-        const struct m_call *c = &m->call[m->thr[best].first_call + i];
+        const struct m_call cv = model_call(m, m->thr[best].first_call + i), *c = &cv;
         if (model_is_step_sync(c))
             s->t[s->n++] = c->t_exit_ns;
     }

@@ -299,6 +299,22 @@ static inline uint64_t model_search(const void *base, size_t stride, size_t off,
 #define M_FIRST_GT(T, arr, field, lo, hi, t)                                    \
     model_search((arr), sizeof(T), offsetof(T, field), (lo), (hi), (t), 1)
 
+/** Call @p i (< ncall) by value: how everything after loading reads a call,
+ * so that the calls can be kept compact (model/callstore.h). */
+static inline struct m_call model_call(const struct model *m, uint64_t i)
+{
+    return m->call[i];
+}
+
+/** First call in [@p lo, @p hi) (one thread's, by enter time) entered after
+ * @p t (@p strict) or at @p t or later; @p hi if none. */
+static inline uint64_t model_call_search(const struct model *m, uint64_t lo, uint64_t hi,
+                                         uint64_t t, int strict)
+{
+    return model_search(m->call, sizeof(struct m_call), offsetof(struct m_call, t_enter_ns), lo,
+                        hi, t, strict);
+}
+
 /** Stack id of call @p ci (stacks db of its run), 0 = none. */
 static inline uint32_t model_call_stack(const struct model *m, uint64_t ci)
 {
@@ -314,6 +330,12 @@ static inline uint32_t model_call_stack(const struct model *m, uint64_t ci)
 static inline struct m_proc *model_call_proc(const struct model *m, const struct m_call *c)
 {
     return &m->proc[m->thr[c->thr].proc];
+}
+
+/** The process of call @p i. */
+static inline struct m_proc *model_proc_of_call(const struct model *m, uint64_t i)
+{
+    return &m->proc[m->thr[model_call(m, i).thr].proc];
 }
 
 /** Process index of (@p run, @p pid) at time @p t_ns, M_NONE if never seen. */
@@ -380,6 +402,26 @@ static inline uint32_t model_name_id(const struct m_call *c)
 static inline uint64_t model_dur(const struct m_call *c)
 {
     return c->t_exit_ns > c->t_enter_ns ? c->t_exit_ns - c->t_enter_ns : 0;
+}
+
+/** How many of thread @p t's calls are step syncs (model_is_step_sync()). */
+static inline uint64_t model_thread_step_syncs(const struct model *m, uint32_t t)
+{
+    uint64_t n = 0;
+
+    for (uint64_t i = m->thr[t].first_call; i < m->thr[t].first_call + m->thr[t].ncalls; i++) {
+        const struct m_call c = model_call(m, i);
+        n += model_is_step_sync(&c);
+    }
+    return n;
+}
+
+/** The duration of call @p i. */
+static inline uint64_t model_call_dur(const struct model *m, uint64_t i)
+{
+    const struct m_call c = model_call(m, i);
+
+    return model_dur(&c);
 }
 
 #endif

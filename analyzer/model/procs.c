@@ -32,7 +32,7 @@ const char *procs_comm(const struct model *m, uint32_t run, uint32_t pid)
 static void add_calls(struct model *m)
 {
     for (uint64_t i = 0; i < m->ncall; i++) {
-        const struct m_call *c = &m->call[i];
+        const struct m_call cv = model_call(m, i), *c = &cv;
         struct m_proc *p = model_call_proc(m, c);
         if (c->flags & CS_CF_NESTED)
             continue;
@@ -145,7 +145,7 @@ static uint64_t init_end(const struct model *m, uint32_t p, uint64_t first_work)
     for (uint32_t t = 0; t < m->nthr; t++) {
         const struct m_thread *th = &m->thr[t];
         for (uint64_t i = th->first_call; th->proc == p && i < th->first_call + th->ncalls; i++) {
-            const struct m_call *c = &m->call[i];
+            const struct m_call cv = model_call(m, i), *c = &cv;
             if (c->t_enter_ns >= first_work)
                 break;
             if (is_init(c) && c->t_exit_ns > end)
@@ -165,7 +165,7 @@ static void active_of(const struct model *m, uint32_t p, uint64_t *lo, uint64_t 
     *lo = UINT64_MAX;
     *hi = 0;
     M_FOR_PROC_CALLS(m, p, t, i) {
-        const struct m_call *c = &m->call[i];
+        const struct m_call cv = model_call(m, i), *c = &cv;
         if (gives_work(c) && c->t_enter_ns < first_work)
             first_work = c->t_enter_ns;
         if (!is_init(c) && !(c->flags & CS_CF_NESTED) && c->t_enter_ns < *lo)

@@ -9,7 +9,7 @@
 
 struct pystack_ref pystack_ref_of_call(const struct model *m, uint64_t ci)
 {
-    struct pystack_ref r = {model_call_proc(m, &m->call[ci])->run, model_call_stack(m, ci)};
+    struct pystack_ref r = {model_proc_of_call(m, ci)->run, model_call_stack(m, ci)};
     return r;
 }
 
@@ -369,7 +369,7 @@ json_t *pystack_via_json(const struct model *m, uint64_t ci, int max)
 const char *pystack_callers_text(const struct model *m, uint64_t ci, int max, char *buf, size_t n)
 {
     const struct cs_frame *f[16];
-    uint32_t run = model_call_proc(m, &m->call[ci])->run;
+    uint32_t run = model_proc_of_call(m, ci)->run;
     int k = around(m, pystack_ref_of_call(m, ci), 0, max < 16 ? max : 16, f);
     size_t len = 0;
     char one[256];
@@ -389,7 +389,7 @@ json_t *pystack_stack_json(const struct model *m, uint64_t ci)
 {
     size_t n;
     const struct cs_frame *f = pystack_frames(m, ci, &n);
-    uint32_t run = model_call_proc(m, &m->call[ci])->run;
+    uint32_t run = model_proc_of_call(m, ci)->run;
     json_t *a = json_array();
 
     for (size_t i = 0; i < n; i++)

@@ -268,7 +268,7 @@ static int first_pass(struct build *b)
     struct qsel *q;
 
     for (uint64_t i = 0; i < b->m->ncall; i++) {
-        const struct m_call *c = &b->m->call[i];
+        const struct m_call cv = model_call(b->m, i), *c = &cv;
         uint64_t d = model_dur(c);
         if (skip(t, c))
             continue;
@@ -302,7 +302,7 @@ static int rank_passes(struct build *b)
         if (rc < 0)
             return rc;
         for (uint64_t i = 0; more && i < b->m->ncall; i++) {
-            const struct m_call *c = &b->m->call[i];
+            const struct m_call cv = model_call(b->m, i), *c = &cv;
             if (!skip(t, c))
                 qsel_add(&b->q[row_find(t, b->m, c, 0) - t->row], model_dur(c));
         }
@@ -360,6 +360,14 @@ const struct stats_row *stats_table_row(const struct stats_table *t, const struc
         return NULL;
     i = t->api_ix[api_slot(c)];
     return i == M_NONE ? NULL : &t->row[i];
+}
+
+const struct stats_row *stats_table_row_at(const struct stats_table *t, const struct model *m,
+                                           uint64_t ci)
+{
+    const struct m_call c = model_call(m, ci);
+
+    return stats_table_row(t, &c);
 }
 
 void stats_table_exit(struct stats_table *t)

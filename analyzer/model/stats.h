@@ -69,6 +69,10 @@ int stats_table_build(struct stats_table *t, struct model *m, enum stats_by by);
  * @return the row or NULL */
 const struct stats_row *stats_table_row(const struct stats_table *t, const struct m_call *c);
 
+/** stats_table_row() of call @p ci of @p m. */
+const struct stats_row *stats_table_row_at(const struct stats_table *t, const struct model *m,
+                                           uint64_t ci);
+
 /** Free rows and their arrays. */
 void stats_table_exit(struct stats_table *t);
 /** qsort() order of a table's rows: outermost calls first, then by total

@@ -255,7 +255,7 @@ static uint32_t busiest_thread(const struct model *m, const struct steps_opts *o
         if (!m->proc[m->thr[t].proc].selected)
             continue;
         for (uint64_t i = m->thr[t].first_call; i < m->thr[t].first_call + m->thr[t].ncalls; i++) {
-            const struct m_call *c = &m->call[i];
+            const struct m_call cv = model_call(m, i), *c = &cv;
             n += !(c->flags & CS_CF_NESTED) && in_window(o, c->t_enter_ns, c->t_enter_ns);
         }
         if (n > most)
@@ -313,7 +313,7 @@ static int seq_build(const struct model *m, const struct steps_opts *o, uint32_t
     if (!h || !s->sym || !s->t || !s->sym_key || !s->count)
         goto nomem;
     for (uint64_t i = m->thr[thr].first_call; i < m->thr[thr].first_call + m->thr[thr].ncalls; i++) {
-        const struct m_call *c = &m->call[i];
+        const struct m_call cv = model_call(m, i), *c = &cv;
         uint64_t key = call_sym(c);
         uint32_t id;
         if ((c->flags & CS_CF_NESTED) || !in_window(o, c->t_enter_ns, c->t_enter_ns))
@@ -720,11 +720,10 @@ static uint64_t step_first_gpu(const struct model *m, const struct steps *s, siz
 {
     const struct m_thread *t = &m->thr[s->thr];
     uint64_t hi = t->first_call + t->ncalls;
-    uint64_t ci = M_FIRST_GE(struct m_call, m->call, t_enter_ns, t->first_call, hi,
-                             s->s[k].t_start_ns);
+    uint64_t ci = model_call_search(m, t->first_call, hi, s->s[k].t_start_ns, 0);
     uint64_t lo = M_FIRST_GE(struct gpu_of_call, g, call, 0, ng, ci);
 
-    if (lo == ng || m->call[g[lo].call].t_enter_ns >= s->s[k].t_end_ns)
+    if (lo == ng || model_call(m, g[lo].call).t_enter_ns >= s->s[k].t_end_ns)
         return M_CALL_NONE;
     return g[lo].gi;
 }

@@ -273,19 +273,20 @@ static int tstate_calls(const struct actx *x, struct tcur *k, uint64_t at, uint6
 {
     const struct model *m = x->m;
     const struct m_call *c = NULL;
+    struct m_call cv;
     const struct m_off *o = NULL;
     uint64_t y = UINT64_MAX;
     int build;
 
     while (k->ci < k->cend &&
-           (m->call[k->ci].t_exit_ns <= at || (m->call[k->ci].flags & CS_CF_NESTED)))
+           (model_call(m, k->ci).t_exit_ns <= at || (model_call(m, k->ci).flags & CS_CF_NESTED)))
         k->ci++;
     while (k->oi < k->oend && m->off[k->oi].t_end_ns <= at)
         k->oi++;
-    if (k->ci < k->cend && m->call[k->ci].t_enter_ns <= at)
-        c = &m->call[k->ci], y = c->t_exit_ns;
+    if (k->ci < k->cend && model_call(m, k->ci).t_enter_ns <= at)
+        cv = model_call(m, k->ci), c = &cv, y = c->t_exit_ns;
     else if (k->ci < k->cend)
-        y = m->call[k->ci].t_enter_ns;
+        y = model_call(m, k->ci).t_enter_ns;
     if (k->oi < k->oend && m->off[k->oi].t_start_ns <= at) {
         o = &m->off[k->oi];
         y = o->t_end_ns < y ? o->t_end_ns : y;
@@ -498,7 +499,9 @@ static void idle_stretch(struct actx *x, const struct gpu_piece *pc, uint64_t t0
                          double *mine)
 {
     const struct model *m = x->m;
-    const struct m_call *nc = pc->next_call != M_CALL_NONE ? &m->call[pc->next_call] : NULL;
+    const struct m_call ncv = pc->next_call != M_CALL_NONE ? model_call(m, pc->next_call)
+                                                           : (struct m_call){0},
+                        *nc = pc->next_call != M_CALL_NONE ? &ncv : NULL;
     uint32_t thr = pc->thr != M_NONE ? pc->thr : x->a->nfeed ? x->a->feeder[0] : M_NONE;
     uint64_t sc;
 
@@ -510,8 +513,8 @@ static void idle_stretch(struct actx *x, const struct gpu_piece *pc, uint64_t t0
     budget_step(x, t0);
     sc = thr != M_NONE ? gpu_sync_before(m, thr, pc->t0_ns) : M_CALL_NONE;
     if (sc != M_CALL_NONE)
-        budget_add(x, sc, gpu_busy_inside(x->g, x->d, m->call[sc].t_enter_ns,
-                                          m->call[sc].t_exit_ns));
+        budget_add(x, sc, gpu_busy_inside(x->g, x->d, model_call(m, sc).t_enter_ns,
+                                          model_call(m, sc).t_exit_ns));
     if (sc != M_CALL_NONE || x->budget > 0)
         serial(x, mine);
     if (pc->t1_ns - pc->t0_ns < GPU_SHORT_NS) {
@@ -679,7 +682,7 @@ static int lb_launch_paced(const struct feed_proc *fp)
 static void lb_gap(struct actx *x, const struct feed_gap *g, uint64_t t0, uint64_t t1,
                    double *mine)
 {
-    const struct m_call *dc = &x->m->call[g->drain_call];
+    const struct m_call dcv = model_call(x->m, g->drain_call), *dc = &dcv;
 
     states(x, t0, t1, mine, NULL);
     budget_step(x, t0);
@@ -699,15 +702,15 @@ static void lower_bound(struct actx *x)
 
     x->lb_launch = fp ? lb_launch_paced(fp) : 0;
     lb_only(x, only);
-    while (gi < f->ngap && x->m->thr[x->m->call[f->gap[gi].next_call].thr].proc != a->proc)
+    while (gi < f->ngap && x->m->thr[model_call(x->m, f->gap[gi].next_call).thr].proc != a->proc)
         gi++;
     for (; gi < f->ngap && at < a->steady_hi_ns; gi++) {
         const struct feed_gap *g = &f->gap[gi];
-        uint64_t end = x->m->call[g->next_call].t_exit_ns; /* the enqueue: still idle */
+        uint64_t end = model_call(x->m, g->next_call).t_exit_ns; /* the enqueue: still idle */
         uint64_t g0 = g->t0_ns > at ? g->t0_ns : at;
         uint64_t g1 = end < a->steady_hi_ns ? end : a->steady_hi_ns;
         double part[AB_COUNT] = {0};
-        if (x->m->thr[x->m->call[g->next_call].thr].proc != a->proc)
+        if (x->m->thr[model_call(x->m, g->next_call).thr].proc != a->proc)
             break;
         if (g1 <= g0)
             continue;
@@ -755,7 +758,7 @@ static void feeders(const struct model *m, struct acct *a)
         if (th->proc != a->proc)
             continue;
         for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++) {
-            const struct m_call *c = &m->call[i];
+            const struct m_call cv = model_call(m, i), *c = &cv;
             int fam = cs_api_table[c->api].family;
             e += !(c->flags & (CS_CF_NESTED | CS_CF_CAPTURING)) &&
                  (fam == CS_FAM_LAUNCH || fam == CS_FAM_COPY || fam == CS_FAM_MEMSET);

@@ -134,7 +134,7 @@ static void sys_in(const struct model *m, uint32_t run, uint64_t t0, uint64_t t1
 static void outlier(struct ctx *x, struct tail *tl, uint64_t ci)
 {
     const struct model *m = x->m;
-    const struct m_call *c = &m->call[ci];
+    const struct m_call cv = model_call(m, ci), *c = &cv;
     const struct m_thread *th = &m->thr[c->thr];
     const struct m_proc *p = &m->proc[th->proc];
     uint64_t t0 = c->t_enter_ns, t1 = c->t_exit_ns, dur = t1 - t0, off = 0;
@@ -197,7 +197,7 @@ int chains_tails(struct ctx *x)
         x->tails[i].row = r;
     }
     for (uint64_t i = 0; i < m->ncall; i++) {
-        const struct m_call *c = &m->call[i];
+        const struct m_call cv = model_call(m, i), *c = &cv;
         const struct stats_row *r;
         if (c->flags & CS_CF_NESTED || !m->proc[m->thr[c->thr].proc].selected)
             continue;
@@ -214,10 +214,10 @@ int chains_tails(struct ctx *x)
 static uint64_t call_at(const struct model *m, uint32_t t, uint64_t ts)
 {
     const struct m_thread *th = &m->thr[t];
-    uint64_t lo = M_FIRST_GT(struct m_call, m->call, t_enter_ns, th->first_call,
-                             th->first_call + th->ncalls, ts); /* first call entered after ts */
+    uint64_t lo = model_call_search(m, th->first_call, th->first_call + th->ncalls, ts,
+                                    1); /* first call entered after ts */
     for (uint64_t i = lo; i > th->first_call; i--) { /* outermost call containing ts */
-        const struct m_call *c = &m->call[i - 1];
+        const struct m_call cv = model_call(m, i - 1), *c = &cv;
         if (c->t_exit_ns > ts && !(c->flags & CS_CF_NESTED))
             return i - 1;
         if (ts - c->t_enter_ns > 10000 * MS)
@@ -451,7 +451,7 @@ void chains_tl_host(json_t *tl, const struct model *m, uint32_t thr, uint64_t t0
 
 void chains_tl_call(json_t *tl, const struct model *m, uint64_t ci, const struct stats_row *row)
 {
-    const struct m_call *c = &m->call[ci];
+    const struct m_call cv = model_call(m, ci), *c = &cv;
     const struct m_proc *p = model_call_proc(m, c);
     char n[96], a[32], b[32];
 
@@ -505,7 +505,7 @@ json_t *chains_tl_for_call(const struct ctx *x, const struct stats_table *t, uin
 {
     const struct model *m = x->m;
     json_t *tl = json_array();
-    const struct m_call *c = &m->call[ci];
+    const struct m_call cv = model_call(m, ci), *c = &cv;
 
     chains_tl_system(tl, m, model_call_proc(m, c)->run, c->t_enter_ns, c->t_exit_ns);
     tl_pages(tl, x, c);
@@ -518,7 +518,7 @@ json_t *chains_tl_for_call(const struct ctx *x, const struct stats_table *t, uin
 static void call_note(const struct model *m, uint64_t ci, char *buf, size_t n)
 {
     struct feed_split s = {0};
-    const struct m_call *c = &m->call[ci];
+    const struct m_call cv = model_call(m, ci), *c = &cv;
     char a[32], b[32], d[32], e[32];
 
     feed_split_add(&s, m, c->thr, c->t_enter_ns, c->t_exit_ns);
@@ -539,7 +539,7 @@ json_t *chains_ex_json(const struct model *m, const struct examples *e)
     char n[96], note[256];
 
     for (int i = 0; i < TOP_EX && e->ns[i]; i++) {
-        const struct m_call *c = &m->call[e->call[i]];
+        const struct m_call cv = model_call(m, e->call[i]), *c = &cv;
         const struct m_proc *p = model_call_proc(m, c);
         uint64_t r = chains_rel(m, p->run, c->t_enter_ns);
         call_note(m, e->call[i], note, sizeof(note));
@@ -556,7 +556,7 @@ json_t *chains_ex_json(const struct model *m, const struct examples *e)
 /* A GPU-idle gap as an example: the enqueue it delayed, the gap's length. */
 json_t *chains_gap_json(const struct model *m, const struct feed_gap *g)
 {
-    const struct m_call *c = &m->call[g->next_call];
+    const struct m_call cv = model_call(m, g->next_call), *c = &cv;
     const struct m_proc *p = model_call_proc(m, c);
     uint64_t r = chains_rel(m, p->run, g->t0_ns);
     struct feed_split s = {0};

@@ -391,7 +391,7 @@ void chains_f_pipe(struct ctx *x)
     f->timeline = json_array();
     for (int i = 0; i < FEED_TOP_GAPS && worst->starved[i].t1_ns; i++) {
         const struct feed_gap *g = &worst->starved[i];
-        const struct m_call *c = &m->call[g->next_call];
+        const struct m_call cv = model_call(m, g->next_call), *c = &cv;
         if (i == 0) {
             chains_tl_system(f->timeline, m, model_call_proc(m, c)->run, g->t0_ns, g->t1_ns);
             chains_tl_call(f->timeline, m, g->drain_call, NULL);
@@ -451,7 +451,7 @@ void chains_f_pageable(struct ctx *x)
     char a[32], b[32], d[32], n[96];
 
     for (uint64_t i = 0; i < m->ncall; i++) {
-        const struct m_call *c = &m->call[i];
+        const struct m_call cv = model_call(m, i), *c = &cv;
         if (c->flags & CS_CF_NESTED || cs_api_table[c->api].family != CS_FAM_COPY ||
             model_bytes(c) < 65536 || !model_call_proc(m, c)->selected)
             continue;
@@ -497,7 +497,7 @@ void chains_f_pageable(struct ctx *x)
     pinned_evidence(x, f);
     jaddf(f->evidence, "async copies from pageable memory are staged by the driver and block "
                        "the calling thread");
-    f->row = e.ns[0] ? stats_table_row(x->t, &m->call[e.call[0]]) : NULL;
+    f->row = e.ns[0] ? stats_table_row_at(x->t, m, e.call[0]) : NULL;
     snprintf(f->summary, sizeof(f->summary), "%.1f MiB copied from pageable memory (%s) cost %s "
              "more than pinned copies would", (double)pg_b / 1048576.0,
              fmt_bw(a, 32, pg_b, pg_ns), fmt_ns(b, 32, f->impact_ns));
@@ -529,7 +529,7 @@ void chains_f_churn(struct ctx *x)
     double secs = (double)x->wall_ns / 1e9;
 
     for (uint64_t i = 0; i < m->ncall; i++) {
-        const struct m_call *c = &m->call[i];
+        const struct m_call cv = model_call(m, i), *c = &cv;
         if (c->flags & CS_CF_NESTED || !is_churn_api(c->api) || !model_call_proc(m, c)->selected)
             continue;
         if (cs_api_table[c->api].family == CS_FAM_ALLOC) {
@@ -552,7 +552,7 @@ void chains_f_churn(struct ctx *x)
     jaddf(f->evidence, "%.1f MiB allocated in all (%.1f MiB per allocation)",
           (double)bytes / 1048576.0, na ? (double)bytes / 1048576.0 / (double)na : 0.0);
     jaddf(f->evidence, "cudaFree and cuMemFree synchronise the device before returning");
-    f->row = e.ns[0] ? stats_table_row(x->t, &m->call[e.call[0]]) : NULL;
+    f->row = e.ns[0] ? stats_table_row_at(x->t, m, e.call[0]) : NULL;
     snprintf(f->summary, sizeof(f->summary), "device memory is allocated and freed %.0f times "
              "per second, %s in the allocator", (double)(na + nf) / secs, fmt_ns(a, 32, ns));
     snprintf(f->host, sizeof(f->host), "%" PRIu64 " allocations + %" PRIu64 " frees, %.0f per "
@@ -609,7 +609,7 @@ static void warmup_add(const struct model *m, const struct graph_builds *gb, siz
     rb->wu[2 * rb->nwu] = first, rb->wu[2 * rb->nwu + 1] = cap;
     rb->nwu++;
     rb->wu_launches += n;
-    rb->wu_host_ns += m->call[cap].t_enter_ns - m->call[first].t_enter_ns;
+    rb->wu_host_ns += model_call(m, cap).t_enter_ns - model_call(m, first).t_enter_ns;
 }
 
 static int cmp_pair(const void *a, const void *b)
@@ -651,8 +651,8 @@ static void rebuild_add(const struct model *m, struct rebuilds *rb, const struct
     }
     if (b->inst != M_CALL_NONE) {
         rb->insts++;
-        rb->inst_ns += model_dur(&m->call[b->inst]);
-        chains_ex_keep(&rb->e, b->inst, model_dur(&m->call[b->inst]));
+        rb->inst_ns += model_call_dur(m, b->inst);
+        chains_ex_keep(&rb->e, b->inst, model_call_dur(m, b->inst));
     }
 }
 
@@ -730,7 +730,7 @@ void chains_f_recapture(struct ctx *x)
     jaddf(f->evidence, "a graph captured once and replayed costs one launch a step; each new "
                        "capture also runs the captured code eagerly first (warm-up) and "
                        "instantiates anew");
-    f->row = rb.e.ns[0] ? stats_table_row(x->t, &x->m->call[rb.e.call[0]]) : NULL;
+    f->row = rb.e.ns[0] ? stats_table_row_at(x->t, x->m, rb.e.call[0]) : NULL;
     snprintf(f->summary, sizeof(f->summary), "CUDA graphs are captured and instantiated again "
              "and again after the set-up (%.2f captures and %.2f instantiations per %s), "
              "%s building them",
@@ -853,10 +853,10 @@ void chains_f_sync(struct ctx *x)
     }
     if (worst->longest[0].t1_ns) {
         const struct feed_gap *g = &worst->longest[0];
-        const struct m_call *c = &m->call[g->next_call];
+        const struct m_call cv = model_call(m, g->next_call), *c = &cv;
         f->timeline = json_array();
         chains_tl_call(f->timeline, m, g->drain_call,
-                       stats_table_row(x->t, &m->call[g->drain_call]));
+                       stats_table_row_at(x->t, m, g->drain_call));
         chains_tl_add(f->timeline, m, model_call_proc(m, c)->run, c->t_enter_ns, "[CUDA]",
                "%s enqueued after the GPU sat idle %s", chains_api_name(c, a, 32),
                fmt_ns(b, 32, g->t1_ns - g->t0_ns));

@@ -93,6 +93,7 @@ struct walk {
     uint32_t pending;       /* streams with queued work */
     uint64_t idle_since;    /* context drained at, 0 = not known idle */
     uint64_t drain_call;    /* the call that drained it */
+    uint64_t ci;            /* the call step() is at */
     uint64_t setup_end;     /* gaps begun before it are the set-up's */
     int any_enqueue;
 };
@@ -150,7 +151,7 @@ static void after_drain(struct walk *w, const struct m_call *c)
 {
     if (w->pending == 0 && w->any_enqueue && w->idle_since == 0) {
         w->idle_since = c->t_exit_ns;
-        w->drain_call = (uint64_t)(c - w->m->call);
+        w->drain_call = w->ci;
     }
 }
 
@@ -180,13 +181,12 @@ static uint64_t incall_ns(const struct model *m, uint32_t thr, uint64_t t0, uint
 {
     const struct m_thread *th = &m->thr[thr];
     /* the first call entered at or after t0 */
-    uint64_t sum = 0, lo = M_FIRST_GE(struct m_call, m->call, t_enter_ns, th->first_call,
-                                      th->first_call + th->ncalls, t0);
-    if (lo > th->first_call && m->call[lo - 1].t_exit_ns > t0) /* one running at t0 */
+    uint64_t sum = 0, lo = model_call_search(m, th->first_call, th->first_call + th->ncalls, t0, 0);
+    if (lo > th->first_call && model_call(m, lo - 1).t_exit_ns > t0) /* one running at t0 */
         lo--;
-    for (; lo < th->first_call + th->ncalls && m->call[lo].t_enter_ns < t1; lo++)
-        if (!(m->call[lo].flags & CS_CF_NESTED))
-            sum += model_overlap(m->call[lo].t_enter_ns, m->call[lo].t_exit_ns, t0, t1);
+    for (; lo < th->first_call + th->ncalls && model_call(m, lo).t_enter_ns < t1; lo++)
+        if (!(model_call(m, lo).flags & CS_CF_NESTED))
+            sum += model_overlap(model_call(m, lo).t_enter_ns, model_call(m, lo).t_exit_ns, t0, t1);
     return sum;
 }
 
@@ -208,8 +208,7 @@ static int gap_keep(struct feed *f, const struct feed_gap *g)
 static int ctx_gap(struct walk *w, const struct m_call *c)
 {
     struct feed_proc *fp = w->fp;
-    struct feed_gap g = {w->idle_since, c->t_enter_ns, w->drain_call,
-                         (uint64_t)(c - w->m->call), 0};
+    struct feed_gap g = {w->idle_since, c->t_enter_ns, w->drain_call, w->ci, 0};
     uint64_t before = fp->split.sleep_worker_ns;
 
     gap_add(&fp->idle_ns, &fp->gaps, &fp->max_gap_ns, &fp->max_gap_at_ns, g.t0_ns, g.t1_ns);
@@ -307,24 +306,24 @@ static int step(struct walk *w, const struct m_call *c)
 static int walk_proc(struct walk *w, const uint32_t *thr, uint32_t nthr, uint64_t *pos)
 {
     for (;;) {
-        const struct m_call *best = NULL;
-        uint32_t bi = 0;
+        struct m_call best = {0};
+        uint32_t bi = M_NONE;
         for (uint32_t i = 0; i < nthr; i++) {
             const struct m_thread *t = &w->m->thr[thr[i]];
             if (pos[i] == t->first_call + t->ncalls)
                 continue;
-            const struct m_call *c = &w->m->call[pos[i]];
-            if (best == NULL || c->t_enter_ns < best->t_enter_ns) {
+            const struct m_call c = model_call(w->m, pos[i]);
+            if (bi == M_NONE || c.t_enter_ns < best.t_enter_ns) {
                 best = c;
                 bi = i;
             }
         }
-        if (best == NULL)
+        if (bi == M_NONE)
             return 0;
-        pos[bi]++;
-        if (best->t_exit_ns > w->fp->busy_last_ns)
-            w->fp->busy_last_ns = best->t_exit_ns;
-        if (!(best->flags & CS_CF_NESTED) && step(w, best) < 0)
+        w->ci = pos[bi]++;
+        if (best.t_exit_ns > w->fp->busy_last_ns)
+            w->fp->busy_last_ns = best.t_exit_ns;
+        if (!(best.flags & CS_CF_NESTED) && step(w, &best) < 0)
             return -ENOMEM;
     }
 }
@@ -339,17 +338,17 @@ static void launch_pass(const struct feed_proc *fp, const struct model *m, const
 
     for (uint32_t i = 0; i < nthr; i++) {
         const struct m_thread *t = &m->thr[thr[i]];
-        const struct m_call *prev = NULL;
+        uint64_t prev_exit = UINT64_MAX; /* the launch before, UINT64_MAX: none */
         for (uint64_t k = t->first_call; k < t->first_call + t->ncalls; k++) {
-            const struct m_call *c = &m->call[k];
+            const struct m_call cv = model_call(m, k), *c = &cv;
             if (c->flags & CS_CF_NESTED)
                 continue;
             int is_launch = cs_api_table[c->api].family == CS_FAM_LAUNCH;
             if (is_launch && nd++ <= fp->launches)
                 qsel_add(dur, model_dur(c));
-            if (is_launch && prev && ng++ <= fp->launches)
-                qsel_add(gap, c->t_enter_ns > prev->t_exit_ns ? c->t_enter_ns - prev->t_exit_ns : 0);
-            prev = is_launch ? c : NULL;
+            if (is_launch && prev_exit != UINT64_MAX && ng++ <= fp->launches)
+                qsel_add(gap, c->t_enter_ns > prev_exit ? c->t_enter_ns - prev_exit : 0);
+            prev_exit = is_launch ? c->t_exit_ns : UINT64_MAX;
         }
     }
 }

@@ -146,7 +146,7 @@ static int marks_of(const struct model *m, uint32_t p, struct marks *k)
 
     memset(k, 0, sizeof(*k));
     M_FOR_PROC_CALLS(m, p, t, i) {
-        const struct m_call *c = &m->call[i];
+        const struct m_call cv = model_call(m, i), *c = &cv;
         struct iv x = {c->t_enter_ns, c->t_exit_ns, i, i};
         if (c->flags & CS_CF_NESTED)
             continue;
@@ -200,7 +200,7 @@ static uint32_t main_thread(const struct model *m, uint32_t p)
         if (th->proc != p)
             continue;
         for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++) {
-            int fam = cs_api_table[m->call[i].api].family;
+            int fam = cs_api_table[model_call(m, i).api].family;
             n += fam == CS_FAM_LAUNCH || fam == CS_FAM_COPY || fam == CS_FAM_MEMSET;
         }
         if (best == M_NONE || n > most)
@@ -328,12 +328,11 @@ static int dev_busy(const struct model *m, const struct gpu_dev *d, struct dev_i
 uint64_t gpu_call_from(const struct model *m, uint32_t t, uint64_t ts)
 {
     const struct m_thread *th = &m->thr[t];
-    uint64_t lo = M_FIRST_GT(struct m_call, m->call, t_enter_ns, th->first_call,
-                             th->first_call + th->ncalls, ts);
+    uint64_t lo = model_call_search(m, th->first_call, th->first_call + th->ncalls, ts, 1);
 
     /* the calls before may still run at ts (outermost ones do not overlap) */
     for (uint64_t k = 0; lo > th->first_call && k < 8; k++) {
-        const struct m_call *c = &m->call[lo - 1];
+        const struct m_call cv = model_call(m, lo - 1), *c = &cv;
         if (c->t_exit_ns <= ts && !(c->flags & CS_CF_NESTED))
             break;
         lo--;
@@ -378,16 +377,17 @@ static int attribute(const struct model *m, uint32_t t, uint64_t a, uint64_t b, 
 
     while (x < b) {
         const struct m_call *c = NULL;
+        struct m_call cv;
         const struct m_off *o = NULL;
         uint64_t y = b;
-        while (ci < cend && (m->call[ci].t_exit_ns <= x || (m->call[ci].flags & CS_CF_NESTED)))
+        while (ci < cend && (model_call(m, ci).t_exit_ns <= x || (model_call(m, ci).flags & CS_CF_NESTED)))
             ci++;
         while (oi < oend && m->off[oi].t_end_ns <= x)
             oi++;
-        if (ci < cend && m->call[ci].t_enter_ns <= x)
-            c = &m->call[ci], y = c->t_exit_ns < y ? c->t_exit_ns : y;
-        else if (ci < cend && m->call[ci].t_enter_ns < y)
-            y = m->call[ci].t_enter_ns;
+        if (ci < cend && model_call(m, ci).t_enter_ns <= x)
+            cv = model_call(m, ci), c = &cv, y = c->t_exit_ns < y ? c->t_exit_ns : y;
+        else if (ci < cend && model_call(m, ci).t_enter_ns < y)
+            y = model_call(m, ci).t_enter_ns;
         if (oi < oend && m->off[oi].t_start_ns <= x)
             o = &m->off[oi], y = o->t_end_ns < y ? o->t_end_ns : y;
         else if (oi < oend && m->off[oi].t_start_ns < y)
@@ -422,11 +422,15 @@ uint64_t gpu_sync_before(const struct model *m, uint32_t t, uint64_t a)
     const struct m_thread *th = &m->thr[t];
     uint64_t first = gpu_call_from(m, t, a), end = th->first_call + th->ncalls;
 
-    for (uint64_t i = first; i < end && m->call[i].t_enter_ns <= a; i++)
-        if (is_sync_call(&m->call[i]) && m->call[i].t_exit_ns >= a)
+    for (uint64_t i = first; i < end; i++) {
+        const struct m_call c = model_call(m, i);
+        if (c.t_enter_ns > a)
+            break;
+        if (is_sync_call(&c) && c.t_exit_ns >= a)
             return i; /* running when the GPU went idle */
+    }
     for (uint64_t i = first, k = 0; i > th->first_call && k < 16; i--, k++) {
-        const struct m_call *c = &m->call[i - 1];
+        const struct m_call cv = model_call(m, i - 1), *c = &cv;
         if (c->flags & CS_CF_NESTED)
             continue;
         if (c->t_exit_ns + SYNC_NEAR_NS < a)
@@ -440,7 +444,7 @@ uint64_t gpu_sync_before(const struct model *m, uint32_t t, uint64_t a)
 static uint32_t rec_thread(const struct model *m, uint64_t rec)
 {
     uint64_t c = m->gpu[rec].call;
-    return c == M_CALL_NONE ? M_NONE : m->call[c].thr;
+    return c == M_CALL_NONE ? M_NONE : model_call(m, c).thr;
 }
 
 static void top_keep(struct gpu_stretch *top, const struct gpu_stretch *s)
@@ -613,8 +617,8 @@ static void idle_piece(void *arg, const struct gpu_piece *pc)
                                       w);
         if (sc != iw->last_sync && sc != M_CALL_NONE) {
             iw->last_sync = sc;
-            iw->budget = iv_inside(iw->v->busy, iw->v->nbusy, m->call[sc].t_enter_ns,
-                                   m->call[sc].t_exit_ns);
+            iw->budget = iv_inside(iw->v->busy, iw->v->nbusy, model_call(m, sc).t_enter_ns,
+                                   model_call(m, sc).t_exit_ns);
         }
         if (sc != M_CALL_NONE) {
             uint64_t loss = host < iw->budget ? host : iw->budget;
@@ -729,7 +733,7 @@ static int dev_stats(const struct model *m, struct gpu_dev *d, uint64_t setup_en
         const struct m_gpu *g = &m->gpu[i];
         int isk = g->kind == CS_GPU_KERNEL, isc = g->kind == CS_GPU_MEMCPY;
         int isp = isc && ((g->gflags & CS_GF_PAGEABLE) ||
-                          (g->call != M_CALL_NONE && (m->call[g->call].flags & CS_CF_PAGEABLE)));
+                          (g->call != M_CALL_NONE && (model_call(m, g->call).flags & CS_CF_PAGEABLE)));
         d->kernels += isk;
         d->copies += isc;
         if (isp && g->t_start_ns >= setup_end && g->t_start_ns < wind)
@@ -1252,9 +1256,8 @@ static json_t *graphs_json(const struct model *m)
 static uint64_t calls_in(const struct model *m, uint32_t t, uint64_t lo, uint64_t hi)
 {
     const struct m_thread *th = &m->thr[t];
-    uint64_t a = M_FIRST_GE(struct m_call, m->call, t_enter_ns, th->first_call,
-                            th->first_call + th->ncalls, lo);
-    uint64_t b = M_FIRST_GE(struct m_call, m->call, t_enter_ns, a, th->first_call + th->ncalls, hi);
+    uint64_t a = model_call_search(m, th->first_call, th->first_call + th->ncalls, lo, 0);
+    uint64_t b = model_call_search(m, a, th->first_call + th->ncalls, hi, 0);
 
     return b - a;
 }

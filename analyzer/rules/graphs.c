@@ -59,7 +59,7 @@ static int thread_builds(const struct model *m, uint32_t t, struct graph_builds 
     int state = 0, rc = 0; /* 0 none, 1 capturing, 2 captured: waiting for its instantiation */
 
     for (uint64_t i = th->first_call; i < th->first_call + th->ncalls && rc == 0; i++) {
-        const struct m_call *c = &m->call[i];
+        const struct m_call cv = model_call(m, i), *c = &cv;
         if (!counts(c))
             continue;
         if (graphs_is_capture_begin(c->api)) {
@@ -111,17 +111,20 @@ static int count_launches(const struct model *m, struct graph_builds *gb)
     size_t n = gb->n, k = 0, cur = SIZE_MAX;
     struct gev *ev;
 
-    for (uint64_t i = 0; i < m->ncall; i++)
-        n += is_launch(m->call[i].api) && counts(&m->call[i]);
+    for (uint64_t i = 0; i < m->ncall; i++) {
+        const struct m_call c = model_call(m, i);
+        n += is_launch(c.api) && counts(&c);
+    }
     if ((ev = malloc((n + 1) * sizeof(*ev))) == NULL)
         return -ENOMEM;
     for (size_t b = 0; b < gb->n; b++) {
-        const struct m_call *c = gb->b[b].inst != M_CALL_NONE ? &m->call[gb->b[b].inst] : NULL;
-        if (c)
-            ev[k++] = (struct gev){m->thr[c->thr].proc, model_graph_exec(c), c->t_exit_ns, b};
+        if (gb->b[b].inst != M_CALL_NONE) {
+            const struct m_call c = model_call(m, gb->b[b].inst);
+            ev[k++] = (struct gev){m->thr[c.thr].proc, model_graph_exec(&c), c.t_exit_ns, b};
+        }
     }
     for (uint64_t i = 0; i < m->ncall; i++) {
-        const struct m_call *c = &m->call[i];
+        const struct m_call cv = model_call(m, i), *c = &cv;
         if (is_launch(c->api) && counts(c))
             ev[k++] = (struct gev){m->thr[c->thr].proc, model_graph_exec(c), c->t_enter_ns,
                                    SIZE_MAX};
@@ -223,7 +226,7 @@ static int thread_spans(const struct model *m, uint32_t t, struct graph_builds *
     int rc = 0;
 
     for (uint64_t i = th->first_call; i < th->first_call + th->ncalls && rc == 0; i++) {
-        const struct m_call *c = &m->call[i];
+        const struct m_call cv = model_call(m, i), *c = &cv;
         struct pystack_ref ref = pystack_ref_of_call(m, i);
         uint64_t k;
         if ((c->flags & CS_CF_NESTED) || ref.id == 0)
@@ -325,17 +328,20 @@ size_t graphs_warmup(const struct model *m, const struct graph_builds *gb, size_
 
     if (b->capture == M_CALL_NONE)
         return 0;
-    for (uint64_t i = b->capture + 1; i < th->first_call + th->ncalls &&
-                                      m->call[i].t_enter_ns < end && n < WARMUP_MAX; i++)
-        if (is_kernel_launch(&m->call[i]) && (m->call[i].flags & CS_CF_CAPTURING))
-            names[n++] = model_name_id(&m->call[i]);
+    for (uint64_t i = b->capture + 1; i < th->first_call + th->ncalls && n < WARMUP_MAX; i++) {
+        const struct m_call c = model_call(m, i);
+        if (c.t_enter_ns >= end)
+            break;
+        if (is_kernel_launch(&c) && (c.flags & CS_CF_CAPTURING))
+            names[n++] = model_name_id(&c);
+    }
     if (bi > gb->first[b->thr]) { /* not past the thread's previous build */
         const struct graph_build *p = &gb->b[bi - 1];
         floor = p->inst != M_CALL_NONE ? p->inst + 1 : p->capture + 1;
     }
     k = n;
     for (uint64_t i = b->capture; k > 0 && i-- > floor;) {
-        const struct m_call *c = &m->call[i];
+        const struct m_call cv = model_call(m, i), *c = &cv;
         if (!is_kernel_launch(c) || (c->flags & CS_CF_CAPTURING))
             continue;
         if (model_name_id(c) != names[k - 1])

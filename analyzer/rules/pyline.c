@@ -64,7 +64,7 @@ static int row_stats(struct pyline *p, const struct model *m)
     memcpy(pos, off, (size_t)p->nrow * sizeof(*pos));
     for (uint64_t k = 0; k < m->ncstack; k++)
         if (p->row_of[k] != M_NONE)
-            v[pos[p->row_of[k]]++] = model_dur(&m->call[m->cstack[k].call]);
+            v[pos[p->row_of[k]]++] = model_call_dur(m, m->cstack[k].call);
     for (uint32_t r = 0; r < p->nrow; r++) {
         struct stats_summary s;
         uint64_t n = off[r + 1] - off[r];
@@ -95,10 +95,10 @@ static uint64_t gap_idle(struct pyline *p, const struct model *m, const struct f
                          const struct gpu_truth *g, uint64_t i, int *loop)
 {
     const struct feed_gap *gp = &f->gap[i];
-    uint32_t proc = m->thr[m->call[gp->drain_call].thr].proc;
+    uint32_t proc = m->thr[model_call(m, gp->drain_call).thr].proc;
     uint64_t idle = gp->t1_ns - gp->t0_ns, measured, until = UINT64_MAX;
 
-    if (i + 1 < f->ngap && m->thr[m->call[gp[1].drain_call].thr].proc == proc)
+    if (i + 1 < f->ngap && m->thr[model_call(m, gp[1].drain_call).thr].proc == proc)
         until = gp[1].t0_ns; /* the next drain: its idle is its own */
     if (gpu_idle_after(g, proc, gp->t0_ns, until, &measured)) {
         idle = measured;
@@ -121,7 +121,7 @@ static int host_credit(struct pyline *p, const struct model *m, const struct fee
         const struct feed_gap *gp = &f->gap[i];
         int loop;
         uint64_t idle = gap_idle(p, m, f, g, i, &loop);
-        if (loop && pyhost_add(p->host, m, m->call[gp->drain_call].thr, gp->t0_ns, gp->t1_ns,
+        if (loop && pyhost_add(p->host, m, model_call(m, gp->drain_call).thr, gp->t0_ns, gp->t1_ns,
                                idle) < 0)
             return -ENOMEM;
     }
@@ -229,10 +229,10 @@ int pyline_compute(struct pyline *p, const struct model *m, const struct feed *f
         uint64_t ci = m->cstack[k].call;
         uint32_t *r = &p->row_of[k];
         *r = M_NONE;
-        if (m->call[ci].flags & CS_CF_NESTED)
+        if (model_call(m, ci).flags & CS_CF_NESTED)
             continue;
         /* a site depends on the run and stack id alone: hot stacks hit the cache */
-        uint64_t key = (uint64_t)model_call_proc(m, &m->call[ci])->run << 32 | m->cstack[k].stack_id;
+        uint64_t key = (uint64_t)model_proc_of_call(m, ci)->run << 32 | m->cstack[k].stack_id;
         struct seen *c = &cache[(key * 0x9e3779b97f4a7c15ull) >> 56];
         if (c->key == key + 1) {
             *r = c->row;
@@ -245,7 +245,7 @@ int pyline_compute(struct pyline *p, const struct model *m, const struct feed *f
             }
             *c = (struct seen){key + 1, *r};
         }
-        if (model_dur(&m->call[ci]) > model_dur(&m->call[p->row[*r].call]))
+        if (model_call_dur(m, ci) > model_call_dur(m, p->row[*r].call))
             p->row[*r].call = ci;
     }
     m_hash_free(ix);
@@ -264,10 +264,12 @@ int pyline_compute(struct pyline *p, const struct model *m, const struct feed *f
 
 /* Display name of call @p c's API, in a static buffer: one name per
  * statement. */
-static const char *api_name(const struct m_call *c)
+static const char *api_name(const struct model *m, uint64_t ci)
 {
     static char buf[96];
-    return cs_api_display((enum cs_api)c->api, (enum cs_variant)c->variant, buf, sizeof(buf));
+    const struct m_call c = model_call(m, ci);
+
+    return cs_api_display((enum cs_api)c.api, (enum cs_variant)c.variant, buf, sizeof(buf));
 }
 
 /* The site's frame with @p extra's keys after it. */
@@ -288,7 +290,7 @@ json_t *pyline_json(const struct pyline *p, const struct model *m)
         const struct pyline_row *r = &p->row[i];
         json_t *o = site_obj(m, r);
         json_object_set_new(o, "run", json_integer(r->site.run)); /* sites are per run file */
-        json_object_set_new(o, "api", json_string(api_name(&m->call[r->call])));
+        json_object_set_new(o, "api", json_string(api_name(m, r->call)));
         json_object_set_new(o, "calls", json_integer((json_int_t)r->calls));
         json_object_set_new(o, "total_ns", json_integer((json_int_t)r->total_ns));
         json_object_set_new(o, "p50_ns", json_integer((json_int_t)r->p50_ns));
@@ -348,8 +350,9 @@ struct filter {
     uint64_t min_ns; /* outlier causes: the API's p99 */
 };
 
-static int call_in(const struct filter *fl, const struct m_call *c)
+static int call_in(const struct filter *fl, const struct model *m, uint64_t ci)
 {
+    const struct m_call cv = model_call(m, ci), *c = &cv;
     const struct cs_api_info *in = &cs_api_table[c->api];
 
     if (c->flags & CS_CF_NESTED)
@@ -382,13 +385,13 @@ static int is_outlier_cause(const char *cause)
  * captured ran in between: that line is where the graph was built). */
 static uint64_t call_weight(const struct model *m, const struct filter *fl, uint64_t ci)
 {
-    const struct m_call *c = &m->call[ci];
+    const struct m_call cv = model_call(m, ci), *c = &cv;
     const struct m_thread *th = &m->thr[c->thr];
 
     if (fl->w != W_GRAPH || !graphs_is_capture_begin(c->api))
         return model_dur(c);
     for (uint64_t i = ci + 1; i < th->first_call + th->ncalls; i++) {
-        const struct m_call *e = &m->call[i];
+        const struct m_call ev = model_call(m, i), *e = &ev;
         if (!(e->flags & CS_CF_NESTED) && cs_api_table[e->api].family == CS_FAM_CAPTURE)
             return graphs_is_capture_begin(e->api) ? model_dur(c) : e->t_exit_ns - c->t_enter_ns;
     }
@@ -412,12 +415,12 @@ static void weigh_rows(const struct pyline *p, const struct model *m, const stru
         return;
     }
     for (uint64_t i = 0; i < m->ncall; i++)
-        if (call_in(fl, &m->call[i]))
+        if (call_in(fl, m, i))
             *total += call_weight(m, fl, i);
     for (uint64_t k = 0; k < m->ncstack; k++) {
         uint64_t ci = m->cstack[k].call;
         uint32_t r = p->row_of[k];
-        if (r == M_NONE || !call_in(fl, &m->call[ci]))
+        if (r == M_NONE || !call_in(fl, m, ci))
             continue;
         if (cnt[r] == 0 || call_weight(m, fl, ci) > call_weight(m, fl, rep[r]))
             rep[r] = ci;
@@ -440,22 +443,22 @@ static json_t *site_json(const struct pyline *p, const struct model *m, const st
     if (by_gaps(fl->w)) {
         int n = snprintf(text, sizeof(text), "%s of GPU idle%s after the %s at %s (%.0f %%)", d,
                          fl->w == W_STARVE ? " waiting for the data pipeline" : "",
-                         api_name(&m->call[rep]), site, share * 100);
+                         api_name(m, rep), site, share * 100);
         if (row->next_row != M_NONE && n > 0 && (size_t)n < sizeof(text))
             snprintf(text + n, sizeof(text) - (size_t)n,
                      "; the next GPU work was enqueued at %s",
                      pystack_site_text(m, &p->row[row->next_row].site, next, sizeof(next)));
-    } else if (fl->w == W_GRAPH && graphs_is_capture_begin(m->call[rep].api)) {
+    } else if (fl->w == W_GRAPH && graphs_is_capture_begin(model_call(m, rep).api)) {
         snprintf(text, sizeof(text), "%s capturing, from %s to its end, at %s (%.0f %%)", d,
-                 api_name(&m->call[rep]), site, share * 100);
+                 api_name(m, rep), site, share * 100);
     } else {
-        snprintf(text, sizeof(text), "%s in %s at %s (%.0f %%)", d, api_name(&m->call[rep]), site,
+        snprintf(text, sizeof(text), "%s in %s at %s (%.0f %%)", d, api_name(m, rep), site,
                  share * 100);
     }
     json_object_set_new(o, "ns", json_integer((json_int_t)w));
     json_object_set_new(o, "share", json_real(share));
     json_object_set_new(o, "calls", json_integer((json_int_t)cnt));
-    json_object_set_new(o, "api", json_string(api_name(&m->call[rep])));
+    json_object_set_new(o, "api", json_string(api_name(m, rep)));
     json_object_set_new(o, "text", json_string(text));
     json_object_set_new(o, "via", pystack_via_json(m, rep, PYSTACK_CALLERS));
     json_object_set_new(o, "callers", pystack_callers_json(m, rep, PYSTACK_CALLERS));

@@ -153,8 +153,7 @@ static int pick_thread(struct rk_ctx *x, uint32_t ri)
         if (x->rank_of[m->thr[t].proc] != ri)
             continue;
         r->thrs[r->nthrs++] = t;
-        for (uint64_t i = 0; i < m->thr[t].ncalls; i++)
-            n += model_is_step_sync(&m->call[m->thr[t].first_call + i]);
+        n = model_thread_step_syncs(m, t);
         if (n > best)
             best = n, r->thr = t;
     }
@@ -163,16 +162,18 @@ static int pick_thread(struct rk_ctx *x, uint32_t ri)
     if ((r->sync = malloc(best * sizeof(*r->sync))) == NULL)
         return -ENOMEM;
     const struct m_thread *th = &m->thr[r->thr];
-    for (uint64_t i = 0; i < th->ncalls; i++)
-        if (model_is_step_sync(&m->call[th->first_call + i]))
-            r->sync[r->nsync++] = th->first_call + i;
+    for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++) {
+        const struct m_call c = model_call(m, i);
+        if (model_is_step_sync(&c))
+            r->sync[r->nsync++] = i;
+    }
     return 0;
 }
 
 /* The sync call of rank @p r at aligned step @p k. */
-static const struct m_call *sync_at(const struct model *m, const struct rk_rank *r, uint64_t k)
+static struct m_call sync_at(const struct model *m, const struct rk_rank *r, uint64_t k)
 {
-    return &m->call[r->sync[r->first + k]];
+    return model_call(m, r->sync[r->first + k]);
 }
 
 /* Median distance between the returns of rank @p a's syncs and rank @p b's,
@@ -186,7 +187,7 @@ static uint64_t align_cost(const struct model *m, const struct rk_rank *a,
         uint64_t kb = k + (uint64_t)(int64_t)d;
         if (kb >= b->nsync)
             break;
-        uint64_t ta = m->call[a->sync[k]].t_exit_ns, tb = m->call[b->sync[kb]].t_exit_ns;
+        uint64_t ta = model_call(m, a->sync[k]).t_exit_ns, tb = model_call(m, b->sync[kb]).t_exit_ns;
         v[n++] = ta > tb ? ta - tb : tb - ta;
     }
     return n < RK_ALIGN_SAMPLE / 4 ? UINT64_MAX : median(v, n);
@@ -355,8 +356,8 @@ static int waits(struct rk_ctx *x, uint32_t ri)
     if (r->wait == NULL || r->ready == NULL)
         return -ENOMEM;
     for (uint64_t k = 0; k < x->steps; k++) {
-        const struct m_call *c = sync_at(m, r, k);
-        uint64_t prev = r->first + k ? m->call[r->sync[r->first + k - 1]].t_exit_ns
+        const struct m_call cv = sync_at(m, r, k), *c = &cv;
+        uint64_t prev = r->first + k ? model_call(m, r->sync[r->first + k - 1]).t_exit_ns
                                      : c->t_enter_ns;
         uint64_t ps = peer_sleep(x, ri, prev, c->t_enter_ns);
         r->wait[k] = model_dur(c) + ps;
@@ -375,7 +376,7 @@ static uint64_t call_after(const struct model *m, uint32_t t, uint64_t ts)
 
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (m->call[mid].t_enter_ns < ts)
+        if (model_call(m, mid).t_enter_ns < ts)
             lo = mid + 1;
         else
             hi = mid;
@@ -388,9 +389,9 @@ static uint64_t cuda_in(const struct model *m, uint32_t t, uint64_t t0, uint64_t
 {
     uint64_t end = m->thr[t].first_call + m->thr[t].ncalls, sum = 0;
 
-    for (uint64_t i = call_after(m, t, t0); i < end && m->call[i].t_enter_ns < t1; i++)
-        if (!(m->call[i].flags & CS_CF_NESTED))
-            sum += model_overlap(m->call[i].t_enter_ns, m->call[i].t_exit_ns, t0, t1);
+    for (uint64_t i = call_after(m, t, t0); i < end && model_call(m, i).t_enter_ns < t1; i++)
+        if (!(model_call(m, i).flags & CS_CF_NESTED))
+            sum += model_overlap(model_call(m, i).t_enter_ns, model_call(m, i).t_exit_ns, t0, t1);
     return sum;
 }
 
@@ -543,7 +544,7 @@ static json_t *api_rows(const struct rk_ctx *x, const struct rk_rank *r)
         for (uint32_t j = 0; j < r->nthrs; j++) {
             uint32_t t = r->thrs[j];
             for (uint64_t i = 0; i < m->thr[t].ncalls; i++) {
-                const struct m_call *c = &m->call[m->thr[t].first_call + i];
+                const struct m_call cv = model_call(m, m->thr[t].first_call + i), *c = &cv;
                 if (c->api != api || (c->flags & CS_CF_NESTED))
                     continue;
                 if (n == cap) {
@@ -731,7 +732,7 @@ static void worst_step(const struct rk_ctx *x, const struct rk_rank *s, json_t *
 
     for (uint32_t i = 0; i < x->n; i++) {
         const struct rk_rank *r = &x->r[i];
-        const struct m_call *c = sync_at(m, r, k);
+        const struct m_call cv = sync_at(m, r, k), *c = &cv;
         const struct m_proc *p = model_call_proc(m, c);
         cs_api_display(c->api, c->variant, n, sizeof(n));
         if (r == s) {
@@ -784,7 +785,7 @@ static json_t *finding(const struct rk_ctx *x, const struct rk_rank *s)
     int cause = top_cause(x, s);
     char what[256], rec[512], summary[640], a[32], l[64];
     const struct rk_rank *w = &x->r[s == &x->r[0] ? 1 : 0]; /* a waiting rank, for the api */
-    const struct m_call *wc = sync_at(m, w, s->worst_step);
+    const struct m_call wcv = sync_at(m, w, s->worst_step), *wc = &wcv;
     char api[96];
     uint64_t p50 = w->med_wait;
 

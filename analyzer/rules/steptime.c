@@ -19,14 +19,14 @@ static uint64_t calls_inside(const struct model *m, uint32_t t, uint64_t t0, uin
 {
     const struct m_thread *th = &m->thr[t];
     uint64_t end = th->first_call + th->ncalls, sum = 0;
-    uint64_t i = M_FIRST_GE(struct m_call, m->call, t_enter_ns, th->first_call, end, t0);
+    uint64_t i = model_call_search(m, th->first_call, end, t0, 0);
 
-    while (i > th->first_call && (m->call[i - 1].flags & CS_CF_NESTED))
+    while (i > th->first_call && (model_call(m, i - 1).flags & CS_CF_NESTED))
         i--; /* nested calls sit inside the outermost one before them */
     if (i > th->first_call)
         i--; /* which may span t0 */
-    for (; i < end && m->call[i].t_enter_ns < t1; i++) {
-        const struct m_call *c = &m->call[i];
+    for (; i < end && model_call(m, i).t_enter_ns < t1; i++) {
+        const struct m_call cv = model_call(m, i), *c = &cv;
         if (!(c->flags & CS_CF_NESTED))
             sum += model_overlap(c->t_enter_ns, c->t_exit_ns, t0, t1);
     }
