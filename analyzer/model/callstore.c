@@ -113,7 +113,7 @@ int callstore_put(struct callstore *s, const struct m_call *c)
         if (block_room(s) < 0 ||
             cs_grow((void **)&s->blk, &s->capblk, s->nblk + 1, sizeof(*s->blk)) < 0)
             return -ENOMEM;
-        s->blk[s->nblk++] = s->used;
+        s->blk[s->nblk++] = (struct callstore_blk){s->used, c->t_enter_ns};
         s->prev = zero;
     }
     p = s->chunk[s->used >> CALLSTORE_CHUNK_SHIFT] + (s->used & (CHUNK_BYTES - 1));
@@ -147,18 +147,23 @@ void callcur_init(struct callcur *k, const struct callstore *s)
     k->n = 0;
 }
 
-void callcur_load(struct callcur *k, uint64_t b)
+uint32_t callstore_decode(const struct callstore *s, uint64_t b, struct m_call *out)
 {
     static const struct m_call zero;
-    const struct callstore *s = k->s;
-    uint64_t off = s->blk[b], left = s->n - b * CALLSTORE_BLOCK;
+    uint64_t off = s->blk[b].off, left = s->n - b * CALLSTORE_BLOCK;
     const uint8_t *p = s->chunk[off >> CALLSTORE_CHUNK_SHIFT] + (off & (CHUNK_BYTES - 1));
     const struct m_call *q = &zero;
+    uint32_t n = left < CALLSTORE_BLOCK ? (uint32_t)left : CALLSTORE_BLOCK;
 
-    k->n = left < CALLSTORE_BLOCK ? (uint32_t)left : CALLSTORE_BLOCK;
-    for (uint32_t i = 0; i < k->n; i++) {
-        p = dec_call(p, &k->c[i], q);
-        q = &k->c[i];
+    for (uint32_t i = 0; i < n; i++) {
+        p = dec_call(p, &out[i], q);
+        q = &out[i];
     }
+    return n;
+}
+
+void callcur_load(struct callcur *k, uint64_t b)
+{
+    k->n = callstore_decode(k->s, b, k->c);
     k->blk = b;
 }

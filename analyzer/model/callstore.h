@@ -17,7 +17,10 @@
 struct callstore {
     uint8_t **chunk;    /* nchunk of 1 << CALLSTORE_CHUNK_SHIFT bytes */
     uint64_t nchunk, capchunk;
-    uint64_t *blk;      /* byte offset of each block's first call */
+    struct callstore_blk {
+        uint64_t off;   /* byte offset of its first call */
+        uint64_t enter; /* its first call's t_enter_ns */
+    } *blk;
     uint64_t nblk, capblk;
     uint64_t n;         /* calls */
     uint64_t used;      /* bytes written */
@@ -50,6 +53,10 @@ void callcur_init(struct callcur *k, const struct callstore *s);
 
 /** Decode block @p b into @p k (b < s->nblk). */
 void callcur_load(struct callcur *k, uint64_t b);
+
+/** Decode block @p b of @p s into @p out (CALLSTORE_BLOCK calls, fewer in
+ * the last block). @return how many */
+uint32_t callstore_decode(const struct callstore *s, uint64_t b, struct m_call *out);
 
 /** Call @p i (< s->n), valid until @p k's next callcur_at(). */
 static inline const struct m_call *callcur_at(struct callcur *k, uint64_t i)

@@ -1591,7 +1591,10 @@ int model_load(struct model *m, const char *const *paths, int n, const struct an
         return -ENOMEM;
     gpu_join(m);
     fix_extent(m);
-    return clocks_align(m);
+    if ((rc = clocks_align(m)) < 0)
+        return rc;
+    model_calls_compact(m); /* -ENOMEM: the array stays */
+    return 0;
 }
 
 void model_exit(struct model *m)
@@ -1604,6 +1607,7 @@ void model_exit(struct model *m)
     free(m->proc);
     free(m->thr);
     model_free_big(m->call);
+    model_calls_free(m);
     model_free_big(m->off);
     free(m->pwin);
     free(m->sys);

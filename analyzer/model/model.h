@@ -189,8 +189,11 @@ struct model {
     uint32_t nproc, cap_proc;
     struct m_thread *thr;
     uint32_t nthr, cap_thr;
-    struct m_call *call; /* grouped by thread, by t_enter within a thread */
+    struct m_call *call; /* grouped by thread, by t_enter within a thread; NULL
+                            once loaded: then in cstore (model_call()) */
     uint64_t ncall;
+    struct callstore *cstore; /* the calls once loaded, compact (model/calls.c) */
+    struct callcache *ccache; /* blocks of cstore decoded last */
     struct m_off *off;   /* grouped by thread, by t_start within a thread */
     uint64_t noff;
     struct cs_rec_pwin *pwin; /* grouped by process (pid rewritten to proc index) */
@@ -299,11 +302,20 @@ static inline uint64_t model_search(const void *base, size_t stride, size_t off,
 #define M_FIRST_GT(T, arr, field, lo, hi, t)                                    \
     model_search((arr), sizeof(T), offsetof(T, field), (lo), (hi), (t), 1)
 
+/* model/calls.c: the calls once loaded, compact */
+/** Move the loaded calls into the compact store; -ENOMEM: they stay. */
+int model_calls_compact(struct model *m);
+/** Free the store. */
+void model_calls_free(struct model *m);
+struct m_call model_call_stored(const struct model *m, uint64_t i);
+uint64_t model_call_search_stored(const struct model *m, uint64_t lo, uint64_t hi, uint64_t t,
+                                  int strict);
+
 /** Call @p i (< ncall) by value: how everything after loading reads a call,
- * so that the calls can be kept compact (model/callstore.h). */
+ * from the array while loading, from the compact store after. */
 static inline struct m_call model_call(const struct model *m, uint64_t i)
 {
-    return m->call[i];
+    return m->call ? m->call[i] : model_call_stored(m, i);
 }
 
 /** First call in [@p lo, @p hi) (one thread's, by enter time) entered after
@@ -311,6 +323,8 @@ static inline struct m_call model_call(const struct model *m, uint64_t i)
 static inline uint64_t model_call_search(const struct model *m, uint64_t lo, uint64_t hi,
                                          uint64_t t, int strict)
 {
+    if (m->call == NULL)
+        return model_call_search_stored(m, lo, hi, t, strict);
     return model_search(m->call, sizeof(struct m_call), offsetof(struct m_call, t_enter_ns), lo,
                         hi, t, strict);
 }
