@@ -732,7 +732,7 @@ static struct dur_cache *dur_compute(const struct analysis *a, const char *name,
     d->pid = pid;
     d->kernel = kernel ? strdup(kernel) : NULL;
     for (uint64_t i = 0; api != CS_API_NONE && i < a->m.ncall; i++) {
-        const struct m_call *c = &a->m.call[i];
+        const struct m_call cv = model_call(&a->m, i), *c = &cv;
         if (!call_matches(&a->m, c, api, v, pid, kernel))
             continue;
         if (d->n == cap) {
