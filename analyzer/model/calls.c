@@ -1,83 +1,159 @@
-/* model/calls.c: the model's calls once loaded (model.h, model_call()).
- * Owns moving them from the array that loading sorts and shifts into the
- * compact store (model/callstore.h), the cache of blocks decoded last, and
- * the search by enter time over the store. */
+/* model/calls.c: the model's calls in the compact store (model.h,
+ * model_call(), model/callstore.h). Owns placing them there while loading,
+ * each thread's calls through a window that puts them in enter order (a
+ * thread's records arrive in order but for a call that returns before its
+ * caller), moving them there from the array when loading needed one, and the
+ * search by enter time over the store. */
 #include <errno.h>
 #include <stdlib.h>
 
-#include "callstore.h"
 #include "model.h"
 
-#define CC_SLOTS 64 /* blocks kept decoded: direct-mapped by block number */
+#define WIN 64 /* calls a thread's window holds: how far a call may arrive late */
 
-struct callcache {
-    uint64_t tag[CC_SLOTS]; /* the block in each slot, UINT64_MAX: none */
-    struct m_call c[CC_SLOTS][CALLSTORE_BLOCK];
+struct callwin {
+    uint32_t head, n;   /* a ring of WIN + 1, sorted by enter, ties by arrival */
+    uint64_t next;      /* the thread's next slot */
+    uint64_t last;      /* enter time of the last call given a slot */
+    struct m_call c[WIN + 1];
+    uint32_t seq[WIN + 1], stack[WIN + 1];
 };
+
+struct callplace {
+    struct callstore s;
+    struct callwin **win; /* per thread, made at its first call */
+    uint32_t nthr;
+};
+
+struct callplace *callplace_open(const struct model *m, uint64_t ncall)
+{
+    struct callplace *cp = calloc(1, sizeof(*cp));
+
+    if (cp == NULL)
+        return NULL;
+    callstore_init(&cp->s);
+    cp->nthr = m->nthr;
+    if ((cp->win = calloc(m->nthr + 1, sizeof(*cp->win))) == NULL ||
+        callstore_open(&cp->s, ncall) < 0) {
+        callplace_abort(cp);
+        return NULL;
+    }
+    return cp;
+}
+
+void callplace_abort(struct callplace *cp)
+{
+    if (cp == NULL)
+        return;
+    for (uint32_t t = 0; cp->win && t < cp->nthr; t++)
+        free(cp->win[t]);
+    free(cp->win);
+    callstore_free(&cp->s);
+    free(cp);
+}
+
+/* Give the window's first call its slot. */
+static int emit(struct callplace *cp, struct callwin *w)
+{
+    uint32_t h = w->head;
+
+    w->last = w->c[h].t_enter_ns;
+    w->head = (h + 1) % (WIN + 1);
+    w->n--;
+    return callstore_set(&cp->s, w->next++, &w->c[h], w->seq[h], w->stack[h]);
+}
+
+int callplace_put(struct callplace *cp, const struct model *m, uint32_t t,
+                  const struct m_call *c, uint32_t seq, uint32_t stack)
+{
+    struct callwin *w = cp->win[t];
+    uint32_t j;
+
+    if (w == NULL) {
+        if ((w = cp->win[t] = calloc(1, sizeof(*w))) == NULL)
+            return -ENOMEM;
+        w->next = m->thr[t].first_call;
+    }
+    if (w->next > m->thr[t].first_call && c->t_enter_ns < w->last)
+        return -EAGAIN; /* before a call already placed: the window was too short */
+    for (j = w->n; j > 0; j--) { /* insertion from the end: usually none moves */
+        uint32_t to = (w->head + j) % (WIN + 1), from = (w->head + j - 1) % (WIN + 1);
+        if (w->c[from].t_enter_ns <= c->t_enter_ns)
+            break;
+        w->c[to] = w->c[from], w->seq[to] = w->seq[from], w->stack[to] = w->stack[from];
+    }
+    j = (w->head + j) % (WIN + 1);
+    w->c[j] = *c, w->seq[j] = seq, w->stack[j] = stack;
+    return ++w->n > WIN ? emit(cp, w) : 0;
+}
+
+struct callstore *callplace_close(struct callplace *cp)
+{
+    struct callstore *s = malloc(sizeof(*s));
+    int rc = s ? 0 : -ENOMEM;
+
+    for (uint32_t t = 0; t < cp->nthr && rc == 0; t++)
+        while (cp->win[t] && cp->win[t]->n && rc == 0)
+            rc = emit(cp, cp->win[t]);
+    if (rc == 0)
+        rc = callstore_close(&cp->s);
+    if (rc < 0) {
+        free(s);
+        callplace_abort(cp);
+        return NULL;
+    }
+    *s = cp->s;
+    callstore_init(&cp->s);
+    callplace_abort(cp);
+    return s;
+}
 
 int model_calls_compact(struct model *m)
 {
-    struct callstore *s = malloc(sizeof(*s));
-    struct callcache *cc = malloc(sizeof(*cc));
+    struct callstore *s;
+    struct callplace *cp;
+    int rc = 0;
 
-    if (s == NULL || cc == NULL)
-        goto keep;
-    callstore_init(s);
-    for (uint64_t i = 0; i < m->ncall; i++)
-        if (callstore_put(s, &m->call[i]) < 0) {
-            callstore_free(s);
-            goto keep;
-        }
-    for (int k = 0; k < CC_SLOTS; k++)
-        cc->tag[k] = UINT64_MAX;
+    if (m->call == NULL)
+        return 0; /* placed there while loading */
+    if ((cp = callplace_open(m, m->ncall)) == NULL)
+        return -ENOMEM;
+    for (uint64_t i = 0; i < m->ncall && rc == 0; i++)
+        rc = callstore_set(&cp->s, i, &m->call[i], 0, 0);
+    if (rc < 0) {
+        callplace_abort(cp);
+        return rc; /* the array stays: model_call() reads it */
+    }
+    if ((s = callplace_close(cp)) == NULL)
+        return -ENOMEM;
     model_free_big(m->call);
     m->call = NULL;
-    m->cstore = s, m->ccache = cc;
+    m->cstore = s;
     return 0;
-keep: /* the array stays: model_call() reads it */
-    free(s), free(cc);
-    return -ENOMEM;
 }
 
 void model_calls_free(struct model *m)
 {
     if (m->cstore)
         callstore_free(m->cstore);
-    free(m->cstore), free(m->ccache);
-    m->cstore = NULL, m->ccache = NULL;
-}
-
-static const struct m_call *block_of(const struct model *m, uint64_t b)
-{
-    struct callcache *cc = m->ccache;
-    uint32_t slot = (uint32_t)(b % CC_SLOTS);
-
-    if (cc->tag[slot] != b) {
-        callstore_decode(m->cstore, b, cc->c[slot]);
-        cc->tag[slot] = b;
-    }
-    return cc->c[slot];
-}
-
-struct m_call model_call_stored(const struct model *m, uint64_t i)
-{
-    return block_of(m, i / CALLSTORE_BLOCK)[i % CALLSTORE_BLOCK];
+    free(m->cstore);
+    m->cstore = NULL;
 }
 
 /* Is call @p i entered before @p t (at @p t too when @p strict)? */
-static int before(const struct model *m, uint64_t i, uint64_t t, int strict)
+static int before(const struct callstore *s, uint64_t i, uint64_t t, int strict)
 {
-    uint64_t e = model_call_stored(m, i).t_enter_ns;
+    uint64_t e = callstore_enter(s, i);
 
     return e < t || (strict && e == t);
 }
 
-/* The blocks that start inside [lo, hi) say which block holds the answer,
+/* The blocks that start inside (lo, hi) say which block holds the answer,
  * by their first calls' enter times; one block is then searched. */
 uint64_t model_call_search_stored(const struct model *m, uint64_t lo, uint64_t hi, uint64_t t,
                                   int strict)
 {
-    const struct callstore_blk *blk = m->cstore->blk;
+    const struct callstore *s = m->cstore;
     uint64_t bl, bh, a, b;
 
     if (lo >= hi)
@@ -85,14 +161,19 @@ uint64_t model_call_search_stored(const struct model *m, uint64_t lo, uint64_t h
     bl = lo / CALLSTORE_BLOCK + 1, bh = (hi - 1) / CALLSTORE_BLOCK + 1; /* starts in (lo, hi) */
     while (bl < bh) { /* first block start not before t */
         uint64_t mid = bl + (bh - bl) / 2;
-        if (blk[mid].enter < t || (strict && blk[mid].enter == t))
+        if (before(s, mid * CALLSTORE_BLOCK, t, strict))
             bl = mid + 1;
         else
             bh = mid;
     }
     a = bl * CALLSTORE_BLOCK - CALLSTORE_BLOCK, b = bl * CALLSTORE_BLOCK;
     a = a > lo ? a : lo, b = b < hi ? b : hi;
-    while (a < b && before(m, a, t, strict))
-        a++;
+    while (a < b) {
+        uint64_t mid = a + (b - a) / 2;
+        if (before(s, mid, t, strict))
+            a = mid + 1;
+        else
+            b = mid;
+    }
     return a;
 }

@@ -1,91 +1,99 @@
 /* model/callstore.c: compact blocks of CUDA calls (callstore.h). Owns their
- * encoding: per call a mask of the fields that changed since the call
- * before it in its block, the enter time as a zigzag delta, the duration,
- * then only the changed fields; a block starts from a zeroed call, so it
- * decodes on its own. */
+ * encoding (each column of a block as its smallest value and fixed-width
+ * offsets above it, rows of those offsets packed bit by bit), the tables of
+ * distinct streams and kinds the columns index, and the chunks rows live in. */
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "callstore.h"
 #include "cudaspy/grow.h"
-#include "cudaspy/varint.h"
 
-enum {
-    CM_KIND = 1 << 0,   /* api, variant, dir */
-    CM_FLAGS = 1 << 1,
-    CM_STREAM = 1 << 2,
-    CM_BON = 1 << 3,    /* bytes_or_name */
-    CM_THR = 1 << 4,
-};
-
-/* mask 1, enter 10, duration 10, kind 3, flags 3, stream 10, bon 10, thr 5 */
-#define CALL_ENC_MAX 52u
 #define CHUNK_BYTES (1ull << CALLSTORE_CHUNK_SHIFT)
+#define ROW_MAX_BITS 320 /* 3 x 64 + 4 x 32 */
+#define BLOCK_MAX_BYTES (CALLSTORE_BLOCK * ROW_MAX_BITS / 8)
+#define UNSEALED 0xffff /* a block's row until it is encoded */
+#define TAIL_PAD 16      /* callstore_bits() reads up to 16 bytes at a row's byte */
 
-static uint32_t kind_of(const struct m_call *c)
-{
-    return (uint32_t)c->api | (uint32_t)c->variant << 11 | (uint32_t)c->dir << 13;
-}
-
-static uint8_t *enc_call(uint8_t *p, const struct m_call *c, const struct m_call *q)
-{
-    uint8_t *mask = p++;
-
-    *mask = (uint8_t)((kind_of(c) != kind_of(q) ? CM_KIND : 0) |
-                      (c->flags != q->flags ? CM_FLAGS : 0) |
-                      (c->stream != q->stream ? CM_STREAM : 0) |
-                      (c->bytes_or_name != q->bytes_or_name ? CM_BON : 0) |
-                      (c->thr != q->thr ? CM_THR : 0));
-    p = cs_put_var(p, cs_zz64(c->t_enter_ns - q->t_enter_ns));
-    p = cs_put_var(p, cs_zz64(c->t_exit_ns - c->t_enter_ns));
-    if (*mask & CM_KIND)
-        p = cs_put_var(p, kind_of(c));
-    if (*mask & CM_FLAGS)
-        p = cs_put_var(p, c->flags);
-    if (*mask & CM_STREAM)
-        p = cs_put_var(p, c->stream);
-    if (*mask & CM_BON)
-        p = cs_put_var(p, cs_zz64(c->bytes_or_name - q->bytes_or_name));
-    if (*mask & CM_THR)
-        p = cs_put_var(p, c->thr);
-    return p;
-}
-
-static const uint8_t *dec_call(const uint8_t *p, struct m_call *c, const struct m_call *q)
-{
-    uint8_t mask = *p++;
-    uint64_t v;
-
-    *c = *q;
-    p = cs_get_var_trusted(p, &v);
-    c->t_enter_ns = q->t_enter_ns + cs_unzz64(v);
-    p = cs_get_var_trusted(p, &v);
-    c->t_exit_ns = c->t_enter_ns + cs_unzz64(v);
-    if (mask & CM_KIND) {
-        p = cs_get_var_trusted(p, &v);
-        c->api = v & 0x7ff, c->variant = (v >> 11) & 3, c->dir = (v >> 13) & 7;
-    }
-    if (mask & CM_FLAGS) {
-        p = cs_get_var_trusted(p, &v);
-        c->flags = (uint16_t)v;
-    }
-    if (mask & CM_STREAM)
-        p = cs_get_var_trusted(p, &c->stream);
-    if (mask & CM_BON) {
-        p = cs_get_var_trusted(p, &v);
-        c->bytes_or_name = q->bytes_or_name + cs_unzz64(v);
-    }
-    if (mask & CM_THR) {
-        p = cs_get_var_trusted(p, &v);
-        c->thr = (uint32_t)v;
-    }
-    return p;
-}
+const uint64_t callstore_mask[65] = {
+#define M1(w) ((w) == 64 ? ~0ull : (1ull << (w)) - 1)
+#define M8(w) M1(w), M1(w + 1), M1(w + 2), M1(w + 3), M1(w + 4), M1(w + 5), M1(w + 6), M1(w + 7)
+    M8(0), M8(8), M8(16), M8(24), M8(32), M8(40), M8(48), M8(56), M1(64),
+#undef M8
+#undef M1
+};
 
 void callstore_init(struct callstore *s)
 {
     memset(s, 0, sizeof(*s));
+}
+
+static uint64_t hash64(uint64_t v)
+{
+    v ^= v >> 33;
+    v *= 0xff51afd7ed558ccdull;
+    return v ^ (v >> 33);
+}
+
+static int dict_rehash(struct callstore_dict *d, size_t cap)
+{
+    uint32_t *h = calloc(cap, sizeof(*h));
+
+    if (h == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < d->n; i++) {
+        size_t k = hash64(d->v[i]) & (cap - 1);
+        while (h[k])
+            k = (k + 1) & (cap - 1);
+        h[k] = (uint32_t)i + 1;
+    }
+    free(d->hash);
+    d->hash = h, d->hash_cap = cap;
+    return 0;
+}
+
+/* The index of @p v in @p d, added if new. @return it, or -ENOMEM */
+static int64_t dict_index(struct callstore_dict *d, uint64_t v)
+{
+    size_t k;
+
+    if (d->hash_cap == 0 && dict_rehash(d, 64) < 0)
+        return -ENOMEM;
+    for (k = hash64(v) & (d->hash_cap - 1); d->hash[k]; k = (k + 1) & (d->hash_cap - 1))
+        if (d->v[d->hash[k] - 1] == v)
+            return d->hash[k] - 1;
+    if (d->n >= UINT32_MAX - 1 || cs_grow((void **)&d->v, &d->cap, d->n + 1, sizeof(*d->v)) < 0)
+        return -ENOMEM;
+    d->v[d->n] = v;
+    d->hash[k] = (uint32_t)++d->n;
+    if (2 * d->n > d->hash_cap)
+        dict_rehash(d, 2 * d->hash_cap); /* on failure the table is only fuller */
+    return (int64_t)d->n - 1;
+}
+
+static void dict_free(struct callstore_dict *d)
+{
+    free(d->v);
+    free(d->hash);
+}
+
+static uint64_t dict_bytes(const struct callstore_dict *d)
+{
+    return d->n * sizeof(*d->v) + d->hash_cap * sizeof(*d->hash);
+}
+
+int callstore_open(struct callstore *s, uint64_t n)
+{
+    size_t nb = (size_t)((n + CALLSTORE_BLOCK - 1) / CALLSTORE_BLOCK);
+
+    s->blk = calloc(nb ? nb : 1, sizeof(*s->blk));
+    s->pend = calloc(nb ? nb : 1, sizeof(*s->pend));
+    if (s->blk == NULL || s->pend == NULL)
+        return -ENOMEM;
+    for (size_t bi = 0; bi < nb; bi++)
+        s->blk[bi].row = UNSEALED;
+    s->nblk = nb;
+    s->n = n;
+    return 0;
 }
 
 /* Room for a whole block from s->used on: a block never spans two chunks. */
@@ -94,42 +102,183 @@ static int block_room(struct callstore *s)
     uint64_t in = s->used & (CHUNK_BYTES - 1);
     uint8_t *c;
 
-    if (s->nchunk && in + CALLSTORE_BLOCK * CALL_ENC_MAX <= CHUNK_BYTES)
+    if (s->nchunk && in + BLOCK_MAX_BYTES + TAIL_PAD <= CHUNK_BYTES)
         return 0;
     if (cs_grow((void **)&s->chunk, &s->capchunk, s->nchunk + 1, sizeof(*s->chunk)) < 0 ||
         (c = malloc(CHUNK_BYTES)) == NULL)
         return -ENOMEM;
     s->chunk[s->nchunk++] = c;
-    s->used = (s->nchunk - 1) << CALLSTORE_CHUNK_SHIFT;
+    s->used = (uint64_t)(s->nchunk - 1) << CALLSTORE_CHUNK_SHIFT;
     return 0;
 }
 
-int callstore_put(struct callstore *s, const struct m_call *c)
+static unsigned width(uint64_t range)
 {
-    static const struct m_call zero;
-    uint8_t *p, *end;
+    return range ? 64u - (unsigned)__builtin_clzll(range) : 0;
+}
 
-    if (s->n % CALLSTORE_BLOCK == 0) {
-        if (block_room(s) < 0 ||
-            cs_grow((void **)&s->blk, &s->capblk, s->nblk + 1, sizeof(*s->blk)) < 0)
-            return -ENOMEM;
-        s->blk[s->nblk++] = (struct callstore_blk){s->used, c->t_enter_ns};
-        s->prev = zero;
+/* Or @p v (< 2^w) into bits [pos, pos + w) of @p p, zeroed before. */
+static void put_bits(uint8_t *p, uint64_t pos, unsigned w, uint64_t v)
+{
+    unsigned sh = (unsigned)(pos & 7);
+    uint64_t x;
+
+    if (w == 0)
+        return;
+    p += pos >> 3;
+    memcpy(&x, p, 8);
+    x |= v << sh;
+    memcpy(p, &x, 8);
+    if (sh + w > 64) {
+        memcpy(&x, p + 8, 8);
+        x |= v >> (64 - sh);
+        memcpy(p + 8, &x, 8);
     }
+}
+
+/* The columns of call @p c. @return 0 or -ENOMEM (a table full) */
+static int columns(struct callstore *s, const struct m_call *c, uint32_t seq, uint32_t stack,
+                   uint64_t v[CSC_N])
+{
+    int64_t si = dict_index(&s->stream, c->stream);
+    int64_t ki = dict_index(&s->kind, (uint64_t)c->api | (uint64_t)c->variant << 11 |
+                                          (uint64_t)c->dir << 13 | (uint64_t)c->flags << 16);
+
+    v[CSC_ENTER] = c->t_enter_ns;
+    v[CSC_DUR] = c->t_exit_ns - c->t_enter_ns;
+    v[CSC_BON] = c->bytes_or_name;
+    v[CSC_STREAM] = (uint64_t)si;
+    v[CSC_THR] = c->thr;
+    v[CSC_KIND] = (uint64_t)ki;
+    v[CSC_SEQ] = seq;
+    v[CSC_STACK] = stack;
+    return si < 0 || ki < 0 ? -ENOMEM : 0;
+}
+
+/* Store the seq column less the row where that takes fewer bits: a
+ * thread's seq counts its records, so a block's are often one constant. */
+static void seq_rel(uint64_t v[CALLSTORE_BLOCK][CSC_N], uint64_t lo[CSC_N], uint64_t hi[CSC_N],
+                    struct callstore_blk *b)
+{
+    uint32_t rlo = 0, rhi = 0;
+
+    for (uint32_t i = 0; i < CALLSTORE_BLOCK; i++) {
+        uint32_t x = (uint32_t)v[i][CSC_SEQ] - i;
+        rlo = i == 0 || x < rlo ? x : rlo;
+        rhi = i == 0 || x > rhi ? x : rhi;
+    }
+    if (rhi - rlo >= hi[CSC_SEQ] - lo[CSC_SEQ])
+        return;
+    for (uint32_t i = 0; i < CALLSTORE_BLOCK; i++)
+        v[i][CSC_SEQ] = (uint32_t)v[i][CSC_SEQ] - i;
+    lo[CSC_SEQ] = rlo, hi[CSC_SEQ] = rhi;
+    b->seq_rel = 1;
+}
+
+/* Encode block @p bi from its pending calls, and free them. */
+static int seal_block(struct callstore *s, size_t bi)
+{
+    const struct callstore_pend *pd = s->pend[bi];
+    uint64_t v[CALLSTORE_BLOCK][CSC_N], lo[CSC_N], hi[CSC_N], pos = 0;
+    struct callstore_blk b = {0};
+    uint8_t *p;
+
+    for (int i = 0; i < CALLSTORE_BLOCK; i++) {
+        if (columns(s, &pd->c[i], pd->seq[i], pd->stack[i], v[i]) < 0)
+            return -ENOMEM;
+        for (int k = 0; k < CSC_N; k++) {
+            lo[k] = i == 0 || v[i][k] < lo[k] ? v[i][k] : lo[k];
+            hi[k] = i == 0 || v[i][k] > hi[k] ? v[i][k] : hi[k];
+        }
+    }
+    if (block_room(s) < 0)
+        return -ENOMEM;
+    seq_rel(v, lo, hi, &b);
+    for (int k = 0; k < CSC_N; k++) {
+        b.w[k] = (uint8_t)width(hi[k] - lo[k]);
+        b.row = (uint16_t)(b.row + b.w[k]);
+    }
+    b.off = s->used;
+    b.base64[0] = lo[CSC_ENTER], b.base64[1] = lo[CSC_DUR], b.base64[2] = lo[CSC_BON];
+    for (int k = CSC_STREAM; k < CSC_N; k++)
+        b.base32[k - CSC_STREAM] = (uint32_t)lo[k];
     p = s->chunk[s->used >> CALLSTORE_CHUNK_SHIFT] + (s->used & (CHUNK_BYTES - 1));
-    end = enc_call(p, c, &s->prev);
-    s->used += (uint64_t)(end - p);
-    s->prev = *c;
-    s->n++;
+    memset(p, 0, ((size_t)CALLSTORE_BLOCK * b.row + 7) / 8 + TAIL_PAD);
+    for (int i = 0; i < CALLSTORE_BLOCK; i++)
+        for (int k = 0; k < CSC_N; k++) {
+            put_bits(p, pos, b.w[k], v[i][k] - lo[k]);
+            pos += b.w[k];
+        }
+    s->used += ((uint64_t)CALLSTORE_BLOCK * b.row + 7) / 8;
+    s->blk[bi] = b;
+    free(s->pend[bi]);
+    s->pend[bi] = NULL;
     return 0;
+}
+
+/* Calls in block @p bi: CALLSTORE_BLOCK, fewer in the last. */
+static uint32_t block_calls(const struct callstore *s, size_t bi)
+{
+    uint64_t left = s->n - (uint64_t)bi * CALLSTORE_BLOCK;
+
+    return left < CALLSTORE_BLOCK ? (uint32_t)left : CALLSTORE_BLOCK;
+}
+
+int callstore_set(struct callstore *s, uint64_t i, const struct m_call *c, uint32_t seq,
+                  uint32_t stack)
+{
+    size_t bi = (size_t)(i / CALLSTORE_BLOCK);
+    struct callstore_pend *pd = s->pend[bi];
+    uint32_t r = (uint32_t)(i % CALLSTORE_BLOCK);
+
+    if (pd == NULL && (pd = s->pend[bi] = calloc(1, sizeof(*pd))) == NULL)
+        return -ENOMEM;
+    pd->c[r] = *c;
+    pd->seq[r] = seq;
+    pd->stack[r] = stack;
+    if (++pd->filled == block_calls(s, bi))
+        return seal_block(s, bi);
+    return 0;
+}
+
+int callstore_close(struct callstore *s)
+{
+    for (size_t bi = 0; bi < s->nblk; bi++) {
+        if (s->blk[bi].row != UNSEALED)
+            continue;
+        if (s->pend[bi] == NULL && (s->pend[bi] = calloc(1, sizeof(*s->pend[bi]))) == NULL)
+            return -ENOMEM;
+        if (seal_block(s, bi) < 0)
+            return -ENOMEM;
+    }
+    free(s->pend);
+    s->pend = NULL;
+    return 0;
+}
+
+uint32_t callstore_kept(const struct callstore *s, uint64_t i, int col)
+{
+    const struct callstore_blk *b = &s->blk[i / CALLSTORE_BLOCK];
+    uint64_t pos = (i % CALLSTORE_BLOCK) * b->row;
+    uint32_t v;
+
+    for (int k = 0; k < col; k++)
+        pos += b->w[k];
+    v = b->base32[col - CSC_STREAM] + (uint32_t)callstore_bits(callstore_rows(s, b), pos, b->w[col]);
+    return col == CSC_SEQ && b->seq_rel ? v + (uint32_t)(i % CALLSTORE_BLOCK) : v;
 }
 
 void callstore_free(struct callstore *s)
 {
-    for (uint64_t i = 0; i < s->nchunk; i++)
+    for (size_t i = 0; i < s->nchunk; i++)
         free(s->chunk[i]);
     free(s->chunk);
+    for (size_t bi = 0; s->pend && bi < s->nblk; bi++)
+        free(s->pend[bi]);
+    free(s->pend);
     free(s->blk);
+    dict_free(&s->stream);
+    dict_free(&s->kind);
     callstore_init(s);
 }
 
@@ -137,33 +286,6 @@ uint64_t callstore_bytes(const struct callstore *s)
 {
     uint64_t tail = s->nchunk ? s->used & (CHUNK_BYTES - 1) : 0;
 
-    return (s->nchunk ? (s->nchunk - 1) * CHUNK_BYTES : 0) + tail + s->nblk * sizeof(*s->blk);
-}
-
-void callcur_init(struct callcur *k, const struct callstore *s)
-{
-    k->s = s;
-    k->blk = UINT64_MAX;
-    k->n = 0;
-}
-
-uint32_t callstore_decode(const struct callstore *s, uint64_t b, struct m_call *out)
-{
-    static const struct m_call zero;
-    uint64_t off = s->blk[b].off, left = s->n - b * CALLSTORE_BLOCK;
-    const uint8_t *p = s->chunk[off >> CALLSTORE_CHUNK_SHIFT] + (off & (CHUNK_BYTES - 1));
-    const struct m_call *q = &zero;
-    uint32_t n = left < CALLSTORE_BLOCK ? (uint32_t)left : CALLSTORE_BLOCK;
-
-    for (uint32_t i = 0; i < n; i++) {
-        p = dec_call(p, &out[i], q);
-        q = &out[i];
-    }
-    return n;
-}
-
-void callcur_load(struct callcur *k, uint64_t b)
-{
-    k->n = callstore_decode(k->s, b, k->c);
-    k->blk = b;
+    return (s->nchunk ? (s->nchunk - 1) * CHUNK_BYTES : 0) + tail + s->nblk * sizeof(*s->blk) +
+           dict_bytes(&s->stream) + dict_bytes(&s->kind);
 }

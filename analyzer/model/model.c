@@ -146,6 +146,7 @@ void model_scratch_flush(void)
  * inference's anchor positions and signatures (16 a call) are touched only
  * for one anchor's occurrences, and not counted. */
 #define PLAN_CALL_BYTES 56
+#define PLAN_STORED_CALL_BYTES 26 /* the same with the call in the compact store (10) */
 #define PLAN_OFF_BYTES 40
 
 /* The first number in file @p path, 0 if none ("max" has none). */
@@ -605,6 +606,8 @@ struct place {
     int pass;
     uint64_t *pos; /* per thread: next free slot (pass 1) or count (pass 0) */
     uint64_t *end; /* pass 1, per thread: end of its slice */
+    struct callplace *cp; /* pass 1 of calls: where they go, or NULL: m->call */
+    int seq;              /* pass 1 of calls: keep each one's seq (want_seq()) */
     uint32_t last_key_proc, last_tid, last_thr;
     uint32_t last_run, last_pid, last_proc;
 };
@@ -685,9 +688,7 @@ static int call_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
         if ((rc = place_count(pl, m, t)) < 0)
             return -ENOMEM;
         if (pl->pass == 1 && rc == 0) {
-            if (m->call_seq)
-                m->call_seq[pl->pos[t]] = r->seq;
-            struct m_call *c = &m->call[pl->pos[t]++];
+            struct m_call cv, *c = pl->cp ? &cv : &m->call[pl->pos[t]];
             c->t_enter_ns = r->t_enter_ns;
             c->t_exit_ns = r->t_exit_ns < r->t_enter_ns ? r->t_enter_ns : r->t_exit_ns;
             c->stream = r->stream;
@@ -699,12 +700,19 @@ static int call_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
             c->variant = r->variant & 3;
             c->dir = r->dir & 7;
             c->flags = r->flags;
+            m->api_seen[c->api / 64] |= 1ull << (c->api % 64);
+            if (pl->cp && (rc = callplace_put(pl->cp, m, t, c, pl->seq ? r->seq : 0,
+                                              m->nstacked ? r->stack_id : 0)) < 0)
+                return rc;
+            if (m->call_seq)
+                m->call_seq[pl->pos[t]] = r->seq;
+            if (m->call_stack)
+                m->call_stack[pl->pos[t]] = r->stack_id;
+            pl->pos[t]++;
             if ((r->flags & CS_CF_FOLDED) && fold_count(m, r) < 0)
                 return -ENOMEM;
             if (r->device < 16)
                 m->proc[m->thr[t].proc].devices |= (uint16_t)(1u << r->device);
-            if (m->call_stack)
-                m->call_stack[pl->pos[t] - 1] = r->stack_id;
         } else if (pl->pass == 0 && rc == 0 && r->stack_id) {
             m->nstacked++;
         }
@@ -870,6 +878,8 @@ static int sort_calls_with(struct model *m, const struct m_thread *th)
 
 static int sort_slices(struct model *m, int calls)
 {
+    if (calls && m->call == NULL)
+        return 0; /* placed in order in the store */
     for (uint32_t t = 0; t < m->nthr; t++) {
         struct m_thread *th = &m->thr[t];
         if (calls && (m->call_seq || m->call_stack)) {
@@ -890,6 +900,74 @@ static int want_seq(const struct model *m)
     for (int i = 0; i < m->nruns; i++)
         if (m->runs[i].counts[CS_REC_GPU])
             return 1;
+    return 0;
+}
+
+/* Pass 1: each thread's records from the start of its slice. */
+static int place_pass(struct model *m, unsigned kind, block_fn fn, struct place *pl,
+                      struct cs_err *err)
+{
+    for (uint32_t t = 0; t < m->nthr && t < pl->pos[-1]; t++)
+        pl->pos[t] = kind == CS_REC_CUDA ? m->thr[t].first_call : m->thr[t].first_off;
+    pl->pass = 1;
+    pl->last_thr = M_NONE;
+    pl->last_proc = M_NONE;
+    return each_block(m, kind, 0, fn, pl, err);
+}
+
+/* Calls go straight into the compact store while loading, but for runs
+ * merged on one clock (clocks_align() moves their calls after loading) and
+ * when CUDASPY_CALLS=array asks for the array (tests compare the two). */
+static int calls_direct(const struct model *m)
+{
+    const char *env = getenv("CUDASPY_CALLS");
+
+    return m->nruns == 1 && !(env && strcmp(env, "array") == 0);
+}
+
+/* Pass 1 of the calls into the compact store. @return 0, -EAGAIN (a
+ * thread's calls too far out of order: the caller places them in the array
+ * instead, counted again), or an error */
+static int place_calls_direct(struct model *m, struct place *pl, uint64_t sum, struct cs_err *err)
+{
+    int rc;
+
+    scratch_plan(m, sum * PLAN_STORED_CALL_BYTES);
+    if ((pl->cp = callplace_open(m, sum)) == NULL)
+        return -ENOMEM;
+    pl->seq = want_seq(m);
+    rc = place_pass(m, CS_REC_CUDA, call_block, pl, err);
+    if (rc < 0) {
+        callplace_abort(pl->cp);
+        pl->cp = NULL;
+        if (rc == -EAGAIN && m->fold)
+            memset(m->fold, 0, (size_t)CS_API_COUNT * CS_API_COUNT * sizeof(*m->fold));
+        return rc;
+    }
+    m->cstore = callplace_close(pl->cp);
+    pl->cp = NULL;
+    if (m->cstore == NULL)
+        return -ENOMEM;
+    m->kept_seq = pl->seq;
+    m->kept_stack = m->nstacked != 0;
+    return 0;
+}
+
+/* The arrays pass 1 places records of @p kind in. */
+static int alloc_grouped(struct model *m, unsigned kind, void **arr, size_t size, uint64_t sum)
+{
+    scratch_plan(m, kind == CS_REC_CUDA ? sum * PLAN_CALL_BYTES
+                                        : m->ncall * PLAN_CALL_BYTES + sum * PLAN_OFF_BYTES);
+    if ((*arr = model_alloc_big(sum ? sum * size : 1)) == NULL)
+        return -ENOMEM;
+    if (kind == CS_REC_CUDA && want_seq(m) &&
+        (m->call_seq = model_alloc_big(sum ? sum * sizeof(*m->call_seq) : 1)) == NULL)
+        return -ENOMEM;
+    if (kind == CS_REC_CUDA && m->nstacked) {
+        if ((m->call_stack = model_alloc_big(sum ? sum * sizeof(*m->call_stack) : 1)) == NULL)
+            return -ENOMEM;
+        memset(m->call_stack, 0, sum * sizeof(*m->call_stack)); /* a slot no record fills */
+    }
     return 0;
 }
 
@@ -920,35 +998,20 @@ static int load_grouped(struct model *m, unsigned kind, block_fn fn, void **arr,
             m->thr[t].first_off = sum;
             m->thr[t].noff = n;
         }
-        if (t < pl.pos[-1]) {
-            pl.pos[t] = sum;
+        if (t < pl.pos[-1])
             pl.end[t] = sum + n;
-        }
         sum += n;
     }
-    scratch_plan(m, kind == CS_REC_CUDA ? sum * PLAN_CALL_BYTES
-                                        : m->ncall * PLAN_CALL_BYTES + sum * PLAN_OFF_BYTES);
-    *arr = model_alloc_big(sum ? sum * size : 1);
-    rc = *arr ? 0 : -ENOMEM;
-    if (rc == 0 && kind == CS_REC_CUDA && want_seq(m) &&
-        (m->call_seq = model_alloc_big(sum ? sum * sizeof(*m->call_seq) : 1)) == NULL)
-        rc = -ENOMEM;
-    if (rc == 0 && kind == CS_REC_CUDA && m->nstacked) {
-        if ((m->call_stack = model_alloc_big(sum ? sum * sizeof(*m->call_stack) : 1)) == NULL)
-            rc = -ENOMEM;
-        else /* a slot no record fills has no stack */
-            memset(m->call_stack, 0, sum * sizeof(*m->call_stack));
-    }
-    if (rc < 0)
-        goto out;
     *total = sum;
-    pl.pass = 1;
-    pl.last_thr = M_NONE;
-    pl.last_proc = M_NONE;
+    if (kind == CS_REC_CUDA && calls_direct(m) && sum > 0 &&
+        (rc = place_calls_direct(m, &pl, sum, err)) != -EAGAIN)
+        goto out;
+    if ((rc = alloc_grouped(m, kind, arr, size, sum)) < 0)
+        goto out;
     /* nothing to place (off-CPU intervals, none of a CUDA thread): the
      * second read of every block, gigabytes at scale, would only skip them */
     if (sum > 0)
-        rc = each_block(m, kind, 0, fn, &pl, err);
+        rc = place_pass(m, kind, fn, &pl, err);
 out:
     free(pl.pos - 1);
     free(pl.end);
@@ -1166,6 +1229,12 @@ static int cmp_gcov(const void *a, const void *b)
     return x->t_start_ns < y->t_start_ns ? -1 : x->t_start_ns > y->t_start_ns;
 }
 
+/* The seq of call @p i, kept beside it or in the store. */
+static uint32_t seq_of(const struct model *m, uint64_t i)
+{
+    return m->call_seq ? m->call_seq[i] : callstore_kept(m->cstore, i, CSC_SEQ);
+}
+
 /* Index of thread @p t's call with seq @p seq, or M_CALL_NONE. The seq
  * slice is in call order, which is the thread's seq order. */
 static uint64_t call_of_seq(const struct model *m, uint32_t t, uint32_t seq)
@@ -1175,12 +1244,12 @@ static uint64_t call_of_seq(const struct model *m, uint32_t t, uint32_t seq)
 
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (m->call_seq[mid] < seq)
+        if (seq_of(m, mid) < seq)
             lo = mid + 1;
         else
             hi = mid;
     }
-    if (lo < th->first_call + th->ncalls && m->call_seq[lo] == seq)
+    if (lo < th->first_call + th->ncalls && seq_of(m, lo) == seq)
         return lo;
     return M_CALL_NONE;
 }
@@ -1194,8 +1263,9 @@ static void gpu_join(struct model *m)
         if (g->call == M_CALL_NONE)
             continue;
         t = m_hash_get(m->thr_ix, (uint64_t)g->proc << 32 | (uint32_t)(g->call >> 32));
-        g->call = t == M_NONE || m->call_seq == NULL ? M_CALL_NONE
-                                                     : call_of_seq(m, t, (uint32_t)g->call);
+        g->call = t == M_NONE || (m->call_seq == NULL && !m->kept_seq)
+                      ? M_CALL_NONE
+                      : call_of_seq(m, t, (uint32_t)g->call);
     }
     model_free_big(m->call_seq);
     m->call_seq = NULL;
@@ -1326,20 +1396,25 @@ static int load_pysamples(struct model *m, struct cs_err *err)
 
 /* Turns the stack ids kept beside the calls while loading (call_stack,
  * sorted with them) into the side table model.cstack, in call order. */
+static uint32_t stack_of(const struct model *m, uint64_t i)
+{
+    return m->call_stack ? m->call_stack[i] : callstore_kept(m->cstore, i, CSC_STACK);
+}
+
 static int stacks_resolve(struct model *m)
 {
     uint64_t k = 0;
 
-    if (m->call_stack == NULL)
+    if (m->call_stack == NULL && !m->kept_stack)
         return 0;
     for (uint64_t i = 0; i < m->ncall; i++)
-        k += m->call_stack[i] != 0;
+        k += stack_of(m, i) != 0;
     m->cstack = malloc((k ? k : 1) * sizeof(*m->cstack));
     if (m->cstack == NULL)
         return -ENOMEM;
     for (uint64_t i = 0; i < m->ncall; i++)
-        if (m->call_stack[i])
-            m->cstack[m->ncstack++] = (struct m_cstack){i, m->call_stack[i], 0};
+        if (stack_of(m, i))
+            m->cstack[m->ncstack++] = (struct m_cstack){i, stack_of(m, i), 0};
     model_free_big(m->call_stack);
     m->call_stack = NULL;
     return 0;
@@ -1537,9 +1612,11 @@ static void fix_extent(struct model *m)
     for (uint32_t t = 0; open_ended && t < m->nthr; t++) {
         struct m_run *r = &m->runs[m->proc[m->thr[t].proc].run];
         const struct m_thread *th = &m->thr[t];
-        for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++)
-            if (m->call[i].t_exit_ns > r->host_end_ns)
-                r->host_end_ns = m->call[i].t_exit_ns;
+        for (uint64_t i = th->first_call; i < th->first_call + th->ncalls; i++) {
+            uint64_t x = model_call(m, i).t_exit_ns;
+            if (x > r->host_end_ns)
+                r->host_end_ns = x;
+        }
     }
     for (int i = 0; i < m->nruns; i++) {
         struct m_run *r = &m->runs[i];

@@ -14,29 +14,13 @@
 #include "analysis.h"
 #include "cudaspy/record.h"
 #include "cudaspy/runfile.h"
+#include "model/callstore.h"
 #include "model/clocks.h"
+#include "model/mcall.h"
 
 #define M_NONE 0xffffffffu
 
 enum m_role { M_ROLE_OTHER = 0, M_ROLE_CUDA_MAIN = 1, M_ROLE_WORKER = 2 };
-
-/* One CUDA call, as much of struct cs_rec_cuda as the analysis reads, in 40
- * bytes (10 M calls = 400 MB). A launch has no bytes, so the kernel name id
- * shares that field, and so does a graph launch's or instantiation's
- * executable graph (its aux): read it through model_name_id(),
- * model_bytes() and model_graph_exec(). */
-struct m_call {
-    uint64_t t_enter_ns, t_exit_ns;
-    uint64_t stream;
-    uint64_t bytes_or_name; /* bytes moved, or the kernel name id (CS_CF_HAS_NAME) */
-    uint32_t thr;           /* index in model.thr */
-    uint16_t api : 11;      /* enum cs_api */
-    uint16_t variant : 2;   /* enum cs_variant */
-    uint16_t dir : 3;       /* enum cs_dir */
-    uint16_t flags;         /* CS_CF_* */
-};
-_Static_assert(sizeof(struct m_call) == 40, "m_call is 40 bytes");
-_Static_assert(CS_API_COUNT <= 2048, "enum cs_api fits m_call.api");
 
 /* One off-CPU interval of a thread that made CUDA calls (the only ones the
  * analysis follows one by one; every interval also feeds its process's
@@ -193,7 +177,10 @@ struct model {
                             once loaded: then in cstore (model_call()) */
     uint64_t ncall;
     struct callstore *cstore; /* the calls once loaded, compact (model/calls.c) */
-    struct callcache *ccache; /* blocks of cstore decoded last */
+    int kept_seq, kept_stack; /* cstore holds each call's seq / stack id (a
+                                 store placed while loading) */
+    uint64_t api_seen[(CS_API_COUNT + 63) / 64]; /* the APIs of the calls: a pass
+                                 for calls of APIs none made can be skipped */
     struct m_off *off;   /* grouped by thread, by t_start within a thread */
     uint64_t noff;
     struct cs_rec_pwin *pwin; /* grouped by process (pid rewritten to proc index) */
@@ -302,20 +289,54 @@ static inline uint64_t model_search(const void *base, size_t stride, size_t off,
 #define M_FIRST_GT(T, arr, field, lo, hi, t)                                    \
     model_search((arr), sizeof(T), offsetof(T, field), (lo), (hi), (t), 1)
 
-/* model/calls.c: the calls once loaded, compact */
-/** Move the loaded calls into the compact store; -ENOMEM: they stay. */
+/* model/calls.c: the calls in the compact store */
+struct callplace;
+/** Calls to be placed in a store of @p ncall, by thread (m->thr's first_call
+ * set), in any order within a thread as far as a window of 64 calls
+ * reaches. @return it, or NULL: out of memory */
+struct callplace *callplace_open(const struct model *m, uint64_t ncall);
+/** Place call @p c of thread @p t, with its @p seq and @p stack id.
+ * @return 0, -ENOMEM, or -EAGAIN: entered before a call already placed */
+int callplace_put(struct callplace *cp, const struct model *m, uint32_t t,
+                  const struct m_call *c, uint32_t seq, uint32_t stack);
+/** The store once every call is placed (NULL: out of memory); @p cp is freed
+ * either way. */
+struct callstore *callplace_close(struct callplace *cp);
+/** Free @p cp and what it placed. */
+void callplace_abort(struct callplace *cp);
+/** Move the calls loaded into the array into the compact store (none: they
+ * are there); -ENOMEM: they stay. */
 int model_calls_compact(struct model *m);
 /** Free the store. */
 void model_calls_free(struct model *m);
-struct m_call model_call_stored(const struct model *m, uint64_t i);
 uint64_t model_call_search_stored(const struct model *m, uint64_t lo, uint64_t hi, uint64_t t,
                                   int strict);
+
+/** Did any call of the model call @p api? */
+static inline int model_has_api(const struct model *m, unsigned api)
+{
+    return api < CS_API_COUNT && (m->api_seen[api / 64] >> (api % 64) & 1);
+}
+
+/** Did any call of the model call an API for which @p pred holds? */
+static inline int model_has_api_where(const struct model *m, int (*pred)(unsigned api))
+{
+    for (unsigned a = 0; a < CS_API_COUNT; a++)
+        if (model_has_api(m, a) && pred(a))
+            return 1;
+    return 0;
+}
 
 /** Call @p i (< ncall) by value: how everything after loading reads a call,
  * from the array while loading, from the compact store after. */
 static inline struct m_call model_call(const struct model *m, uint64_t i)
 {
-    return m->call ? m->call[i] : model_call_stored(m, i);
+    struct m_call c;
+
+    if (m->call)
+        return m->call[i];
+    callstore_get(m->cstore, i, &c);
+    return c;
 }
 
 /** First call in [@p lo, @p hi) (one thread's, by enter time) entered after

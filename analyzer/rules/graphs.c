@@ -34,6 +34,13 @@ static int is_launch(unsigned api)
     return api == CS_API_cuGraphLaunch || api == CS_API_cudaGraphLaunch;
 }
 
+/* Any API that builds or launches a graph: without one the passes that
+ * look for them over every call find nothing. */
+static int is_graph_api(unsigned api)
+{
+    return graphs_is_capture_begin(api) || is_capture_end(api) || is_inst(api) || is_launch(api);
+}
+
 /* Outermost calls that succeeded (a runtime call's driver call is nested
  * in it or folded into it). */
 static int counts(const struct m_call *c)
@@ -223,9 +230,10 @@ static int thread_spans(const struct model *m, uint32_t t, struct graph_builds *
 {
     const struct m_thread *th = &m->thr[t];
     uint64_t bi = gb->first[t], c0 = 0, c1 = 0, key = 0;
+    uint64_t end = m->ncstack ? th->first_call + th->ncalls : 0; /* no stacks: no stretch */
     int rc = 0;
 
-    for (uint64_t i = th->first_call; i < th->first_call + th->ncalls && rc == 0; i++) {
+    for (uint64_t i = th->first_call; i < end && rc == 0; i++) {
         const struct m_call cv = model_call(m, i), *c = &cv;
         struct pystack_ref ref = pystack_ref_of_call(m, i);
         uint64_t k;
@@ -290,17 +298,17 @@ static int spans(const struct model *m, struct graph_builds *gb)
 int graphs_builds(const struct model *m, struct graph_builds *gb)
 {
     size_t cap = 0;
-    int rc = 0;
+    int rc = 0, any = model_has_api_where(m, is_graph_api);
 
     memset(gb, 0, sizeof(*gb));
     if ((gb->first = malloc((m->nthr + 1) * sizeof(*gb->first))) == NULL)
         return -ENOMEM;
     for (uint32_t t = 0; t < m->nthr && rc == 0; t++) {
         gb->first[t] = gb->n;
-        rc = thread_builds(m, t, gb, &cap);
+        rc = any ? thread_builds(m, t, gb, &cap) : 0;
     }
     gb->first[m->nthr] = gb->n;
-    if (rc == 0)
+    if (rc == 0 && any)
         rc = count_launches(m, gb);
     if (rc == 0)
         rc = spans(m, gb);
