@@ -141,12 +141,13 @@ void model_scratch_flush(void)
 /* ---- where the big arrays go ---- */
 
 /* Bytes of memory the model's arrays are planned for per CUDA call: the
- * call (40), step inference's symbol and time (12), a seq or stack id
- * while loading (4); and per off-CPU interval of a CUDA thread. Step
+ * call (40; about 10 in the compact store), step inference's symbol and
+ * place (6), a seq or stack id while loading (4); and per off-CPU interval
+ * of a CUDA thread. Step
  * inference's anchor positions and signatures (16 a call) are touched only
  * for one anchor's occurrences, and not counted. */
-#define PLAN_CALL_BYTES 56
-#define PLAN_STORED_CALL_BYTES 26 /* the same with the call in the compact store (10) */
+#define PLAN_CALL_BYTES 50
+#define PLAN_STORED_CALL_BYTES 16
 #define PLAN_OFF_BYTES 40
 
 /* The first number in file @p path, 0 if none ("max" has none). */

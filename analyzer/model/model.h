@@ -339,6 +339,12 @@ static inline struct m_call model_call(const struct model *m, uint64_t i)
     return c;
 }
 
+/** The enter time of call @p i alone. */
+static inline uint64_t model_call_enter(const struct model *m, uint64_t i)
+{
+    return m->call ? m->call[i].t_enter_ns : callstore_enter(m->cstore, i);
+}
+
 /** First call in [@p lo, @p hi) (one thread's, by enter time) entered after
  * @p t (@p strict) or at @p t or later; @p hi if none. */
 static inline uint64_t model_call_search(const struct model *m, uint64_t lo, uint64_t hi,
