@@ -129,6 +129,12 @@ foreach(entry ${CS_AN_PLANTED})
     ENVIRONMENT "CS_ANALYZE=$<TARGET_FILE:cudaspy-analyze>;CS_JSON_EXPECT=$<TARGET_FILE:json_expect>")
 endforeach()
 
+# the two ways calls reach the compact store give one report (model/calls.c)
+add_test(NAME data.calls_paths
+         COMMAND sh ${CS_AN_DIR}/calls_paths.sh $<TARGET_FILE:gen_run>
+                 $<TARGET_FILE:cudaspy-analyze> ${CS_AN_WORK}/calls_paths)
+set_tests_properties(data.calls_paths PROPERTIES LABELS unit TIMEOUT 60)
+
 add_executable(test_analysis ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_analysis.c)
 target_include_directories(test_analysis PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_analysis PRIVATE cs_analysis)

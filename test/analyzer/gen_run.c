@@ -32,7 +32,9 @@
  *        [--big-host H] (big: H host records instead of N) [--id N] (the
  *        collector's pid in the meta: runs alike but for it are other runs)
  *        [--format-version V] (V overrides the stored format version)
- *        [--lost N] (N host records lost on CPU 1, and no clean shutdown) */
+ *        [--lost N] (N host records lost on CPU 1, and no clean shutdown)
+ *        [--late N] (the 1000th CUDA record written N records after its
+ *        place, as a call that returns after many later ones would be) */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +91,17 @@ static uint32_t *seq(void)
     return &seqs[cur_pid == MAIN ? 0 : 1];
 }
 
+/* --late: the record held back, and how many more until it is put. */
+static uint64_t late_n;
+static struct cs_rec_cuda late_rec;
+static uint64_t late_left;
+
+static void late_put(void)
+{
+    gen_put(CS_REC_CUDA, &late_rec, late_rec.t_enter_ns, late_rec.t_exit_ns);
+    late_left = 0;
+}
+
 static void call_rec(uint16_t api, uint64_t t0, uint64_t t1, uint16_t flags, uint64_t bytes,
                      uint8_t dir, uint32_t parent, uint32_t name_id)
 {
@@ -108,8 +121,15 @@ static void call_rec(uint16_t api, uint64_t t0, uint64_t t1, uint16_t flags, uin
     r.flags = flags | (name_id ? CS_CF_HAS_NAME : 0);
     r.device = 0;
     r.stack_id = parent ? 0 : py_stack[api];
+    if (late_n && n_cuda++ == 1000) {
+        late_rec = r, late_left = late_n;
+        return;
+    }
     gen_put(CS_REC_CUDA, &r, t0, t1);
-    n_cuda++;
+    if (!late_n)
+        n_cuda++;
+    else if (late_left && --late_left == 0)
+        late_put();
 }
 
 static uint32_t kernel_id;
@@ -644,6 +664,8 @@ int main(int argc, char **argv)
             fmt_version = strtoull(argv[i + 1], NULL, 0);
         else if (!strcmp(argv[i], "--id"))
             id = strtoull(argv[i + 1], NULL, 0);
+        else if (!strcmp(argv[i], "--late"))
+            late_n = strtoull(argv[i + 1], NULL, 0);
     }
     gen_prog = "gen_run";
     gen_st = cs_store_new();
@@ -694,6 +716,8 @@ int main(int argc, char **argv)
         if (sc != S_NOHOST)
             windows((enum scen)sc, t_end);
     }
+    if (late_left)
+        late_put();
     if (lost) {
         struct cs_rec_lost l = {T0 + 50 * MS, T0 + 60 * MS, 1, 1, lost};
         gen_put(CS_REC_LOST, &l, l.t_start_ns, l.t_end_ns);

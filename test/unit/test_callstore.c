@@ -4,11 +4,16 @@
  * random, across block and chunk ends), for calls of every shape (times that go backwards across threads, a call that ends
  * before it starts, 64-bit streams and byte counts, threads and kinds that
  * change every call), and a launch loop's calls take under 8 bytes each.
+ * Loading's placement (model/calls.c) puts two threads' calls that arrive
+ * interleaved and up to 64 late in enter order, and says -EAGAIN for one
+ * that arrives later than that.
  * Prints its seed (CS_TEST_SEED). */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "check.h"
 #include "model/callstore.h"
+#include "model/model.h"
 #include "unit/u64.h"
 
 static unsigned seed;
@@ -136,11 +141,63 @@ static int test_launch_loop_is_compact(void)
     return 0;
 }
 
+/* Two threads of @p n calls each, enter times 10 apart, arriving
+ * interleaved and in order but for call 100 of thread 1, @p late of its
+ * calls late. @return callplace_put()'s first error, else 0 with every
+ * call back in its thread's enter order. */
+static int place_late(uint64_t n, uint64_t late)
+{
+    struct m_thread thr[2] = {{.first_call = 0, .ncalls = n}, {.first_call = n, .ncalls = n}};
+    struct model *m = calloc(1, sizeof(*m));
+    struct callplace *cp;
+    struct callstore *s;
+    int rc = 0;
+
+    CHECK(m != NULL);
+    m->thr = thr, m->nthr = 2, m->ncall = 2 * n;
+    CHECK((cp = callplace_open(m, 2 * n)) != NULL);
+    for (uint64_t k = 0; k < n + late && rc == 0; k++)
+        for (uint32_t t = 0; t < 2 && rc == 0; t++) {
+            uint64_t i = t == 1 && k == 100 + late ? 100 : t == 1 && k >= 100 && k < 100 + late ? k + 1 : k;
+            struct m_call c = {.t_enter_ns = 1000 + 10 * i, .t_exit_ns = 1005 + 10 * i, .thr = t};
+            if (i < n)
+                rc = callplace_put(cp, m, t, &c, (uint32_t)i, 0);
+        }
+    if (rc < 0) {
+        callplace_abort(cp);
+        free(m);
+        return rc;
+    }
+    CHECK((s = callplace_close(cp)) != NULL);
+    for (uint64_t i = 0; i < 2 * n; i++) {
+        struct m_call c;
+        callstore_get(s, i, &c);
+        CHECK_EQ(c.t_enter_ns, 1000 + 10 * (i % n));
+        CHECK_EQ(c.thr, i / n);
+        CHECK_EQ(callstore_kept(s, i, CSC_SEQ), i % n);
+    }
+    callstore_free(s);
+    free(s);
+    free(m);
+    return 0;
+}
+
+static int test_placement_restores_enter_order(void)
+{
+    CHECK_EQ(place_late(1000, 0), 0);
+    CHECK_EQ(place_late(1000, 30), 0);
+    CHECK_EQ(place_late(1000, 64), 0);
+    CHECK_EQ(place_late(1000, 65), -EAGAIN);
+    CHECK_EQ(place_late(1000, 300), -EAGAIN);
+    return 0;
+}
+
 int main(void)
 {
     seed = check_seed();
     RUN(test_calls_come_back_as_put);
     RUN(test_blocks_cross_chunks);
     RUN(test_launch_loop_is_compact);
+    RUN(test_placement_restores_enter_order);
     return check_status();
 }
