@@ -278,15 +278,17 @@ static int tstate_calls(const struct actx *x, struct tcur *k, uint64_t at, uint6
     uint64_t y = UINT64_MAX;
     int build;
 
-    while (k->ci < k->cend &&
-           (model_call(m, k->ci).t_exit_ns <= at || (model_call(m, k->ci).flags & CS_CF_NESTED)))
-        k->ci++;
+    for (; k->ci < k->cend; k->ci++) { /* each call read once */
+        cv = model_call(m, k->ci);
+        if (cv.t_exit_ns > at && !(cv.flags & CS_CF_NESTED))
+            break;
+    }
     while (k->oi < k->oend && m->off[k->oi].t_end_ns <= at)
         k->oi++;
-    if (k->ci < k->cend && model_call(m, k->ci).t_enter_ns <= at)
-        cv = model_call(m, k->ci), c = &cv, y = c->t_exit_ns;
+    if (k->ci < k->cend && cv.t_enter_ns <= at)
+        c = &cv, y = c->t_exit_ns;
     else if (k->ci < k->cend)
-        y = model_call(m, k->ci).t_enter_ns;
+        y = cv.t_enter_ns;
     if (k->oi < k->oend && m->off[k->oi].t_start_ns <= at) {
         o = &m->off[k->oi];
         y = o->t_end_ns < y ? o->t_end_ns : y;

@@ -184,9 +184,13 @@ static uint64_t incall_ns(const struct model *m, uint32_t thr, uint64_t t0, uint
     uint64_t sum = 0, lo = model_call_search(m, th->first_call, th->first_call + th->ncalls, t0, 0);
     if (lo > th->first_call && model_call(m, lo - 1).t_exit_ns > t0) /* one running at t0 */
         lo--;
-    for (; lo < th->first_call + th->ncalls && model_call(m, lo).t_enter_ns < t1; lo++)
-        if (!(model_call(m, lo).flags & CS_CF_NESTED))
-            sum += model_overlap(model_call(m, lo).t_enter_ns, model_call(m, lo).t_exit_ns, t0, t1);
+    for (; lo < th->first_call + th->ncalls; lo++) {
+        const struct m_call c = model_call(m, lo);
+        if (c.t_enter_ns >= t1)
+            break;
+        if (!(c.flags & CS_CF_NESTED))
+            sum += model_overlap(c.t_enter_ns, c.t_exit_ns, t0, t1);
+    }
     return sum;
 }
 

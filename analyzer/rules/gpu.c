@@ -380,14 +380,17 @@ static int attribute(const struct model *m, uint32_t t, uint64_t a, uint64_t b, 
         struct m_call cv;
         const struct m_off *o = NULL;
         uint64_t y = b;
-        while (ci < cend && (model_call(m, ci).t_exit_ns <= x || (model_call(m, ci).flags & CS_CF_NESTED)))
-            ci++;
+        for (; ci < cend; ci++) { /* each call read once */
+            cv = model_call(m, ci);
+            if (cv.t_exit_ns > x && !(cv.flags & CS_CF_NESTED))
+                break;
+        }
         while (oi < oend && m->off[oi].t_end_ns <= x)
             oi++;
-        if (ci < cend && model_call(m, ci).t_enter_ns <= x)
-            cv = model_call(m, ci), c = &cv, y = c->t_exit_ns < y ? c->t_exit_ns : y;
-        else if (ci < cend && model_call(m, ci).t_enter_ns < y)
-            y = model_call(m, ci).t_enter_ns;
+        if (ci < cend && cv.t_enter_ns <= x)
+            c = &cv, y = c->t_exit_ns < y ? c->t_exit_ns : y;
+        else if (ci < cend && cv.t_enter_ns < y)
+            y = cv.t_enter_ns;
         if (oi < oend && m->off[oi].t_start_ns <= x)
             o = &m->off[oi], y = o->t_end_ns < y ? o->t_end_ns : y;
         else if (oi < oend && m->off[oi].t_start_ns < y)

@@ -389,9 +389,13 @@ static uint64_t cuda_in(const struct model *m, uint32_t t, uint64_t t0, uint64_t
 {
     uint64_t end = m->thr[t].first_call + m->thr[t].ncalls, sum = 0;
 
-    for (uint64_t i = call_after(m, t, t0); i < end && model_call(m, i).t_enter_ns < t1; i++)
-        if (!(model_call(m, i).flags & CS_CF_NESTED))
-            sum += model_overlap(model_call(m, i).t_enter_ns, model_call(m, i).t_exit_ns, t0, t1);
+    for (uint64_t i = call_after(m, t, t0); i < end; i++) {
+        const struct m_call c = model_call(m, i);
+        if (c.t_enter_ns >= t1)
+            break;
+        if (!(c.flags & CS_CF_NESTED))
+            sum += model_overlap(c.t_enter_ns, c.t_exit_ns, t0, t1);
+    }
     return sum;
 }
 
