@@ -15,7 +15,7 @@
 #define TAIL_PAD 16      /* callstore_bits() reads up to 16 bytes at a row's byte */
 
 const uint64_t callstore_mask[65] = {
-#define M1(w) ((w) == 64 ? ~0ull : (1ull << (w)) - 1)
+#define M1(w) ((w) == 64 ? ~0ull : (1ull << ((w) & 63)) - 1)
 #define M8(w) M1(w), M1(w + 1), M1(w + 2), M1(w + 3), M1(w + 4), M1(w + 5), M1(w + 6), M1(w + 7)
     M8(0), M8(8), M8(16), M8(24), M8(32), M8(40), M8(48), M8(56), M1(64),
 #undef M8

@@ -916,14 +916,27 @@ static int place_pass(struct model *m, unsigned kind, block_fn fn, struct place 
     return each_block(m, kind, 0, fn, pl, err);
 }
 
-/* Calls go straight into the compact store while loading, but for runs
- * merged on one clock (clocks_align() moves their calls after loading) and
- * when CUDASPY_CALLS=array asks for the array (tests compare the two). */
-static int calls_direct(const struct model *m)
+/* Do @p n calls go in the compact store (model/calls.c)? When their array
+ * would not fit in memory (the scratch plan's three quarters of what this
+ * process may use), or when CUDASPY_CALLS=store says so; never with
+ * CUDASPY_CALLS=array (tests compare the two). The array is faster to read,
+ * 40 bytes a call against about 10. */
+static int calls_to_store(uint64_t n)
 {
     const char *env = getenv("CUDASPY_CALLS");
 
-    return m->nruns == 1 && !(env && strcmp(env, "array") == 0);
+    if (env && strcmp(env, "array") == 0)
+        return 0;
+    if (env && strcmp(env, "store") == 0)
+        return 1;
+    return n * PLAN_CALL_BYTES > mem_allowed() / 4 * 3;
+}
+
+/* ...and straight into it while loading: but for runs merged on one clock
+ * (clocks_align() moves their calls after loading). */
+static int calls_direct(const struct model *m, uint64_t n)
+{
+    return m->nruns == 1 && calls_to_store(n);
 }
 
 /* Pass 1 of the calls into the compact store. @return 0, -EAGAIN (a
@@ -1004,7 +1017,7 @@ static int load_grouped(struct model *m, unsigned kind, block_fn fn, void **arr,
         sum += n;
     }
     *total = sum;
-    if (kind == CS_REC_CUDA && calls_direct(m) && sum > 0 &&
+    if (kind == CS_REC_CUDA && sum > 0 && calls_direct(m, sum) &&
         (rc = place_calls_direct(m, &pl, sum, err)) != -EAGAIN)
         goto out;
     if ((rc = alloc_grouped(m, kind, arr, size, sum)) < 0)
@@ -1671,7 +1684,8 @@ int model_load(struct model *m, const char *const *paths, int n, const struct an
     fix_extent(m);
     if ((rc = clocks_align(m)) < 0)
         return rc;
-    model_calls_compact(m); /* -ENOMEM: the array stays */
+    if (m->call && calls_to_store(m->ncall))
+        model_calls_compact(m); /* -ENOMEM: the array stays */
     return 0;
 }
 
