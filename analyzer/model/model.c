@@ -141,11 +141,11 @@ void model_scratch_flush(void)
 /* ---- where the big arrays go ---- */
 
 /* Bytes of memory the model's arrays are planned for per CUDA call: the
- * call (40; about 10 in the compact store), step inference's symbol and
- * place (6), a seq or stack id while loading (4); and per off-CPU interval
- * of a CUDA thread. Step
- * inference's anchor positions and signatures (16 a call) are touched only
- * for one anchor's occurrences, and not counted. */
+ * call (40; about 10 in the compact store, with the seq and stack id),
+ * step inference's symbol and place (6), a seq or stack id while loading
+ * (4); and per off-CPU interval of a CUDA thread. Step inference's anchor
+ * positions and signatures (16 a call) are touched only for one anchor's
+ * occurrences, and not counted. */
 #define PLAN_CALL_BYTES 50
 #define PLAN_STORED_CALL_BYTES 16
 #define PLAN_OFF_BYTES 40
@@ -999,7 +999,7 @@ static int load_grouped(struct model *m, unsigned kind, block_fn fn, void **arr,
     rc = each_block(m, kind, 0, fn, &pl, err);
     if (rc < 0)
         goto out;
-    pl.end = malloc((pl.pos[-1] + 1) * sizeof(*pl.end));
+    pl.end = calloc(pl.pos[-1] + 1, sizeof(*pl.end)); /* 0: a thread first seen in pass 1 */
     rc = pl.end ? 0 : -ENOMEM;
     if (rc < 0)
         goto out;
@@ -1408,13 +1408,15 @@ static int load_pysamples(struct model *m, struct cs_err *err)
 
 /* ---- stacks ---- */
 
-/* Turns the stack ids kept beside the calls while loading (call_stack,
- * sorted with them) into the side table model.cstack, in call order. */
+/* The stack id of call @p i, kept beside it or in the store. */
 static uint32_t stack_of(const struct model *m, uint64_t i)
 {
     return m->call_stack ? m->call_stack[i] : callstore_kept(m->cstore, i, CSC_STACK);
 }
 
+/* Turns the stack ids kept beside the calls while loading (call_stack,
+ * sorted with them, or the store's column) into the side table
+ * model.cstack, in call order. */
 static int stacks_resolve(struct model *m)
 {
     uint64_t k = 0;

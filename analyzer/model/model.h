@@ -174,9 +174,10 @@ struct model {
     struct m_thread *thr;
     uint32_t nthr, cap_thr;
     struct m_call *call; /* grouped by thread, by t_enter within a thread; NULL
-                            once loaded: then in cstore (model_call()) */
+                            when they are in cstore (model_call()) */
     uint64_t ncall;
-    struct callstore *cstore; /* the calls once loaded, compact (model/calls.c) */
+    struct callstore *cstore; /* the calls of a run too big for their array,
+                                 compact (model/calls.c) */
     int kept_seq, kept_stack; /* cstore holds each call's seq / stack id (a
                                  store placed while loading) */
     uint64_t api_seen[(CS_API_COUNT + 63) / 64]; /* the APIs of the calls: a pass
@@ -328,7 +329,7 @@ static inline int model_has_api_where(const struct model *m, int (*pred)(unsigne
 }
 
 /** Call @p i (< ncall) by value: how everything after loading reads a call,
- * from the array while loading, from the compact store after. */
+ * from the array, or from the compact store of a run too big for it. */
 static inline struct m_call model_call(const struct model *m, uint64_t i)
 {
     struct m_call c;
