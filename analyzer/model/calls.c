@@ -148,32 +148,17 @@ static int before(const struct callstore *s, uint64_t i, uint64_t t, int strict)
     return e < t || (strict && e == t);
 }
 
-/* The blocks that start inside (lo, hi) say which block holds the answer,
- * by their first calls' enter times; one block is then searched. */
+/* A bisection of [lo, hi) by enter time: any call's enter time is a
+ * decode of one column, so the blocks need no search of their own. */
 uint64_t model_call_search_stored(const struct model *m, uint64_t lo, uint64_t hi, uint64_t t,
                                   int strict)
 {
-    const struct callstore *s = m->cstore;
-    uint64_t bl, bh, a, b;
-
-    if (lo >= hi)
-        return lo;
-    bl = lo / CALLSTORE_BLOCK + 1, bh = (hi - 1) / CALLSTORE_BLOCK + 1; /* starts in (lo, hi) */
-    while (bl < bh) { /* first block start not before t */
-        uint64_t mid = bl + (bh - bl) / 2;
-        if (before(s, mid * CALLSTORE_BLOCK, t, strict))
-            bl = mid + 1;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (before(m->cstore, mid, t, strict))
+            lo = mid + 1;
         else
-            bh = mid;
+            hi = mid;
     }
-    a = bl * CALLSTORE_BLOCK - CALLSTORE_BLOCK, b = bl * CALLSTORE_BLOCK;
-    a = a > lo ? a : lo, b = b < hi ? b : hi;
-    while (a < b) {
-        uint64_t mid = a + (b - a) / 2;
-        if (before(s, mid, t, strict))
-            a = mid + 1;
-        else
-            b = mid;
-    }
-    return a;
+    return lo;
 }
