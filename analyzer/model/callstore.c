@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "callstore.h"
+#include "model.h"
 #include "cudaspy/grow.h"
 
 #define CHUNK_BYTES (1ull << CALLSTORE_CHUNK_SHIFT)
@@ -27,58 +28,31 @@ void callstore_init(struct callstore *s)
     memset(s, 0, sizeof(*s));
 }
 
-static uint64_t hash64(uint64_t v)
-{
-    v ^= v >> 33;
-    v *= 0xff51afd7ed558ccdull;
-    return v ^ (v >> 33);
-}
-
-static int dict_rehash(struct callstore_dict *d, size_t cap)
-{
-    uint32_t *h = calloc(cap, sizeof(*h));
-
-    if (h == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; i < d->n; i++) {
-        size_t k = hash64(d->v[i]) & (cap - 1);
-        while (h[k])
-            k = (k + 1) & (cap - 1);
-        h[k] = (uint32_t)i + 1;
-    }
-    free(d->hash);
-    d->hash = h, d->hash_cap = cap;
-    return 0;
-}
-
 /* The index of @p v in @p d, added if new. @return it, or -ENOMEM */
 static int64_t dict_index(struct callstore_dict *d, uint64_t v)
 {
-    size_t k;
+    uint32_t i;
 
-    if (d->hash_cap == 0 && dict_rehash(d, 64) < 0)
+    if (d->ix == NULL && (d->ix = m_hash_new()) == NULL)
         return -ENOMEM;
-    for (k = hash64(v) & (d->hash_cap - 1); d->hash[k]; k = (k + 1) & (d->hash_cap - 1))
-        if (d->v[d->hash[k] - 1] == v)
-            return d->hash[k] - 1;
-    if (d->n >= UINT32_MAX - 1 || cs_grow((void **)&d->v, &d->cap, d->n + 1, sizeof(*d->v)) < 0)
+    if ((i = m_hash_get(d->ix, v)) != M_NONE)
+        return i;
+    if (d->n >= UINT32_MAX - 1 || cs_grow((void **)&d->v, &d->cap, d->n + 1, sizeof(*d->v)) < 0 ||
+        m_hash_put(d->ix, v, (uint32_t)d->n) < 0)
         return -ENOMEM;
     d->v[d->n] = v;
-    d->hash[k] = (uint32_t)++d->n;
-    if (2 * d->n > d->hash_cap)
-        dict_rehash(d, 2 * d->hash_cap); /* on failure the table is only fuller */
-    return (int64_t)d->n - 1;
+    return (int64_t)d->n++;
 }
 
 static void dict_free(struct callstore_dict *d)
 {
     free(d->v);
-    free(d->hash);
+    m_hash_free(d->ix);
 }
 
 static uint64_t dict_bytes(const struct callstore_dict *d)
 {
-    return d->n * sizeof(*d->v) + d->hash_cap * sizeof(*d->hash);
+    return d->n * sizeof(*d->v) + d->n * 2 * (sizeof(uint64_t) + sizeof(uint32_t)); /* about */
 }
 
 int callstore_open(struct callstore *s, uint64_t n)

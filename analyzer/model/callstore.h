@@ -39,12 +39,12 @@ struct callstore_pend {
     struct m_call c[CALLSTORE_BLOCK];
 };
 
-/* Distinct values by index, and a hash to find one's index. */
+/* Distinct values by index, and the model's map to find one's index. */
+struct m_hash;
 struct callstore_dict {
     uint64_t *v;
     size_t n, cap;
-    uint32_t *hash;        /* index + 1 by hash, 0: free */
-    size_t hash_cap;       /* a power of two */
+    struct m_hash *ix;     /* value -> index */
 };
 
 struct callstore {
