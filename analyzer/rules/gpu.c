@@ -1253,7 +1253,11 @@ static json_t *graphs_json(const struct model *m)
     return o;
 }
 
-#define PACE_MIN_CALLS 50 /* calls on each side of an attach to compare their pace */
+/* Calls before an attach and inside its slice to compare their pace: as
+ * the shim counts them (shim_gpu.c GPU_PACE_MIN, GPU_PACE_MIN_IN), so a
+ * costly slice, which holds few calls, still shows its cost. */
+#define PACE_MIN_OUT 50
+#define PACE_MIN_IN 8
 
 /* Calls of thread @p t that entered in [@p lo, @p hi). */
 static uint64_t calls_in(const struct model *m, uint32_t t, uint64_t lo, uint64_t hi)
@@ -1285,7 +1289,7 @@ static uint64_t slice_slowdown(const struct model *m, const struct m_gcov *c, ui
         best = n;
         out = calls_in(m, t, prev_detach, c->t_attach_ns);
     }
-    if (best < PACE_MIN_CALLS || out < PACE_MIN_CALLS)
+    if (best < PACE_MIN_IN || out < PACE_MIN_OUT)
         return 0;
     p_in = (double)(c->t_end_ns - c->t_start_ns) / (double)best;
     p_out = (double)(c->t_attach_ns - prev_detach) / (double)out;

@@ -9,11 +9,14 @@
 # are counted by the fake's attaches (FAKECUPTI_LOG). A slice's cost is
 # also its switcher's slower pace inside it: the sync workload (0.4 ms of
 # host work, a 0.3 ms kernel, its sync) with each launch recorded taking
-# 1 ms more (FAKECUPTI_RECORD_US) runs at half pace in a slice, so the
-# second slice waits 8 s and a 4 s run has 2. (At 0.2 ms the kernel's wait
-# hides it on a quiet machine, and slices come every second; not tested:
-# beside a CPU hog the spin is preempted and shows.) The analyzer's
-# gpu.slowdown_ns, the same pace measured in the run, must see it. And
+# 3 ms more (FAKECUPTI_RECORD_US) runs at a fifth of its pace in a slice,
+# so the second slice waits long and a 4 s run has 2. (At 0.2 ms the
+# kernel's wait hides it on a quiet machine, and slices come every second;
+# not tested: beside a CPU hog the spin is preempted and shows.) The
+# analyzer's gpu.slowdown_ns, the same pace measured in the run, must see
+# it. At 1 ms a launch it fell to 19.6 ms of a usual 45 beside a hog and a
+# CI run: each step's wait for a CPU adds to both paces alike, and fewer
+# steps fit in the slice; 3 ms keeps it at 67-77 ms beside 0-3 hogs. And
 # CUDASPY_GPU_FIRST_MS=9000 leaves CUPTI untouched through a 2 s run. And
 # the analyzer must still call the run's GPU figures sampled. Each slice
 # starts at a random point of its period (a fixed phase sees one part of a
@@ -36,9 +39,9 @@ slices() { # NAME MODE ENV...: record the workload's MODE for 4 s, print its sli
 costly=$(slices costly duty FAKECUPTI_FINALIZE_US=30000) || exit 1
 fixed=$(slices fixed duty FAKECUPTI_FINALIZE_US=30000 CUDASPY_GPU_BUDGET=0) || exit 1
 cheap=$(slices cheap duty FAKECUPTI_FINALIZE_US=0) || exit 1
-paced=$(slices paced sync FAKECUPTI_RECORD_US=1000) || exit 1
+paced=$(slices paced sync FAKECUPTI_RECORD_US=3000) || exit 1
 echo "gpu_budget: slices in 4 s: $costly (30 ms switches, 0.5 %), $fixed (budget off)," \
-    "$cheap (free switches), $paced (1 ms a launch recorded)"
+    "$cheap (free switches), $paced (3 ms a launch recorded)"
 placed=$(slices placed duty CUDASPY_GPU_SAMPLE=50/200) || exit 1
 awk '$1 == "attach" { if (n++) { d = ($3 - t) / 1e6; s += d; lo = n == 2 || d < lo ? d : lo;
         hi = d > hi ? d : hi }; t = $3 }
@@ -57,8 +60,8 @@ env CUDASPY_GPU_FIRST_MS=9000 FAKECUPTI_LOG="$dir/late.cupti" CUDASPY_GPU_ACTIVI
     { cat "$dir/late.log" >&2; echo "gpu_budget: late: recording failed" >&2; exit 1; }
 [ ! -s "$dir/late.cupti" ] ||
     { echo "gpu_budget: first slice at 9 s: CUPTI attached in 2 s" >&2; exit 1; }
-# what the analyzer measures of it: the second slice's 100 ms held about 70
-# steps of 1.4 ms, which take 50 ms at the usual 0.7: 20 ms slower at least
+# what the analyzer measures of it: the second slice's 100 ms held about 27
+# steps of 3.7 ms, which take 19 ms at the usual 0.7: 20 ms slower at least
 slow=$("$CS_ANALYZE" --json "$dir/paced.lmdb" | python3 -c \
     'import json, sys; print(json.load(sys.stdin)["gpu"]["slowdown_ns"])') || exit 1
 echo "gpu_budget: slowdown inside the slices: $slow ns"
