@@ -31,17 +31,23 @@ void callstore_init(struct callstore *s)
 /* The index of @p v in @p d, added if new. @return it, or -ENOMEM */
 static int64_t dict_index(struct callstore_dict *d, uint64_t v)
 {
+    unsigned r = (unsigned)((v * 0x9e3779b97f4a7c15ull) >> 58);
     uint32_t i;
 
+    if (d->recent_v[r] == v + 1)
+        return d->recent_i[r];
     if (d->ix == NULL && (d->ix = m_hash_new()) == NULL)
         return -ENOMEM;
-    if ((i = m_hash_get(d->ix, v)) != M_NONE)
-        return i;
-    if (d->n >= UINT32_MAX - 1 || cs_grow((void **)&d->v, &d->cap, d->n + 1, sizeof(*d->v)) < 0 ||
-        m_hash_put(d->ix, v, (uint32_t)d->n) < 0)
-        return -ENOMEM;
-    d->v[d->n] = v;
-    return (int64_t)d->n++;
+    if ((i = m_hash_get(d->ix, v)) == M_NONE) {
+        if (d->n >= UINT32_MAX - 1 ||
+            cs_grow((void **)&d->v, &d->cap, d->n + 1, sizeof(*d->v)) < 0 ||
+            m_hash_put(d->ix, v, (uint32_t)d->n) < 0)
+            return -ENOMEM;
+        d->v[d->n] = v;
+        i = (uint32_t)d->n++;
+    }
+    d->recent_v[r] = v + 1, d->recent_i[r] = i;
+    return i;
 }
 
 static void dict_free(struct callstore_dict *d)
@@ -76,7 +82,7 @@ static int block_room(struct callstore *s)
     uint64_t in = s->used & (CHUNK_BYTES - 1);
     uint8_t *c;
 
-    if (s->nchunk && in + BLOCK_MAX_BYTES + TAIL_PAD <= CHUNK_BYTES)
+    if (s->nchunk && in + BLOCK_MAX_BYTES + 8 + TAIL_PAD <= CHUNK_BYTES)
         return 0;
     if (cs_grow((void **)&s->chunk, &s->capchunk, s->nchunk + 1, sizeof(*s->chunk)) < 0 ||
         (c = malloc(CHUNK_BYTES)) == NULL)
@@ -91,23 +97,39 @@ static unsigned width(uint64_t range)
     return range ? 64u - (unsigned)__builtin_clzll(range) : 0;
 }
 
-/* Or @p v (< 2^w) into bits [pos, pos + w) of @p p, zeroed before. */
-static void put_bits(uint8_t *p, uint64_t pos, unsigned w, uint64_t v)
+/* Rows written bit by bit through a word held in a register: a
+ * read-modify-write of memory for each field would stall on the store
+ * before it. */
+struct bitw {
+    uint8_t *p;
+    uint64_t acc; /* bits not yet stored, from bit 0 */
+    unsigned n;   /* how many (< 64) */
+};
+
+/* Append @p v (< 2^w). */
+static inline void bitw_put(struct bitw *b, uint64_t v, unsigned w)
 {
-    unsigned sh = (unsigned)(pos & 7);
-    uint64_t x;
+    unsigned room = 64 - b->n;
 
     if (w == 0)
         return;
-    p += pos >> 3;
-    memcpy(&x, p, 8);
-    x |= v << sh;
-    memcpy(p, &x, 8);
-    if (sh + w > 64) {
-        memcpy(&x, p + 8, 8);
-        x |= v >> (64 - sh);
-        memcpy(p + 8, &x, 8);
+    b->acc |= v << b->n;
+    if (w < room) {
+        b->n += w;
+        return;
     }
+    memcpy(b->p, &b->acc, 8);
+    b->p += 8;
+    b->acc = room < 64 ? v >> room : 0;
+    b->n = w - room;
+}
+
+/* Store what is held, and zero the TAIL_PAD bytes after it (a whole word:
+ * block_room() leaves 8 bytes more). */
+static void bitw_end(struct bitw *b)
+{
+    memcpy(b->p, &b->acc, 8);
+    memset(b->p + 8, 0, TAIL_PAD);
 }
 
 /* The columns of call @p c. @return 0 or -ENOMEM (a table full) */
@@ -153,8 +175,9 @@ static void seq_rel(uint64_t v[CALLSTORE_BLOCK][CSC_N], uint64_t lo[CSC_N], uint
 static int seal_block(struct callstore *s, size_t bi)
 {
     const struct callstore_pend *pd = s->pend[bi];
-    uint64_t v[CALLSTORE_BLOCK][CSC_N], lo[CSC_N], hi[CSC_N], pos = 0;
+    uint64_t v[CALLSTORE_BLOCK][CSC_N], lo[CSC_N], hi[CSC_N];
     struct callstore_blk b = {0};
+    struct bitw bw = {0};
     uint8_t *p;
 
     for (int i = 0; i < CALLSTORE_BLOCK; i++) {
@@ -177,12 +200,11 @@ static int seal_block(struct callstore *s, size_t bi)
     for (int k = CSC_STREAM; k < CSC_N; k++)
         b.base32[k - CSC_STREAM] = (uint32_t)lo[k];
     p = s->chunk[s->used >> CALLSTORE_CHUNK_SHIFT] + (s->used & (CHUNK_BYTES - 1));
-    memset(p, 0, ((size_t)CALLSTORE_BLOCK * b.row + 7) / 8 + TAIL_PAD);
+    bw.p = p;
     for (int i = 0; i < CALLSTORE_BLOCK; i++)
-        for (int k = 0; k < CSC_N; k++) {
-            put_bits(p, pos, b.w[k], v[i][k] - lo[k]);
-            pos += b.w[k];
-        }
+        for (int k = 0; k < CSC_N; k++)
+            bitw_put(&bw, v[i][k] - lo[k], b.w[k]);
+    bitw_end(&bw);
     s->used += ((uint64_t)CALLSTORE_BLOCK * b.row + 7) / 8;
     s->blk[bi] = b;
     free(s->pend[bi]);

@@ -39,12 +39,16 @@ struct callstore_pend {
     struct m_call c[CALLSTORE_BLOCK];
 };
 
-/* Distinct values by index, and the model's map to find one's index. */
+/* Distinct values by index, and the model's map to find one's index; the
+ * values seen last, by a few bits of their hash, spare most calls the map. */
+#define CALLSTORE_RECENT 64
 struct m_hash;
 struct callstore_dict {
     uint64_t *v;
     size_t n, cap;
     struct m_hash *ix;     /* value -> index */
+    uint64_t recent_v[CALLSTORE_RECENT];  /* value + 1: 0 is an empty slot */
+    uint32_t recent_i[CALLSTORE_RECENT];
 };
 
 struct callstore {
