@@ -17,6 +17,7 @@
 #include "cudaspy/api.h"
 #include "cudaspy/grow.h"
 #include "model.h"
+#include "ahead.h"
 
 /* The file being read; a corrupt page can fault inside LMDB, and the CLI's
  * signal handler names the file from here. */
@@ -503,30 +504,44 @@ typedef int (*run_fn)(uint32_t run, const struct cs_blk_hdr *h, const void *recs
  * pass hands back the pages it has read (cs_cursor_release_pages()), so
  * peak RSS stays near the model's own size instead of model + file.
  * @return 0, the cursor's error (in @p err) or fn's */
+struct scan_ctx {
+    uint32_t run;
+    unsigned kind;
+    run_fn fn;
+    void *arg;
+    uint64_t nrec; /* records since the scratch files were last flushed */
+};
+
+static int scan_block(const struct cs_blk_hdr *h, const void *recs, void *arg)
+{
+    struct scan_ctx *x = arg;
+    int rc;
+
+    if (h->kind != x->kind || h->rec_size != cs_rec_size(x->kind))
+        return 0;
+    rc = x->fn(x->run, h, recs, x->arg);
+    if ((x->nrec += h->n) >= SCRATCH_FLUSH_RECS) {
+        model_scratch_flush();
+        x->nrec = 0;
+    }
+    return rc;
+}
+
 static int scan_run(const struct model *m, int r, unsigned kind, run_fn fn, void *arg,
                     struct cs_err *err)
 {
     const struct m_run *mr = &m->runs[r];
+    struct scan_ctx x = {(uint32_t)r, kind, fn, arg, 0};
     struct cs_cursor *c = NULL;
-    const struct cs_blk_hdr *h;
-    const void *recs;
     int whole = kind == CS_REC_GPUCOV; /* a span says why, whenever it was written */
-    uint64_t nrec = 0;
     int rc;
 
     reading = mr->path;
     rc = cs_cursor_open(mr->run, kind, whole ? 0 : mr->win_lo_ns,
                         whole ? UINT64_MAX : mr->win_hi_ns, &c);
-    if (rc == 0)
+    if (rc == 0) {
         cs_cursor_release_pages(c);
-    while (rc == 0 && (rc = cs_cursor_next(c, &h, &recs, err)) == 1) {
-        if (h->kind != kind || h->rec_size != cs_rec_size(kind))
-            continue;
-        rc = fn((uint32_t)r, h, recs, arg);
-        if ((nrec += h->n) >= SCRATCH_FLUSH_RECS) {
-            model_scratch_flush();
-            nrec = 0;
-        }
+        rc = ahead_read(c, scan_block, &x, err);
     }
     cs_cursor_close(c);
     reading = NULL;
