@@ -3,6 +3,7 @@
  * process breakdown (procs.c), the GPU feed (feed.c) and the findings
  * (chains.c). The text report renders the same JSON (report.c). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,6 +149,76 @@ static uint64_t steady_ns(const struct analysis *a)
     return a->active_ns > su && su ? a->active_ns - su : a->active_ns;
 }
 
+/* The latency tables: they read the model alone, as the device memory and
+ * the GPU feed do, so they are built beside the steps (all_build()). */
+static int tables_build(struct analysis *a)
+{
+    struct model *m = &a->m;
+    int rc;
+
+    if ((rc = stats_table_build(&a->api, m, STATS_BY_API)) < 0)
+        return rc;
+    if (m->opts.by_pid && (rc = stats_table_build(&a->by_pid, m, STATS_BY_PID)) < 0)
+        return rc;
+    if (m->opts.by_stream && (rc = stats_table_build(&a->by_stream, m, STATS_BY_STREAM)) < 0)
+        return rc;
+    if (m->opts.by_kernel && (rc = stats_table_build(&a->by_kernel, m, STATS_BY_KERNEL)) < 0)
+        return rc;
+    return 0;
+}
+
+static int memory_build(struct analysis *a)
+{
+    return memory_compute(&a->mem, &a->m);
+}
+
+struct side {
+    struct analysis *a;
+    int (*fn)(struct analysis *a);
+    pthread_t th;
+    int started, rc;
+};
+
+static void *side_main(void *arg)
+{
+    struct side *s = arg;
+
+    s->rc = s->fn(s->a);
+    return NULL;
+}
+
+static int feed_build(struct analysis *a)
+{
+    return feed_compute(&a->feed, &a->m);
+}
+
+/* The latency tables, the device memory and the GPU feed, each on a thread
+ * of its own (or in turn where none can be had), beside the steps; then
+ * what needs the steps: the feed's set-up, the GPU's own account. */
+static int all_build(struct analysis *a, struct step_setup *su)
+{
+    struct side s[3] = {{.a = a, .fn = tables_build},
+                        {.a = a, .fn = memory_build},
+                        {.a = a, .fn = feed_build}};
+    int rc;
+
+    for (int i = 0; i < 3; i++)
+        s[i].started = pthread_create(&s[i].th, NULL, side_main, &s[i]) == 0;
+    rc = find_steps(a);
+    for (int i = 0; i < 3; i++) {
+        if (s[i].started)
+            pthread_join(s[i].th, NULL);
+        else
+            s[i].rc = s[i].fn(a);
+        rc = rc < 0 ? rc : s[i].rc;
+    }
+    if (rc < 0)
+        return rc;
+    *su = steps_setup_end(&a->m, &a->steps);
+    feed_setup(&a->feed, &a->m, su);
+    return gpu_compute(&a->gpu, &a->m, &a->feed, su);
+}
+
 static int derive(struct analysis *a)
 {
     struct model *m = &a->m;
@@ -156,20 +227,7 @@ static int derive(struct analysis *a)
     int rc;
 
     procs_compute(m);
-    if ((rc = find_steps(a)) < 0)
-        return rc;
-    su = steps_setup_end(m, &a->steps);
-    if ((rc = feed_compute(&a->feed, m, &su)) < 0)
-        return rc;
-    if ((rc = gpu_compute(&a->gpu, m, &a->feed, &su)) < 0)
-        return rc;
-    if ((rc = stats_table_build(&a->api, m, STATS_BY_API)) < 0)
-        return rc;
-    if (m->opts.by_pid && (rc = stats_table_build(&a->by_pid, m, STATS_BY_PID)) < 0)
-        return rc;
-    if (m->opts.by_stream && (rc = stats_table_build(&a->by_stream, m, STATS_BY_STREAM)) < 0)
-        return rc;
-    if (m->opts.by_kernel && (rc = stats_table_build(&a->by_kernel, m, STATS_BY_KERNEL)) < 0)
+    if ((rc = all_build(a, &su)) < 0)
         return rc;
     for (uint32_t i = 0; i < a->api.nrow; i++) {
         if (a->api.row[i].is_nested)
@@ -179,8 +237,6 @@ static int derive(struct analysis *a)
     }
     walls(m, &longest, &sum);
     a->active_ns = active_sum(m);
-    if ((rc = memory_compute(&a->mem, m)) < 0)
-        return rc;
     if ((rc = account_compute(&a->acct, m, &a->feed, &a->gpu, &a->steps, &su, &a->mem,
                               a->active_ns)) < 0)
         return rc;
@@ -348,10 +404,11 @@ static uint64_t cuda_init_ns(const struct model *m, uint64_t first)
         const struct m_thread *th = &m->thr[t];
         if (th->proc != proc)
             continue;
-        for (uint64_t k = th->first_call; k < th->first_call + th->ncalls; k++)
-            if (cs_api_table[model_call(m, k).api].family == CS_FAM_INIT &&
-                !(model_call(m, k).flags & CS_CF_NESTED))
-                sum += model_call_dur(m, k);
+        for (uint64_t k = th->first_call; k < th->first_call + th->ncalls; k++) {
+            const struct m_call c = model_call(m, k); /* one read: a pass over every call */
+            if (cs_api_table[c.api].family == CS_FAM_INIT && !(c.flags & CS_CF_NESTED))
+                sum += model_dur(&c);
+        }
     }
     return sum;
 }

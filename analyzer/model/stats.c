@@ -13,12 +13,16 @@
 int stats_sort(uint64_t *v, size_t n, uint64_t *tmp)
 {
     uint64_t *buf = tmp, *src = v, *dst, all_or = 0, all_and = ~0ull;
-    static size_t count[65536]; /* not reentrant: the analyzer sorts on one thread */
+    size_t *count; /* the sort's own: tables and rules are built on two threads */
 
     if (n < 2)
         return 0;
-    if (buf == NULL && (buf = malloc(n * sizeof(*buf))) == NULL)
+    if ((count = malloc(65536 * sizeof(*count))) == NULL)
         return -ENOMEM;
+    if (buf == NULL && (buf = malloc(n * sizeof(*buf))) == NULL) {
+        free(count);
+        return -ENOMEM;
+    }
     for (size_t i = 0; i < n; i++) {
         all_or |= v[i];
         all_and &= v[i];
@@ -28,7 +32,7 @@ int stats_sort(uint64_t *v, size_t n, uint64_t *tmp)
         size_t sum = 0;
         if ((((all_or ^ all_and) >> shift) & 0xffff) == 0)
             continue; /* every value has the same digit here */
-        memset(count, 0, sizeof(count));
+        memset(count, 0, 65536 * sizeof(*count));
         for (size_t i = 0; i < n; i++)
             count[(src[i] >> shift) & 0xffff]++;
         for (size_t d = 0; d < 65536; d++) {
@@ -46,6 +50,7 @@ int stats_sort(uint64_t *v, size_t n, uint64_t *tmp)
         memcpy(v, src, n * sizeof(*v));
     if (tmp == NULL)
         free(buf);
+    free(count);
     return 0;
 }
 

@@ -117,6 +117,8 @@ struct actx {
 struct tcur {
     uint32_t t;
     uint64_t ci, cend, oi, oend, gi, gend;
+    uint64_t ci_read;  /* the call in cv, read once for the state changes in it */
+    struct m_call cv;
     const struct mem_episode *ep;
     size_t ei, nep;
 };
@@ -132,6 +134,7 @@ static void tcur_init(const struct actx *x, struct tcur *k, uint32_t t, uint64_t
         ;
     k->t = t;
     k->ci = gpu_call_from(m, t, at);
+    k->ci_read = UINT64_MAX;
     k->cend = th->first_call + th->ncalls;
     k->oi = model_off_after(m, t, at);
     k->oend = th->first_off + th->noff;
@@ -279,7 +282,9 @@ static int tstate_calls(const struct actx *x, struct tcur *k, uint64_t at, uint6
     int build;
 
     for (; k->ci < k->cend; k->ci++) { /* each call read once */
-        cv = model_call(m, k->ci);
+        if (k->ci != k->ci_read)
+            k->cv = model_call(m, k->ci), k->ci_read = k->ci;
+        cv = k->cv;
         if (cv.t_exit_ns > at && !(cv.flags & CS_CF_NESTED))
             break;
     }

@@ -94,7 +94,6 @@ struct walk {
     uint64_t idle_since;    /* context drained at, 0 = not known idle */
     uint64_t drain_call;    /* the call that drained it */
     uint64_t ci;            /* the call step() is at */
-    uint64_t setup_end;     /* gaps begun before it are the set-up's */
     int any_enqueue;
 };
 
@@ -218,10 +217,6 @@ static int ctx_gap(struct walk *w, const struct m_call *c)
     gap_add(&fp->idle_ns, &fp->gaps, &fp->max_gap_ns, &fp->max_gap_at_ns, g.t0_ns, g.t1_ns);
     fp->short_gaps += g.t1_ns - g.t0_ns < 1000000;
     fp->relaunch_ns += model_dur(c);
-    if (g.t0_ns < w->setup_end) {
-        fp->setup_idle_ns += g.t1_ns - g.t0_ns;
-        fp->setup_relaunch_ns += model_dur(c);
-    }
     feed_split_add(&fp->split, w->m, c->thr, g.t0_ns, g.t1_ns);
     fp->gap_incall_ns += incall_ns(w->m, c->thr, g.t0_ns, g.t1_ns);
     g.sleep_worker_ns = fp->split.sleep_worker_ns - before;
@@ -359,7 +354,7 @@ static void launch_pass(const struct feed_proc *fp, const struct model *m, const
 
 /* Median launch duration and launch-to-launch host gap, per thread: exact,
  * from passes over the calls (model/qsel.h), nothing kept per launch. */
-static int launch_medians(struct feed_proc *fp, struct model *m, const uint32_t *thr,
+static int launch_medians(struct feed_proc *fp, const struct model *m, const uint32_t *thr,
                           uint32_t nthr)
 {
     struct qsel dur, gap;
@@ -388,10 +383,10 @@ static int launch_medians(struct feed_proc *fp, struct model *m, const uint32_t 
     return rc;
 }
 
-static int feed_proc_compute(struct feed *f, struct model *m, uint32_t p,
-                             const uint32_t *thr, uint32_t nthr, uint64_t setup_end)
+static int feed_proc_compute(struct feed *f, const struct model *m, uint32_t p,
+                             const uint32_t *thr, uint32_t nthr)
 {
-    struct walk w = {.f = f, .m = m, .fp = &f->p[f->np], .setup_end = setup_end};
+    struct walk w = {.f = f, .m = m, .fp = &f->p[f->np]};
     uint64_t *pos = malloc(nthr * sizeof(*pos));
     int rc;
 
@@ -411,7 +406,7 @@ static int feed_proc_compute(struct feed *f, struct model *m, uint32_t p,
     return rc;
 }
 
-int feed_compute(struct feed *f, struct model *m, const struct step_setup *su)
+int feed_compute(struct feed *f, const struct model *m)
 {
     uint32_t *thr = malloc((m->nthr + 1) * sizeof(*thr));
     int rc = 0;
@@ -429,10 +424,27 @@ int feed_compute(struct feed *f, struct model *m, const struct step_setup *su)
         for (uint32_t t = 0; t < m->nthr; t++) /* O(procs x threads): both are small */
             if (m->thr[t].proc == p && m->thr[t].ncalls)
                 thr[n++] = t;
-        rc = feed_proc_compute(f, m, p, thr, n, su->proc == p ? su->end_ns : 0);
+        rc = feed_proc_compute(f, m, p, thr, n);
     }
     free(thr);
     return rc;
+}
+
+void feed_setup(struct feed *f, const struct model *m, const struct step_setup *su)
+{
+    for (uint32_t i = 0; i < f->np; i++)
+        f->p[i].setup_idle_ns = f->p[i].setup_relaunch_ns = 0;
+    for (uint64_t i = 0; i < f->ngap; i++) {
+        const struct feed_gap *g = &f->gap[i];
+        const struct m_call c = model_call(m, g->next_call);
+        struct feed_proc *fp;
+        if (m->thr[c.thr].proc != su->proc || g->t0_ns >= su->end_ns)
+            continue;
+        if ((fp = (struct feed_proc *)feed_find(f, su->proc)) == NULL)
+            continue;
+        fp->setup_idle_ns += g->t1_ns - g->t0_ns;
+        fp->setup_relaunch_ns += model_dur(&c);
+    }
 }
 
 const struct feed_proc *feed_find(const struct feed *f, uint32_t proc)

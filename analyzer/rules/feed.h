@@ -74,9 +74,13 @@ struct feed {
     uint64_t ngap, cap_gap;
 };
 
-/** Compute the feed of every process with CUDA calls, with what the gaps
- * of the set-up @p su count apart. @return 0 or -ENOMEM */
-int feed_compute(struct feed *f, struct model *m, const struct step_setup *su);
+/** Compute the feed of every process with CUDA calls. @return 0 or -ENOMEM */
+int feed_compute(struct feed *f, const struct model *m);
+
+/** What the gaps begun in the set-up @p su count apart (setup_idle_ns,
+ * setup_relaunch_ns): the steps are found beside feed_compute(), not
+ * before it. */
+void feed_setup(struct feed *f, const struct model *m, const struct step_setup *su);
 
 /** Feed of process @p proc, NULL if it made no CUDA calls. */
 const struct feed_proc *feed_find(const struct feed *f, uint32_t proc);
