@@ -95,6 +95,8 @@ static inline uint64_t callstore_bits(const uint8_t *p, uint64_t pos, unsigned w
     unsigned sh = (unsigned)(pos & 7);
 
     memcpy(&lo, p + (pos >> 3), 8);
+    if (w <= 57) /* within the first word: a column's width is its block's, a branch rarely missed */
+        return (lo >> sh) & callstore_mask[w];
     memcpy(&hi, p + (pos >> 3) + 8, 8);
     return ((lo >> sh) | ((hi << 1) << (63 - sh))) & callstore_mask[w];
 }
