@@ -2,8 +2,9 @@
  * model_call(), model/callstore.h). Owns placing them there while loading,
  * each thread's calls through a window that puts them in enter order (a
  * thread's records arrive in order but for a call that returns before its
- * caller), moving them there from the array when loading needed one, and the
- * search by enter time over the store. */
+ * caller), moving them there from the array when loading needed one, the
+ * search by enter time over the store, and the time a thread spent inside
+ * its calls over a stretch. */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -161,4 +162,24 @@ uint64_t model_call_search_stored(const struct model *m, uint64_t lo, uint64_t h
             hi = mid;
     }
     return lo;
+}
+
+uint64_t model_calls_inside(const struct model *m, uint32_t t, uint64_t t0, uint64_t t1)
+{
+    const struct m_thread *th = &m->thr[t];
+    uint64_t end = th->first_call + th->ncalls, sum = 0;
+    uint64_t i = model_call_search(m, th->first_call, end, t0, 0);
+
+    while (i > th->first_call && (model_call(m, i - 1).flags & CS_CF_NESTED))
+        i--; /* nested calls sit inside the outermost one before them */
+    if (i > th->first_call)
+        i--; /* which may span t0 */
+    for (; i < end; i++) {
+        const struct m_call c = model_call(m, i);
+        if (c.t_enter_ns >= t1)
+            break;
+        if (!(c.flags & CS_CF_NESTED))
+            sum += model_overlap(c.t_enter_ns, c.t_exit_ns, t0, t1);
+    }
+    return sum;
 }

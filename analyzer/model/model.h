@@ -397,6 +397,10 @@ typedef int (*model_scan_fn)(uint32_t run, const void *recs, uint32_t n, void *a
  * the kinds the report needs). @return 0, or @p fn's negative code */
 int model_scan(const struct model *m, unsigned kind, model_scan_fn fn, void *arg);
 
+/** Time thread @p t spent inside its outermost CUDA calls within [@p t0,
+ * @p t1), a call that spans @p t0 included (model/calls.c). */
+uint64_t model_calls_inside(const struct model *m, uint32_t t, uint64_t t0, uint64_t t1);
+
 /** Index of the first off-CPU interval of thread @p t ending after @p t_ns. */
 uint64_t model_off_after(const struct model *m, uint32_t t, uint64_t t_ns);
 

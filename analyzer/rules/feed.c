@@ -175,24 +175,6 @@ static void top_gap(struct feed_gap *top, const struct feed_gap *g, int by_sleep
         top[i] = *g;
 }
 
-/* Time thread @p thr spent inside outermost CUDA calls within [t0, t1). */
-static uint64_t incall_ns(const struct model *m, uint32_t thr, uint64_t t0, uint64_t t1)
-{
-    const struct m_thread *th = &m->thr[thr];
-    /* the first call entered at or after t0 */
-    uint64_t sum = 0, lo = model_call_search(m, th->first_call, th->first_call + th->ncalls, t0, 0);
-    if (lo > th->first_call && model_call(m, lo - 1).t_exit_ns > t0) /* one running at t0 */
-        lo--;
-    for (; lo < th->first_call + th->ncalls; lo++) {
-        const struct m_call c = model_call(m, lo);
-        if (c.t_enter_ns >= t1)
-            break;
-        if (!(c.flags & CS_CF_NESTED))
-            sum += model_overlap(c.t_enter_ns, c.t_exit_ns, t0, t1);
-    }
-    return sum;
-}
-
 /* Keeps gap @p g for rules/pyline.c and rules/account.c. @return 0 or -ENOMEM */
 static int gap_keep(struct feed *f, const struct feed_gap *g)
 {
@@ -218,7 +200,7 @@ static int ctx_gap(struct walk *w, const struct m_call *c)
     fp->short_gaps += g.t1_ns - g.t0_ns < 1000000;
     fp->relaunch_ns += model_dur(c);
     feed_split_add(&fp->split, w->m, c->thr, g.t0_ns, g.t1_ns);
-    fp->gap_incall_ns += incall_ns(w->m, c->thr, g.t0_ns, g.t1_ns);
+    fp->gap_incall_ns += model_calls_inside(w->m, c->thr, g.t0_ns, g.t1_ns);
     g.sleep_worker_ns = fp->split.sleep_worker_ns - before;
     top_gap(fp->longest, &g, 0);
     top_gap(fp->starved, &g, 1);

@@ -369,36 +369,6 @@ static int waits(struct rk_ctx *x, uint32_t ri)
 
 /* ---- the straggler's host cause ---- */
 
-/* First call of thread @p t that exits after @p ts (binary search). */
-static uint64_t call_after(const struct model *m, uint32_t t, uint64_t ts)
-{
-    uint64_t lo = m->thr[t].first_call, hi = lo + m->thr[t].ncalls;
-
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (model_call(m, mid).t_enter_ns < ts)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo > m->thr[t].first_call ? lo - 1 : lo;
-}
-
-/* Time thread @p t spent in outermost CUDA calls within [t0, t1). */
-static uint64_t cuda_in(const struct model *m, uint32_t t, uint64_t t0, uint64_t t1)
-{
-    uint64_t end = m->thr[t].first_call + m->thr[t].ncalls, sum = 0;
-
-    for (uint64_t i = call_after(m, t, t0); i < end; i++) {
-        const struct m_call c = model_call(m, i);
-        if (c.t_enter_ns >= t1)
-            break;
-        if (!(c.flags & CS_CF_NESTED))
-            sum += model_overlap(c.t_enter_ns, c.t_exit_ns, t0, t1);
-    }
-    return sum;
-}
-
 /* Keep the process that preempted the straggler longest (a running max
  * over intervals: cheap, and right whenever one holder dominates). */
 static void holder_note(struct rk_rank *s, uint32_t pid, uint64_t ns)
@@ -443,7 +413,7 @@ static void late_window(struct rk_ctx *x, struct rk_rank *s, uint64_t t0, uint64
     const struct model *m = x->m;
     uint32_t t = s->thr;
     uint64_t end = m->thr[t].first_off + m->thr[t].noff, off = 0, pre_in = 0;
-    uint64_t cuda = cuda_in(m, t, t0, t1);
+    uint64_t cuda = model_calls_inside(m, t, t0, t1);
 
     for (uint64_t i = model_off_after(m, t, t0); i < end && m->off[i].t_start_ns < t1; i++) {
         const struct m_off *o = &m->off[i];
@@ -455,15 +425,15 @@ static void late_window(struct rk_ctx *x, struct rk_rank *s, uint64_t t0, uint64
         if (o->cls == CS_OFF_PREEMPT) {
             ns = b - a;
             s->cause_ns[o->flags & CS_HF_HOLDER_IN_TREE ? RK_PRE_TREE : RK_PRE_EXT] += ns;
-            pre_in += cuda_in(m, t, a, b);
+            pre_in += model_calls_inside(m, t, a, b);
             holder_note(s, o->holder_pid, ns);
             off += ns;
             continue;
         }
         w0 = wake_wait(x, s, o, a, b);
-        pre_in += cuda_in(m, t, w0, b);
+        pre_in += model_calls_inside(m, t, w0, b);
         off += b - w0;
-        in = cuda_in(m, t, a, w0);
+        in = model_calls_inside(m, t, a, w0);
         ns = w0 - a > in ? w0 - a - in : 0;
         s->cause_ns[o->cls == CS_OFF_DISK ? RK_DISK : RK_SLEEP] += ns;
         off += ns;

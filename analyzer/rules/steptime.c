@@ -14,25 +14,6 @@ struct mix {
     double gpu;  /* busy share, -1 = not covered */
 };
 
-/* Time inside outermost calls of thread @p t within [t0, t1). */
-static uint64_t calls_inside(const struct model *m, uint32_t t, uint64_t t0, uint64_t t1)
-{
-    const struct m_thread *th = &m->thr[t];
-    uint64_t end = th->first_call + th->ncalls, sum = 0;
-    uint64_t i = model_call_search(m, th->first_call, end, t0, 0);
-
-    while (i > th->first_call && (model_call(m, i - 1).flags & CS_CF_NESTED))
-        i--; /* nested calls sit inside the outermost one before them */
-    if (i > th->first_call)
-        i--; /* which may span t0 */
-    for (; i < end && model_call(m, i).t_enter_ns < t1; i++) {
-        const struct m_call cv = model_call(m, i), *c = &cv;
-        if (!(c->flags & CS_CF_NESTED))
-            sum += model_overlap(c->t_enter_ns, c->t_exit_ns, t0, t1);
-    }
-    return sum;
-}
-
 static void step_mix(const struct model *m, const struct gpu_truth *g, const struct m_step *s,
                      struct mix *x)
 {
@@ -41,7 +22,7 @@ static void step_mix(const struct model *m, const struct gpu_truth *g, const str
 
     memset(x, 0, sizeof(*x));
     x->dur_ns = s->t_end_ns - s->t_start_ns;
-    x->cuda_ns = calls_inside(m, s->thr, s->t_start_ns, s->t_end_ns);
+    x->cuda_ns = model_calls_inside(m, s->thr, s->t_start_ns, s->t_end_ns);
     for (uint64_t i = model_off_after(m, s->thr, s->t_start_ns);
          i < end && m->off[i].t_start_ns < s->t_end_ns; i++) {
         const struct m_off *o = &m->off[i];
@@ -49,7 +30,7 @@ static void step_mix(const struct model *m, const struct gpu_truth *g, const str
         uint64_t b = o->t_end_ns < s->t_end_ns ? o->t_end_ns : s->t_end_ns, d;
         if (b <= a)
             continue;
-        d = (b - a) - calls_inside(m, s->thr, a, b);
+        d = (b - a) - model_calls_inside(m, s->thr, a, b);
         off += d;
         if (o->cls == CS_OFF_PREEMPT)
             x->preempt_ns += d;
