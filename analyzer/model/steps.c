@@ -619,10 +619,10 @@ static uint64_t boundaries(const struct seq *s, const struct anchor *a, const ui
 }
 
 static int from_anchor(const struct model *m, const struct seq *s, uint32_t thr,
-                       const struct anchor *a, uint64_t *pos, struct steps *out)
+                       const struct anchor *a, uint64_t *pos, uint64_t *sig, struct steps *out)
 {
-    uint64_t k = segments(s, a->sym, pos, pos + s->n + 1);
-    uint64_t *b = pos + s->n + 1, nb; /* the signatures are no longer needed */
+    uint64_t k = segments(s, a->sym, pos, sig);
+    uint64_t *b = sig, nb; /* the signatures are no longer needed */
     int rc;
 
     nb = boundaries(s, a, pos + a->skip, k - a->skip, b);
@@ -643,7 +643,7 @@ static int from_anchor(const struct model *m, const struct seq *s, uint32_t thr,
 
 static int steps_inferred(const struct model *m, const struct steps_opts *o, struct steps *out)
 {
-    uint64_t n;
+    uint64_t n, most = 0;
     uint32_t thr = busiest_thread(m, o, &n);
     struct seq s;
     struct anchor a = {0};
@@ -656,13 +656,15 @@ static int steps_inferred(const struct model *m, const struct steps_opts *o, str
     }
     if ((rc = seq_build(m, o, thr, n, &s)) < 0)
         return rc;
-    buf = model_alloc_big(2 * (s.n + 2) * sizeof(*buf));
+    for (uint32_t y = 0; y < s.nsym; y++) /* an anchor's occurrences, at most */
+        most = s.count[y] > most ? s.count[y] : most;
+    buf = model_alloc_big(2 * (most + 2) * sizeof(*buf));
     if (buf == NULL) {
         seq_free(&s);
         return -ENOMEM;
     }
-    if (try_anchors(&s, o->win_lo_ns, o->win_hi_ns, &a, buf, buf + s.n + 1))
-        rc = from_anchor(m, &s, thr, &a, buf, out);
+    if (try_anchors(&s, o->win_lo_ns, o->win_hi_ns, &a, buf, buf + most + 2))
+        rc = from_anchor(m, &s, thr, &a, buf, buf + most + 2, out);
     else
         snprintf(out->how, sizeof(out->how), "none: no call of thread %u repeats regularly",
                  m->thr[thr].tid);
