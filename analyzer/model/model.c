@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,13 +55,16 @@ struct big_hdr {
 _Static_assert(sizeof(struct big_hdr) <= BIG_HDR, "big_hdr fits its header");
 
 /* Scratch folder ("" = none), the smallest array put there, and the files
- * open in it. The analyzer is one thread; model_load() sets them. */
+ * open in it. model_load() sets the first two; the files are opened, closed
+ * and flushed from the analysis's threads too (a scan's flush beside the
+ * steps' arrays), under scratch_mu. */
 static char scratch_dir[4096];
 static size_t scratch_min = BIG_FILE_MIN;
 #define SCRATCH_MAX 64
 static struct big_hdr *scratch_live[SCRATCH_MAX];
+static pthread_mutex_t scratch_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void *big_file(size_t len)
+static void *big_file_locked(size_t len)
 {
     struct big_hdr *h;
     int fd = open(scratch_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600), slot = -1;
@@ -81,6 +85,16 @@ static void *big_file(size_t len)
     madvise(h, len, MADV_HUGEPAGE); /* huge folios: one fault and one read per 2 MB */
     h->fd = fd;
     scratch_live[slot] = h;
+    return h;
+}
+
+static void *big_file(size_t len)
+{
+    void *h;
+
+    pthread_mutex_lock(&scratch_mu);
+    h = big_file_locked(len);
+    pthread_mutex_unlock(&scratch_mu);
     return h;
 }
 
@@ -120,9 +134,11 @@ void model_free_big(void *p)
         return;
     }
     if (h->kind == BIG_FILE) {
+        pthread_mutex_lock(&scratch_mu);
         for (int i = 0; i < SCRATCH_MAX; i++)
             if (scratch_live[i] == h)
                 scratch_live[i] = NULL;
+        pthread_mutex_unlock(&scratch_mu);
         close(h->fd); /* the mapping keeps the file until munmap, then it is gone */
     }
     munmap(h, h->len);
@@ -134,9 +150,11 @@ void model_free_big(void *p)
  * the flusher's wake-ups would leave a 4 GB cgroup little it can drop. */
 void model_scratch_flush(void)
 {
+    pthread_mutex_lock(&scratch_mu);
     for (int i = 0; i < SCRATCH_MAX; i++)
         if (scratch_live[i])
             sync_file_range(scratch_live[i]->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+    pthread_mutex_unlock(&scratch_mu);
 }
 
 /* ---- where the big arrays go ---- */
