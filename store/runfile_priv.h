@@ -124,11 +124,15 @@ struct cs_run {
     int has_db[DB_COUNT]; /* the optional ones may be absent */
     char *path;
     int fd;        /* held open for size checks */
-    int ncursors;  /* open cursors (a map resize must wait for 0) */
-    const uint8_t *map;  /* LMDB's map of the file, as last seen */
-    uint64_t file_bytes; /* file size, as last seen */
-    uint64_t view_bytes; /* of the file readable at map: the file size or, where the
-                            map is shorter (its header's map size), the map's length */
+    /* Cursors of one run may be read on several threads at once (the
+     * analyzer reads its two tables side by side): these are atomic, and a
+     * refresh from two threads stores the same values. */
+    atomic_int ncursors;  /* open cursors (a map resize must wait for 0) */
+    _Atomic(const uint8_t *) map; /* LMDB's map of the file, as last seen */
+    _Atomic uint64_t file_bytes;  /* file size, as last seen */
+    _Atomic uint64_t view_bytes;  /* of the file readable at map: the file size or, where
+                                     the map is shorter (its header's map size), the map's
+                                     length */
     struct meta_kv *meta;
     size_t nmeta;
     char **strings; /* by id; NULL = unknown */

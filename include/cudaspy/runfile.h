@@ -201,7 +201,10 @@ const struct cs_thread *cs_run_threads(struct cs_run *r, size_t *n);
  * NULL; *n gets the frame count. */
 const struct cs_frame *cs_run_stack(struct cs_run *r, uint32_t id, size_t *n);
 
-/** Count of records of @p kind in the file (sum of block headers). */
+/** Count of records of @p kind in the file (sum of block headers): one
+ * scan of its table for every kind, none when a cursor of the same read
+ * txn already read the table to its end (up to a bad block, where the
+ * scan stops). Cursors of one run may be read on different threads. */
 uint64_t cs_run_count(struct cs_run *r, unsigned kind);
 
 /** Close, free. Accepts NULL. */
