@@ -41,6 +41,7 @@ struct analysis {
      * (steady_ns()). */
     uint64_t active_ns;
     json_t *chains;
+    struct chains_pre *pre; /* the findings' evidence, gathered beside the account */
     json_t *ranks; /* ranks.c: per-rank tables; its finding joins chains */
     uint64_t api_outer_calls, api_nested_calls;
     struct dur_cache *durs; /* analysis_durations() results */
@@ -219,6 +220,33 @@ static int all_build(struct analysis *a, struct step_setup *su)
     return gpu_compute(&a->gpu, &a->m, &a->feed, su);
 }
 
+static int gather_build(struct analysis *a)
+{
+    a->pre = chains_gather(&a->m, &a->api, &a->feed, &a->gpu, &a->mem);
+    return 0;
+}
+
+/* The account and, on a thread beside it, the findings' evidence that needs
+ * none (chains_gather()); then the findings. */
+static int account_build(struct analysis *a, const struct step_setup *su)
+{
+    struct side g = {.a = a, .fn = gather_build};
+    int rc;
+
+    g.started = pthread_create(&g.th, NULL, side_main, &g) == 0;
+    rc = account_compute(&a->acct, &a->m, &a->feed, &a->gpu, &a->steps, su, &a->mem,
+                         a->active_ns);
+    if (g.started)
+        pthread_join(g.th, NULL);
+    else
+        gather_build(a);
+    a->chains = chains_finish(a->pre, &a->acct, steady_ns(a)); /* frees pre */
+    a->pre = NULL;
+    if (rc < 0)
+        return rc;
+    return a->chains ? 0 : -ENOMEM;
+}
+
 static int derive(struct analysis *a)
 {
     struct model *m = &a->m;
@@ -237,12 +265,8 @@ static int derive(struct analysis *a)
     }
     walls(m, &longest, &sum);
     a->active_ns = active_sum(m);
-    if ((rc = account_compute(&a->acct, m, &a->feed, &a->gpu, &a->steps, &su, &a->mem,
-                              a->active_ns)) < 0)
+    if ((rc = account_build(a, &su)) < 0)
         return rc;
-    a->chains = chains_build(m, &a->api, &a->feed, &a->gpu, &a->acct, &a->mem, steady_ns(a));
-    if (a->chains == NULL)
-        return -ENOMEM;
     rc = ranks_build(m, steady_ns(a), a->chains, &a->ranks);
     if (rc == 0 && (rc = pyline_compute(&a->py, m, &a->feed, &a->gpu)) == 0)
         pyline_annotate(&a->py, m, a->chains);
@@ -394,23 +418,10 @@ static json_t *meta_int_json(const struct m_run *r, const char *key)
  * with the first CUDA call: how long CUDA took to start. */
 static uint64_t cuda_init_ns(const struct model *m, uint64_t first)
 {
-    uint64_t sum = 0;
-    uint32_t proc = M_NONE;
-
-    for (uint32_t t = 0; t < m->nthr && proc == M_NONE; t++)
+    for (uint32_t t = 0; t < m->nthr; t++)
         if (m->thr[t].ncalls && model_call(m, m->thr[t].first_call).t_enter_ns == first)
-            proc = m->thr[t].proc;
-    for (uint32_t t = 0; proc != M_NONE && t < m->nthr; t++) {
-        const struct m_thread *th = &m->thr[t];
-        if (th->proc != proc)
-            continue;
-        for (uint64_t k = th->first_call; k < th->first_call + th->ncalls; k++) {
-            const struct m_call c = model_call(m, k); /* one read: a pass over every call */
-            if (cs_api_table[c.api].family == CS_FAM_INIT && !(c.flags & CS_CF_NESTED))
-                sum += model_dur(&c);
-        }
-    }
-    return sum;
+            return m->proc[m->thr[t].proc].st.init_ns; /* procs_compute() summed them */
+    return 0;
 }
 
 /* Start-up (the traced command's start to its first CUDA call, CUDA's

@@ -72,6 +72,11 @@ static int kind_of(const struct cs_rec_cuda *r)
     return is_dev_free(r->api) && r->result == 0 && r->aux ? EV_FREE : -1;
 }
 
+int memory_wants(const struct cs_rec_cuda *r)
+{
+    return kind_of(r) >= 0;
+}
+
 static int scan_block(uint32_t run, const void *recs, uint32_t n, void *arg)
 {
     struct scan *s = arg;
@@ -522,6 +527,25 @@ static int tops(struct replay *x, const struct ev *ev, size_t n)
     return 0;
 }
 
+/* The records the model kept while loading (model.mrec), else the calls'
+ * table read once more. */
+static int memory_scan(const struct model *m, struct scan *s)
+{
+    const struct cs_rec_cuda *r = m->mrec;
+    int rc = 0;
+
+    if (m->mrec_over)
+        return model_scan(m, CS_REC_CUDA, scan_block, s);
+    for (int i = 0; i < m->nruns && rc == 0; i++) {
+        for (uint64_t n = m->runs[i].nmrec; n > 0 && rc == 0;) {
+            uint32_t k = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+            rc = scan_block((uint32_t)i, r, k, s);
+            r += k, n -= k;
+        }
+    }
+    return rc;
+}
+
 int memory_compute(struct memory *mm, const struct model *m)
 {
     struct scan s = {.m = m};
@@ -529,7 +553,7 @@ int memory_compute(struct memory *mm, const struct model *m)
     int rc;
 
     memset(mm, 0, sizeof(*mm));
-    if ((rc = model_scan(m, CS_REC_CUDA, scan_block, &s)) < 0)
+    if ((rc = memory_scan(m, &s)) < 0)
         goto out;
     if (s.n) {
         qsort(s.ev, s.n, sizeof(*s.ev), cmp_ev);

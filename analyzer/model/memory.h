@@ -114,6 +114,10 @@ struct memory {
     size_t nep;
 };
 
+/** Is CUDA record @p r one memory_compute() reads (allocations, frees,
+ * failures, readings)? */
+int memory_wants(const struct cs_rec_cuda *r);
+
 /** Replay the allocation records of @p m's selected processes into @p mm.
  * @return 0 or -ENOMEM */
 int memory_compute(struct memory *mm, const struct model *m);

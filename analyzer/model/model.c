@@ -19,10 +19,12 @@
 #include "cudaspy/grow.h"
 #include "model.h"
 #include "ahead.h"
+#include "memory.h"
+#include "offpass.h"
 
 /* The file being read; a corrupt page can fault inside LMDB, and the CLI's
  * signal handler names the file from here. */
-static const char *volatile reading;
+static _Atomic(const char *) reading; /* scans run side by side */
 
 const char *model_reading(void)
 {
@@ -653,14 +655,14 @@ static uint32_t place_thr(struct model *m, struct place *pl, uint32_t run, uint3
 
     if (pl->last_proc != M_NONE && pl->last_run == run && pl->last_pid == pid)
         p = pl->last_proc;
-    else if ((p = proc_get(m, run, pid)) == M_NONE)
+    else if ((p = pl->pass ? model_find_proc(m, run, pid) : proc_get(m, run, pid)) == M_NONE)
         return M_NONE;
     pl->last_run = run;
     pl->last_pid = pid;
     pl->last_proc = p;
     if (pl->last_thr != M_NONE && pl->last_key_proc == p && pl->last_tid == tid)
         return pl->last_thr;
-    t = thr_get(m, p, tid);
+    t = pl->pass ? m_hash_get(m->thr_ix, (uint64_t)p << 32 | tid) : thr_get(m, p, tid);
     pl->last_key_proc = p;
     pl->last_tid = tid;
     pl->last_thr = t;
@@ -670,13 +672,24 @@ static uint32_t place_thr(struct model *m, struct place *pl, uint32_t run, uint3
 /* Pass 0 counts a record of thread @p t; pass 1 checks it has a slot.
  * @return 0, 1 when pass 1 must skip it, or -ENOMEM. A run still being
  * written can gain records between the passes (each reads its own
- * snapshot): those were not counted, have no slot, and are left out. */
+ * snapshot): those were not counted, have no slot, and are left out; pass
+ * 1 only looks threads up (the two kinds' run side by side), so one first
+ * seen then is M_NONE. */
+static int place_grow(struct place *pl, struct model *m, uint32_t t);
+
 static int place_count(struct place *pl, struct model *m, uint32_t t)
 {
-    if (t == M_NONE)
-        return -ENOMEM;
     if (pl->pass == 1)
-        return t >= pl->pos[-1] || pl->pos[t] >= pl->end[t];
+        return t == M_NONE || t >= pl->pos[-1] || pl->pos[t] >= pl->end[t];
+    if (t == M_NONE || place_grow(pl, m, t) < 0)
+        return -ENOMEM;
+    pl->pos[t]++;
+    return 0;
+}
+
+/* Pass 0's counts reach thread @p t. @return 0 or -ENOMEM */
+static int place_grow(struct place *pl, struct model *m, uint32_t t)
+{
     if (t >= pl->pos[-1]) { /* pos grows with the thread table */
         uint32_t cap = m->cap_thr;
         uint64_t *q = realloc(pl->pos - 1, ((size_t)cap + 1) * sizeof(*q));
@@ -686,7 +699,6 @@ static int place_count(struct place *pl, struct model *m, uint32_t t)
         q[0] = cap;
         pl->pos = q + 1;
     }
-    pl->pos[t]++;
     return 0;
 }
 
@@ -702,6 +714,36 @@ static int fold_count(struct model *m, const struct cs_rec_cuda *r)
     return 0;
 }
 
+/* At most this much of model.mrec: an allocation-heavy run past it (a
+ * million records) has memory_compute() read the calls' table again. */
+#define MODEL_MREC_BYTES (64u << 20)
+
+/* Keep CUDA record @p r of run @p run for model/memory.c (model.mrec).
+ * @return 0 or -ENOMEM */
+static int mrec_keep(struct model *m, uint32_t run, const struct cs_rec_cuda *r)
+{
+    if (m->mrec_over)
+        return 0;
+    if (m->nmrec == m->cap_mrec) {
+        uint64_t cap = m->cap_mrec ? 2 * m->cap_mrec : 1024;
+        void *p;
+        if (cap * sizeof(*r) > MODEL_MREC_BYTES) {
+            free(m->mrec);
+            m->mrec = NULL;
+            m->nmrec = m->cap_mrec = 0;
+            m->mrec_over = 1;
+            return 0;
+        }
+        if ((p = realloc(m->mrec, cap * sizeof(*r))) == NULL)
+            return -ENOMEM;
+        m->mrec = p;
+        m->cap_mrec = cap;
+    }
+    m->mrec[m->nmrec++] = *r;
+    m->runs[run].nmrec++;
+    return 0;
+}
+
 static int call_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
                       const void *recs, void *arg)
 {
@@ -712,6 +754,8 @@ static int call_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
     for (uint32_t i = 0; i < h->n; i++, r++) {
         uint32_t t;
         int rc;
+        if (pl->pass == 0 && memory_wants(r) && mrec_keep(m, run, r) < 0)
+            return -ENOMEM;
         if (r->t_enter_ns < mr->win_lo_ns || r->t_enter_ns >= mr->win_hi_ns)
             continue;
         if (r->api == CS_API_NONE || r->api >= CS_API_COUNT || (r->flags & CS_CF_TRACER))
@@ -754,29 +798,7 @@ static int call_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
     return 0;
 }
 
-/* Per-process totals of one off-CPU interval, clipped to the window. */
-static void off_totals(struct model *m, uint32_t t, const struct cs_rec_offcpu *r,
-                       struct m_run *mr)
-{
-    struct m_proc_stats *s = &m->proc[m->thr[t].proc].st;
-    uint64_t d = model_overlap(r->t_start_ns, r->t_end_ns, mr->win_lo_ns, mr->win_hi_ns);
-
-    if (d > s->max_stall_ns) {
-        s->max_stall_ns = d;
-        s->max_stall_at_ns = r->t_start_ns;
-    }
-    if (r->cls == CS_OFF_PREEMPT) {
-        s->off_preempt_ns += d;
-        s->off_invol++;
-    } else {
-        *(r->cls == CS_OFF_DISK ? &s->off_disk_ns : &s->off_sleep_ns) += d;
-        s->off_vol++;
-    }
-    s->off_runq_ns += r->runq_ns;
-    if (r->t_end_ns > mr->host_end_ns)
-        mr->host_end_ns = r->t_end_ns;
-}
-
+/* Pass 1 of the off-CPU intervals (pass 0 is offpass_add()'s). */
 static int off_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
                      const void *recs, void *arg)
 {
@@ -791,15 +813,11 @@ static int off_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
             r->t_end_ns < r->t_start_ns)
             continue;
         t = place_thr(m, pl, run, r->pid, r->tid);
-        if (t == M_NONE)
-            return -ENOMEM;
-        if (pl->pass == 0)
-            off_totals(m, t, r, mr);
-        if (m->thr[t].ncalls == 0)
-            continue; /* not a CUDA thread: its totals are all we need */
+        if (t == M_NONE || m->thr[t].ncalls == 0)
+            continue; /* first seen after pass 0 (no slot), or not a CUDA thread */
         if ((rc = place_count(pl, m, t)) < 0)
             return -ENOMEM;
-        if (pl->pass == 1 && rc == 0) {
+        if (rc == 0) {
             struct m_off *o = &m->off[pl->pos[t]++];
             o->t_start_ns = r->t_start_ns;
             o->t_end_ns = r->t_end_ns;
@@ -972,18 +990,13 @@ static int calls_direct(const struct model *m, uint64_t n)
     return m->nruns == 1 && calls_to_store(n);
 }
 
-/* Pass 1 of the calls into the compact store. @return 0, -EAGAIN (a
- * thread's calls too far out of order: the caller places them in the array
- * instead, counted again), or an error */
-static int place_calls_direct(struct model *m, struct place *pl, uint64_t sum, struct cs_err *err)
+/* Pass 1 of the calls into the compact store opened in pl->cp. @return 0,
+ * -EAGAIN (a thread's calls too far out of order: the caller places them
+ * in the array instead), or an error */
+static int place_calls_direct(struct model *m, struct place *pl, struct cs_err *err)
 {
-    int rc;
+    int rc = place_pass(m, CS_REC_CUDA, call_block, pl, err);
 
-    scratch_plan(m, sum * PLAN_STORED_CALL_BYTES);
-    if ((pl->cp = callplace_open(m, sum)) == NULL)
-        return -ENOMEM;
-    pl->seq = want_seq(m);
-    rc = place_pass(m, CS_REC_CUDA, call_block, pl, err);
     if (rc < 0) {
         callplace_abort(pl->cp);
         pl->cp = NULL;
@@ -1018,26 +1031,30 @@ static int alloc_grouped(struct model *m, unsigned kind, void **arr, size_t size
     return 0;
 }
 
-/* Two passes of @p fn over @p kind: count per thread, then place. */
-static int load_grouped(struct model *m, unsigned kind, block_fn fn, void **arr, size_t size,
-                        uint64_t *total, struct cs_err *err)
+/* Pass 0 of @p fn over @p kind (none: the caller counts), per thread.
+ * @p pl is place_free()d by the caller. */
+static int group_count(struct model *m, unsigned kind, block_fn fn, struct place *pl,
+                       struct cs_err *err)
 {
-    struct place pl = {.last_thr = M_NONE, .last_proc = M_NONE};
-    uint64_t *base = calloc(1, sizeof(*base)), sum = 0;
-    int rc;
+    uint64_t *base = calloc(1, sizeof(*base));
 
+    *pl = (struct place){.last_thr = M_NONE, .last_proc = M_NONE};
     if (base == NULL)
         return -ENOMEM;
-    pl.pos = base + 1;
-    rc = each_block(m, kind, 0, fn, &pl, err);
-    if (rc < 0)
-        goto out;
-    pl.end = calloc(pl.pos[-1] + 1, sizeof(*pl.end)); /* 0: a thread first seen in pass 1 */
-    rc = pl.end ? 0 : -ENOMEM;
-    if (rc < 0)
-        goto out;
+    pl->pos = base + 1;
+    return fn ? each_block(m, kind, 0, fn, pl, err) : 0;
+}
+
+/* Each thread's slice of @p kind from pass 0's counts. */
+static int group_slices(struct model *m, unsigned kind, struct place *pl, uint64_t *total)
+{
+    uint64_t sum = 0;
+
+    pl->end = calloc(pl->pos[-1] + 1, sizeof(*pl->end)); /* 0: a thread first seen in pass 1 */
+    if (pl->end == NULL)
+        return -ENOMEM;
     for (uint32_t t = 0; t < m->nthr; t++) {
-        uint64_t n = t < pl.pos[-1] ? pl.pos[t] : 0;
+        uint64_t n = t < pl->pos[-1] ? pl->pos[t] : 0;
         if (kind == CS_REC_CUDA) {
             m->thr[t].first_call = sum;
             m->thr[t].ncalls = n;
@@ -1045,23 +1062,201 @@ static int load_grouped(struct model *m, unsigned kind, block_fn fn, void **arr,
             m->thr[t].first_off = sum;
             m->thr[t].noff = n;
         }
-        if (t < pl.pos[-1])
-            pl.end[t] = sum + n;
+        if (t < pl->pos[-1])
+            pl->end[t] = sum + n;
         sum += n;
     }
     *total = sum;
-    if (kind == CS_REC_CUDA && sum > 0 && calls_direct(m, sum) &&
-        (rc = place_calls_direct(m, &pl, sum, err)) != -EAGAIN)
-        goto out;
-    if ((rc = alloc_grouped(m, kind, arr, size, sum)) < 0)
-        goto out;
+    return 0;
+}
+
+/* Both kinds' passes run side by side on a run no collector still writes
+ * (a cursor that finds the file grown refreshes what the other reads). */
+static int side_by_side(const struct model *m)
+{
+    return !m->opts.live && !m->any_writing;
+}
+
+/* The off-CPU intervals' pass 1, on a thread of its own beside the
+ * calls': it only reads the model's tables (place_thr() looks up in pass 1)
+ * and fills model.off, which nothing else touches yet. */
+struct off_job {
+    struct model *m;
+    struct place *pl;
+    struct cs_err err;
+    int rc;
+};
+
+static void *off_main(void *arg)
+{
+    struct off_job *j = arg;
+
+    j->rc = place_pass(j->m, CS_REC_OFFCPU, off_block, j->pl, &j->err);
+    return NULL;
+}
+
+/* Pass 1 of the calls (@p pc) and, beside it, of the off-CPU intervals
+ * (@p po), into what each needs: the calls' compact store (opened first,
+ * as the calls' scratch plan asks) or their array, then model.off. */
+static int group_place(struct model *m, struct place *pc, struct place *po, struct cs_err *err)
+{
+    struct off_job j = {.m = m, .pl = po};
+    pthread_t th;
+    int rc = 0, direct = m->ncall > 0 && calls_direct(m, m->ncall), started = 0;
+
+    if (direct) {
+        scratch_plan(m, m->ncall * PLAN_STORED_CALL_BYTES);
+        if ((pc->cp = callplace_open(m, m->ncall)) == NULL)
+            return -ENOMEM;
+        pc->seq = want_seq(m);
+    } else if ((rc = alloc_grouped(m, CS_REC_CUDA, (void **)&m->call, sizeof(*m->call),
+                                   m->ncall)) < 0) {
+        return rc;
+    }
+    if ((rc = alloc_grouped(m, CS_REC_OFFCPU, (void **)&m->off, sizeof(*m->off), m->noff)) < 0) {
+        if (pc->cp)
+            callplace_abort(pc->cp);
+        pc->cp = NULL;
+        return rc;
+    }
     /* nothing to place (off-CPU intervals, none of a CUDA thread): the
      * second read of every block, gigabytes at scale, would only skip them */
-    if (sum > 0)
-        rc = place_pass(m, kind, fn, &pl, err);
-out:
-    free(pl.pos - 1);
-    free(pl.end);
+    if (m->noff > 0 && side_by_side(m))
+        started = pthread_create(&th, NULL, off_main, &j) == 0;
+    if (direct) {
+        rc = place_calls_direct(m, pc, err);
+        if (rc == -EAGAIN &&
+            (rc = alloc_grouped(m, CS_REC_CUDA, (void **)&m->call, sizeof(*m->call),
+                                m->ncall)) == 0)
+            rc = place_pass(m, CS_REC_CUDA, call_block, pc, err);
+    } else if (m->ncall > 0) {
+        rc = place_pass(m, CS_REC_CUDA, call_block, pc, err);
+    }
+    if (started)
+        pthread_join(th, NULL);
+    else if (m->noff > 0)
+        off_main(&j);
+    if (rc == 0 && j.rc < 0) {
+        rc = j.rc;
+        if (err)
+            *err = j.err;
+    }
+    return rc;
+}
+
+static void place_free(struct place *pl)
+{
+    if (pl->pos)
+        free(pl->pos - 1);
+    free(pl->end);
+}
+
+/* Each run's records by kind: after the count passes, which read both
+ * tables whole and so counted them on the way (cs_run_count()). */
+static void run_counts(struct model *m)
+{
+    for (int i = 0; i < m->nruns; i++)
+        for (unsigned k = 1; k < CS_REC_KIND_COUNT; k++)
+            m->runs[i].counts[k] = cs_run_count(m->runs[i].run, k);
+}
+
+/* The off-CPU intervals' pass 0 (offpass.h), on a thread beside the calls'. */
+struct host_job {
+    struct model *m;
+    struct offpass op;
+    struct cs_err err;
+    int rc;
+};
+
+static int host_block(struct model *m, uint32_t run, const struct cs_blk_hdr *h,
+                      const void *recs, void *arg)
+{
+    struct host_job *j = arg;
+
+    return offpass_add(&j->op, run, &m->runs[run], recs, h->n);
+}
+
+static void *host_main(void *arg)
+{
+    struct host_job *j = arg;
+
+    j->rc = each_block(j->m, CS_REC_OFFCPU, 0, host_block, j, &j->err);
+    return NULL;
+}
+
+/* Pass 0 of the off-CPU intervals into the model, key by key in the order
+ * first seen, as placing them one by one would have: their processes and
+ * threads created, each process's totals (its longest stall the first of
+ * the longest), and the counts of CUDA threads (the others need only
+ * their totals) into @p pl. @return 0 or -ENOMEM */
+static int off_merge(struct model *m, const struct offpass *op, struct place *pl)
+{
+    uint64_t *first = malloc(((size_t)m->nproc + op->nk + 1) * sizeof(*first));
+
+    if (first == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < (size_t)m->nproc + op->nk + 1; i++)
+        first[i] = UINT64_MAX;
+    for (uint32_t i = 0; i < op->nk; i++) {
+        const struct offpass_key *k = &op->k[i];
+        uint32_t p = proc_get(m, k->run, k->pid);
+        uint32_t t = p == M_NONE ? M_NONE : thr_get(m, p, k->tid);
+        struct m_proc_stats *s;
+        struct m_run *mr = &m->runs[k->run];
+        if (t == M_NONE || place_grow(pl, m, t) < 0) {
+            free(first);
+            return -ENOMEM;
+        }
+        s = &m->proc[p].st;
+        if (k->max_ns > s->max_stall_ns ||
+            (k->max_ns && k->max_ns == s->max_stall_ns && k->max_pos < first[p])) {
+            s->max_stall_ns = k->max_ns;
+            s->max_stall_at_ns = k->max_at_ns;
+            first[p] = k->max_pos;
+        }
+        s->off_preempt_ns += k->preempt_ns;
+        s->off_disk_ns += k->disk_ns;
+        s->off_sleep_ns += k->sleep_ns;
+        s->off_invol += k->invol;
+        s->off_vol += k->vol;
+        s->off_runq_ns += k->runq_ns;
+        if (k->end_ns > mr->host_end_ns)
+            mr->host_end_ns = k->end_ns;
+        if (m->thr[t].ncalls)
+            pl->pos[t] += k->n;
+    }
+    free(first);
+    return 0;
+}
+
+/* Calls and off-CPU intervals, two passes each: both count passes first,
+ * so that the counts of every kind come with them, then both placings
+ * (which need the counts: want_seq()). */
+static int load_grouped(struct model *m, struct cs_err *err)
+{
+    struct place pc = {0}, po = {0};
+    struct host_job j = {.m = m};
+    pthread_t th;
+    int started = side_by_side(m) && pthread_create(&th, NULL, host_main, &j) == 0;
+    int rc = group_count(m, CS_REC_CUDA, call_block, &pc, err);
+
+    if (started)
+        pthread_join(th, NULL);
+    else if (rc == 0)
+        host_main(&j);
+    if (rc == 0 && (rc = j.rc) < 0 && err)
+        *err = j.err;
+    if (rc == 0 && (rc = group_slices(m, CS_REC_CUDA, &pc, &m->ncall)) == 0 &&
+        (rc = group_count(m, CS_REC_OFFCPU, NULL, &po, err)) == 0 &&
+        (rc = off_merge(m, &j.op, &po)) == 0)
+        rc = group_slices(m, CS_REC_OFFCPU, &po, &m->noff);
+    offpass_free(&j.op);
+    if (rc == 0) {
+        run_counts(m);
+        rc = group_place(m, &pc, &po, err);
+    }
+    place_free(&pc);
+    place_free(&po);
     return rc;
 }
 
@@ -1578,6 +1773,8 @@ static int open_run(struct model *m, int i, const char *path, struct cs_err *err
     rc = cs_run_open(r->run, path, err);
     if (rc == 0 && !m->opts.live)
         rc = wait_writer(r, path, err);
+    if (rc == 0 && model_writer_alive(r->run))
+        m->any_writing = 1;
     reading = NULL;
     if (rc < 0) {
         char tmp[sizeof(((struct cs_err *)0)->msg)];
@@ -1588,8 +1785,6 @@ static int open_run(struct model *m, int i, const char *path, struct cs_err *err
             cs_err_set(err, rc, "%s: %s", path, tmp);
         return rc;
     }
-    for (unsigned k = 1; k < CS_REC_KIND_COUNT; k++)
-        r->counts[k] = cs_run_count(r->run, k);
     r->t0_ns = cs_run_meta_u64(r->run, "t_start_ns", 0);
     r->t_end_ns = cs_run_meta_u64(r->run, "t_end_ns", 0);
     if (r->t_end_ns < r->t0_ns)
@@ -1691,16 +1886,14 @@ int model_load(struct model *m, const char *const *paths, int n, const struct an
     if (m->runs == NULL || m->proc_ix == NULL || m->thr_ix == NULL)
         return -ENOMEM;
     m->nruns = n;
+    /* CUDASPY_MREC=scan: memory reads the table again (tests compare the two) */
+    m->mrec_over = getenv("CUDASPY_MREC") && strcmp(getenv("CUDASPY_MREC"), "scan") == 0;
     for (int i = 0; i < n; i++)
         if ((rc = open_run(m, i, paths[i], err)) < 0)
             return rc;
     link_parents(m);
     scratch_dir[0] = '\0'; /* planned by load_grouped(), kind by kind */
-    rc = load_grouped(m, CS_REC_CUDA, call_block, (void **)&m->call, sizeof(*m->call), &m->ncall,
-                      err);
-    if (rc == 0)
-        rc = load_grouped(m, CS_REC_OFFCPU, off_block, (void **)&m->off, sizeof(*m->off),
-                          &m->noff, err);
+    rc = load_grouped(m, err);
     if (rc == 0)
         rc = load_windows(m, err);
     if (rc == 0)
@@ -1745,6 +1938,7 @@ void model_exit(struct model *m)
     model_free_big(m->call_seq);
     free(m->cstack);
     free(m->fold);
+    free(m->mrec);
     model_free_big(m->call_stack);
     m_hash_free(m->proc_ix);
     m_hash_free(m->thr_ix);

@@ -105,6 +105,7 @@ _Static_assert(sizeof(struct m_nvtx) == 32, "m_nvtx is 32 bytes");
 /* Per-process totals, filled by procs.c from pwin and off-CPU records. */
 struct m_proc_stats {
     uint64_t cuda_calls, cuda_ns;         /* outermost calls */
+    uint64_t init_ns;                     /* outermost cuInit, context creation calls */
     uint64_t oncpu_ns, sleep_ns, disk_ns, preempt_ns, runq_ns;
     /* from the off-CPU intervals, summed while loading (used without pwin) */
     uint64_t off_sleep_ns, off_disk_ns, off_preempt_ns, off_runq_ns, off_vol, off_invol;
@@ -149,6 +150,7 @@ struct m_run {
     uint64_t first_sys, nsys;  /* range in model.sys */
     uint64_t host_end_ns;      /* latest end of any record (runs without t_end_ns) */
     uint64_t counts[CS_REC_KIND_COUNT];
+    uint64_t nmrec;            /* its records in model.mrec (they follow the earlier runs') */
     uint64_t lost_perf, lost_shim, lost_spans;
     uint64_t degraded_blocks;
     uint32_t ncpu;             /* from syswin, 0 = unknown */
@@ -203,6 +205,13 @@ struct model {
     uint64_t nstacked;   /* while loading: calls with a stack id (first pass) */
     uint32_t *call_seq;  /* while loading runs with GPU records: each call's
                             cs_rec_cuda.seq, to find a GPU record's call */
+    /* from the calls' first pass: the CUDA records model/memory.c reads
+     * (memory_wants()), run by run, so it need not read that table again.
+     * mrec_over: more than MODEL_MREC_BYTES of them, none kept (it does). */
+    struct cs_rec_cuda *mrec;
+    uint64_t nmrec, cap_mrec;
+    int mrec_over;
+    int any_writing; /* a run's collector was still writing it when opened */
     uint64_t *fold; /* CS_API_COUNT x CS_API_COUNT: runtime calls of [api] that folded
                        in a driver call of [drv_api] (CS_CF_FOLDED); NULL = none seen */
     struct m_hash *proc_ix, *thr_ix;

@@ -29,19 +29,6 @@ const char *procs_comm(const struct model *m, uint32_t run, uint32_t pid)
     return p == M_NONE ? "?" : m->proc[p].comm;
 }
 
-static void add_calls(struct model *m)
-{
-    for (uint64_t i = 0; i < m->ncall; i++) {
-        const struct m_call cv = model_call(m, i), *c = &cv;
-        struct m_proc *p = model_call_proc(m, c);
-        if (c->flags & CS_CF_NESTED)
-            continue;
-        p->has_cuda = 1;
-        p->st.cuda_calls++;
-        p->st.cuda_ns += model_dur(c);
-    }
-}
-
 static void add_pwin(struct model *m)
 {
     for (uint64_t i = 0; i < m->npwin; i++) {
@@ -155,9 +142,22 @@ static uint64_t init_end(const struct model *m, uint32_t p, uint64_t first_work)
     return end;
 }
 
-/* Process @p p's active window (procs_active_window() says what it is),
- * from its calls: one pass over them and the start of each thread's. */
-static void active_of(const struct model *m, uint32_t p, uint64_t *lo, uint64_t *hi)
+/* Outermost call @p c of process @p p in its totals. */
+static void add_call(struct m_proc *p, const struct m_call *c)
+{
+    if (c->flags & CS_CF_NESTED)
+        return;
+    p->has_cuda = 1;
+    p->st.cuda_calls++;
+    p->st.cuda_ns += model_dur(c);
+    if (is_init(c))
+        p->st.init_ns += model_dur(c);
+}
+
+/* Process @p p's active window (procs_active_window() says what it is) and
+ * its calls' totals, from its calls: one pass over them (at scale, each
+ * one more costs seconds) and the start of each thread's. */
+static void active_of(struct model *m, uint32_t p, uint64_t *lo, uint64_t *hi)
 {
     const struct m_run *r = &m->runs[m->proc[p].run];
     uint64_t ie, first_work = UINT64_MAX, last_any = 0;
@@ -166,6 +166,7 @@ static void active_of(const struct model *m, uint32_t p, uint64_t *lo, uint64_t 
     *hi = 0;
     M_FOR_PROC_CALLS(m, p, t, i) {
         const struct m_call cv = model_call(m, i), *c = &cv;
+        add_call(&m->proc[p], c);
         if (gives_work(c) && c->t_enter_ns < first_work)
             first_work = c->t_enter_ns;
         if (!is_init(c) && !(c->flags & CS_CF_NESTED) && c->t_enter_ns < *lo)
@@ -190,12 +191,11 @@ static void active_of(const struct model *m, uint32_t p, uint64_t *lo, uint64_t 
 
 void procs_compute(struct model *m)
 {
-    add_calls(m);
-    add_pwin(m);
-    off_fallback(m);
-    set_roles(m);
     for (uint32_t p = 0; p < m->nproc; p++)
         active_of(m, p, &m->proc[p].active_lo_ns, &m->proc[p].active_hi_ns);
+    add_pwin(m);
+    off_fallback(m);
+    set_roles(m); /* from has_cuda */
 }
 
 /* See procs.h: the window procs_compute() found. */

@@ -132,10 +132,10 @@ static struct found find(const struct qsel_rank *r, const uint64_t *hist, size_t
     return f; /* not reached when the passes saw the same values */
 }
 
-/* The value that sorting @p v (@p n > @p k) would put at index @p k:
- * quickselect with Hoare's partition around the middle element, which
- * reorders v. Linear on average; a bucket's values are near-uniform. */
-static uint64_t select_kth(uint64_t *v, uint64_t n, uint64_t k)
+/* See qsel.h. Quickselect with Hoare's partition around the middle
+ * element: linear on average; a bucket's values are near-uniform, a step
+ * time series near-sorted. */
+uint64_t qsel_kth(uint64_t *v, uint64_t n, uint64_t k)
 {
     uint64_t lo = 0, hi = n - 1;
 
@@ -175,7 +175,7 @@ static struct found step(struct qsel *q, struct qsel_rank *r)
     if (r->hist)
         return find(r, r->hist, (size_t)(r->width >> r->shift), (int)r->shift, r->lo, r->below);
     if (r->rank - r->below - 1 < r->nv)
-        f.lo = select_kth(r->v, r->nv, r->rank - r->below - 1);
+        f.lo = qsel_kth(r->v, r->nv, r->rank - r->below - 1);
     f.width = 1; /* answered */
     return f;
 }
@@ -220,7 +220,7 @@ static void rank_release(struct qsel_rank *r)
 static void answer_small(struct qsel *q)
 {
     for (int k = 0; k < q->nrank; k++) {
-        q->r[k].value = select_kth(q->small, q->nsmall, q->r[k].rank - 1);
+        q->r[k].value = qsel_kth(q->small, q->nsmall, q->r[k].rank - 1);
         q->r[k].done = 1;
     }
 }

@@ -70,6 +70,10 @@ int qsel_next(struct qsel *q);
  * returned 0). */
 uint64_t qsel_value(const struct qsel *q, int k);
 
+/** The value that sorting @p v (@p n > @p k values) would put at index
+ * @p k, in linear time: reorders @p v. */
+uint64_t qsel_kth(uint64_t *v, uint64_t n, uint64_t k);
+
 /** Free what the series holds. Accepts a zeroed struct. */
 void qsel_exit(struct qsel *q);
 

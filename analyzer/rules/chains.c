@@ -230,30 +230,56 @@ static void page_cap(struct ctx *x)
     f->impact_lo_ns = f->impact_hi_ns = f->impact_ns;
 }
 
-json_t *chains_build(const struct model *m, struct stats_table *t, const struct feed *f,
-                     const struct gpu_truth *g, const struct account *ac,
-                     const struct memory *mem, uint64_t wall_ns)
-{
-    struct ctx *x = calloc(1, sizeof(*x));
-    struct finding *order[C_COUNT];
-    json_t *arr = json_array();
-    int n = 0;
+/* What chains_gather() hands chains_finish(). */
+struct chains_pre {
+    struct ctx x;
+    int ok; /* the outliers were gathered (else: no findings, as before) */
+};
 
-    if (x == NULL || arr == NULL)
-        goto out;
+struct chains_pre *chains_gather(const struct model *m, struct stats_table *t,
+                                 const struct feed *f, const struct gpu_truth *g,
+                                 const struct memory *mem)
+{
+    struct chains_pre *p = calloc(1, sizeof(*p));
+    struct ctx *x;
+
+    if (p == NULL)
+        return NULL;
+    x = &p->x;
     x->m = m;
     x->t = t;
     x->f = f;
     x->g = g;
-    x->ac = ac;
     x->mem = mem;
-    x->wall_ns = wall_ns;
     if (chains_tails(x) < 0)
-        goto out;
+        return p;
     chains_run_host(x);
     chains_run_wake(x);
     for (int k = 0; k < 2; k++)
         qsort(x->holders[k], HOLDERS, sizeof(x->holders[k][0]), chains_cmp_holder);
+    p->ok = 1;
+    return p;
+}
+
+json_t *chains_build(const struct model *m, struct stats_table *t, const struct feed *f,
+                     const struct gpu_truth *g, const struct account *ac,
+                     const struct memory *mem, uint64_t wall_ns)
+{
+    return chains_finish(chains_gather(m, t, f, g, mem), ac, wall_ns);
+}
+
+json_t *chains_finish(struct chains_pre *p, const struct account *ac, uint64_t wall_ns)
+{
+    struct ctx *x = p ? &p->x : NULL;
+    const struct model *m = x ? x->m : NULL;
+    struct finding *order[C_COUNT];
+    json_t *arr = json_array();
+    int n = 0;
+
+    if (x == NULL || arr == NULL || !p->ok)
+        goto out;
+    x->ac = ac;
+    x->wall_ns = wall_ns;
     for (int k = 0; k < C_COUNT; k++) {
         static void (*const build[C_COUNT])(struct ctx *) = {
             [C_PIPE] = chains_f_pipe,   [C_TREE] = chains_f_tree,
@@ -295,7 +321,7 @@ out:
         }
         free(x->tails);
         free(x->pa_median);
-        free(x);
+        free(p);
     }
     return arr;
 }

@@ -33,6 +33,18 @@ json_t *chains_build(const struct model *m, struct stats_table *t, const struct 
                      const struct gpu_truth *g, const struct account *ac,
                      const struct memory *mem, uint64_t wall_ns);
 
+/** chains_build() in two parts, the first needing no account, so that it
+ * runs beside account_compute() (issue 36 point 4: at 200 M calls the
+ * outliers are a pass over every call): the outlier calls and the whole
+ * run's waits, gathered (@p t's rows get their p99_gate; NULL: no memory),
+ * then the findings, with @p ac and @p wall_ns, which frees @p p.
+ * @return new reference */
+struct chains_pre;
+struct chains_pre *chains_gather(const struct model *m, struct stats_table *t,
+                                 const struct feed *f, const struct gpu_truth *g,
+                                 const struct memory *mem);
+json_t *chains_finish(struct chains_pre *p, const struct account *ac, uint64_t wall_ns);
+
 /** "HIGH", "MEDIUM", "LOW". */
 const char *chains_sev_name(int sev);
 

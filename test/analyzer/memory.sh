@@ -47,6 +47,11 @@ vmm) "$cudaspy" record -q -o run.lmdb --gpu-activity full -- "$workload" vmm 0.5
 *) echo "memory.sh: $case_: unknown case" >&2; exit 2 ;;
 esac
 "$CS_ANALYZE" --json run.lmdb >report.json 2>analyze.err || { cat analyze.err >&2; fail analyze; }
+# the allocation records kept while loading and the calls' table read again
+# for them (CUDASPY_MREC=scan, as past 64 MB of them) give one report
+CUDASPY_MREC=scan "$CS_ANALYZE" --json run.lmdb >rescan.json 2>>analyze.err ||
+    { cat analyze.err >&2; fail "analyze (CUDASPY_MREC=scan)"; }
+cmp -s report.json rescan.json || fail "kept and rescanned allocation records differ"
 "$CS_ANALYZE" --color never run.lmdb >report.txt 2>>analyze.err || { cat analyze.err >&2; fail text; }
 python3 - "$case_" <<'PY' || fail "report does not match (report.json in $PWD)"
 import json, sys

@@ -71,6 +71,43 @@ static int test_ranks_match_sorting(void)
     return 0;
 }
 
+/* qsel_kth() on an array sorted, reversed, shuffled and near-sorted (as a
+ * step time series is), with ties: the sorted array's value at k. */
+static int test_kth_matches_sorting(void)
+{
+    uint64_t s = seed;
+
+    for (int round = 0; round < 400; round++) {
+        size_t n = 1 + rnd(&s) % (round < 200 ? 20 : 20000);
+        int order = round % 4;
+        uint64_t *v = malloc(n * sizeof(*v)), *sorted = malloc(n * sizeof(*sorted));
+        uint64_t k[4] = {0, n - 1, (n - 1) / 2, rnd(&s) % n};
+        CHECK(v && sorted);
+        for (size_t i = 0; i < n; i++)
+            sorted[i] = value(&s, (int)(rnd(&s) % 5));
+        qsort(sorted, n, sizeof(*sorted), cmp_u64);
+        for (int j = 0; j < 4; j++) {
+            for (size_t i = 0; i < n; i++)
+                v[i] = order == 1 ? sorted[n - 1 - i] : sorted[i];
+            for (size_t i = n - 1; order >= 2 && i > 0; i--) { /* shuffled, or a few swaps */
+                size_t o = rnd(&s) % (i + 1);
+                uint64_t x = v[i];
+                if (order == 3 && rnd(&s) % 50)
+                    continue;
+                v[i] = v[o], v[o] = x;
+            }
+            if (qsel_kth(v, n, k[j]) != sorted[k[j]]) {
+                fprintf(stderr, "round %d: n %zu order %d k %" PRIu64 "\n", round, n, order,
+                        k[j]);
+                CHECK(0);
+            }
+        }
+        free(v);
+        free(sorted);
+    }
+    return 0;
+}
+
 /* More than QSEL_COLLECT_MAX values in one first-pass bucket (all within
  * 2^20 of 2^40, many equal): the passes split it rather than collect it. */
 static int test_full_bucket_is_refined(void)
@@ -140,6 +177,7 @@ int main(void)
 {
     seed = check_seed();
     RUN(test_ranks_match_sorting);
+    RUN(test_kth_matches_sorting);
     RUN(test_full_bucket_is_refined);
     RUN(test_short_series_needs_one_pass);
     RUN(test_want_rejects_empty_and_too_many);
